@@ -1,0 +1,64 @@
+//! tilec-backend: LLVM IR → PTX (→ ptxas), and the arch capability table.
+//!
+//! Contract: [`codegen`] takes LLVM IR text (from MLIR's translation) and an [`arch::Arch`],
+//! optimises it at the requested level in inkwell's own LLVM context (no context is shared
+//! with MLIR) and returns the optimised IR and the PTX. [`ptxas`] assembles PTX for the
+//! same arch with the `ptxas` it finds and parses its resource report (registers, spills,
+//! shared memory). Failures are [`Diagnostic`]s with code `E0902`.
+
+pub mod arch;
+pub mod ptxas;
+
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
+use inkwell::OptimizationLevel;
+use tilec_core::Diagnostic;
+
+pub use arch::{resolve, Arch, Feature, ARCHS};
+pub use ptxas::{find_ptxas, ptxas, PtxasReport};
+
+/// The result of code generation.
+#[derive(Clone, Debug)]
+pub struct Codegen {
+    /// LLVM IR after the optimisation pipeline.
+    pub llvm_ir: String,
+    pub ptx: String,
+}
+
+fn fail(msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::error("E0902", msg)
+}
+
+/// Optimises LLVM IR and emits PTX for `arch`.
+pub fn codegen(llvm_ir: &str, arch: &Arch, opt_level: u32) -> Result<Codegen, Diagnostic> {
+    Target::initialize_nvptx(&InitializationConfig::default());
+    let ctx = Context::create();
+    let buf = MemoryBuffer::create_from_memory_range_copy(llvm_ir.as_bytes(), "tilec");
+    let module = ctx.create_module_from_ir(buf).map_err(|e| fail(format!("LLVM rejected the IR: {e}")))?;
+    let triple = TargetTriple::create("nvptx64-nvidia-cuda");
+    let target = Target::from_triple(&triple).map_err(|e| fail(format!("no NVPTX target in this LLVM: {e}")))?;
+    let level = match opt_level {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    };
+    let tm = target
+        .create_target_machine(&triple, arch.name, arch.ptx_feature, level, RelocMode::Default, CodeModel::Default)
+        .ok_or_else(|| fail(format!("LLVM cannot target {}", arch.name)))?;
+    module.set_triple(&triple);
+    module.set_data_layout(&tm.get_target_data().get_data_layout());
+    let pipeline = format!("default<O{}>", opt_level.min(3));
+    module
+        .run_passes(&pipeline, &tm, PassBuilderOptions::create())
+        .map_err(|e| fail(format!("LLVM optimisation failed: {e}")))?;
+    module.verify().map_err(|e| fail(format!("LLVM IR does not verify after optimisation: {e}")))?;
+    let llvm_ir = module.print_to_string().to_string();
+    let out = tm
+        .write_to_memory_buffer(&module, FileType::Assembly)
+        .map_err(|e| fail(format!("PTX emission failed: {e}")))?;
+    let ptx = String::from_utf8_lossy(out.as_slice()).trim_end_matches('\0').to_string();
+    Ok(Codegen { llvm_ir, ptx })
+}

@@ -1,0 +1,134 @@
+//! Running `ptxas` on generated PTX and reading its resource report.
+//!
+//! `ptxas` is found, in order, at `$TILEC_PTXAS`, in the project-local tools folder the
+//! set-up script fills (`.tools/cuda/bin/ptxas` of the current directory or any parent),
+//! on `PATH`, and in `/usr/local/cuda/bin`.
+
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tilec_core::Diagnostic;
+
+use crate::arch::Arch;
+
+/// What `ptxas -v` reports for one kernel.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PtxasReport {
+    pub registers: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    pub stack_bytes: u32,
+    pub shared_bytes: u32,
+    pub cubin: Vec<u8>,
+    pub log: String,
+}
+
+/// The `ptxas` executable to use, if any.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TILEC_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let mut dir = std::env::current_dir().ok();
+    while let Some(d) = dir {
+        let cand = d.join(".tools/cuda/bin/ptxas");
+        if cand.is_file() {
+            return Some(cand);
+        }
+        dir = d.parent().map(Path::to_path_buf);
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            let cand = d.join("ptxas");
+            if cand.is_file() {
+                return Some(cand);
+            }
+        }
+    }
+    let cand = PathBuf::from("/usr/local/cuda/bin/ptxas");
+    cand.is_file().then_some(cand)
+}
+
+fn number_before(line: &str, key: &str) -> Option<u32> {
+    let idx = line.find(key)?;
+    line[..idx].split_whitespace().last()?.parse().ok()
+}
+
+/// Parses the `-v` output of ptxas (one kernel).
+pub fn parse_report(log: &str) -> PtxasReport {
+    let mut r = PtxasReport { log: log.to_string(), ..Default::default() };
+    for line in log.lines() {
+        if let Some(v) = number_before(line, "registers") {
+            r.registers = v;
+        }
+        if let Some(v) = number_before(line, "bytes smem") {
+            r.shared_bytes = v;
+        }
+        if let Some(v) = number_before(line, "bytes stack frame") {
+            r.stack_bytes = v;
+        }
+        if let Some(v) = number_before(line, "bytes spill stores") {
+            r.spill_stores = v;
+        }
+        if let Some(v) = number_before(line, "bytes spill loads") {
+            r.spill_loads = v;
+        }
+    }
+    r
+}
+
+/// Assembles `ptx` for `arch` and returns the cubin and the resource report.
+pub fn ptxas(ptx: &str, arch: &Arch) -> Result<PtxasReport, Diagnostic> {
+    let exe = find_ptxas().ok_or_else(|| {
+        Diagnostic::error("E0902", "ptxas not found")
+            .with_note("run scripts/setup.sh, or set TILEC_PTXAS to a ptxas of CUDA 13.0 or later")
+    })?;
+    let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{}", std::process::id(), unique()));
+    std::fs::create_dir_all(&dir).map_err(|e| Diagnostic::error("E0902", format!("cannot create {}: {e}", dir.display())))?;
+    let src = dir.join("k.ptx");
+    let out = dir.join("k.cubin");
+    let result = (|| {
+        std::fs::write(&src, ptx).map_err(|e| Diagnostic::error("E0902", format!("cannot write {}: {e}", src.display())))?;
+        let o = Command::new(&exe)
+            .arg(format!("-arch={}", arch.name))
+            .arg("-v")
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .output()
+            .map_err(|e| Diagnostic::error("E0902", format!("cannot run {}: {e}", exe.display())))?;
+        let log = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        if !o.status.success() {
+            let mut d = Diagnostic::error("E0902", format!("ptxas rejected the PTX for {}", arch.name));
+            for l in log.lines().take(20) {
+                d = d.with_note(l.to_string());
+            }
+            return Err(d);
+        }
+        let mut r = parse_report(&log);
+        r.cubin = std::fs::read(&out).map_err(|e| Diagnostic::error("E0902", format!("cannot read {}: {e}", out.display())))?;
+        Ok(r)
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_resource_report() {
+        let log = "ptxas info    : Compiling entry function 'softmax' for 'sm_90a'\n\
+                   ptxas info    : Function properties for softmax\n\
+                   \x20   8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n\
+                   ptxas info    : Used 40 registers, used 1 barriers, 64 bytes smem";
+        let r = parse_report(log);
+        assert_eq!((r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads), (40, 64, 8, 4, 4));
+    }
+}

@@ -1,0 +1,242 @@
+//! The one diagnostic type of the compiler.
+//!
+//! Every stage (parser, checker, MLIR verification, lowering, backend) reports problems as a
+//! [`Diagnostic`]: a stable code (`E0xxx`), a message, labelled source spans and notes. A
+//! diagnostic renders like rustc (source line and carets, through codespan-reporting) or as
+//! JSON for tools. Codes are listed once, in [`CODES`], with the long text `tilec explain`
+//! prints.
+
+use codespan_reporting::diagnostic as cs;
+use codespan_reporting::files::SimpleFile;
+use codespan_reporting::term::{self, termcolor::NoColor};
+use serde::Serialize;
+
+/// A byte range in one source file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+    pub primary: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: &'static str,
+    pub message: String,
+    pub labels: Vec<Label>,
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, message: impl Into<String>) -> Self {
+        debug_assert!(lookup(code).is_some(), "diagnostic code {code} is not registered");
+        Diagnostic { severity: Severity::Error, code, message: message.into(), labels: vec![], notes: vec![] }
+    }
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, message) }
+    }
+    /// The span the diagnostic is about; the first one decides where it is shown.
+    pub fn with_primary(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.labels.push(Label { span, message: message.into(), primary: true });
+        self
+    }
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.labels.push(Label { span, message: message.into(), primary: false });
+        self
+    }
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// A source file as the diagnostics see it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub name: String,
+    pub text: String,
+}
+
+impl Source {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Source { name: name.into(), text: text.into() }
+    }
+
+    /// 1-based (line, column) of a byte offset, clamped to the text.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text.as_bytes()[..offset];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let col = offset - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+        (line, col)
+    }
+}
+
+/// Renders diagnostics like rustc, without colour (snapshots and logs stay plain).
+pub fn render(diags: &[Diagnostic], source: &Source) -> String {
+    let file = SimpleFile::new(source.name.as_str(), source.text.as_str());
+    let config = term::Config::default();
+    let mut out = NoColor::new(Vec::new());
+    for d in diags {
+        let sev = match d.severity {
+            Severity::Error => cs::Severity::Error,
+            Severity::Warning => cs::Severity::Warning,
+        };
+        let len = source.text.len();
+        let labels = d
+            .labels
+            .iter()
+            .map(|l| {
+                let range = l.span.start.min(len)..l.span.end.min(len).max(l.span.start.min(len));
+                let style = if l.primary { cs::LabelStyle::Primary } else { cs::LabelStyle::Secondary };
+                cs::Label::new(style, (), range).with_message(l.message.clone())
+            })
+            .collect();
+        let diag = cs::Diagnostic::new(sev)
+            .with_code(d.code)
+            .with_message(d.message.clone())
+            .with_labels(labels)
+            .with_notes(d.notes.clone());
+        // Writing into a Vec cannot fail; a span outside the file is clamped above.
+        let _ = term::emit(&mut out, &config, &file, &diag);
+    }
+    String::from_utf8_lossy(&out.into_inner()).into_owned()
+}
+
+/// Diagnostics as JSON lines-free array, with line/column added for editors.
+pub fn render_json(diags: &[Diagnostic], source: &Source) -> String {
+    let items: Vec<serde_json::Value> = diags
+        .iter()
+        .map(|d| {
+            let labels: Vec<serde_json::Value> = d
+                .labels
+                .iter()
+                .map(|l| {
+                    let (line, col) = source.line_col(l.span.start);
+                    let (end_line, end_col) = source.line_col(l.span.end);
+                    serde_json::json!({
+                        "start": l.span.start, "end": l.span.end,
+                        "line": line, "column": col, "end_line": end_line, "end_column": end_col,
+                        "message": l.message, "primary": l.primary,
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "severity": d.severity, "code": d.code, "message": d.message,
+                "file": source.name, "labels": labels, "notes": d.notes,
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_string())
+}
+
+/// A registered diagnostic code: (code, one-line title, long explanation).
+pub type CodeInfo = (&'static str, &'static str, &'static str);
+
+/// Every code the compiler emits. `tilec explain` prints the third field.
+pub const CODES: &[CodeInfo] = &[
+    ("E0001", "syntax error", "The text does not follow the grammar of the tile language. The caret points at the first token that could not be parsed; the message lists what was expected there. See docs/language.md for the grammar."),
+    ("E0002", "unknown name", "A name was used that is not a parameter, a `let` binding, a constant or a builtin. Names are resolved in order: a `let` must come before its use. Check the spelling; the note lists close matches when there are any."),
+    ("E0003", "duplicate definition", "Two parameters (or two kernels) have the same name. Rename one of them."),
+    ("E0004", "wrong number of arguments", "A builtin was called with too many or too few arguments. The message states the signature of the builtin."),
+    ("E0005", "unknown keyword argument", "A builtin was given a named argument it does not take, or the same named argument twice."),
+    ("E0006", "wrong kind of value", "A value of one kind (tensor, tile, scalar, constant, dtype, tuple) was used where another kind is required, e.g. a tile where a compile-time integer is needed for a shape."),
+    ("E0007", "shape mismatch", "Two tiles whose shapes cannot be broadcast together were combined, or a tile of the wrong shape was stored. Broadcasting follows NumPy: dims are compared from the right; each pair must be equal or one of them 1."),
+    ("E0008", "dtype mismatch", "Two values of different element types were combined without a cast. The tile language never converts implicitly between float widths; insert `.astype(dtype)` where the conversion should happen."),
+    ("E0009", "not a compile-time constant", "A tile shape, an axis or a constant parameter must be known when the kernel is compiled. Use constant parameters (`const N: int = 64`) or literals; runtime values such as `bid(0)` or `x.shape[1]` cannot size a tile."),
+    ("E0010", "tile dimension not a power of two", "Tile dimensions must be powers of two so that every layout splits them evenly over threads and warps. Round the dimension up to the next power of two and let `padding=` and masked stores handle the ragged edge."),
+    ("E0011", "axis out of range", "A reduction, index or shape access named an axis the value does not have. Axes count from 0; negative axes count from the end."),
+    ("E0012", "rank mismatch", "A load or store index, or a tile shape, has a different number of dimensions than the tensor."),
+    ("E0013", "unknown target in by_target", "`by_target { ... }` names an architecture tilec does not know. The keys are sm_90, sm_103, sm_121 (with or without the `a` suffix) and `default`."),
+    ("E0014", "invalid constant value", "A constant has a value outside what the kernel accepts (a negative tile size, zero warps, a division by zero in a constant expression, ...)."),
+    ("E0015", "invalid hint", "A kernel hint is unknown or has a bad value. Known hints: num_warps (1, 2, 4, 8, 16 or 32), occupancy (1..=32), opt_level (0..=3)."),
+    ("E0016", "invalid type", "A type annotation names an unknown dtype, or a tensor type has a bad rank."),
+    ("E0017", "missing kernel", "The file defines no kernel, or the requested kernel name does not exist in it."),
+    ("E0018", "static assertion failed", "A `static_assert(cond, \"message\")` evaluated to false for this specialization."),
+    ("E0019", "invalid constant override", "A constant given on the command line (`--const NAME=VALUE`) or through the API does not exist or has the wrong kind of value."),
+    ("E0020", "tile too large", "A tile has more elements than one thread block can hold in registers under the current lowering. Use a smaller tile, or more warps."),
+    ("E0900", "not lowered yet", "The construct is part of the tile language but the lowering to GPU code does not handle it yet in this version of tilec. The message says which construct; the issue tracker follows the work."),
+    ("E0901", "MLIR verification failed", "The IR produced by a stage did not verify in MLIR. This is a compiler bug: please report it with the kernel and the `--emit` output of the stage before."),
+    ("E0902", "backend failure", "LLVM could not translate or compile the lowered module to PTX, or ptxas rejected the PTX. This is a compiler bug unless the note says otherwise."),
+];
+
+/// The registered entry of a code, if any.
+pub fn lookup(code: &str) -> Option<&'static CodeInfo> {
+    CODES.iter().find(|c| c.0.eq_ignore_ascii_case(code))
+}
+
+/// Rendered compile failure that carries its diagnostics (for `?` across crate boundaries).
+#[derive(Clone, Debug)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl std::fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for d in &self.0 {
+            writeln!(f, "error[{}]: {}", d.code, d.message)?;
+            for n in &d.notes {
+                writeln!(f, "  = note: {n}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_well_formed() {
+        for (i, c) in CODES.iter().enumerate() {
+            assert!(c.0.len() == 5 && c.0.starts_with('E'), "{}", c.0);
+            assert!(CODES[i + 1..].iter().all(|d| d.0 != c.0), "duplicate {}", c.0);
+        }
+    }
+
+    #[test]
+    fn render_points_at_span() {
+        let src = Source::new("k.tile", "let x = 1;\nlet y = z;\n");
+        let d = Diagnostic::error("E0002", "unknown name `z`").with_primary(Span::new(19, 20), "not defined");
+        let text = render(&[d], &src);
+        assert!(text.contains("error[E0002]: unknown name `z`"), "{text}");
+        assert!(text.contains("k.tile:2:9"), "{text}");
+        assert!(text.contains('^'), "{text}");
+    }
+
+    #[test]
+    fn out_of_range_span_does_not_panic() {
+        let src = Source::new("k.tile", "ab");
+        let d = Diagnostic::error("E0001", "x").with_primary(Span::new(10, 40), "here");
+        let _ = render(&[d.clone()], &src);
+        let _ = render_json(&[d], &src);
+    }
+}

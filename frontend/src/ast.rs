@@ -1,0 +1,166 @@
+//! The syntax tree, with a span on every node.
+
+use tilec_core::Span;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct File {
+    pub kernels: Vec<Kernel>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub name: Ident,
+    pub params: Vec<ParamDecl>,
+    pub grid: Option<Expr>,
+    pub hints: Vec<(Ident, Expr)>,
+    pub tune: Vec<(Ident, Expr)>,
+    pub body: Block,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamDecl {
+    pub is_const: bool,
+    pub name: Ident,
+    pub ty: TypeExpr,
+    pub default: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeExpr {
+    /// `tensor<DTYPE, RANK>`; DTYPE is a dtype name or a `dtype` constant.
+    Tensor { dtype: Ident, rank: i64, span: Span },
+    /// `int`, `bool`, `dtype`, `f32`, …
+    Named(Ident),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssignOp {
+    Set,
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    Let(Ident, Expr),
+    Assign(Ident, AssignOp, Expr),
+    For { var: Ident, range: Expr, body: Block },
+    If { cond: Expr, then: Block, els: Option<Box<Stmt>> },
+    /// An `else { … }` block (only as the `els` of an `If`).
+    Block(Block),
+    Expr(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Or,
+    And,
+    Eq,
+    Ne,
+    Le,
+    Ge,
+    Lt,
+    Gt,
+    BitOr,
+    BitXor,
+    BitAnd,
+    Shl,
+    Shr,
+    Add,
+    Sub,
+    FloorDiv,
+    Mul,
+    Div,
+    Rem,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Or => "or",
+            BinOp::And => "and",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Le => "<=",
+            BinOp::Ge => ">=",
+            BinOp::Lt => "<",
+            BinOp::Gt => ">",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::BitAnd => "&",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::FloorDiv => "//",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    Neg,
+    Not,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg {
+    pub name: Option<Ident>,
+    pub value: Expr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum IndexItem {
+    Expr(Expr),
+    /// `:`
+    Full(Span),
+    /// `None`: a new axis of extent 1.
+    NewAxis(Span),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+    Name(String),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Call(Box<Expr>, Vec<Arg>),
+    Index(Box<Expr>, Vec<IndexItem>),
+    Field(Box<Expr>, Ident),
+    Tuple(Vec<Expr>),
+    ByTarget(Vec<(Ident, Expr)>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}

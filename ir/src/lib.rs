@@ -1,0 +1,151 @@
+//! tilec-ir: the MLIR side of tilec.
+//!
+//! Contract: [`Mlir::new`] gives an MLIR context with every upstream dialect and LLVM
+//! translation registered and the `tile`/`tilegpu` dialects loaded from their IRDL
+//! definition ([`IRDL`]). [`Mlir::parse`] turns the text of any stage into a verified
+//! module or a [`Diagnostic`] carrying MLIR's own messages (which MLIR reports only through
+//! a diagnostic handler, so one is attached for the life of the context).
+//! [`Mlir::run_pipeline`] runs an upstream pass pipeline; [`Mlir::translate_to_llvm_ir`]
+//! produces LLVM IR text. Nothing here knows about GPUs: that is `passes` and `backend`.
+
+use melior::dialect::DialectRegistry;
+use melior::ir::operation::OperationLike;
+use melior::ir::Module;
+use melior::pass::PassManager;
+use melior::utility::{load_irdl_dialects, register_all_dialects, register_all_llvm_translations, register_all_passes};
+use melior::Context;
+use std::cell::RefCell;
+use std::rc::Rc;
+use tilec_core::Diagnostic;
+
+/// The IRDL definition of the `tile` and `tilegpu` dialects.
+pub const IRDL: &str = include_str!("tile.irdl.mlir");
+
+/// An MLIR context set up for tilec, with collected diagnostics.
+pub struct Mlir {
+    ctx: Context,
+    messages: Rc<RefCell<Vec<String>>>,
+}
+
+impl std::fmt::Debug for Mlir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Mlir")
+    }
+}
+
+/// Creates a verification/backend diagnostic with MLIR's messages as notes.
+fn mlir_failure(code: &'static str, msg: String, notes: Vec<String>) -> Diagnostic {
+    notes.into_iter().fold(Diagnostic::error(code, msg), |d, n| d.with_note(n))
+}
+
+impl Mlir {
+    pub fn new() -> Result<Mlir, Diagnostic> {
+        register_all_passes();
+        let registry = DialectRegistry::new();
+        register_all_dialects(&registry);
+        let ctx = Context::new();
+        ctx.append_dialect_registry(&registry);
+        ctx.load_all_available_dialects();
+        register_all_llvm_translations(&ctx);
+        let messages = Rc::new(RefCell::new(Vec::new()));
+        let sink = messages.clone();
+        ctx.attach_diagnostic_handler(move |d| {
+            sink.borrow_mut().push(format!("{}: {}", d.location(), d));
+            true
+        });
+        let m = Mlir { ctx, messages };
+        let dialects = Module::parse(&m.ctx, IRDL)
+            .ok_or_else(|| mlir_failure("E0901", "the IRDL definition of the tile dialect does not parse".into(), m.take()))?;
+        if !load_irdl_dialects(&dialects) {
+            return Err(mlir_failure("E0901", "the IRDL definition of the tile dialect did not load".into(), m.take()));
+        }
+        Ok(m)
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Drains the diagnostics MLIR reported since the last call.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.messages.borrow_mut())
+    }
+
+    /// Parses and verifies the text of `stage`.
+    pub fn parse(&self, text: &str, stage: &str) -> Result<Module<'_>, Diagnostic> {
+        self.take();
+        let module = Module::parse(&self.ctx, text)
+            .ok_or_else(|| mlir_failure("E0901", format!("the {stage} stage does not parse in MLIR"), self.take()))?;
+        if !module.as_operation().verify() {
+            return Err(mlir_failure("E0901", format!("the {stage} stage does not verify in MLIR"), self.take()));
+        }
+        Ok(module)
+    }
+
+    /// Runs an upstream textual pipeline (e.g. `builtin.module(canonicalize,cse)`).
+    pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<(), Diagnostic> {
+        self.take();
+        let pm = PassManager::new(&self.ctx);
+        pm.enable_verifier(true);
+        melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline)
+            .map_err(|e| mlir_failure("E0901", format!("bad pass pipeline `{pipeline}`: {e}"), self.take()))?;
+        pm.run(module).map_err(|_| mlir_failure("E0901", format!("pass pipeline `{pipeline}` failed"), self.take()))
+    }
+
+    /// Translates a module in the `llvm` (+`nvvm`) dialects to LLVM IR text.
+    pub fn translate_to_llvm_ir(&self, module: &Module) -> Result<String, Diagnostic> {
+        self.take();
+        // SAFETY: the module is alive for the call; the returned C string is malloc'ed by
+        // MLIR and owned by us, so it is copied and freed exactly once.
+        let text = unsafe {
+            let raw = mlir_sys::mlirTranslateModuleToLLVMIRToString(module.as_operation().to_raw());
+            if raw.is_null() {
+                None
+            } else {
+                let s = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+                libc_free(raw.cast());
+                Some(s)
+            }
+        };
+        match text {
+            Some(t) if !t.is_empty() => Ok(t),
+            _ => Err(mlir_failure("E0902", "translation to LLVM IR failed".into(), self.take())),
+        }
+    }
+}
+
+unsafe extern "C" {
+    #[link_name = "free"]
+    fn libc_free(p: *mut std::ffi::c_void);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn irdl_loads_and_verifies_tile_ops() {
+        let m = Mlir::new().unwrap();
+        let text = r#"
+func.func @k(%x: memref<?x?xf16, strided<[?, ?]>>) {
+  %0 = "tile.bid"() {axis = 0 : i32} : () -> i32
+  %1 = "tile.load"(%x, %0, %0) {padding = "zero"} : (memref<?x?xf16, strided<[?, ?]>>, i32, i32) -> tensor<1x64xf16, #tilegpu.blocked<[1, 2], [1, 32], [1, 1], [1, 0]>>
+  return
+}"#;
+        m.parse(text, "test").unwrap();
+    }
+
+    #[test]
+    fn bad_attribute_is_reported_with_mlir_message() {
+        let m = Mlir::new().unwrap();
+        let text = r#"
+func.func @k(%x: memref<?xf16, strided<[?]>>) {
+  %0 = "tile.bid"() {axis = 0 : i32} : () -> i32
+  %1 = "tile.load"(%x, %0) {padding = 3 : i32} : (memref<?xf16, strided<[?]>>, i32) -> tensor<64xf16>
+  return
+}"#;
+        let err = m.parse(text, "test").unwrap_err();
+        assert_eq!(err.code, "E0901");
+        assert!(err.notes.iter().any(|n| n.contains("builtin.string")), "{err:?}");
+    }
+}

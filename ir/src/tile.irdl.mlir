@@ -1,0 +1,81 @@
+// The `tile` and `tilegpu` dialects, loaded into every MLIR context tilec creates.
+//
+// IRDL ops have only the generic syntax ("tile.load"(...) {...} : (...) -> ...). Each
+// operand gets its own constraint value: IRDL unifies a value used twice, which would
+// force the two types to be equal.
+irdl.dialect @tilegpu {
+  // #tilegpu.blocked<sizePerThread, threadsPerWarp, warpsPerCTA, order>
+  irdl.attribute @blocked {
+    %spt = irdl.base "#builtin.array"
+    %tpw = irdl.base "#builtin.array"
+    %wpc = irdl.base "#builtin.array"
+    %ord = irdl.base "#builtin.array"
+    irdl.parameters(size_per_thread: %spt, threads_per_warp: %tpw, warps_per_cta: %wpc, order: %ord)
+  }
+  // #tilegpu.slice<dim : i32, parent>: a keepdims reduction result along `dim`.
+  irdl.attribute @slice {
+    %dim = irdl.base "#builtin.integer"
+    %parent = irdl.any
+    irdl.parameters(dim: %dim, parent: %parent)
+  }
+}
+
+irdl.dialect @tile {
+  // Block index along grid axis `axis`.
+  irdl.operation @bid {
+    %i32 = irdl.is i32
+    %axis = irdl.base "#builtin.integer"
+    irdl.results(result: %i32)
+    irdl.attributes { "axis" = %axis }
+  }
+  // Extent `axis` of a tensor parameter.
+  irdl.operation @dim {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %axis = irdl.base "#builtin.integer"
+    irdl.operands(tensor: %mem)
+    irdl.results(result: %i32)
+    irdl.attributes { "axis" = %axis }
+  }
+  // A scalar broadcast to every element of a tile.
+  irdl.operation @splat {
+    %s = irdl.any
+    %t = irdl.base "!builtin.tensor"
+    irdl.operands(value: %s)
+    irdl.results(result: %t)
+  }
+  // Extent-1 dimensions broadcast to the result shape.
+  irdl.operation @broadcast {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
+  }
+  // Reduction along `axis` (kept with extent 1); kind is "max", "min" or "sum".
+  irdl.operation @reduce {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    %kind = irdl.base "#builtin.string"
+    %axis = irdl.base "#builtin.integer"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
+    irdl.attributes { "kind" = %kind, "axis" = %axis }
+  }
+  // Tile `index` (in tile units) of a tensor; out-of-bounds elements read `padding`.
+  irdl.operation @load {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %r = irdl.base "!builtin.tensor"
+    %pad = irdl.base "#builtin.string"
+    irdl.operands(tensor: %mem, index: variadic %i32)
+    irdl.results(result: %r)
+    irdl.attributes { "padding" = %pad }
+  }
+  // Tile `index` of a tensor; out-of-bounds elements are not written.
+  irdl.operation @store {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %t = irdl.base "!builtin.tensor"
+    irdl.operands(tensor: %mem, index: variadic %i32, tile: %t)
+  }
+}

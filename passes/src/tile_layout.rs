@@ -1,0 +1,192 @@
+//! `tile-layout`: gives every tile a distributed layout (tile → tilegpu).
+//!
+//! Needs: a kernel in the `tile` dialect whose tile dims are powers of two.
+//!
+//! Does: picks one `#blocked` layout per full tile shape — 16-byte vectors of the narrowest
+//! dtype that shape is loaded or stored with, lanes along the contiguous dim, warps along the
+//! slowest dims first (so that row reductions stay inside a warp when there are enough rows)
+//! — and gives a keepdims reduction result the `#slice` of its operand's layout. A tile with
+//! extent-1 dims that is not a reduction result (a `full((R, 1), …)`, say) takes the slice of
+//! the full shape it is broadcast to, when there is one. Every tile of one shape gets the same
+//! layout, so elementwise ops and broadcasts never need a layout conversion.
+//!
+//! Guarantees: every tile type carries a layout; every broadcast's operand layout is the slice
+//! of its result's layout; the kernel's `num_warps` is the number of warps the layouts use
+//! (the hint, or fewer when the tiles are too small to give each warp its own elements).
+//!
+//! Reports: the layout of each shape, the vector width in bytes, registers per thread.
+//!
+//! Options: none. Layout conversions through shared memory (`convert_layout`) are not
+//! implemented yet: a kernel that would need one is rejected with `E0900`.
+
+use std::collections::BTreeMap;
+use tilec_core::layout::{Blocked, Layout};
+use tilec_core::tir::{Func, OpKind, Type};
+use tilec_core::Diagnostic;
+
+/// Registers a thread may hold for one tile before the lowering refuses (spills otherwise).
+pub const MAX_REGS_PER_TILE: i64 = 256;
+
+/// What the pass decided, for `--report`.
+#[derive(Clone, Debug, Default)]
+pub struct LayoutReport {
+    pub num_warps: u32,
+    pub lines: Vec<String>,
+}
+
+pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
+    // Narrowest memory dtype per full shape (loads and stores decide the vector width).
+    let mut mem_bytes: BTreeMap<Vec<i64>, u32> = BTreeMap::new();
+    for op in &func.ops {
+        let t = match &op.kind {
+            OpKind::Load { .. } => op.result,
+            OpKind::Store { tile, .. } => Some(*tile),
+            _ => None,
+        };
+        if let Some(t) = t {
+            let ty = func.ty(t);
+            let e = mem_bytes.entry(ty.shape().to_vec()).or_insert(16);
+            *e = (*e).min(ty.dtype().bytes());
+        }
+    }
+    // Shapes that need a layout of their own: every tile shape that is not the keepdims
+    // result of a reduction or an extent-1 operand of a broadcast.
+    let mut reduced = vec![false; func.values.len()];
+    for op in &func.ops {
+        if let (OpKind::Reduce { .. }, Some(r)) = (&op.kind, op.result) {
+            reduced[r.0 as usize] = true;
+        }
+    }
+    let mut full_shapes: Vec<Vec<i64>> = vec![];
+    for (i, ty) in func.values.iter().enumerate() {
+        if let Type::Tile { shape, .. } = ty {
+            if !reduced[i] && !full_shapes.contains(shape) {
+                full_shapes.push(shape.clone());
+            }
+        }
+    }
+    // A shape with a 1 that is the slice of another full shape is not full itself.
+    let slice_parent = |s: &[i64], shapes: &[Vec<i64>]| -> Option<(usize, Vec<i64>)> {
+        shapes.iter().find_map(|f| {
+            let diff: Vec<usize> = (0..s.len()).filter(|&d| f.len() == s.len() && f[d] != s[d]).collect();
+            match diff.as_slice() {
+                [d] if s[*d] == 1 && f.len() == s.len() => Some((*d, f.clone())),
+                _ => None,
+            }
+        })
+    };
+    let snapshot = full_shapes.clone();
+    full_shapes.retain(|s| slice_parent(s, &snapshot).is_none());
+    full_shapes.sort();
+
+    let mut warps = i64::from(func.num_warps);
+    let mut layouts: BTreeMap<Vec<i64>, Blocked> = BTreeMap::new();
+    // Two rounds: the second re-derives every layout with the smallest warp count any
+    // shape could use, so that all tiles of the kernel agree on the block size.
+    for _ in 0..2 {
+        layouts.clear();
+        let mut min_used = warps;
+        for s in &full_shapes {
+            let bytes = mem_bytes.get(s).copied().unwrap_or(4).min(4);
+            let (b, used) = Blocked::row_major(s, bytes, warps).map_err(|e| {
+                Diagnostic::error("E0020", format!("no layout for tile {s:?}: {e}"))
+                    .with_note("tiles need power-of-two dims and at least 32 elements")
+            })?;
+            min_used = min_used.min(used);
+            layouts.insert(s.clone(), b);
+        }
+        if min_used == warps {
+            break;
+        }
+        warps = min_used;
+    }
+
+    let mut report = LayoutReport { num_warps: warps as u32, lines: vec![] };
+    for (s, b) in &layouts {
+        let bytes = mem_bytes.get(s).copied().unwrap_or(4).min(4);
+        let l = Layout::Blocked(b.clone());
+        let regs = l.regs_per_thread(s);
+        if regs > MAX_REGS_PER_TILE {
+            return Err(Diagnostic::error("E0020", format!("tile {s:?} needs {regs} registers per thread with {warps} warps"))
+                .with_note(format!("the limit is {MAX_REGS_PER_TILE}; use more warps (hints {{ num_warps = … }}) or a smaller tile")));
+        }
+        report.lines.push(format!(
+            "tile {s:?}: {} ({} B vectors, {regs} elements per thread)",
+            l.to_mlir(),
+            b.size_per_thread.last().copied().unwrap_or(1) * i64::from(bytes)
+        ));
+    }
+
+    let layout_of = |shape: &[i64]| -> Option<Layout> {
+        if let Some(b) = layouts.get(shape) {
+            return Some(Layout::Blocked(b.clone()));
+        }
+        let full: Vec<Vec<i64>> = layouts.keys().cloned().collect();
+        slice_parent(shape, &full).map(|(d, f)| Layout::Slice { dim: d, parent: Box::new(Layout::Blocked(layouts[&f].clone())) })
+    };
+
+    // Assign in definition order: reductions take the slice of their operand's layout.
+    let ops = func.ops.clone();
+    for op in &ops {
+        let Some(r) = op.result else { continue };
+        let ty = func.ty(r).clone();
+        let Type::Tile { shape, dtype, .. } = ty else { continue };
+        let layout = match &op.kind {
+            OpKind::Reduce { axis, value, .. } => {
+                let parent = func.ty(*value).layout().cloned().ok_or_else(|| {
+                    Diagnostic::error("E0900", "reduction of a tile without a layout is not lowered yet")
+                })?;
+                Layout::Slice { dim: *axis as usize, parent: Box::new(parent) }
+            }
+            _ => layout_of(&shape).ok_or_else(|| {
+                Diagnostic::error("E0900", format!("tile {shape:?} has no layout: a layout conversion would be needed, which is not lowered yet"))
+            })?,
+        };
+        func.values[r.0 as usize] = Type::Tile { shape, dtype, layout: Some(layout) };
+    }
+    // Broadcast operands must be the slice of the result.
+    for op in &func.ops {
+        if let (OpKind::Broadcast(x), Some(r)) = (&op.kind, op.result) {
+            let (xl, rl) = (func.ty(*x).layout(), func.ty(r).layout());
+            let ok = matches!(xl, Some(Layout::Slice { parent, .. }) if Some(parent.as_ref()) == rl);
+            if !ok {
+                let mut d = Diagnostic::error("E0900", "this broadcast needs a layout conversion, which is not lowered yet");
+                if let Some(s) = op.span {
+                    d = d.with_primary(s, "broadcast here");
+                }
+                return Err(d);
+            }
+        }
+    }
+    func.num_warps = warps as u32;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_core::tir::{Padding, ReduceKind};
+    use tilec_core::DType;
+
+    #[test]
+    fn row_reduction_gets_slice_layout() {
+        let mut f = Func::new("k", "sm_90a", 4);
+        let x = f.add_param("x", Type::Tensor { dtype: DType::F16, rank: 2 });
+        let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
+        let t = f.push(OpKind::Load { tensor: x, index: vec![b, b], padding: Padding::Zero }, Type::tile(vec![2, 256], DType::F16), None);
+        let r = f.push(OpKind::Reduce { kind: ReduceKind::Sum, axis: 1, value: t }, Type::tile(vec![2, 1], DType::F16), None);
+        let _ = f.push(OpKind::Broadcast(r), Type::tile(vec![2, 256], DType::F16), None);
+        let rep = run(&mut f).unwrap();
+        assert_eq!(rep.num_warps, 2, "a [2, 256] f16 tile has room for two warps of 8-wide vectors along rows... {rep:?}");
+        assert!(matches!(f.ty(r).layout(), Some(Layout::Slice { dim: 1, .. })));
+    }
+
+    #[test]
+    fn tiny_tile_is_rejected() {
+        let mut f = Func::new("k", "sm_90a", 4);
+        let x = f.add_param("x", Type::Tensor { dtype: DType::F32, rank: 1 });
+        let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
+        f.push(OpKind::Load { tensor: x, index: vec![b], padding: Padding::Zero }, Type::tile(vec![16], DType::F32), None);
+        assert_eq!(run(&mut f).unwrap_err().code, "E0020");
+    }
+}

@@ -1,0 +1,804 @@
+//! `tile-to-llvm`: lowers a kernel whose tiles all have layouts (tilegpu) to the `llvm` and
+//! `nvvm` dialects.
+//!
+//! Needs: `tile-layout` (every tile typed with a `#blocked` or `#slice` layout).
+//!
+//! Does: each tile becomes the list of scalar SSA values one thread holds, in the register
+//! order of its layout; every op is expanded per register. Memory:
+//! - `load`/`store` compute one base coordinate per thread (from `tid`) and a constant
+//!   offset per register; registers contiguous along the fastest dim are moved as one
+//!   predicated 16-byte (or narrower) access (`@p ld.global.v4.b32`) when the tensor
+//!   parameter is specialised as 16-byte aligned (unit last stride, and extents and other
+//!   strides multiples of 16 bytes), else one element at a time. Out-of-bounds lanes load
+//!   the padding value and store nothing.
+//! - `reduce` combines in-thread (a tree), then across lanes with `shfl.sync.bfly`, then
+//!   across warps through a shared-memory scratch region of its own (one barrier), so every
+//!   thread ends with the statistic of each row it holds (the `#slice` layout).
+//! - `exp2` is `ex2.approx.f32` (≤ 2 ulp); `exp(x)` is `ex2.approx(x·log2 e)` with the
+//!   rounding error of the product corrected by one fma (a few ulp over the range that
+//!   matters). f16/bf16 math runs in f32 and rounds once.
+//!
+//! Guarantees: a module with one `llvm.func` marked `nvvm.kernel`, `nvvm.maxntid` set to the
+//! block size, and (with the `occupancy` hint) `nvvm.minctasm`; shared memory is one static
+//! `@__tilec_smem` array. The parameter ABI is that of `tilec_core::abi`.
+//!
+//! Options: none.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use tilec_backend::Arch;
+use tilec_core::layout::Layout;
+use tilec_core::tir::{mlir_float, BinOp, Func, OpKind, Padding, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::{DType, Diagnostic};
+
+/// Largest static shared memory a kernel may declare (the CUDA static limit).
+const STATIC_SMEM_LIMIT: u32 = 48 * 1024;
+
+/// The lowered kernel.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    pub text: String,
+    pub shared_bytes: u32,
+    pub block_threads: u32,
+}
+
+#[derive(Clone, Debug)]
+enum LV {
+    Scalar(String),
+    Tile(Vec<String>),
+    Tensor { ptr: String, dims: Vec<String>, strides: Vec<String>, aligned: bool },
+}
+
+fn llty(d: DType) -> &'static str {
+    match d {
+        DType::I1 => "i1",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F32 => "f32",
+    }
+}
+
+fn err(msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::error("E0900", msg)
+}
+
+struct Em {
+    pro: String,
+    body: String,
+    n: u32,
+    blocks: u32,
+    consts: BTreeMap<String, String>,
+    /// Per-layout thread coordinates, cached: (layout text, dim) → i32 value.
+    bases: BTreeMap<(String, usize), String>,
+    tid: String,
+    lane: String,
+    warp: String,
+    smem: u32,
+    smem_ptr: Option<String>,
+}
+
+impl Em {
+    fn fresh(&mut self) -> String {
+        self.n += 1;
+        format!("%v{}", self.n)
+    }
+
+    fn v(&mut self, rhs: impl AsRef<str>) -> String {
+        let name = self.fresh();
+        let _ = writeln!(self.body, "    {name} = {}", rhs.as_ref());
+        name
+    }
+
+    fn pv(&mut self, rhs: impl AsRef<str>) -> String {
+        let name = self.fresh();
+        let _ = writeln!(self.pro, "    {name} = {}", rhs.as_ref());
+        name
+    }
+
+    fn line(&mut self, s: impl AsRef<str>) {
+        let _ = writeln!(self.body, "    {}", s.as_ref());
+    }
+
+    fn cint(&mut self, v: i64, ty: &str) -> String {
+        let key = format!("{ty}:{v}");
+        if let Some(n) = self.consts.get(&key) {
+            return n.clone();
+        }
+        let n = self.pv(format!("llvm.mlir.constant({v} : {ty}) : {ty}"));
+        self.consts.insert(key, n.clone());
+        n
+    }
+
+    fn cfloat(&mut self, v: f64, d: DType) -> String {
+        let lit = mlir_float(v, d);
+        let ty = llty(d);
+        let key = format!("{ty}:{lit}");
+        if let Some(n) = self.consts.get(&key) {
+            return n.clone();
+        }
+        let n = self.pv(format!("llvm.mlir.constant({lit} : {ty}) : {ty}"));
+        self.consts.insert(key, n.clone());
+        n
+    }
+
+    fn new_block(&mut self) -> String {
+        self.blocks += 1;
+        format!("^bb{}", self.blocks)
+    }
+
+    /// Per-dimension thread coordinate `(warp_d * tpw_d + lane_d) * spt_d` (i32).
+    fn thread_base(&mut self, l: &Layout, d: usize) -> String {
+        let key = (Layout::Blocked(l.blocked().clone()).to_mlir(), d);
+        if let Some(v) = self.bases.get(&key) {
+            return v.clone();
+        }
+        let b = l.blocked().clone();
+        // Lanes and warps split over dims in `order`, fastest first.
+        let (mut lane_shift, mut warp_shift) = (0u32, 0u32);
+        for &o in &b.order {
+            if o == d {
+                break;
+            }
+            lane_shift += b.threads_per_warp[o].trailing_zeros();
+            warp_shift += b.warps_per_cta[o].trailing_zeros();
+        }
+        let (lane, warp) = (self.lane.clone(), self.warp.clone());
+        let lane_d = self.coord_bits(&lane, lane_shift, b.threads_per_warp[d]);
+        let warp_d = self.coord_bits(&warp, warp_shift, b.warps_per_cta[d]);
+        let tpw = self.cint(b.threads_per_warp[d], "i32");
+        let spt = self.cint(b.size_per_thread[d], "i32");
+        let wt = self.pv(format!("llvm.mul {warp_d}, {tpw} : i32"));
+        let s = self.pv(format!("llvm.add {wt}, {lane_d} : i32"));
+        let r = self.pv(format!("llvm.mul {s}, {spt} : i32"));
+        self.bases.insert(key, r.clone());
+        r
+    }
+
+    fn coord_bits(&mut self, id: &str, shift: u32, extent: i64) -> String {
+        if extent == 1 {
+            return self.cint(0, "i32");
+        }
+        let sh = self.cint(i64::from(shift), "i32");
+        let mask = self.cint(extent - 1, "i32");
+        let s = self.pv(format!("llvm.lshr {id}, {sh} : i32"));
+        self.pv(format!("llvm.and {s}, {mask} : i32"))
+    }
+
+    fn smem_base(&mut self) -> String {
+        if let Some(p) = &self.smem_ptr {
+            return p.clone();
+        }
+        let p = self.pv("llvm.mlir.addressof @__tilec_smem : !llvm.ptr<3>");
+        self.smem_ptr = Some(p.clone());
+        p
+    }
+
+    fn bitcast(&mut self, v: &str, from: &str, to: &str) -> String {
+        if from == to {
+            return v.to_string();
+        }
+        self.v(format!("llvm.bitcast {v} : {from} to {to}"))
+    }
+
+    /// `a op b` on scalars of dtype `d`.
+    fn binop(&mut self, op: BinOp, a: &str, b: &str, d: DType) -> String {
+        let t = llty(d);
+        if d.is_float() {
+            return match op {
+                BinOp::Add => self.v(format!("llvm.fadd {a}, {b} : {t}")),
+                BinOp::Sub => self.v(format!("llvm.fsub {a}, {b} : {t}")),
+                BinOp::Mul => self.v(format!("llvm.fmul {a}, {b} : {t}")),
+                BinOp::Div => self.v(format!("llvm.fdiv {a}, {b} : {t}")),
+                BinOp::Rem => self.v(format!("llvm.frem {a}, {b} : {t}")),
+                BinOp::Max => self.v(format!("llvm.intr.maximum({a}, {b}) : ({t}, {t}) -> {t}")),
+                BinOp::Min => self.v(format!("llvm.intr.minimum({a}, {b}) : ({t}, {t}) -> {t}")),
+            };
+        }
+        match op {
+            BinOp::Add => self.v(format!("llvm.add {a}, {b} : {t}")),
+            BinOp::Sub => self.v(format!("llvm.sub {a}, {b} : {t}")),
+            BinOp::Mul => self.v(format!("llvm.mul {a}, {b} : {t}")),
+            BinOp::Max => self.v(format!("llvm.intr.smax({a}, {b}) : ({t}, {t}) -> {t}")),
+            BinOp::Min => self.v(format!("llvm.intr.smin({a}, {b}) : ({t}, {t}) -> {t}")),
+            BinOp::Div | BinOp::Rem => {
+                // Floor division and modulo (Python semantics): adjust truncating results
+                // when the remainder is non-zero and its sign differs from the divisor's.
+                let q = self.v(format!("llvm.sdiv {a}, {b} : {t}"));
+                let r = self.v(format!("llvm.srem {a}, {b} : {t}"));
+                let zero = self.cint(0, t);
+                let nz = self.v(format!("llvm.icmp \"ne\" {r}, {zero} : {t}"));
+                let x = self.v(format!("llvm.xor {r}, {b} : {t}"));
+                let neg = self.v(format!("llvm.icmp \"slt\" {x}, {zero} : {t}"));
+                let adj = self.v(format!("llvm.and {nz}, {neg} : i1"));
+                if op == BinOp::Div {
+                    let one = self.cint(1, t);
+                    let q1 = self.v(format!("llvm.sub {q}, {one} : {t}"));
+                    self.v(format!("llvm.select {adj}, {q1}, {q} : i1, {t}"))
+                } else {
+                    let r1 = self.v(format!("llvm.add {r}, {b} : {t}"));
+                    self.v(format!("llvm.select {adj}, {r1}, {r} : i1, {t}"))
+                }
+            }
+        }
+    }
+
+    fn to_f32(&mut self, v: &str, d: DType) -> String {
+        if d == DType::F32 {
+            v.to_string()
+        } else {
+            self.v(format!("llvm.fpext {v} : {} to f32", llty(d)))
+        }
+    }
+
+    fn from_f32(&mut self, v: &str, d: DType) -> String {
+        if d == DType::F32 {
+            v.to_string()
+        } else {
+            self.v(format!("llvm.fptrunc {v} : f32 to {}", llty(d)))
+        }
+    }
+
+    fn ex2(&mut self, x: &str) -> String {
+        self.v(format!("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"({x}) : (f32) -> f32"))
+    }
+
+    fn unop(&mut self, op: UnOp, a: &str, d: DType) -> String {
+        match op {
+            UnOp::Neg => self.v(format!("llvm.fneg {a} : {}", llty(d))),
+            UnOp::Exp2 => {
+                let x = self.to_f32(a, d);
+                let r = self.ex2(&x);
+                self.from_f32(&r, d)
+            }
+            UnOp::Exp => {
+                let x = self.to_f32(a, d);
+                // t = x·log2(e) rounded; e = the rounding error of that product, exactly
+                // (fma), plus the low part of log2(e); exp(x) = 2^t · 2^e ≈ 2^t (1 + e·ln 2).
+                // e is clamped so that ±inf inputs (e = NaN) still give 0 and inf.
+                let hi = self.cfloat(f64::from(std::f32::consts::LOG2_E), DType::F32);
+                let lo = self.cfloat(std::f64::consts::LOG2_E - f64::from(std::f32::consts::LOG2_E), DType::F32);
+                let ln2 = self.cfloat(std::f64::consts::LN_2, DType::F32);
+                let (m1, p1) = (self.cfloat(-1.0, DType::F32), self.cfloat(1.0, DType::F32));
+                let t = self.v(format!("llvm.fmul {x}, {hi} : f32"));
+                let nt = self.v(format!("llvm.fneg {t} : f32"));
+                let e0 = self.v(format!("llvm.intr.fma({x}, {hi}, {nt}) : (f32, f32, f32) -> f32"));
+                let e1 = self.v(format!("llvm.intr.fma({x}, {lo}, {e0}) : (f32, f32, f32) -> f32"));
+                let e2 = self.v(format!("llvm.intr.maxnum({e1}, {m1}) : (f32, f32) -> f32"));
+                let e3 = self.v(format!("llvm.intr.minnum({e2}, {p1}) : (f32, f32) -> f32"));
+                let y = self.ex2(&t);
+                let ye = self.v(format!("llvm.fmul {y}, {e3} : f32"));
+                let r = self.v(format!("llvm.intr.fma({ye}, {ln2}, {y}) : (f32, f32, f32) -> f32"));
+                self.from_f32(&r, d)
+            }
+        }
+    }
+
+    fn cast(&mut self, v: &str, from: DType, to: DType) -> String {
+        let (f, t) = (llty(from), llty(to));
+        let op = match (from.is_float(), to.is_float()) {
+            (true, true) if to.bits() > from.bits() => "llvm.fpext",
+            (true, true) if from == DType::F16 && to == DType::BF16 || from == DType::BF16 && to == DType::F16 => {
+                let x = self.v(format!("llvm.fpext {v} : {f} to f32"));
+                return self.v(format!("llvm.fptrunc {x} : f32 to {t}"));
+            }
+            (true, true) => "llvm.fptrunc",
+            (false, true) => "llvm.sitofp",
+            (true, false) => "llvm.fptosi",
+            (false, false) if to.bits() > from.bits() => "llvm.sext",
+            (false, false) => "llvm.trunc",
+        };
+        self.v(format!("{op} {v} : {f} to {t}"))
+    }
+
+    /// A butterfly shuffle of a 16- or 32-bit scalar.
+    fn shfl_bfly(&mut self, v: &str, d: DType, offset: i64) -> String {
+        let all = self.cint(-1, "i32");
+        let off = self.cint(offset, "i32");
+        let clamp = self.cint(31, "i32");
+        match d.bits() {
+            32 => self.v(format!("nvvm.shfl.sync bfly {all}, {v}, {off}, {clamp} : {} -> {}", llty(d), llty(d))),
+            16 => {
+                let i = self.bitcast(v, llty(d), "i16");
+                let w = self.v(format!("llvm.zext {i} : i16 to i32"));
+                let s = self.v(format!("nvvm.shfl.sync bfly {all}, {w}, {off}, {clamp} : i32 -> i32"));
+                let t = self.v(format!("llvm.trunc {s} : i32 to i16"));
+                self.bitcast(&t, "i16", llty(d))
+            }
+            _ => {
+                let lo = self.v(format!("llvm.trunc {v} : i64 to i32"));
+                let c32 = self.cint(32, "i64");
+                let h = self.v(format!("llvm.lshr {v}, {c32} : i64"));
+                let hi = self.v(format!("llvm.trunc {h} : i64 to i32"));
+                let slo = self.v(format!("nvvm.shfl.sync bfly {all}, {lo}, {off}, {clamp} : i32 -> i32"));
+                let shi = self.v(format!("nvvm.shfl.sync bfly {all}, {hi}, {off}, {clamp} : i32 -> i32"));
+                let zl = self.v(format!("llvm.zext {slo} : i32 to i64"));
+                let zh = self.v(format!("llvm.zext {shi} : i32 to i64"));
+                let sh = self.v(format!("llvm.shl {zh}, {c32} : i64"));
+                self.v(format!("llvm.or {sh}, {zl} : i64"))
+            }
+        }
+    }
+}
+
+fn combine_op(k: ReduceKind) -> BinOp {
+    match k {
+        ReduceKind::Max => BinOp::Max,
+        ReduceKind::Min => BinOp::Min,
+        ReduceKind::Sum => BinOp::Add,
+    }
+}
+
+/// Bit pattern of the padding of one element, as `u64`.
+fn pad_bits(p: Padding, d: DType) -> u64 {
+    let v = p.value();
+    if d.is_float() {
+        d.float_bits(v)
+    } else {
+        (v as i64 as u64) & if d.bits() >= 64 { u64::MAX } else { (1u64 << d.bits()) - 1 }
+    }
+}
+
+/// Lowers a kernel with layouts to the `llvm`/`nvvm` dialects.
+pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, Diagnostic> {
+    let threads = func.num_warps * 32;
+    let mut em = Em {
+        pro: String::new(),
+        body: String::new(),
+        n: 0,
+        blocks: 0,
+        consts: BTreeMap::new(),
+        bases: BTreeMap::new(),
+        tid: String::new(),
+        lane: String::new(),
+        warp: String::new(),
+        smem: 0,
+        smem_ptr: None,
+    };
+    em.tid = em.pv("nvvm.read.ptx.sreg.tid.x : i32");
+    let c31 = em.cint(31, "i32");
+    let c5 = em.cint(5, "i32");
+    em.lane = em.pv(format!("llvm.and {}, {c31} : i32", em.tid));
+    em.warp = em.pv(format!("llvm.lshr {}, {c5} : i32", em.tid));
+
+    // Parameters.
+    let mut args: Vec<String> = vec![];
+    let mut vals: BTreeMap<ValueId, LV> = BTreeMap::new();
+    for p in &func.params {
+        match func.ty(p.value) {
+            Type::Tensor { rank, .. } => {
+                let ptr = format!("%{}", p.name);
+                args.push(format!("{ptr}: !llvm.ptr<1>"));
+                let dims: Vec<String> = (0..*rank).map(|d| format!("%{}_dim{d}", p.name)).collect();
+                let strides: Vec<String> = (0..*rank).map(|d| format!("%{}_stride{d}", p.name)).collect();
+                args.extend(dims.iter().map(|d| format!("{d}: i64")));
+                args.extend(strides.iter().map(|s| format!("{s}: i64")));
+                vals.insert(p.value, LV::Tensor { ptr, dims, strides, aligned: p.divisibility >= 16 });
+            }
+            Type::Scalar(d) => {
+                let name = format!("%{}", p.name);
+                args.push(format!("{name}: {}", llty(*d)));
+                vals.insert(p.value, LV::Scalar(name));
+            }
+            Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
+        }
+    }
+
+    let get = |vals: &BTreeMap<ValueId, LV>, v: ValueId| -> Result<LV, Diagnostic> {
+        vals.get(&v).cloned().ok_or_else(|| err(format!("value %{} used before definition", v.0)))
+    };
+    let scalar = |vals: &BTreeMap<ValueId, LV>, v: ValueId| -> Result<String, Diagnostic> {
+        match get(vals, v)? {
+            LV::Scalar(s) => Ok(s),
+            _ => Err(err(format!("value %{} is not a scalar", v.0))),
+        }
+    };
+    let tile = |vals: &BTreeMap<ValueId, LV>, v: ValueId| -> Result<Vec<String>, Diagnostic> {
+        match get(vals, v)? {
+            LV::Tile(r) => Ok(r),
+            _ => Err(err(format!("value %{} is not a tile", v.0))),
+        }
+    };
+
+    for op in &func.ops {
+        let rty = op.result.map(|r| func.ty(r).clone());
+        let lv = match &op.kind {
+            OpKind::Bid { axis } => {
+                let a = ["x", "y", "z"].get(*axis as usize).ok_or_else(|| err("grid axis out of range"))?;
+                LV::Scalar(em.v(format!("nvvm.read.ptx.sreg.ctaid.{a} : i32")))
+            }
+            OpKind::Dim { tensor, axis } => match get(&vals, *tensor)? {
+                LV::Tensor { dims, .. } => {
+                    let d = dims.get(*axis as usize).ok_or_else(|| err("dim axis out of range"))?.clone();
+                    LV::Scalar(em.v(format!("llvm.trunc {d} : i64 to i32")))
+                }
+                _ => return Err(err("tile.dim of a non-tensor")),
+            },
+            OpKind::ConstInt(v) => {
+                let d = rty.as_ref().map(|t| t.dtype()).unwrap_or(DType::I32);
+                LV::Scalar(em.cint(*v, llty(d)))
+            }
+            OpKind::ConstFloat(v) => {
+                let d = rty.as_ref().map(|t| t.dtype()).unwrap_or(DType::F32);
+                LV::Scalar(em.cfloat(*v, d))
+            }
+            OpKind::Splat(s) => {
+                let s = scalar(&vals, *s)?;
+                let ty = rty.as_ref().ok_or_else(|| err("splat without result"))?;
+                let l = ty.layout().ok_or_else(|| err("tile without layout (run tile-layout first)"))?;
+                LV::Tile(vec![s; l.regs_per_thread(ty.shape()) as usize])
+            }
+            OpKind::Binary(b, x, y) => {
+                let d = func.ty(*x).dtype();
+                match (get(&vals, *x)?, get(&vals, *y)?) {
+                    (LV::Scalar(a), LV::Scalar(c)) => LV::Scalar(em.binop(*b, &a, &c, d)),
+                    (LV::Tile(a), LV::Tile(c)) if a.len() == c.len() => {
+                        LV::Tile(a.iter().zip(&c).map(|(p, q)| em.binop(*b, p, q, d)).collect())
+                    }
+                    _ => return Err(err("binary op on mismatched operands")),
+                }
+            }
+            OpKind::Unary(u, x) => {
+                let d = func.ty(*x).dtype();
+                match get(&vals, *x)? {
+                    LV::Scalar(a) => LV::Scalar(em.unop(*u, &a, d)),
+                    LV::Tile(a) => LV::Tile(a.iter().map(|p| em.unop(*u, p, d)).collect()),
+                    LV::Tensor { .. } => return Err(err("unary op on a tensor")),
+                }
+            }
+            OpKind::Cast(x) => {
+                let from = func.ty(*x).dtype();
+                let to = rty.as_ref().map(|t| t.dtype()).unwrap_or(from);
+                match get(&vals, *x)? {
+                    LV::Scalar(a) => LV::Scalar(em.cast(&a, from, to)),
+                    LV::Tile(a) => LV::Tile(a.iter().map(|p| em.cast(p, from, to)).collect()),
+                    LV::Tensor { .. } => return Err(err("cast of a tensor")),
+                }
+            }
+            OpKind::Broadcast(x) => {
+                let xty = func.ty(*x).clone();
+                let ty = rty.clone().ok_or_else(|| err("broadcast without result"))?;
+                let (Some(xl), Some(l)) = (xty.layout(), ty.layout()) else { return Err(err("broadcast without layouts")) };
+                let src = tile(&vals, *x)?;
+                let n = l.regs_per_thread(ty.shape());
+                let mut out = Vec::with_capacity(n as usize);
+                for r in 0..n {
+                    let mut c = l.reg_coords(ty.shape(), r);
+                    for (d, &e) in xty.shape().iter().enumerate() {
+                        if e == 1 {
+                            c[d] = 0;
+                        }
+                    }
+                    let i = xl.reg_index(xty.shape(), &c) as usize;
+                    out.push(src.get(i).cloned().ok_or_else(|| err("broadcast register out of range"))?);
+                }
+                LV::Tile(out)
+            }
+            OpKind::Reduce { kind, axis, value } => {
+                let xty = func.ty(*value).clone();
+                let ty = rty.clone().ok_or_else(|| err("reduce without result"))?;
+                LV::Tile(lower_reduce(&mut em, *kind, *axis as usize, &xty, &ty, &tile(&vals, *value)?)?)
+            }
+            OpKind::Load { tensor, index, padding } => {
+                let t = get(&vals, *tensor)?;
+                let idx = index.iter().map(|i| scalar(&vals, *i)).collect::<Result<Vec<_>, _>>()?;
+                let ty = rty.clone().ok_or_else(|| err("load without result"))?;
+                LV::Tile(lower_access(&mut em, &t, &idx, &ty, Access::Load(*padding))?)
+            }
+            OpKind::Store { tensor, index, tile: tv } => {
+                let t = get(&vals, *tensor)?;
+                let idx = index.iter().map(|i| scalar(&vals, *i)).collect::<Result<Vec<_>, _>>()?;
+                let ty = func.ty(*tv).clone();
+                let regs = tile(&vals, *tv)?;
+                lower_access(&mut em, &t, &idx, &ty, Access::Store(regs))?;
+                continue;
+            }
+        };
+        if let Some(r) = op.result {
+            vals.insert(r, lv);
+        }
+    }
+
+    if em.smem > STATIC_SMEM_LIMIT {
+        return Err(Diagnostic::error("E0020", format!("the kernel needs {} bytes of shared memory; the static limit is {STATIC_SMEM_LIMIT}", em.smem)));
+    }
+    if em.smem > arch.smem_per_block {
+        return Err(Diagnostic::error("E0020", format!("the kernel needs {} bytes of shared memory; {} has {}", em.smem, arch.name, arch.smem_per_block)));
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "module attributes {{tile.target = \"{}\"}} {{", arch.name);
+    if em.smem > 0 {
+        let _ = writeln!(
+            s,
+            "  llvm.mlir.global internal @__tilec_smem() {{addr_space = 3 : i32, alignment = 16 : i64}} : !llvm.array<{} x i8>",
+            em.smem
+        );
+    }
+    let mut attrs = format!("nvvm.kernel, nvvm.maxntid = array<i32: {threads}, 1, 1>");
+    if let Some(o) = occupancy {
+        let _ = write!(attrs, ", nvvm.minctasm = {o} : i32");
+    }
+    let _ = writeln!(s, "  llvm.func @{}({}) attributes {{{attrs}}} {{", func.name, args.join(", "));
+    s.push_str(&em.pro);
+    s.push_str(&em.body);
+    let _ = writeln!(s, "    llvm.return\n  }}\n}}");
+    Ok(Lowered { text: s, shared_bytes: em.smem, block_threads: threads })
+}
+
+enum Access {
+    Load(Padding),
+    Store(Vec<String>),
+}
+
+/// Loads or stores one tile: per-thread base coordinates, constant per-register offsets,
+/// predicated vector accesses.
+fn lower_access(em: &mut Em, t: &LV, idx: &[String], ty: &Type, access: Access) -> Result<Vec<String>, Diagnostic> {
+    let LV::Tensor { ptr, dims, strides, aligned } = t else { return Err(err("load/store of a non-tensor")) };
+    let shape = ty.shape().to_vec();
+    let d = ty.dtype();
+    let l = ty.layout().ok_or_else(|| err("load/store of a tile without layout"))?.clone();
+    if matches!(l, Layout::Slice { .. }) {
+        return Err(err("load/store of a sliced tile is not lowered yet"));
+    }
+    let rank = shape.len();
+    let bytes = i64::from(d.bytes());
+    if d == DType::I1 {
+        return Err(err("load/store of i1 tiles is not lowered yet"));
+    }
+    let last = rank - 1;
+    let b = l.blocked().clone();
+    let contiguous = b.order.first() == Some(&last);
+    let chunk = if *aligned && contiguous { b.size_per_thread[last].min(16 / bytes).max(1) } else { 1 };
+    // Global coordinate of this thread's first element, per dim (i64).
+    let mut g = vec![];
+    for dd in 0..rank {
+        let s = em.cint(shape[dd], "i32");
+        let o = em.v(format!("llvm.mul {}, {s} : i32", idx[dd]));
+        let base = em.thread_base(&l, dd);
+        let c = em.v(format!("llvm.add {o}, {base} : i32"));
+        g.push(em.v(format!("llvm.sext {c} : i32 to i64")));
+    }
+    let regs = l.regs_per_thread(&shape);
+    let mut out = vec![String::new(); if matches!(access, Access::Load(_)) { regs as usize } else { 0 }];
+    let ety = llty(d);
+    let mut r = 0;
+    while r < regs {
+        let off = l.reg_offset(&shape, r);
+        let mut inb: Option<String> = None;
+        let mut lin: Option<String> = None;
+        for dd in 0..rank {
+            let o = em.cint(off[dd], "i64");
+            let c = em.v(format!("llvm.add {}, {o} : i64", g[dd]));
+            let ok = em.v(format!("llvm.icmp \"ult\" {c}, {} : i64", dims[dd]));
+            inb = Some(match inb {
+                None => ok,
+                Some(p) => em.v(format!("llvm.and {p}, {ok} : i1")),
+            });
+            // With the 16-byte specialisation the last stride is 1 (checked at launch).
+            let term = if dd == last && *aligned { c } else { em.v(format!("llvm.mul {c}, {} : i64", strides[dd])) };
+            lin = Some(match lin {
+                None => term,
+                Some(p) => em.v(format!("llvm.add {p}, {term} : i64")),
+            });
+        }
+        let (Some(pred), Some(lin)) = (inb, lin) else { return Err(err("rank-0 access")) };
+        let addr = em.v(format!("llvm.getelementptr {ptr}[{lin}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {ety}"));
+        let nbytes = chunk * bytes;
+        // Access words: 32-bit when the chunk allows, else one 16-bit (or 64-bit) element.
+        let wbits = if nbytes >= 4 { (bytes * 8).max(32) } else { nbytes * 8 };
+        let nwords = nbytes * 8 / wbits;
+        let wty = format!("i{wbits}");
+        let reg = match wbits {
+            16 => "h",
+            64 => "l",
+            _ => "r",
+        };
+        let vsuf = if nwords > 1 { format!(".v{nwords}") } else { String::new() };
+        let per_word = (wbits / 8 / bytes).max(1);
+        match &access {
+            Access::Load(p) => {
+                let pb = pad_bits(*p, d);
+                let mut pat: u64 = 0;
+                for k in 0..per_word {
+                    pat |= pb << (k * bytes * 8);
+                }
+                let outs: Vec<String> = (0..nwords).map(|i| format!("${i}")).collect();
+                let movs: String = (0..nwords).map(|i| format!("mov.b{wbits} ${i}, 0x{pat:X}; ")).collect();
+                let asm = format!(
+                    "{movs}@${} ld.global{vsuf}.b{wbits} {}, [${}];",
+                    nwords + 1,
+                    if nwords > 1 { format!("{{{}}}", outs.join(", ")) } else { outs[0].clone() },
+                    nwords
+                );
+                let cons = format!("{}l,b", (0..nwords).map(|_| format!("={reg},")).collect::<String>());
+                let words: Vec<String> = if nwords > 1 {
+                    let sty = format!("!llvm.struct<({})>", vec![wty.as_str(); nwords as usize].join(", "));
+                    let s = em.v(format!("llvm.inline_asm has_side_effects \"{asm}\", \"{cons}\" {addr}, {pred} : (!llvm.ptr<1>, i1) -> {sty}"));
+                    (0..nwords).map(|i| em.v(format!("llvm.extractvalue {s}[{i}] : {sty}"))).collect()
+                } else {
+                    vec![em.v(format!("llvm.inline_asm has_side_effects \"{asm}\", \"{cons}\" {addr}, {pred} : (!llvm.ptr<1>, i1) -> {wty}"))]
+                };
+                let mut k = 0;
+                for w in words {
+                    if per_word == 1 {
+                        out[(r + k) as usize] = em.bitcast(&w, &wty, ety);
+                        k += 1;
+                    } else {
+                        let vty = format!("vector<{per_word}x{ety}>");
+                        let v = em.bitcast(&w, &wty, &vty);
+                        for e in 0..per_word {
+                            let ci = em.cint(e, "i32");
+                            out[(r + k) as usize] = em.v(format!("llvm.extractelement {v}[{ci} : i32] : {vty}"));
+                            k += 1;
+                        }
+                    }
+                }
+            }
+            Access::Store(vals) => {
+                let mut words = vec![];
+                for w in 0..nwords {
+                    let first = (r + w * per_word) as usize;
+                    if per_word == 1 {
+                        words.push(em.bitcast(&vals[first], ety, &wty));
+                    } else {
+                        let vty = format!("vector<{per_word}x{ety}>");
+                        let mut v = em.v(format!("llvm.mlir.undef : {vty}"));
+                        for e in 0..per_word {
+                            let ci = em.cint(e, "i32");
+                            v = em.v(format!("llvm.insertelement {}, {v}[{ci} : i32] : {vty}", vals[first + e as usize]));
+                        }
+                        words.push(em.bitcast(&v, &vty, &wty));
+                    }
+                }
+                let ins: Vec<String> = (1..=nwords).map(|i| format!("${i}")).collect();
+                let asm = format!(
+                    "@${} st.global{vsuf}.b{wbits} [$0], {};",
+                    nwords + 1,
+                    if nwords > 1 { format!("{{{}}}", ins.join(", ")) } else { ins[0].clone() }
+                );
+                let cons = format!("l,{}b", (0..nwords).map(|_| format!("{reg},")).collect::<String>());
+                let tys = vec![wty.as_str(); nwords as usize].join(", ");
+                em.line(format!(
+                    "llvm.inline_asm has_side_effects \"{asm}\", \"{cons}\" {addr}, {}, {pred} : (!llvm.ptr<1>, {tys}, i1) -> ()",
+                    words.join(", ")
+                ));
+            }
+        }
+        r += chunk;
+    }
+    Ok(out)
+}
+
+/// Reduces a tile along `axis`: in-thread tree, butterfly shuffles, shared memory across warps.
+fn lower_reduce(em: &mut Em, kind: ReduceKind, axis: usize, xty: &Type, ty: &Type, src: &[String]) -> Result<Vec<String>, Diagnostic> {
+    let xl = xty.layout().ok_or_else(|| err("reduce of a tile without layout"))?.clone();
+    let Layout::Blocked(b) = &xl else { return Err(err("reduction of a sliced tile is not lowered yet")) };
+    let l = ty.layout().ok_or_else(|| err("reduce result without layout"))?.clone();
+    let (xs, s) = (xty.shape().to_vec(), ty.shape().to_vec());
+    let d = ty.dtype();
+    let op = combine_op(kind);
+    let counts = xl.reg_counts(&xs);
+    let n = l.regs_per_thread(&s);
+    // 1. In-thread: a balanced tree over the registers along `axis`.
+    let mut vals = vec![];
+    for sr in 0..n {
+        let c = l.reg_coords(&s, sr);
+        let mut items: Vec<String> = (0..counts[axis])
+            .map(|k| {
+                let mut cc = c.clone();
+                cc[axis] = k;
+                src[xl.reg_index(&xs, &cc) as usize].clone()
+            })
+            .collect();
+        while items.len() > 1 {
+            let mut next = vec![];
+            for pair in items.chunks(2) {
+                next.push(if pair.len() == 2 { em.binop(op, &pair[0], &pair[1], d) } else { pair[0].clone() });
+            }
+            items = next;
+        }
+        vals.push(items.pop().ok_or_else(|| err("empty reduction"))?);
+    }
+    // 2. Across lanes: xor-butterfly over the lane bits of `axis`.
+    let mut lane_stride = 1i64;
+    for &o in &b.order {
+        if o == axis {
+            break;
+        }
+        lane_stride *= b.threads_per_warp[o];
+    }
+    let mut off = 1;
+    while off < b.threads_per_warp[axis] {
+        for v in vals.iter_mut() {
+            let other = em.shfl_bfly(v, d, off * lane_stride);
+            *v = em.binop(op, v, &other, d);
+        }
+        off *= 2;
+    }
+    // 3. Across warps: each warp's partials go to shared memory, then every thread combines
+    //    the partials of its rows in warp order (deterministic).
+    let w = b.warps_per_cta[axis];
+    if w > 1 {
+        let bytes = i64::from(d.bytes());
+        let rows: i64 = s.iter().product();
+        let region = (i64::from(em.smem) + 15) / 16 * 16;
+        em.smem = u32::try_from(region + rows * w * bytes).map_err(|_| err("shared memory overflow"))?;
+        let base = em.smem_base();
+        // This thread's coordinate along `axis` among warps, and whether it is lane 0 there.
+        let mut warp_shift = 0u32;
+        let mut lane_shift = 0u32;
+        for &o in &b.order {
+            if o == axis {
+                break;
+            }
+            warp_shift += b.warps_per_cta[o].trailing_zeros();
+            lane_shift += b.threads_per_warp[o].trailing_zeros();
+        }
+        let warp = em.warp.clone();
+        let lane = em.lane.clone();
+        let warp_a = em.coord_bits(&warp, warp_shift, w);
+        let lane_a = em.coord_bits(&lane, lane_shift, b.threads_per_warp[axis]);
+        let zero = em.cint(0, "i32");
+        let writer = em.v(format!("llvm.icmp \"eq\" {lane_a}, {zero} : i32"));
+        // Linear row index of each result register (row-major over the result shape).
+        let mut row_idx = vec![];
+        for sr in 0..n {
+            let off = l.reg_offset(&s, sr);
+            let mut lin: Option<String> = None;
+            let mut stride = 1i64;
+            for dd in (0..s.len()).rev() {
+                if dd != axis && s[dd] > 1 {
+                    let tb = em.thread_base(&l, dd);
+                    let o = em.cint(off[dd], "i32");
+                    let c = em.v(format!("llvm.add {tb}, {o} : i32"));
+                    let st = em.cint(stride, "i32");
+                    let term = em.v(format!("llvm.mul {c}, {st} : i32"));
+                    lin = Some(match lin {
+                        None => term,
+                        Some(p) => em.v(format!("llvm.add {p}, {term} : i32")),
+                    });
+                }
+                stride *= s[dd];
+            }
+            row_idx.push(lin.unwrap_or_else(|| em.cint(0, "i32")));
+        }
+        let ety = llty(d);
+        let wc = em.cint(w, "i32");
+        let region_c = em.cint(region, "i32");
+        let slot = |em: &mut Em, row: &str, wi: &str| -> String {
+            let rw = em.v(format!("llvm.mul {row}, {wc} : i32"));
+            let i = em.v(format!("llvm.add {rw}, {wi} : i32"));
+            let bsz = em.cint(bytes, "i32");
+            let bo = em.v(format!("llvm.mul {i}, {bsz} : i32"));
+            let o = em.v(format!("llvm.add {bo}, {region_c} : i32"));
+            em.v(format!("llvm.getelementptr {base}[{o}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"))
+        };
+        let addrs: Vec<String> = row_idx.iter().map(|ri| slot(em, ri, &warp_a)).collect();
+        let (then_b, join_b) = (em.new_block(), em.new_block());
+        em.line(format!("llvm.cond_br {writer}, {then_b}, {join_b}"));
+        em.body.push_str(&format!("  {then_b}:\n"));
+        for (a, v) in addrs.iter().zip(&vals) {
+            em.line(format!("llvm.store {v}, {a} {{alignment = {bytes} : i64}} : {ety}, !llvm.ptr<3>"));
+        }
+        em.line(format!("llvm.br {join_b}"));
+        em.body.push_str(&format!("  {join_b}:\n"));
+        em.line("nvvm.barrier0");
+        let mut out = vec![];
+        for ri in &row_idx {
+            let mut acc: Option<String> = None;
+            for wi in 0..w {
+                let wv = em.cint(wi, "i32");
+                let a = slot(em, ri, &wv);
+                let x = em.v(format!("llvm.load {a} {{alignment = {bytes} : i64}} : !llvm.ptr<3> -> {ety}"));
+                acc = Some(match acc {
+                    None => x,
+                    Some(p) => em.binop(op, &p, &x, d),
+                });
+            }
+            out.push(acc.ok_or_else(|| err("empty cross-warp reduction"))?);
+        }
+        return Ok(out);
+    }
+    Ok(vals)
+}

@@ -1,0 +1,96 @@
+//! Host-side tensors: bytes with a dtype, shape and strides, and f64 views for checking.
+
+use half::{bf16, f16};
+use tilec_core::DType;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostTensor {
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+    /// In elements.
+    pub strides: Vec<i64>,
+    pub data: Vec<u8>,
+}
+
+impl HostTensor {
+    /// A contiguous row-major tensor of `values` rounded to `dtype`.
+    pub fn from_f64(dtype: DType, shape: &[i64], values: &[f64]) -> HostTensor {
+        let mut data = Vec::with_capacity(values.len() * dtype.bytes() as usize);
+        for &v in values {
+            match dtype {
+                DType::F16 => data.extend_from_slice(&f16::from_f64(v).to_le_bytes()),
+                DType::BF16 => data.extend_from_slice(&bf16::from_f64(v).to_le_bytes()),
+                DType::F32 => data.extend_from_slice(&(v as f32).to_le_bytes()),
+                DType::I32 => data.extend_from_slice(&(v as i32).to_le_bytes()),
+                DType::I64 => data.extend_from_slice(&(v as i64).to_le_bytes()),
+                DType::I1 => data.push(u8::from(v != 0.0)),
+            }
+        }
+        HostTensor { dtype, shape: shape.to_vec(), strides: contiguous_strides(shape), data }
+    }
+
+    /// A contiguous tensor filled with NaN (floats) or a recognisable pattern (ints), so an
+    /// element the kernel fails to write is caught.
+    pub fn poisoned(dtype: DType, shape: &[i64]) -> HostTensor {
+        let n: i64 = shape.iter().product();
+        let v = if dtype.is_float() { f64::NAN } else { -0x5a5a5a5a as f64 };
+        HostTensor::from_f64(dtype, shape, &vec![v; n.max(0) as usize])
+    }
+
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product::<i64>().max(0) as usize
+    }
+
+    /// Elements in row-major order as f64 (exact for every dtype but i64 above 2^53).
+    pub fn to_f64(&self) -> Vec<f64> {
+        let b = self.dtype.bytes() as usize;
+        let n = self.numel();
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0i64; self.shape.len()];
+        for _ in 0..n {
+            let off: i64 = idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum();
+            let o = off as usize * b;
+            let bytes = &self.data[o..o + b];
+            out.push(match self.dtype {
+                DType::F16 => f16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
+                DType::BF16 => bf16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
+                DType::F32 => f64::from(f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+                DType::I32 => f64::from(i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+                DType::I64 => i64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])) as f64,
+                DType::I1 => f64::from(bytes[0]),
+            });
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        out
+    }
+}
+
+pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1].max(1);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_dtypes() {
+        let v = [1.0, -2.5, 0.125, 3.0];
+        for d in [DType::F16, DType::BF16, DType::F32] {
+            let t = HostTensor::from_f64(d, &[2, 2], &v);
+            assert_eq!(t.to_f64(), v);
+        }
+        assert!(HostTensor::poisoned(DType::F16, &[3]).to_f64().iter().all(|x| x.is_nan()));
+        assert_eq!(contiguous_strides(&[4, 5, 6]), vec![30, 6, 1]);
+    }
+}

@@ -1,0 +1,424 @@
+//! tilec-runtime: loads compiled kernels and launches them, without MLIR or LLVM.
+//!
+//! Contract: the runtime receives PTX (or a cubin) and the kernel's
+//! [`Signature`](tilec_core::abi::Signature). [`validate`] checks a launch — every argument
+//! against its parameter (dtype, rank, shape, strides, the 16-byte specialisation, that the
+//! buffer holds every addressed element), the grid against the device limits — before
+//! anything reaches the GPU; it is a pure function, tested without a GPU. [`Device::open`]
+//! looks for the NVIDIA driver library itself before touching cudarc (which panics when
+//! libcuda is missing), so a machine without a driver gets [`RuntimeError::NoDriver`].
+
+pub mod host;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+use tilec_core::abi::{HostArgs, ParamSig, Signature};
+use tilec_core::DType;
+
+pub use host::HostTensor;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("no NVIDIA driver: {0} (a GPU and its driver are needed to run kernels; compiling works without)")]
+    NoDriver(String),
+    #[error("CUDA driver error: {0}")]
+    Driver(String),
+    #[error("argument {index} (`{name}`): {reason}")]
+    BadArgument { index: usize, name: String, reason: String },
+    #[error("kernel `{kernel}` takes {expected} arguments, {given} given")]
+    ArgCount { kernel: String, expected: usize, given: usize },
+    #[error("bad launch grid: {0}")]
+    BadGrid(String),
+    #[error("unsupported device: {0}")]
+    Unsupported(String),
+}
+
+fn drv(e: impl std::fmt::Debug) -> RuntimeError {
+    RuntimeError::Driver(format!("{e:?}"))
+}
+
+/// A tensor argument as the validator sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorDesc {
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+    /// In elements.
+    pub strides: Vec<i64>,
+    /// Device address of element 0.
+    pub addr: u64,
+    /// Bytes available from `addr`.
+    pub len_bytes: u64,
+}
+
+impl TensorDesc {
+    /// Whether the tensor meets the 16-byte specialisation: base address and every stride
+    /// but the last a multiple of 16 bytes, last stride 1, last extent a multiple of 16 bytes.
+    pub fn aligned16(&self) -> bool {
+        let b = i64::from(self.dtype.bytes());
+        let Some((&last_stride, rest)) = self.strides.split_last() else { return false };
+        let last_dim = self.shape.last().copied().unwrap_or(0);
+        self.addr % 16 == 0 && last_stride == 1 && (last_dim * b) % 16 == 0 && rest.iter().all(|s| (s * b) % 16 == 0)
+    }
+}
+
+/// A launch argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgDesc {
+    Tensor(TensorDesc),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+}
+
+/// A validated launch: grid and the raw parameter words in ABI order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchPlan {
+    pub grid: [u32; 3],
+    pub block: u32,
+    pub shared_bytes: u32,
+    pub words: Vec<Word>,
+    /// True when the grid is empty (a zero-sized tensor): nothing to launch.
+    pub empty: bool,
+}
+
+/// One kernel parameter word.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Word {
+    U64(u64),
+    I64(i64),
+    I32(i32),
+    F32(f32),
+}
+
+struct Args<'a>(&'a [ArgDesc]);
+
+impl HostArgs for Args<'_> {
+    fn dim(&self, param: usize, axis: usize) -> Option<i64> {
+        match self.0.get(param)? {
+            ArgDesc::Tensor(t) => t.shape.get(axis).copied(),
+            _ => None,
+        }
+    }
+    fn int_arg(&self, param: usize) -> Option<i64> {
+        match self.0.get(param)? {
+            ArgDesc::I32(v) => Some(i64::from(*v)),
+            ArgDesc::I64(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+/// Checks a launch of `sig` with `args` and `grid` (the signature's grid when `None`).
+pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Result<LaunchPlan, RuntimeError> {
+    if args.len() != sig.params.len() {
+        return Err(RuntimeError::ArgCount { kernel: sig.name.clone(), expected: sig.params.len(), given: args.len() });
+    }
+    let mut words = vec![];
+    for (index, (p, a)) in sig.params.iter().zip(args).enumerate() {
+        let bad = |reason: String| RuntimeError::BadArgument { index, name: p.name().to_string(), reason };
+        match (p, a) {
+            (ParamSig::Tensor { dtype, rank, aligned16, .. }, ArgDesc::Tensor(t)) => {
+                if t.dtype != *dtype {
+                    return Err(bad(format!("expected a {dtype} tensor, got {}", t.dtype)));
+                }
+                if t.shape.len() != *rank || t.strides.len() != *rank {
+                    return Err(bad(format!("expected rank {rank}, got shape {:?} and strides {:?}", t.shape, t.strides)));
+                }
+                if let Some(d) = t.shape.iter().find(|&&d| d < 0) {
+                    return Err(bad(format!("negative extent {d} in shape {:?}", t.shape)));
+                }
+                if let Some(s) = t.strides.iter().find(|&&s| s < 0) {
+                    return Err(bad(format!("negative stride {s} in {:?}", t.strides)));
+                }
+                if t.shape.iter().all(|&d| d > 0) {
+                    // Highest addressed element must lie inside the buffer.
+                    let mut last: i128 = 0;
+                    for (&d, &s) in t.shape.iter().zip(&t.strides) {
+                        last += i128::from(d - 1) * i128::from(s);
+                    }
+                    let need = (last + 1) * i128::from(t.dtype.bytes());
+                    if need > i128::from(t.len_bytes) {
+                        return Err(bad(format!("shape {:?} with strides {:?} addresses {need} bytes but the buffer has {}", t.shape, t.strides, t.len_bytes)));
+                    }
+                }
+                if *aligned16 && !t.aligned16() {
+                    return Err(bad(format!(
+                        "the kernel was compiled for 16-byte aligned tensors (unit last stride, last extent and other strides multiples of 16 bytes); shape {:?} strides {:?} address {:#x} is not — compile with this parameter unaligned",
+                        t.shape, t.strides, t.addr
+                    )));
+                }
+                if t.shape.iter().chain(&t.strides).any(|&v| v > i64::from(i32::MAX)) {
+                    return Err(bad("extents and strides above 2^31-1 are not supported (index arithmetic is 32-bit in tile coordinates)".into()));
+                }
+                words.push(Word::U64(t.addr));
+                words.extend(t.shape.iter().map(|&d| Word::I64(d)));
+                words.extend(t.strides.iter().map(|&s| Word::I64(s)));
+            }
+            (ParamSig::Scalar { dtype: DType::I32, .. }, ArgDesc::I32(v)) => words.push(Word::I32(*v)),
+            (ParamSig::Scalar { dtype: DType::I64, .. }, ArgDesc::I64(v)) => words.push(Word::I64(*v)),
+            (ParamSig::Scalar { dtype: DType::F32, .. }, ArgDesc::F32(v)) => words.push(Word::F32(*v)),
+            (ParamSig::Scalar { dtype, .. }, other) => return Err(bad(format!("expected a {dtype} scalar, got {other:?}"))),
+            (ParamSig::Tensor { dtype, rank, .. }, other) => return Err(bad(format!("expected a rank-{rank} {dtype} tensor, got {other:?}"))),
+        }
+    }
+    let grid = match grid {
+        Some(g) => g,
+        None => {
+            if sig.grid.is_empty() {
+                return Err(RuntimeError::BadGrid(format!("kernel `{}` declares no grid; pass one", sig.name)));
+            }
+            let mut g = [1u32; 3];
+            for (i, e) in sig.grid.iter().take(3).enumerate() {
+                let v = e.eval(&Args(args)).map_err(RuntimeError::BadGrid)?;
+                let max = if i == 0 { i64::from(i32::MAX) } else { 65535 };
+                if !(0..=max).contains(&v) {
+                    return Err(RuntimeError::BadGrid(format!("grid dimension {i} is {v}, outside 0..={max}")));
+                }
+                g[i] = v as u32;
+            }
+            g
+        }
+    };
+    if sig.block_threads == 0 || sig.block_threads > 1024 {
+        return Err(RuntimeError::BadGrid(format!("block of {} threads", sig.block_threads)));
+    }
+    Ok(LaunchPlan { grid, block: sig.block_threads, shared_bytes: sig.shared_bytes, words, empty: grid.contains(&0) })
+}
+
+/// The CUDA driver library, if this machine has one.
+pub fn driver_available() -> Result<(), RuntimeError> {
+    for name in ["libcuda.so.1", "libcuda.so"] {
+        // SAFETY: loading libcuda runs its initialisers only; the handle is dropped at once.
+        if unsafe { libloading::Library::new(name) }.is_ok() {
+            return Ok(());
+        }
+    }
+    Err(RuntimeError::NoDriver("libcuda.so.1 was not found".into()))
+}
+
+/// An open GPU.
+pub struct Device {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub name: String,
+    pub cc: (i32, i32),
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({}, sm_{}{})", self.name, self.cc.0, self.cc.1)
+    }
+}
+
+/// A device buffer holding a tensor.
+pub struct DeviceTensor {
+    pub buf: CudaSlice<u8>,
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+    pub strides: Vec<i64>,
+}
+
+impl std::fmt::Debug for DeviceTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceTensor({} {:?})", self.dtype, self.shape)
+    }
+}
+
+/// A kernel loaded on a device.
+#[derive(Debug)]
+pub struct Kernel {
+    pub func: CudaFunction,
+    pub signature: Signature,
+}
+
+impl Device {
+    pub fn open(ordinal: usize) -> Result<Device, RuntimeError> {
+        driver_available()?;
+        let ctx = CudaContext::new(ordinal).map_err(drv)?;
+        let stream = ctx.default_stream();
+        let name = ctx.name().map_err(drv)?;
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let major = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(drv)?;
+        let minor = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(drv)?;
+        Ok(Device { ctx, stream, name, cc: (major, minor) })
+    }
+
+    /// The tilec target of this device, if it is one tilec compiles for.
+    pub fn target(&self) -> Result<&'static str, RuntimeError> {
+        match self.cc {
+            (9, 0) => Ok("sm_90a"),
+            (10, 3) => Ok("sm_103a"),
+            (12, 1) => Ok("sm_121a"),
+            (a, b) => Err(RuntimeError::Unsupported(format!("{} is sm_{a}{b}; tilec targets sm_90a, sm_103a and sm_121a", self.name))),
+        }
+    }
+
+    pub fn load(&self, ptx: &str, signature: Signature) -> Result<Kernel, RuntimeError> {
+        let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(drv)?;
+        let func = module.load_function(&signature.name).map_err(drv)?;
+        Ok(Kernel { func, signature })
+    }
+
+    pub fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, RuntimeError> {
+        let buf = if t.data.is_empty() { self.stream.alloc_zeros::<u8>(16) } else { self.stream.clone_htod(&t.data) }.map_err(drv)?;
+        Ok(DeviceTensor { buf, dtype: t.dtype, shape: t.shape.clone(), strides: t.strides.clone() })
+    }
+
+    pub fn download(&self, t: &DeviceTensor) -> Result<HostTensor, RuntimeError> {
+        let data = self.stream.clone_dtoh(&t.buf).map_err(drv)?;
+        Ok(HostTensor { dtype: t.dtype, shape: t.shape.clone(), strides: t.strides.clone(), data })
+    }
+
+    pub fn desc(&self, t: &DeviceTensor) -> TensorDesc {
+        let (addr, _sync) = t.buf.device_ptr(&self.stream);
+        TensorDesc { dtype: t.dtype, shape: t.shape.clone(), strides: t.strides.clone(), addr, len_bytes: t.buf.len() as u64 }
+    }
+
+    /// Validates and launches (asynchronously on the device's stream).
+    pub fn launch(&self, k: &Kernel, args: &[ArgDesc]) -> Result<(), RuntimeError> {
+        let plan = validate(&k.signature, args, None)?;
+        self.launch_plan(k, &plan)
+    }
+
+    pub fn launch_plan(&self, k: &Kernel, plan: &LaunchPlan) -> Result<(), RuntimeError> {
+        if plan.empty {
+            return Ok(());
+        }
+        let cfg = LaunchConfig { grid_dim: (plan.grid[0], plan.grid[1], plan.grid[2]), block_dim: (plan.block, 1, 1), shared_mem_bytes: 0 };
+        let mut b = self.stream.launch_builder(&k.func);
+        for w in &plan.words {
+            match w {
+                Word::U64(v) => b.arg(v),
+                Word::I64(v) => b.arg(v),
+                Word::I32(v) => b.arg(v),
+                Word::F32(v) => b.arg(v),
+            };
+        }
+        // SAFETY: `validate` checked every argument against the kernel's ABI: the words
+        // are in ABI order with ABI types, and every tensor's addressed range is in its buffer.
+        unsafe { b.launch(cfg) }.map_err(drv)?;
+        Ok(())
+    }
+
+    pub fn synchronize(&self) -> Result<(), RuntimeError> {
+        self.stream.synchronize().map_err(drv)
+    }
+
+    /// Times `f` with CUDA events: `warmup` untimed runs, then `reps` timed runs, each after
+    /// `before` (e.g. an L2 flush) which is outside the timed region. Milliseconds per run.
+    pub fn time(&self, warmup: usize, reps: usize, mut before: impl FnMut() -> Result<(), RuntimeError>, mut f: impl FnMut() -> Result<(), RuntimeError>) -> Result<Vec<f64>, RuntimeError> {
+        for _ in 0..warmup {
+            before()?;
+            f()?;
+        }
+        self.synchronize()?;
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let mut out = vec![];
+        for _ in 0..reps {
+            before()?;
+            let start = self.stream.record_event(flags).map_err(drv)?;
+            f()?;
+            let end = self.stream.record_event(flags).map_err(drv)?;
+            out.push(f64::from(start.elapsed_ms(&end).map_err(drv)?));
+        }
+        Ok(out)
+    }
+
+    /// A scratch buffer to evict L2 between timed runs.
+    pub fn l2_flusher(&self, bytes: usize) -> Result<CudaSlice<u8>, RuntimeError> {
+        self.stream.alloc_zeros::<u8>(bytes).map_err(drv)
+    }
+
+    pub fn flush(&self, scratch: &mut CudaSlice<u8>) -> Result<(), RuntimeError> {
+        self.stream.memset_zeros(scratch).map_err(drv)
+    }
+
+    /// Device-to-device copy bandwidth (GB/s, read + write bytes), the memory ceiling.
+    pub fn copy_bandwidth(&self, bytes: usize) -> Result<f64, RuntimeError> {
+        let src = self.stream.alloc_zeros::<u8>(bytes).map_err(drv)?;
+        let mut dst = self.stream.alloc_zeros::<u8>(bytes).map_err(drv)?;
+        let times = self.time(5, 50, || Ok(()), || self.stream.memcpy_dtod(&src, &mut dst).map_err(drv))?;
+        let med = median(&times);
+        Ok(2.0 * bytes as f64 / (med * 1e-3) / 1e9)
+    }
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    s[s.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_core::abi::HostExpr;
+
+    fn sig() -> Signature {
+        Signature {
+            name: "softmax".into(),
+            target: "sm_90a".into(),
+            params: vec![
+                ParamSig::Tensor { name: "x".into(), dtype: DType::F16, rank: 2, aligned16: true },
+                ParamSig::Tensor { name: "y".into(), dtype: DType::F16, rank: 2, aligned16: true },
+            ],
+            grid: vec![HostExpr::CeilDiv(Box::new(HostExpr::Dim { param: 0, axis: 0 }), Box::new(HostExpr::Int(4))), HostExpr::Int(1), HostExpr::Int(1)],
+            block_threads: 128,
+            shared_bytes: 0,
+            constants: Default::default(),
+        }
+    }
+
+    fn t(shape: Vec<i64>, addr: u64) -> ArgDesc {
+        let strides = vec![shape[1], 1];
+        let len = (shape[0] * shape[1] * 2) as u64;
+        ArgDesc::Tensor(TensorDesc { dtype: DType::F16, shape, strides, addr, len_bytes: len })
+    }
+
+    #[test]
+    fn valid_launch_has_grid_and_words() {
+        let p = validate(&sig(), &[t(vec![10, 64], 256), t(vec![10, 64], 4096)], None).unwrap();
+        assert_eq!(p.grid, [3, 1, 1]);
+        assert_eq!(p.words.len(), 10);
+        assert_eq!(p.words[0], Word::U64(256));
+    }
+
+    #[test]
+    fn rejects_wrong_dtype_rank_count_and_alignment() {
+        let mut bad = t(vec![10, 64], 256);
+        if let ArgDesc::Tensor(x) = &mut bad {
+            x.dtype = DType::F32;
+        }
+        assert!(matches!(validate(&sig(), &[bad, t(vec![10, 64], 0)], None), Err(RuntimeError::BadArgument { index: 0, .. })));
+        assert!(matches!(validate(&sig(), &[t(vec![10, 64], 0)], None), Err(RuntimeError::ArgCount { .. })));
+        // 33 f16 columns: rows are not 16-byte multiples.
+        let e = validate(&sig(), &[t(vec![10, 33], 0), t(vec![10, 33], 0)], None).unwrap_err();
+        assert!(e.to_string().contains("16-byte"), "{e}");
+        assert!(matches!(validate(&sig(), &[ArgDesc::I32(3), t(vec![1, 64], 0)], None), Err(RuntimeError::BadArgument { index: 0, .. })));
+    }
+
+    #[test]
+    fn rejects_buffer_too_small() {
+        let a = ArgDesc::Tensor(TensorDesc { dtype: DType::F16, shape: vec![10, 64], strides: vec![64, 1], addr: 0, len_bytes: 100 });
+        let e = validate(&sig(), &[a, t(vec![10, 64], 0)], None).unwrap_err();
+        assert!(e.to_string().contains("addresses"), "{e}");
+    }
+
+    #[test]
+    fn empty_tensor_is_an_empty_launch() {
+        let p = validate(&sig(), &[t(vec![0, 64], 0), t(vec![0, 64], 0)], None).unwrap();
+        assert!(p.empty);
+    }
+
+    #[test]
+    fn no_driver_is_an_error_not_a_panic() {
+        // On machines without a GPU this must be NoDriver; with one it opens.
+        match Device::open(0) {
+            Ok(_) => {}
+            Err(e) => assert!(matches!(e, RuntimeError::NoDriver(_) | RuntimeError::Driver(_)), "{e}"),
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The compile driver: `.tile` text → every stage → PTX.
+
+use std::collections::{BTreeMap, BTreeSet};
+use tilec_backend::Arch;
+use tilec_core::abi::Signature;
+use tilec_core::diag::{render, render_json, Diagnostic, Source};
+use tilec_frontend::{ConstArg, Hints, Request};
+use tilec_ir::Mlir;
+
+/// A printable stage of the pipeline (`tilec compile --emit STAGE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// The `tile` dialect, as the frontend emits it.
+    Tile,
+    /// The `tile` dialect with a layout on every tile.
+    Tilegpu,
+    /// The `llvm`/`nvvm` dialects.
+    Llvm,
+    /// LLVM IR after the optimisation pipeline.
+    LlvmIr,
+    Ptx,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 5] = [Stage::Tile, Stage::Tilegpu, Stage::Llvm, Stage::LlvmIr, Stage::Ptx];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Tile => "tile",
+            Stage::Tilegpu => "tilegpu",
+            Stage::Llvm => "llvm",
+            Stage::LlvmIr => "llvm-ir",
+            Stage::Ptx => "ptx",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|st| st.name() == s)
+    }
+}
+
+/// What to compile and how.
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    /// `sm_90`, `sm_90a`, `sm_103`, `sm_103a`, `sm_121`, `sm_121a`.
+    pub arch: String,
+    /// Kernel to compile when the file has several.
+    pub kernel: Option<String>,
+    /// Compile-time constant overrides.
+    pub consts: BTreeMap<String, ConstArg>,
+    /// Tensor parameters that may not be 16-byte aligned (compiled with scalar accesses).
+    pub unaligned: BTreeSet<String>,
+    /// Overrides the kernel's `opt_level` hint.
+    pub opt_level: Option<u32>,
+}
+
+/// Everything one compilation produced.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub arch: &'static Arch,
+    /// The user named a plain arch (`sm_121`) and the `a` variant was used.
+    pub arch_substituted: bool,
+    pub stages: BTreeMap<Stage, String>,
+    pub signature: Signature,
+    pub hints: Hints,
+    /// What the passes decided, one line each.
+    pub report: Vec<String>,
+}
+
+impl Compiled {
+    pub fn stage(&self, s: Stage) -> &str {
+        self.stages.get(&s).map(String::as_str).unwrap_or("")
+    }
+    pub fn ptx(&self) -> &str {
+        self.stage(Stage::Ptx)
+    }
+}
+
+/// A failed compilation: the diagnostics and the source they point into.
+#[derive(Clone, Debug)]
+pub struct CompileError {
+    pub diagnostics: Vec<Diagnostic>,
+    pub source: Source,
+}
+
+impl CompileError {
+    pub fn render(&self) -> String {
+        render(&self.diagnostics, &self.source)
+    }
+    pub fn render_json(&self) -> String {
+        render_json(&self.diagnostics, &self.source)
+    }
+}
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// Compiles `.tile` source text.
+pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, CompileError> {
+    let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
+    let (arch, arch_substituted) =
+        tilec_backend::resolve(&opts.arch).map_err(|m| fail(vec![Diagnostic::error("E0013", m)]))?;
+    let req = Request {
+        kernel: opts.kernel.clone(),
+        target: arch.name.to_string(),
+        consts: opts.consts.clone(),
+        unaligned: opts.unaligned.clone(),
+    };
+    let mut el = tilec_frontend::check(&source.text, &req).map_err(fail)?;
+    let mlir = Mlir::new().map_err(|d| fail(vec![d]))?;
+    let mut stages = BTreeMap::new();
+    let mut report = vec![];
+
+    let tile = el.func.to_mlir();
+    mlir.parse(&tile, "tile").map_err(|d| fail(vec![d]))?;
+    stages.insert(Stage::Tile, tile);
+
+    let lr = tilec_passes::tile_layout::run(&mut el.func).map_err(|d| fail(vec![d]))?;
+    if lr.num_warps != el.hints.num_warps {
+        report.push(format!("tile-layout: {} warps (the hint asked for {})", lr.num_warps, el.hints.num_warps));
+    } else {
+        report.push(format!("tile-layout: {} warps", lr.num_warps));
+    }
+    report.extend(lr.lines.iter().map(|l| format!("tile-layout: {l}")));
+    let tilegpu = el.func.to_mlir();
+    mlir.parse(&tilegpu, "tilegpu").map_err(|d| fail(vec![d]))?;
+    stages.insert(Stage::Tilegpu, tilegpu);
+
+    let low = tilec_passes::tile_to_llvm::run(&el.func, arch, el.hints.occupancy).map_err(|d| fail(vec![d]))?;
+    report.push(format!("tile-to-llvm: {} threads per block, {} bytes of shared memory", low.block_threads, low.shared_bytes));
+    let llvm_mod = mlir.parse(&low.text, "llvm").map_err(|d| fail(vec![d]))?;
+    stages.insert(Stage::Llvm, low.text.clone());
+
+    let ir = mlir.translate_to_llvm_ir(&llvm_mod).map_err(|d| fail(vec![d]))?;
+    let opt = opts.opt_level.unwrap_or(el.hints.opt_level);
+    let cg = tilec_backend::codegen(&ir, arch, opt).map_err(|d| fail(vec![d]))?;
+    stages.insert(Stage::LlvmIr, cg.llvm_ir);
+    stages.insert(Stage::Ptx, cg.ptx);
+
+    let mut signature = el.signature;
+    signature.block_threads = low.block_threads;
+    signature.shared_bytes = low.shared_bytes;
+    Ok(Compiled { arch, arch_substituted, stages, signature, hints: el.hints, report })
+}

@@ -1,0 +1,308 @@
+//! The `tilec` command line.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tilec::suite::{self, BenchRow, CheckRow};
+use tilec::{compile, CompileOptions, ConstArg, Source, Stage};
+
+#[derive(Parser, Debug)]
+#[command(name = "tilec", version, about = "A tile-kernel compiler: .tile programs to PTX for sm_90a, sm_103a and sm_121a")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Compile a .tile file: PTX + metadata JSON, or one stage with --emit.
+    Compile {
+        file: PathBuf,
+        /// sm_90, sm_90a, sm_103, sm_103a, sm_121, sm_121a.
+        #[arg(long)]
+        arch: String,
+        /// Print one stage: tile, tilegpu, llvm, llvm-ir, ptx.
+        #[arg(long)]
+        emit: Option<String>,
+        /// Output file (default: FILE's stem + .ptx in the current directory).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Kernel name, when the file has several.
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Compile-time constant override, NAME=VALUE (repeatable).
+        #[arg(long = "const", value_name = "NAME=VALUE")]
+        consts: Vec<String>,
+        /// Tensor parameter not assumed 16-byte aligned (repeatable).
+        #[arg(long)]
+        unaligned: Vec<String>,
+        /// Print what the passes decided.
+        #[arg(long)]
+        report: bool,
+        /// Also assemble with ptxas and print its resource report.
+        #[arg(long)]
+        ptxas: bool,
+        /// human or json.
+        #[arg(long, default_value = "human")]
+        error_format: String,
+    },
+    /// Print the long explanation of a diagnostic code (e.g. E0010).
+    Explain { code: String },
+    /// List the passes and the default pipeline of each target.
+    Passes,
+    /// Run every kernel with a GPU test on the GPU against its reference.
+    Check {
+        /// Only these kernels.
+        kernels: Vec<String>,
+        #[arg(long, default_value = "kernels")]
+        kernels_dir: PathBuf,
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[arg(long)]
+        md: Option<PathBuf>,
+    },
+    /// Time kernels on the GPU (checked first), with the copy-bandwidth ceiling.
+    Bench {
+        kernels: Vec<String>,
+        #[arg(long, default_value = "kernels")]
+        kernels_dir: PathBuf,
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[arg(long)]
+        md: Option<PathBuf>,
+        /// A fast subset.
+        #[arg(long)]
+        quick: bool,
+        /// Timed runs per configuration.
+        #[arg(long, default_value_t = 100)]
+        reps: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_consts(items: &[String]) -> Result<BTreeMap<String, ConstArg>> {
+    let mut out = BTreeMap::new();
+    for it in items {
+        let Some((k, v)) = it.split_once('=') else { bail!("--const takes NAME=VALUE, got `{it}`") };
+        let val = ConstArg::parse(v).with_context(|| format!("cannot read `{v}` as an integer, bool, float or dtype"))?;
+        out.insert(k.trim().to_string(), val);
+    }
+    Ok(out)
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.cmd {
+        Cmd::Compile { file, arch, emit, output, kernel, consts, unaligned, report, ptxas, error_format } => {
+            let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let source = Source::new(file.display().to_string(), text);
+            let stage = match &emit {
+                None => None,
+                Some(s) => Some(Stage::parse(s).with_context(|| {
+                    let names: Vec<&str> = Stage::ALL.iter().map(|s| s.name()).collect();
+                    format!("unknown stage `{s}`; stages: {}", names.join(", "))
+                })?),
+            };
+            let opts = CompileOptions {
+                arch,
+                kernel,
+                consts: parse_consts(&consts)?,
+                unaligned: unaligned.into_iter().collect::<BTreeSet<_>>(),
+                opt_level: None,
+            };
+            let compiled = match compile(&source, &opts) {
+                Ok(c) => c,
+                Err(e) => {
+                    if error_format == "json" {
+                        println!("{}", e.render_json());
+                    } else {
+                        eprint!("{}", e.render());
+                    }
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            if compiled.arch_substituted {
+                eprintln!("note: compiling for {} (the arch-specific variant of {})", compiled.arch.name, opts.arch);
+            }
+            if report {
+                for l in &compiled.report {
+                    eprintln!("report: {l}");
+                }
+            }
+            if ptxas {
+                let r = tilec_backend::ptxas(compiled.ptx(), compiled.arch).map_err(|d| anyhow::anyhow!("{}", tilec_core::Diagnostics(vec![d])))?;
+                eprintln!(
+                    "ptxas {}: {} registers, {} bytes smem, {} bytes stack, {} bytes spill stores, {} bytes spill loads",
+                    compiled.arch.name, r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads
+                );
+            }
+            match stage {
+                Some(s) => match output {
+                    Some(o) => std::fs::write(&o, compiled.stage(s)).with_context(|| format!("cannot write {}", o.display()))?,
+                    None => print!("{}", compiled.stage(s)),
+                },
+                None => {
+                    let out = output.unwrap_or_else(|| {
+                        PathBuf::from(format!("{}.{}.ptx", file.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel"), compiled.arch.name))
+                    });
+                    std::fs::write(&out, compiled.ptx()).with_context(|| format!("cannot write {}", out.display()))?;
+                    let meta = out.with_extension("json");
+                    let json = serde_json::json!({
+                        "kernel": compiled.signature.name,
+                        "target": compiled.arch.name,
+                        "signature": compiled.signature,
+                        "hints": { "num_warps": compiled.hints.num_warps, "occupancy": compiled.hints.occupancy, "opt_level": compiled.hints.opt_level },
+                        "report": compiled.report,
+                        "tilec_version": env!("CARGO_PKG_VERSION"),
+                    });
+                    std::fs::write(&meta, serde_json::to_string_pretty(&json)?).with_context(|| format!("cannot write {}", meta.display()))?;
+                    eprintln!("wrote {} and {}", out.display(), meta.display());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Explain { code } => match tilec_core::diag::lookup(&code) {
+            Some((c, title, long)) => {
+                println!("{c}: {title}\n\n{long}");
+                Ok(ExitCode::SUCCESS)
+            }
+            None => bail!("no diagnostic code `{code}`; codes run from E0001 (see `tilec explain E0001`)"),
+        },
+        Cmd::Passes => {
+            for p in tilec_passes::PASSES {
+                println!("{:14} → {:8} {}", p.name, p.produces, p.doc);
+            }
+            println!();
+            for a in tilec_backend::ARCHS {
+                println!("pipeline {}: {}", a.name, tilec_passes::pipeline(a).join(","));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Check { kernels, kernels_dir, json, md } => {
+            let dev = tilec_runtime::Device::open(0)?;
+            eprintln!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1);
+            let mut rows: Vec<CheckRow> = vec![];
+            for k in selected(&kernels)? {
+                for (i, case) in k.cases().iter().enumerate() {
+                    eprint!("\rchecking {} {} ...            ", k.name(), case.label());
+                    rows.push(suite::check_case(&dev, &kernels_dir, k.as_ref(), case, 1000 + i as u64));
+                }
+            }
+            eprintln!();
+            let table = check_table(&rows, &dev.name);
+            println!("{table}");
+            write_outputs(json.as_deref(), md.as_deref(), &serde_json::json!({ "device": dev.name, "date": today(), "rows": rows }), &table)?;
+            let failed = rows.iter().filter(|r| !r.pass).count();
+            println!("{} passed, {} failed", rows.len() - failed, failed);
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Cmd::Bench { kernels, kernels_dir, json, md, quick, reps } => {
+            let dev = tilec_runtime::Device::open(0)?;
+            eprintln!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1);
+            let copy = dev.copy_bandwidth(512 << 20)?;
+            eprintln!("copy bandwidth (512 MiB, read+write): {copy:.0} GB/s");
+            let mut rows: Vec<BenchRow> = vec![];
+            let mut errors = vec![];
+            for k in selected(&kernels)? {
+                for case in k.bench_cases(quick) {
+                    eprint!("\rbench {} {} ...            ", k.name(), case.label());
+                    match suite::bench_case(&dev, &kernels_dir, k.as_ref(), &case, reps.max(1), copy) {
+                        Ok(r) => rows.push(r),
+                        Err(e) => errors.push(e),
+                    }
+                }
+            }
+            eprintln!();
+            let table = bench_table(&rows, &dev.name, copy);
+            println!("{table}");
+            for e in &errors {
+                println!("FAILED: {e}");
+            }
+            write_outputs(
+                json.as_deref(),
+                md.as_deref(),
+                &serde_json::json!({ "device": dev.name, "date": today(), "copy_gbps": copy, "rows": rows, "errors": errors }),
+                &table,
+            )?;
+            Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+    }
+}
+
+fn selected(names: &[String]) -> Result<Vec<Box<dyn suite::GpuKernel>>> {
+    let all = suite::all();
+    let known: Vec<&str> = all.iter().map(|k| k.name()).collect();
+    for n in names {
+        if !known.contains(&n.as_str()) {
+            bail!("no GPU test for kernel `{n}`; kernels with one: {}", known.join(", "));
+        }
+    }
+    Ok(all.into_iter().filter(|k| names.is_empty() || names.iter().any(|n| n == k.name())).collect())
+}
+
+fn today() -> String {
+    std::process::Command::new("date")
+        .arg("+%Y-%m-%d")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn write_outputs(json: Option<&Path>, md: Option<&Path>, value: &serde_json::Value, table: &str) -> Result<()> {
+    if let Some(j) = json {
+        std::fs::write(j, serde_json::to_string_pretty(value)?).with_context(|| format!("cannot write {}", j.display()))?;
+    }
+    if let Some(m) = md {
+        std::fs::write(m, table).with_context(|| format!("cannot write {}", m.display()))?;
+    }
+    Ok(())
+}
+
+fn check_table(rows: &[CheckRow], device: &str) -> String {
+    let mut s = format!("### tilec check on {device}\n\n| kernel | shape | dtype | max abs err | rel L2 err | tolerance | result |\n|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {:.3e} | {:.3e} | {:.0e} | {}{} |\n",
+            r.kernel,
+            r.shape,
+            r.dtype,
+            r.max_abs,
+            r.rel_l2,
+            r.tolerance,
+            if r.pass { "pass" } else { "FAIL" },
+            if r.note.is_empty() { String::new() } else { format!(" ({})", r.note.lines().next().unwrap_or("")) }
+        ));
+    }
+    s
+}
+
+fn bench_table(rows: &[BenchRow], device: &str, copy: f64) -> String {
+    let mut s = format!(
+        "### tilec bench on {device} (copy ceiling {copy:.0} GB/s)\n\n| kernel | shape | dtype | median ms | GB/s | floor ms | of copy bw |\n|---|---|---|---|---|---|---|\n"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {:.4} | {:.0} | {:.4} | {:.2} |\n",
+            r.kernel,
+            r.shape,
+            r.dtype,
+            r.median_ms,
+            r.gbps,
+            r.floor_ms,
+            r.gbps / copy
+        ));
+    }
+    s
+}

@@ -1,0 +1,274 @@
+//! The GPU test and benchmark suite: each kernel of `kernels/` with a GPU test, its cases,
+//! inputs, reference and byte count. `tilec check` runs the cases against the reference;
+//! `tilec bench` times the bench cases after checking them (a wrong kernel is never timed).
+
+use crate::compiler::{compile, CompileOptions};
+use crate::reference;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use tilec_core::{DType, Source};
+use tilec_frontend::ConstArg;
+use tilec_runtime::{ArgDesc, Device, HostTensor};
+
+/// One shape/dtype/config of a kernel.
+#[derive(Clone, Debug, Serialize)]
+pub struct Case {
+    pub dtype: DType,
+    pub dims: Vec<i64>,
+    /// Extra constants (besides those the kernel derives from the shape).
+    pub consts: Vec<(String, i64)>,
+}
+
+impl Case {
+    pub fn label(&self) -> String {
+        let dims: Vec<String> = self.dims.iter().map(|d| d.to_string()).collect();
+        let mut s = dims.join("x");
+        for (k, v) in &self.consts {
+            s.push_str(&format!(" {k}={v}"));
+        }
+        s
+    }
+}
+
+/// A kernel of the library with a GPU test.
+pub trait GpuKernel {
+    fn name(&self) -> &'static str;
+    /// Path under the kernels folder.
+    fn file(&self) -> &'static str;
+    fn cases(&self) -> Vec<Case>;
+    fn bench_cases(&self, quick: bool) -> Vec<Case>;
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg>;
+    /// Every tensor argument in parameter order; outputs poisoned.
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor>;
+    /// Indices (into `inputs`) of the outputs.
+    fn outputs(&self) -> Vec<usize>;
+    /// Expected values of each output, from the inputs as stored.
+    fn reference(&self, c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>>;
+    /// Relative L2 tolerance.
+    fn tolerance(&self, c: &Case) -> f64;
+    /// Minimum bytes moved (each input read once, each output written once).
+    fn bytes(&self, c: &Case) -> f64;
+}
+
+/// Row softmax (kernels/softmax.tile).
+#[derive(Debug)]
+pub struct Softmax;
+
+impl GpuKernel for Softmax {
+    fn name(&self) -> &'static str {
+        "softmax"
+    }
+    fn file(&self) -> &'static str {
+        "softmax.tile"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, m, n, rows: i64| Case { dtype, dims: vec![m, n], consts: vec![("ROWS".into(), rows)] };
+        vec![
+            c(DType::F32, 1, 1, 1),
+            c(DType::F16, 7, 33, 1),
+            c(DType::F32, 3, 5, 2),
+            c(DType::F16, 1000, 1000, 1),
+            c(DType::F16, 1025, 100, 4),
+            c(DType::F32, 333, 8192, 1),
+            c(DType::F16, 129, 8192, 1),
+            c(DType::BF16, 257, 2048, 2),
+            c(DType::F32, 4097, 768, 8),
+            c(DType::F16, 16384, 4096, 1),
+        ]
+    }
+    fn bench_cases(&self, quick: bool) -> Vec<Case> {
+        let mut v = vec![Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![("ROWS".into(), 1)] }];
+        if !quick {
+            v.push(Case { dtype: DType::F32, dims: vec![16384, 4096], consts: vec![("ROWS".into(), 1)] });
+            v.push(Case { dtype: DType::F16, dims: vec![65536, 1024], consts: vec![("ROWS".into(), 4)] });
+        }
+        v
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        let rows = c.consts.iter().find(|(k, _)| k == "ROWS").map(|(_, v)| *v).unwrap_or(1);
+        // A tile needs at least 32 elements (one per lane).
+        let block_n = (c.dims[1].max(1) as u64).next_power_of_two().max((32 / rows.max(1)) as u64) as i64;
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("BLOCK_N".to_string(), ConstArg::Int(block_n)),
+            ("ROWS".to_string(), ConstArg::Int(rows)),
+        ])
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        let n = (c.dims[0] * c.dims[1]) as usize;
+        // Normal-ish values with a spread that exercises exp over a wide range.
+        let x: Vec<f64> = (0..n).map(|_| normal(rng) * 3.0).collect();
+        vec![HostTensor::from_f64(c.dtype, &c.dims, &x), HostTensor::poisoned(c.dtype, &c.dims)]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![1]
+    }
+    fn reference(&self, c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        vec![reference::softmax(&inputs[0].to_f64(), c.dims[0] as usize, c.dims[1] as usize)]
+    }
+    fn tolerance(&self, c: &Case) -> f64 {
+        if c.dtype == DType::F32 {
+            1e-5
+        } else {
+            1e-2
+        }
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        2.0 * (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes())
+    }
+}
+
+/// Standard normal sample (Box–Muller).
+pub fn normal(rng: &mut StdRng) -> f64 {
+    let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+    let v: f64 = rng.gen_range(0.0..1.0);
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
+/// Every kernel with a GPU test.
+pub fn all() -> Vec<Box<dyn GpuKernel>> {
+    vec![Box::new(Softmax)]
+}
+
+/// The outcome of checking one case.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckRow {
+    pub kernel: String,
+    pub shape: String,
+    pub dtype: DType,
+    pub max_abs: f64,
+    pub rel_l2: f64,
+    pub tolerance: f64,
+    pub pass: bool,
+    pub note: String,
+}
+
+/// A kernel compiled, loaded and with its arguments on the device.
+#[derive(Debug)]
+pub struct Prepared {
+    pub kernel: tilec_runtime::Kernel,
+    pub tensors: Vec<tilec_runtime::DeviceTensor>,
+    pub host: Vec<HostTensor>,
+    pub args: Vec<ArgDesc>,
+    pub report: Vec<String>,
+}
+
+/// Compiles `k` for `case` (specialised on the alignment of the actual tensors), uploads
+/// fresh random inputs and returns everything needed to launch.
+pub fn prepare(dev: &Device, kernels_dir: &Path, k: &dyn GpuKernel, case: &Case, seed: u64) -> Result<Prepared, String> {
+    let path = kernels_dir.join(k.file());
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let source = Source::new(path.display().to_string(), text);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let host = k.inputs(case, &mut rng);
+    let tensors = host.iter().map(|h| dev.upload(h)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+    let args: Vec<ArgDesc> = tensors.iter().map(|t| ArgDesc::Tensor(dev.desc(t))).collect();
+    let file = tilec_frontend::parse(&source.text).map_err(|d| tilec_core::diag::render(&d, &source))?;
+    let kdecl = file.kernels.first().ok_or("no kernel in file")?;
+    let tensor_names: Vec<String> = kdecl.params.iter().filter(|p| !p.is_const).map(|p| p.name.name.clone()).collect();
+    let unaligned: BTreeSet<String> = args
+        .iter()
+        .zip(&tensor_names)
+        .filter(|(a, _)| matches!(a, ArgDesc::Tensor(t) if !t.aligned16()))
+        .map(|(_, n)| n.clone())
+        .collect();
+    let target = dev.target().map_err(|e| e.to_string())?;
+    let opts = CompileOptions { arch: target.to_string(), kernel: None, consts: k.consts(case), unaligned, opt_level: None };
+    let compiled = compile(&source, &opts).map_err(|e| e.render())?;
+    let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;
+    Ok(Prepared { kernel, tensors, host, args, report: compiled.report })
+}
+
+/// Runs once and compares every output with the reference.
+pub fn check_case(dev: &Device, kernels_dir: &Path, k: &dyn GpuKernel, case: &Case, seed: u64) -> CheckRow {
+    let mut row = CheckRow {
+        kernel: k.name().to_string(),
+        shape: case.label(),
+        dtype: case.dtype,
+        max_abs: f64::NAN,
+        rel_l2: f64::NAN,
+        tolerance: k.tolerance(case),
+        pass: false,
+        note: String::new(),
+    };
+    let run = || -> Result<(f64, f64), String> {
+        let p = prepare(dev, kernels_dir, k, case, seed)?;
+        dev.launch(&p.kernel, &p.args).map_err(|e| e.to_string())?;
+        dev.synchronize().map_err(|e| e.to_string())?;
+        let expected = k.reference(case, &p.host);
+        let (mut max_abs, mut rel): (f64, f64) = (0.0, 0.0);
+        for (o, want) in k.outputs().into_iter().zip(expected) {
+            let got = dev.download(&p.tensors[o]).map_err(|e| e.to_string())?.to_f64();
+            let (a, r) = reference::errors(&got, &want);
+            if a.is_nan() {
+                return Ok((f64::NAN, f64::NAN));
+            }
+            max_abs = max_abs.max(a);
+            rel = rel.max(r);
+        }
+        Ok((max_abs, rel))
+    };
+    match run() {
+        Ok((a, r)) => {
+            row.max_abs = a;
+            row.rel_l2 = r;
+            row.pass = r <= row.tolerance;
+            if r.is_nan() {
+                row.note = "NaN or unwritten output".into();
+            }
+        }
+        Err(e) => row.note = e,
+    }
+    row
+}
+
+/// One timed configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchRow {
+    pub kernel: String,
+    pub shape: String,
+    pub dtype: DType,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub gbps: f64,
+    /// Bytes over the measured copy bandwidth: the floor time.
+    pub floor_ms: f64,
+    pub copy_gbps: f64,
+    pub rel_l2: f64,
+    pub runs: usize,
+    pub report: Vec<String>,
+}
+
+/// Checks then times one case: 10 warm-up runs, `reps` timed runs with L2 flushed before
+/// each (outside the timed region), median reported.
+pub fn bench_case(dev: &Device, kernels_dir: &Path, k: &dyn GpuKernel, case: &Case, reps: usize, copy_gbps: f64) -> Result<BenchRow, String> {
+    let check = check_case(dev, kernels_dir, k, case, 7);
+    if !check.pass {
+        return Err(format!("{} {} fails its check (rel L2 {:.3e}) {}: not timed", k.name(), case.label(), check.rel_l2, check.note));
+    }
+    let p = prepare(dev, kernels_dir, k, case, 11)?;
+    let plan = tilec_runtime::validate(&p.kernel.signature, &p.args, None).map_err(|e| e.to_string())?;
+    let mut scratch = dev.l2_flusher(256 << 20).map_err(|e| e.to_string())?;
+    let times = dev
+        .time(10, reps, || dev.flush(&mut scratch), || dev.launch_plan(&p.kernel, &plan))
+        .map_err(|e| e.to_string())?;
+    let med = tilec_runtime::median(&times);
+    let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let bytes = k.bytes(case);
+    Ok(BenchRow {
+        kernel: k.name().to_string(),
+        shape: case.label(),
+        dtype: case.dtype,
+        median_ms: med,
+        min_ms: min,
+        gbps: bytes / (med * 1e-3) / 1e9,
+        floor_ms: bytes / (copy_gbps * 1e9) * 1e3,
+        copy_gbps,
+        rel_l2: check.rel_l2,
+        runs: times.len(),
+        report: p.report,
+    })
+}

@@ -1,0 +1,119 @@
+//! Every stage of every kernel in `kernels/` for every target, snapshot-tested, and every
+//! PTX assembled by ptxas for its target with its resource report checked.
+
+use std::path::PathBuf;
+use tilec::{compile, CompileOptions, ConstArg, Source, Stage};
+
+const TARGETS: [&str; 3] = ["sm_90a", "sm_103a", "sm_121a"];
+
+fn kernels() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("kernels/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tile"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn source(p: &PathBuf) -> Source {
+    let name = format!("kernels/{}", p.file_name().unwrap().to_string_lossy());
+    Source::new(name, std::fs::read_to_string(p).unwrap())
+}
+
+fn opts(arch: &str) -> CompileOptions {
+    CompileOptions { arch: arch.into(), ..Default::default() }
+}
+
+#[test]
+fn every_stage_of_every_kernel_for_every_target() {
+    let ks = kernels();
+    assert!(!ks.is_empty());
+    for k in &ks {
+        let stem = k.file_stem().unwrap().to_string_lossy().to_string();
+        for t in TARGETS {
+            let c = compile(&source(k), &opts(t)).unwrap_or_else(|e| panic!("{stem} for {t}:\n{}", e.render()));
+            for s in Stage::ALL {
+                insta::assert_snapshot!(format!("{stem}__{t}__{}", s.name()), c.stage(s));
+            }
+        }
+    }
+}
+
+/// The other code paths of softmax: scalar (unaligned) accesses, f32 and bf16, several rows
+/// per block with a cross-warp reduction, the widest row.
+fn softmax_variants() -> Vec<(&'static str, CompileOptions)> {
+    let mk = |t: &str, consts: &[(&str, ConstArg)], unaligned: &[&str]| CompileOptions {
+        arch: t.into(),
+        consts: consts.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        unaligned: unaligned.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    vec![
+        ("softmax_f32_rows4_unaligned", mk("sm_90a", &[("T", ConstArg::DType(tilec::DType::F32)), ("ROWS", ConstArg::Int(4)), ("BLOCK_N", ConstArg::Int(256))], &["x", "y"])),
+        ("softmax_bf16_8192", mk("sm_121a", &[("T", ConstArg::DType(tilec::DType::BF16)), ("BLOCK_N", ConstArg::Int(8192))], &[])),
+    ]
+}
+
+#[test]
+fn softmax_variant_stages() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/softmax.tile");
+    for (name, o) in softmax_variants() {
+        let c = compile(&source(&p), &o).unwrap_or_else(|e| panic!("{name}:\n{}", e.render()));
+        for s in [Stage::Tilegpu, Stage::Ptx] {
+            insta::assert_snapshot!(format!("{name}__{}", s.name()), c.stage(s));
+        }
+    }
+}
+
+#[test]
+fn ptxas_accepts_every_kernel_for_its_target_without_spills() {
+    assert!(
+        tilec_backend::find_ptxas().is_some(),
+        "ptxas not found: run scripts/setup.sh (it installs ptxas 13.0 into .tools/) or set TILEC_PTXAS"
+    );
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/softmax.tile");
+    let mut jobs: Vec<(String, CompileOptions, PathBuf)> = vec![];
+    for k in kernels() {
+        for t in TARGETS {
+            jobs.push((format!("{} {t}", k.display()), opts(t), k.clone()));
+        }
+    }
+    for (name, o) in softmax_variants() {
+        jobs.push((name.to_string(), o, p.clone()));
+    }
+    for (name, o, path) in jobs {
+        let c = compile(&source(&path), &o).unwrap_or_else(|e| panic!("{name}:\n{}", e.render()));
+        let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+        assert_eq!((r.spill_stores, r.spill_loads, r.stack_bytes), (0, 0, 0), "{name} spills:\n{}", r.log);
+        assert!(r.registers > 0 && r.registers <= 255, "{name}: {} registers", r.registers);
+        assert_eq!(r.shared_bytes, c.signature.shared_bytes, "{name}: ptxas and the lowering disagree on shared memory");
+        assert!(!r.cubin.is_empty());
+    }
+}
+
+#[test]
+fn ptx_uses_vector_accesses_and_shuffles() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/softmax.tile");
+    let mut o = opts("sm_90a");
+    o.consts.insert("BLOCK_N".into(), ConstArg::Int(4096));
+    let c = compile(&source(&p), &o).unwrap();
+    let ptx = c.ptx();
+    // 4096 f16 over 8 warps: 16 elements per thread, two 16-byte vectors in and out.
+    assert_eq!(ptx.matches("ld.global.v4.b32").count(), 2, "{ptx}");
+    assert_eq!(ptx.matches("st.global.v4.b32").count(), 2, "{ptx}");
+    assert_eq!(ptx.matches("shfl.sync.bfly.b32").count(), 10, "two reductions × log2(32) steps");
+    assert_eq!(ptx.matches("bar.sync").count(), 2, "one barrier per cross-warp reduction");
+    assert!(ptx.contains(".maxntid 256, 1, 1"));
+    assert_eq!(c.signature.block_threads, 256);
+}
+
+#[test]
+fn metadata_signature_describes_the_abi() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/softmax.tile");
+    let c = compile(&source(&p), &opts("sm_121")).unwrap();
+    assert!(c.arch_substituted);
+    let j = serde_json::to_value(&c.signature).unwrap();
+    insta::assert_json_snapshot!("softmax__signature", j);
+}
