@@ -132,7 +132,10 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     stages.insert(Stage::Tilegpu, tilegpu);
 
     let low = tilec_passes::tile_to_llvm::run(&el.func, arch, el.hints.occupancy).map_err(|d| fail(vec![d]))?;
-    report.push(format!("tile-to-llvm: {} threads per block, {} bytes of shared memory", low.block_threads, low.shared_bytes));
+    report.push(format!(
+        "tile-to-llvm: {} threads per block, {} bytes of shared memory",
+        low.block_threads, low.shared_bytes
+    ));
     let llvm_mod = mlir.parse(&low.text, "llvm").map_err(|d| fail(vec![d]))?;
     stages.insert(Stage::Llvm, low.text.clone());
 

@@ -9,7 +9,11 @@ use tilec::suite::{self, BenchRow, CheckRow};
 use tilec::{compile, CompileOptions, ConstArg, Source, Stage};
 
 #[derive(Parser, Debug)]
-#[command(name = "tilec", version, about = "A tile-kernel compiler: .tile programs to PTX for sm_90a, sm_103a and sm_121a")]
+#[command(
+    name = "tilec",
+    version,
+    about = "A tile-kernel compiler: .tile programs to PTX for sm_90a, sm_103a and sm_121a"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -96,7 +100,8 @@ fn parse_consts(items: &[String]) -> Result<BTreeMap<String, ConstArg>> {
     let mut out = BTreeMap::new();
     for it in items {
         let Some((k, v)) = it.split_once('=') else { bail!("--const takes NAME=VALUE, got `{it}`") };
-        let val = ConstArg::parse(v).with_context(|| format!("cannot read `{v}` as an integer, bool, float or dtype"))?;
+        let val =
+            ConstArg::parse(v).with_context(|| format!("cannot read `{v}` as an integer, bool, float or dtype"))?;
         out.insert(k.trim().to_string(), val);
     }
     Ok(out)
@@ -141,7 +146,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             if ptxas {
-                let r = tilec_backend::ptxas(compiled.ptx(), compiled.arch).map_err(|d| anyhow::anyhow!("{}", tilec_core::Diagnostics(vec![d])))?;
+                let r = tilec_backend::ptxas(compiled.ptx(), compiled.arch)
+                    .map_err(|d| anyhow::anyhow!("{}", tilec_core::Diagnostics(vec![d])))?;
                 eprintln!(
                     "ptxas {}: {} registers, {} bytes smem, {} bytes stack, {} bytes spill stores, {} bytes spill loads",
                     compiled.arch.name, r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads
@@ -149,12 +155,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             match stage {
                 Some(s) => match output {
-                    Some(o) => std::fs::write(&o, compiled.stage(s)).with_context(|| format!("cannot write {}", o.display()))?,
+                    Some(o) => std::fs::write(&o, compiled.stage(s))
+                        .with_context(|| format!("cannot write {}", o.display()))?,
                     None => print!("{}", compiled.stage(s)),
                 },
                 None => {
                     let out = output.unwrap_or_else(|| {
-                        PathBuf::from(format!("{}.{}.ptx", file.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel"), compiled.arch.name))
+                        PathBuf::from(format!(
+                            "{}.{}.ptx",
+                            file.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel"),
+                            compiled.arch.name
+                        ))
                     });
                     std::fs::write(&out, compiled.ptx()).with_context(|| format!("cannot write {}", out.display()))?;
                     let meta = out.with_extension("json");
@@ -166,7 +177,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         "report": compiled.report,
                         "tilec_version": env!("CARGO_PKG_VERSION"),
                     });
-                    std::fs::write(&meta, serde_json::to_string_pretty(&json)?).with_context(|| format!("cannot write {}", meta.display()))?;
+                    std::fs::write(&meta, serde_json::to_string_pretty(&json)?)
+                        .with_context(|| format!("cannot write {}", meta.display()))?;
                     eprintln!("wrote {} and {}", out.display(), meta.display());
                 }
             }
@@ -202,7 +214,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             eprintln!();
             let table = check_table(&rows, &dev.name);
             println!("{table}");
-            write_outputs(json.as_deref(), md.as_deref(), &serde_json::json!({ "device": dev.name, "date": today(), "rows": rows }), &table)?;
+            write_outputs(
+                json.as_deref(),
+                md.as_deref(),
+                &serde_json::json!({ "device": dev.name, "date": today(), "rows": rows }),
+                &table,
+            )?;
             let failed = rows.iter().filter(|r| !r.pass).count();
             println!("{} passed, {} failed", rows.len() - failed, failed);
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -262,7 +279,8 @@ fn today() -> String {
 
 fn write_outputs(json: Option<&Path>, md: Option<&Path>, value: &serde_json::Value, table: &str) -> Result<()> {
     if let Some(j) = json {
-        std::fs::write(j, serde_json::to_string_pretty(value)?).with_context(|| format!("cannot write {}", j.display()))?;
+        std::fs::write(j, serde_json::to_string_pretty(value)?)
+            .with_context(|| format!("cannot write {}", j.display()))?;
     }
     if let Some(m) = md {
         std::fs::write(m, table).with_context(|| format!("cannot write {}", m.display()))?;

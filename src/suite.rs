@@ -158,7 +158,13 @@ pub struct Prepared {
 
 /// Compiles `k` for `case` (specialised on the alignment of the actual tensors), uploads
 /// fresh random inputs and returns everything needed to launch.
-pub fn prepare(dev: &Device, kernels_dir: &Path, k: &dyn GpuKernel, case: &Case, seed: u64) -> Result<Prepared, String> {
+pub fn prepare(
+    dev: &Device,
+    kernels_dir: &Path,
+    k: &dyn GpuKernel,
+    case: &Case,
+    seed: u64,
+) -> Result<Prepared, String> {
     let path = kernels_dir.join(k.file());
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let source = Source::new(path.display().to_string(), text);
@@ -176,7 +182,8 @@ pub fn prepare(dev: &Device, kernels_dir: &Path, k: &dyn GpuKernel, case: &Case,
         .map(|(_, n)| n.clone())
         .collect();
     let target = dev.target().map_err(|e| e.to_string())?;
-    let opts = CompileOptions { arch: target.to_string(), kernel: None, consts: k.consts(case), unaligned, opt_level: None };
+    let opts =
+        CompileOptions { arch: target.to_string(), kernel: None, consts: k.consts(case), unaligned, opt_level: None };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;
     Ok(Prepared { kernel, tensors, host, args, report: compiled.report })
@@ -244,10 +251,23 @@ pub struct BenchRow {
 
 /// Checks then times one case: 10 warm-up runs, `reps` timed runs with L2 flushed before
 /// each (outside the timed region), median reported.
-pub fn bench_case(dev: &Device, kernels_dir: &Path, k: &dyn GpuKernel, case: &Case, reps: usize, copy_gbps: f64) -> Result<BenchRow, String> {
+pub fn bench_case(
+    dev: &Device,
+    kernels_dir: &Path,
+    k: &dyn GpuKernel,
+    case: &Case,
+    reps: usize,
+    copy_gbps: f64,
+) -> Result<BenchRow, String> {
     let check = check_case(dev, kernels_dir, k, case, 7);
     if !check.pass {
-        return Err(format!("{} {} fails its check (rel L2 {:.3e}) {}: not timed", k.name(), case.label(), check.rel_l2, check.note));
+        return Err(format!(
+            "{} {} fails its check (rel L2 {:.3e}) {}: not timed",
+            k.name(),
+            case.label(),
+            check.rel_l2,
+            check.note
+        ));
     }
     let p = prepare(dev, kernels_dir, k, case, 11)?;
     let plan = tilec_runtime::validate(&p.kernel.signature, &p.args, None).map_err(|e| e.to_string())?;

@@ -86,7 +86,8 @@ pub fn resolve(name: &str) -> Result<(&'static Arch, bool), String> {
     if let Some(a) = ARCHS.iter().find(|a| a.name.strip_suffix('a') == Some(n.as_str())) {
         return Ok((a, true));
     }
-    let names: Vec<String> = ARCHS.iter().flat_map(|a| [a.name.trim_end_matches('a').to_string(), a.name.to_string()]).collect();
+    let names: Vec<String> =
+        ARCHS.iter().flat_map(|a| [a.name.trim_end_matches('a').to_string(), a.name.to_string()]).collect();
     Err(format!("unknown arch `{name}`; supported: {}", names.join(", ")))
 }
 

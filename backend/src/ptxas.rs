@@ -83,11 +83,13 @@ pub fn ptxas(ptx: &str, arch: &Arch) -> Result<PtxasReport, Diagnostic> {
             .with_note("run scripts/setup.sh, or set TILEC_PTXAS to a ptxas of CUDA 13.0 or later")
     })?;
     let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{}", std::process::id(), unique()));
-    std::fs::create_dir_all(&dir).map_err(|e| Diagnostic::error("E0902", format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Diagnostic::error("E0902", format!("cannot create {}: {e}", dir.display())))?;
     let src = dir.join("k.ptx");
     let out = dir.join("k.cubin");
     let result = (|| {
-        std::fs::write(&src, ptx).map_err(|e| Diagnostic::error("E0902", format!("cannot write {}: {e}", src.display())))?;
+        std::fs::write(&src, ptx)
+            .map_err(|e| Diagnostic::error("E0902", format!("cannot write {}: {e}", src.display())))?;
         let o = Command::new(&exe)
             .arg(format!("-arch={}", arch.name))
             .arg("-v")
@@ -105,7 +107,8 @@ pub fn ptxas(ptx: &str, arch: &Arch) -> Result<PtxasReport, Diagnostic> {
             return Err(d);
         }
         let mut r = parse_report(&log);
-        r.cubin = std::fs::read(&out).map_err(|e| Diagnostic::error("E0902", format!("cannot read {}: {e}", out.display())))?;
+        r.cubin = std::fs::read(&out)
+            .map_err(|e| Diagnostic::error("E0902", format!("cannot read {}: {e}", out.display())))?;
         Ok(r)
     })();
     let _ = std::fs::remove_dir_all(&dir);

@@ -45,9 +45,14 @@ impl ParamSig {
 pub enum HostExpr {
     Int(i64),
     /// Extent `axis` of tensor parameter `param`.
-    Dim { param: usize, axis: usize },
+    Dim {
+        param: usize,
+        axis: usize,
+    },
     /// Value of integer scalar parameter `param`.
-    Arg { param: usize },
+    Arg {
+        param: usize,
+    },
     Add(Box<HostExpr>, Box<HostExpr>),
     Sub(Box<HostExpr>, Box<HostExpr>),
     Mul(Box<HostExpr>, Box<HostExpr>),
@@ -72,8 +77,12 @@ impl HostExpr {
         let nz = |b: i64| if b == 0 { Err("division by zero in a grid expression".to_string()) } else { Ok(b) };
         Ok(match self {
             Int(v) => *v,
-            Dim { param, axis } => args.dim(*param, *axis).ok_or_else(|| format!("parameter {param} has no dimension {axis}"))?,
-            Arg { param } => args.int_arg(*param).ok_or_else(|| format!("parameter {param} is not an integer scalar"))?,
+            Dim { param, axis } => {
+                args.dim(*param, *axis).ok_or_else(|| format!("parameter {param} has no dimension {axis}"))?
+            }
+            Arg { param } => {
+                args.int_arg(*param).ok_or_else(|| format!("parameter {param} is not an integer scalar"))?
+            }
             Add(a, b) => bin(a, b).map(|(a, b)| a.saturating_add(b))?,
             Sub(a, b) => bin(a, b).map(|(a, b)| a.saturating_sub(b))?,
             Mul(a, b) => bin(a, b).map(|(a, b)| a.saturating_mul(b))?,

@@ -236,7 +236,7 @@ mod tests {
     fn out_of_range_span_does_not_panic() {
         let src = Source::new("k.tile", "ab");
         let d = Diagnostic::error("E0001", "x").with_primary(Span::new(10, 40), "here");
-        let _ = render(&[d.clone()], &src);
+        let _ = render(std::slice::from_ref(&d), &src);
         let _ = render_json(&[d], &src);
     }
 }

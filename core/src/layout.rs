@@ -27,7 +27,10 @@ pub struct Blocked {
 pub enum Layout {
     Blocked(Blocked),
     /// The parent layout with `dim` reduced to extent 1 (keepdims reduction result).
-    Slice { dim: usize, parent: Box<Layout> },
+    Slice {
+        dim: usize,
+        parent: Box<Layout>,
+    },
 }
 
 /// Why no layout could be built for a shape.

@@ -175,9 +175,14 @@ impl Padding {
 #[derive(Clone, Debug, PartialEq)]
 pub enum OpKind {
     /// Block index along an axis of the grid.
-    Bid { axis: u32 },
+    Bid {
+        axis: u32,
+    },
     /// Extent of dimension `axis` of a tensor parameter.
-    Dim { tensor: ValueId, axis: u32 },
+    Dim {
+        tensor: ValueId,
+        axis: u32,
+    },
     ConstInt(i64),
     ConstFloat(f64),
     /// A scalar broadcast to every element of a tile.
@@ -187,13 +192,25 @@ pub enum OpKind {
     /// Element type conversion (float widths, int↔float).
     Cast(ValueId),
     /// Reduction along `axis`, keeping it with extent 1.
-    Reduce { kind: ReduceKind, axis: u32, value: ValueId },
+    Reduce {
+        kind: ReduceKind,
+        axis: u32,
+        value: ValueId,
+    },
     /// Broadcast of extent-1 dimensions to the result shape.
     Broadcast(ValueId),
     /// Tile `index` (in units of the tile shape) of a tensor; out-of-bounds reads `padding`.
-    Load { tensor: ValueId, index: Vec<ValueId>, padding: Padding },
+    Load {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        padding: Padding,
+    },
     /// Tile `index` of a tensor; out-of-bounds elements are not written.
-    Store { tensor: ValueId, index: Vec<ValueId>, tile: ValueId },
+    Store {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        tile: ValueId,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -284,7 +301,11 @@ impl Func {
             .params
             .iter()
             .map(|p| {
-                let attr = if p.divisibility > 1 { format!(" {{tile.divisibility = {} : i32}}", p.divisibility) } else { String::new() };
+                let attr = if p.divisibility > 1 {
+                    format!(" {{tile.divisibility = {} : i32}}", p.divisibility)
+                } else {
+                    String::new()
+                };
                 format!("{}: {}{attr}", self.name_of(p.value), self.ty(p.value).to_mlir())
             })
             .collect();
@@ -383,7 +404,13 @@ pub fn mlir_float(v: f64, d: DType) -> String {
 /// Shortest decimal form that always has a `.` (MLIR's float literal grammar needs one).
 pub fn float_literal(v: f64) -> String {
     if !v.is_finite() {
-        return if v.is_nan() { "nan".into() } else if v > 0.0 { "inf".into() } else { "-inf".into() };
+        return if v.is_nan() {
+            "nan".into()
+        } else if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
     }
     let s = format!("{v:?}");
     if s.contains('.') {

@@ -60,8 +60,16 @@ pub enum AssignOp {
 pub enum StmtKind {
     Let(Ident, Expr),
     Assign(Ident, AssignOp, Expr),
-    For { var: Ident, range: Expr, body: Block },
-    If { cond: Expr, then: Block, els: Option<Box<Stmt>> },
+    For {
+        var: Ident,
+        range: Expr,
+        body: Block,
+    },
+    If {
+        cond: Expr,
+        then: Block,
+        els: Option<Box<Stmt>>,
+    },
     /// An `else { … }` block (only as the `els` of an `If`).
     Block(Block),
     Expr(Expr),

@@ -92,9 +92,15 @@ enum Val {
     DType(DType),
     Str(String),
     Tuple(Vec<Val>),
-    Tensor { value: ValueId, param: usize },
+    Tensor {
+        value: ValueId,
+        param: usize,
+    },
     /// `x.shape` of a tensor parameter, waiting for an index.
-    Shape { value: ValueId, param: usize },
+    Shape {
+        value: ValueId,
+        param: usize,
+    },
     Scalar(ValueId),
     Tile(ValueId),
     /// A run-time integer of the host (grid expressions).
@@ -138,8 +144,12 @@ pub fn close_matches<'a>(name: &str, candidates: impl IntoIterator<Item = &'a st
     }
     // Allow one edit per three characters (at least one), closest first, at most three.
     let limit = (name.chars().count() / 3).max(1);
-    let mut scored: Vec<(usize, String)> =
-        candidates.into_iter().filter(|c| *c != name).map(|c| (dist(name, c), c.to_string())).filter(|(d, _)| *d <= limit).collect();
+    let mut scored: Vec<(usize, String)> = candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (dist(name, c), c.to_string()))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
     scored.sort();
     scored.dedup_by(|a, b| a.1 == b.1);
     scored.into_iter().take(3).map(|(_, c)| c).collect()
@@ -170,8 +180,10 @@ pub fn elaborate(file: &ast::File, req: &Request) -> Result<Elaborated, Vec<Diag
     let kernel = match &req.kernel {
         Some(name) => file.kernels.iter().find(|k| &k.name.name == name).ok_or_else(|| {
             let names: Vec<&str> = file.kernels.iter().map(|k| k.name.name.as_str()).collect();
-            vec![Diagnostic::error("E0017", format!("no kernel named `{name}` in this file"))
-                .with_note(format!("the file defines: {}", if names.is_empty() { "nothing".into() } else { names.join(", ") }))]
+            vec![Diagnostic::error("E0017", format!("no kernel named `{name}` in this file")).with_note(format!(
+                "the file defines: {}",
+                if names.is_empty() { "nothing".into() } else { names.join(", ") }
+            ))]
         })?,
         None => match file.kernels.as_slice() {
             [k] => k,
@@ -277,7 +289,8 @@ fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnos
         };
         let bad = |cx: &mut Cx, what: &str| {
             cx.diags.push(
-                Diagnostic::error("E0015", format!("bad value {n} for hint `{}`", key.name)).with_primary(e.span, what.to_string()),
+                Diagnostic::error("E0015", format!("bad value {n} for hint `{}`", key.name))
+                    .with_primary(e.span, what.to_string()),
             )
         };
         match key.name.as_str() {
@@ -358,7 +371,8 @@ fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnos
                 };
                 if items.is_empty() || items.len() > 3 {
                     cx.diags.push(
-                        Diagnostic::error("E0006", "the grid has 1 to 3 dimensions").with_primary(g.span, format!("{} given", items.len())),
+                        Diagnostic::error("E0006", "the grid has 1 to 3 dimensions")
+                            .with_primary(g.span, format!("{} given", items.len())),
                     );
                 }
                 for it in items.into_iter().take(3) {
@@ -436,7 +450,12 @@ impl Cx<'_> {
     }
 
     fn unknown_name(&self, name: &str, span: Span) -> Diagnostic {
-        let all: Vec<&str> = self.scopes.iter().flat_map(|s| s.iter().map(|(n, _)| n.as_str())).chain(BUILTINS.iter().copied()).collect();
+        let all: Vec<&str> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.iter().map(|(n, _)| n.as_str()))
+            .chain(BUILTINS.iter().copied())
+            .collect();
         let close = close_matches(name, all);
         let mut d = Diagnostic::error("E0002", format!("unknown name `{name}`")).with_primary(span, "not defined here");
         if !close.is_empty() {
@@ -447,30 +466,45 @@ impl Cx<'_> {
 
     fn const_param(&mut self, p: &ast::ParamDecl, req: &Request) -> R<Val> {
         let TypeExpr::Named(ty) = &p.ty else {
-            return Err(Diagnostic::error("E0016", "a constant cannot be a tensor").with_primary(p.span, "declared `const` here"));
+            return Err(Diagnostic::error("E0016", "a constant cannot be a tensor")
+                .with_primary(p.span, "declared `const` here"));
         };
         let kind = ty.name.as_str();
         if !["int", "bool", "dtype", "float"].contains(&kind) {
-            return Err(Diagnostic::error("E0016", format!("constants are `int`, `bool`, `float` or `dtype`, not `{kind}`"))
-                .with_primary(ty.span, "unknown constant kind"));
+            return Err(Diagnostic::error(
+                "E0016",
+                format!("constants are `int`, `bool`, `float` or `dtype`, not `{kind}`"),
+            )
+            .with_primary(ty.span, "unknown constant kind"));
         }
         let v = if let Some(o) = req.consts.get(&p.name.name) {
             o.to_val()
         } else if let Some(d) = &p.default {
             self.expr(d)?
         } else {
-            return Err(Diagnostic::error("E0009", format!("constant `{}` has no default and no value was given", p.name.name))
-                .with_primary(p.span, "needs `= value` or --const")
-                .with_note(format!("pass one with `--const {}=VALUE`", p.name.name)));
+            return Err(Diagnostic::error(
+                "E0009",
+                format!("constant `{}` has no default and no value was given", p.name.name),
+            )
+            .with_primary(p.span, "needs `= value` or --const")
+            .with_note(format!("pass one with `--const {}=VALUE`", p.name.name)));
         };
         let ok = matches!(
             (kind, &v),
-            ("int", Val::Int(_)) | ("bool", Val::Bool(_)) | ("dtype", Val::DType(_)) | ("float", Val::Float(_)) | ("float", Val::Int(_)) | (_, Val::Poison)
+            ("int", Val::Int(_))
+                | ("bool", Val::Bool(_))
+                | ("dtype", Val::DType(_))
+                | ("float", Val::Float(_))
+                | ("float", Val::Int(_))
+                | (_, Val::Poison)
         );
         if !ok {
             let code = if req.consts.contains_key(&p.name.name) { "E0019" } else { "E0006" };
-            return Err(Diagnostic::error(code, format!("constant `{}` is declared `{kind}` but its value is {}", p.name.name, kind_name(&v)))
-                .with_primary(p.span, "declared here"));
+            return Err(Diagnostic::error(
+                code,
+                format!("constant `{}` is declared `{kind}` but its value is {}", p.name.name, kind_name(&v)),
+            )
+            .with_primary(p.span, "declared here"));
         }
         Ok(match (kind, v) {
             ("float", Val::Int(i)) => Val::Float(i as f64),
@@ -490,7 +524,8 @@ impl Cx<'_> {
             TypeExpr::Tensor { dtype, rank, span } => {
                 let d = self.dtype_named(dtype)?;
                 if !(1..=8).contains(rank) {
-                    return Err(Diagnostic::error("E0016", format!("tensor rank {rank} is outside 1..=8")).with_primary(*span, "bad rank"));
+                    return Err(Diagnostic::error("E0016", format!("tensor rank {rank} is outside 1..=8"))
+                        .with_primary(*span, "bad rank"));
                 }
                 let rank = *rank as usize;
                 let value = self.func.add_param(&name, Type::Tensor { dtype: d, rank });
@@ -517,9 +552,16 @@ impl Cx<'_> {
         }
         match self.lookup(&id.name) {
             Some(Val::DType(d)) => Ok(*d),
-            Some(Val::Poison) => Err(Diagnostic::error("E0016", "dtype depends on an erroneous constant").with_primary(id.span, "here")),
-            Some(other) => Err(Diagnostic::error("E0016", format!("`{}` is {}, not a dtype", id.name, kind_name(other))).with_primary(id.span, "expected a dtype")),
-            None => Err(self.unknown_name(&id.name, id.span).with_note("tensor element types are f16, bf16, f32, i32, i64, i1 or a `dtype` constant")),
+            Some(Val::Poison) => {
+                Err(Diagnostic::error("E0016", "dtype depends on an erroneous constant").with_primary(id.span, "here"))
+            }
+            Some(other) => {
+                Err(Diagnostic::error("E0016", format!("`{}` is {}, not a dtype", id.name, kind_name(other)))
+                    .with_primary(id.span, "expected a dtype"))
+            }
+            None => Err(self
+                .unknown_name(&id.name, id.span)
+                .with_note("tensor element types are f16, bf16, f32, i32, i64, i1 or a `dtype` constant")),
         }
     }
 
@@ -549,7 +591,8 @@ impl Cx<'_> {
             StmtKind::Let(n, e) => {
                 let v = self.expr(e)?;
                 if BUILTINS.contains(&n.name.as_str()) {
-                    return Err(Diagnostic::error("E0003", format!("`{}` is a builtin and cannot be rebound", n.name)).with_primary(n.span, "pick another name"));
+                    return Err(Diagnostic::error("E0003", format!("`{}` is a builtin and cannot be rebound", n.name))
+                        .with_primary(n.span, "pick another name"));
                 }
                 self.bind(&n.name, v);
                 Ok(())
@@ -568,7 +611,8 @@ impl Cx<'_> {
                             _ => AB::Div,
                         };
                         let cur = Expr { kind: ExprKind::Name(n.name.clone()), span: n.span };
-                        let whole = Expr { kind: ExprKind::Binary(b, Box::new(cur), Box::new(e.clone())), span: s.span };
+                        let whole =
+                            Expr { kind: ExprKind::Binary(b, Box::new(cur), Box::new(e.clone())), span: s.span };
                         self.expr(&whole)?
                     }
                 };
@@ -591,7 +635,11 @@ impl Cx<'_> {
                 }
                 Val::Poison => Ok(()),
                 Val::Scalar(_) | Val::Tile(_) => Err(not_lowered(cond.span, "`if` on a run-time condition")),
-                other => Err(Diagnostic::error("E0006", format!("an `if` condition must be a bool, found {}", kind_name(&other))).with_primary(cond.span, "not a bool")),
+                other => Err(Diagnostic::error(
+                    "E0006",
+                    format!("an `if` condition must be a bool, found {}", kind_name(&other)),
+                )
+                .with_primary(cond.span, "not a bool")),
             },
             StmtKind::For { range, .. } => Err(not_lowered(range.span, "`for` loops")),
             StmtKind::Block(b) => {
@@ -603,8 +651,11 @@ impl Cx<'_> {
                 match v {
                     Val::Tuple(t) if t.is_empty() => Ok(()),
                     Val::Poison => Ok(()),
-                    other => Err(Diagnostic::error("E0006", format!("the value of this expression ({}) is unused", kind_name(&other)))
-                        .with_primary(e.span, "bind it with `let` or drop it")),
+                    other => Err(Diagnostic::error(
+                        "E0006",
+                        format!("the value of this expression ({}) is unused", kind_name(&other)),
+                    )
+                    .with_primary(e.span, "bind it with `let` or drop it")),
                 }
             }
         }
@@ -628,15 +679,23 @@ impl Cx<'_> {
                                     let p = self.param_index(n).ok_or_else(|| self.unknown_name(n, e.span))?;
                                     Val::Host(HostExpr::Arg { param: p })
                                 }
-                                _ => return Err(Diagnostic::error("E0006", "grid expressions use integer parameters only").with_primary(e.span, "not an integer")),
+                                _ => {
+                                    return Err(Diagnostic::error(
+                                        "E0006",
+                                        "grid expressions use integer parameters only",
+                                    )
+                                    .with_primary(e.span, "not an integer"))
+                                }
                             },
                             v => v,
                         });
                     }
                     Ok(v)
                 }
-                None if BUILTINS.contains(&n.as_str()) => Err(Diagnostic::error("E0006", format!("builtin `{n}` must be called"))
-                    .with_primary(e.span, format!("write `{n}(…)`"))),
+                None if BUILTINS.contains(&n.as_str()) => {
+                    Err(Diagnostic::error("E0006", format!("builtin `{n}` must be called"))
+                        .with_primary(e.span, format!("write `{n}(…)`")))
+                }
                 None => Err(self.unknown_name(n, e.span)),
             },
             ExprKind::Tuple(items) => Ok(Val::Tuple(items.iter().map(|i| self.expr(i)).collect::<R<_>>()?)),
@@ -687,7 +746,10 @@ impl Cx<'_> {
         }
         match chosen.or(default) {
             Some(e) => self.expr(e),
-            None => Err(Diagnostic::error("E0014", format!("by_target has no entry for {} and no `default`", self.target)).with_primary(span, "add `default: …`")),
+            None => {
+                Err(Diagnostic::error("E0014", format!("by_target has no entry for {} and no `default`", self.target))
+                    .with_primary(span, "add `default: …`"))
+            }
         }
     }
 
@@ -695,14 +757,19 @@ impl Cx<'_> {
         match (&v, f.name.as_str()) {
             (Val::Poison, _) => Ok(Val::Poison),
             (Val::Tensor { value, param }, "shape") => Ok(Val::Shape { value: *value, param: *param }),
-            (Val::Tensor { value, .. } | Val::Tile(value) | Val::Scalar(value), "dtype") => Ok(Val::DType(self.func.ty(*value).dtype())),
-            (Val::Tile(value), "shape") => Ok(Val::Tuple(self.func.ty(*value).shape().iter().map(|d| Val::Int(*d)).collect())),
+            (Val::Tensor { value, .. } | Val::Tile(value) | Val::Scalar(value), "dtype") => {
+                Ok(Val::DType(self.func.ty(*value).dtype()))
+            }
+            (Val::Tile(value), "shape") => {
+                Ok(Val::Tuple(self.func.ty(*value).shape().iter().map(|d| Val::Int(*d)).collect()))
+            }
             (Val::Tensor { value, .. }, "ndim") => match self.func.ty(*value) {
                 Type::Tensor { rank, .. } => Ok(Val::Int(*rank as i64)),
                 _ => Ok(Val::Poison),
             },
             // Methods resolve in `call`; reaching here means one was not called.
-            (_, "astype" | "reshape") => Err(Diagnostic::error("E0006", format!("method `{}` must be called", f.name)).with_primary(f.span, "add `(…)`")),
+            (_, "astype" | "reshape") => Err(Diagnostic::error("E0006", format!("method `{}` must be called", f.name))
+                .with_primary(f.span, "add `(…)`")),
             _ => Err(Diagnostic::error("E0006", format!("{} has no field `{}`", kind_name(&v), f.name))
                 .with_primary(f.span, "unknown field")
                 .with_secondary(span, "this value")
@@ -729,7 +796,11 @@ impl Cx<'_> {
                 if self.host {
                     Ok(Val::Host(HostExpr::Dim { param, axis: axis as usize }))
                 } else {
-                    Ok(Val::Scalar(self.func.push(OpKind::Dim { tensor: value, axis: axis as u32 }, Type::Scalar(DType::I32), Some(span))))
+                    Ok(Val::Scalar(self.func.push(
+                        OpKind::Dim { tensor: value, axis: axis as u32 },
+                        Type::Scalar(DType::I32),
+                        Some(span),
+                    )))
                 }
             }
             Val::Tuple(t) => {
@@ -738,7 +809,8 @@ impl Cx<'_> {
                 Ok(t[i as usize].clone())
             }
             Val::Tile(_) => Err(not_lowered(span, "indexing a tile (`t[:, None]`)")),
-            other => Err(Diagnostic::error("E0006", format!("{} cannot be indexed", kind_name(&other))).with_primary(span, "here")),
+            other => Err(Diagnostic::error("E0006", format!("{} cannot be indexed", kind_name(&other)))
+                .with_primary(span, "here")),
         }
     }
 
@@ -751,14 +823,21 @@ impl Cx<'_> {
             Val::Int(a) if (-rank..rank).contains(&a) => Ok(if a < 0 { a + rank } else { a }),
             Val::Int(a) => Err(Diagnostic::error("E0011", format!("axis {a} is out of range for rank {rank}"))
                 .with_primary(e.span, format!("valid axes: {}..{}", -rank, rank - 1))),
-            other => Err(Diagnostic::error("E0009", format!("an axis must be a constant integer, found {}", kind_name(&other))).with_primary(e.span, "not constant")),
+            other => Err(Diagnostic::error(
+                "E0009",
+                format!("an axis must be a constant integer, found {}", kind_name(&other)),
+            )
+            .with_primary(e.span, "not constant")),
         }
     }
 
     fn unary(&mut self, op: UnaryOp, v: Val, span: Span) -> R<Val> {
         match (op, v) {
             (_, Val::Poison) => Ok(Val::Poison),
-            (UnaryOp::Neg, Val::Int(i)) => i.checked_neg().map(Val::Int).ok_or_else(|| Diagnostic::error("E0014", "integer overflow").with_primary(span, "here")),
+            (UnaryOp::Neg, Val::Int(i)) => i
+                .checked_neg()
+                .map(Val::Int)
+                .ok_or_else(|| Diagnostic::error("E0014", "integer overflow").with_primary(span, "here")),
             (UnaryOp::Neg, Val::Float(f)) => Ok(Val::Float(-f)),
             (UnaryOp::Not, Val::Bool(b)) => Ok(Val::Bool(!b)),
             (UnaryOp::Neg, Val::Host(h)) => Ok(Val::Host(HostExpr::Sub(Box::new(HostExpr::Int(0)), Box::new(h)))),
@@ -771,7 +850,11 @@ impl Cx<'_> {
                     self.binary(AB::Sub, Val::Int(0), v, span, span, span)
                 }
             }
-            (op, v) => Err(Diagnostic::error("E0006", format!("`{}` does not apply to {}", if op == UnaryOp::Neg { "-" } else { "not" }, kind_name(&v))).with_primary(span, "here")),
+            (op, v) => Err(Diagnostic::error(
+                "E0006",
+                format!("`{}` does not apply to {}", if op == UnaryOp::Neg { "-" } else { "not" }, kind_name(&v)),
+            )
+            .with_primary(span, "here")),
         }
     }
 
@@ -781,7 +864,6 @@ impl Cx<'_> {
             _ => ValueId(u32::MAX),
         }
     }
-
 
     fn binary(&mut self, op: AB, a: Val, b: Val, sa: Span, sb: Span, span: Span) -> R<Val> {
         use Val::*;
@@ -869,7 +951,9 @@ impl Cx<'_> {
         let y = self.materialize(b, d, sb)?;
         let (tx, ty) = (self.func.ty(x).clone(), self.func.ty(y).clone());
         match (&tx, &ty) {
-            (Type::Scalar(_), Type::Scalar(_)) => Ok(Val::Scalar(self.func.push(OpKind::Binary(op, x, y), tx, Some(span)))),
+            (Type::Scalar(_), Type::Scalar(_)) => {
+                Ok(Val::Scalar(self.func.push(OpKind::Binary(op, x, y), tx, Some(span))))
+            }
             _ => {
                 let shape = broadcast_shape(tx.shape(), ty.shape()).ok_or_else(|| {
                     Diagnostic::error("E0007", format!("shapes {:?} and {:?} do not broadcast", tx.shape(), ty.shape()))
@@ -877,8 +961,8 @@ impl Cx<'_> {
                         .with_secondary(sb, format!("{:?}", ty.shape()))
                         .with_note("dims are compared from the right; each pair must be equal or one of them 1")
                 })?;
-                let x = self.to_tile(x, &shape, span)?;
-                let y = self.to_tile(y, &shape, span)?;
+                let x = self.as_tile(x, &shape, span)?;
+                let y = self.as_tile(y, &shape, span)?;
                 Ok(Val::Tile(self.func.push(OpKind::Binary(op, x, y), Type::tile(shape, d), Some(span))))
             }
         }
@@ -888,21 +972,28 @@ impl Cx<'_> {
     fn materialize(&mut self, v: Val, d: DType, span: Span) -> R<ValueId> {
         match v {
             Val::Tile(id) | Val::Scalar(id) => Ok(id),
-            Val::Int(i) if d.is_float() => Ok(self.func.push(OpKind::ConstFloat(i as f64), Type::Scalar(d), Some(span))),
+            Val::Int(i) if d.is_float() => {
+                Ok(self.func.push(OpKind::ConstFloat(i as f64), Type::Scalar(d), Some(span)))
+            }
             Val::Int(i) => {
                 if d == DType::I32 && i32::try_from(i).is_err() {
-                    return Err(Diagnostic::error("E0014", format!("{i} does not fit in i32")).with_primary(span, "too large"));
+                    return Err(
+                        Diagnostic::error("E0014", format!("{i} does not fit in i32")).with_primary(span, "too large")
+                    );
                 }
                 Ok(self.func.push(OpKind::ConstInt(i), Type::Scalar(d), Some(span)))
             }
             Val::Float(f) if d.is_float() => Ok(self.func.push(OpKind::ConstFloat(f), Type::Scalar(d), Some(span))),
-            Val::Bool(b) if d == DType::I1 => Ok(self.func.push(OpKind::ConstInt(i64::from(b)), Type::Scalar(d), Some(span))),
-            other => Err(Diagnostic::error("E0008", format!("{} cannot be used as {d}", kind_name(&other))).with_primary(span, "here")),
+            Val::Bool(b) if d == DType::I1 => {
+                Ok(self.func.push(OpKind::ConstInt(i64::from(b)), Type::Scalar(d), Some(span)))
+            }
+            other => Err(Diagnostic::error("E0008", format!("{} cannot be used as {d}", kind_name(&other)))
+                .with_primary(span, "here")),
         }
     }
 
     /// Splat or broadcast a value to a tile of `shape` (no-op when it already is one).
-    fn to_tile(&mut self, v: ValueId, shape: &[i64], span: Span) -> R<ValueId> {
+    fn as_tile(&mut self, v: ValueId, shape: &[i64], span: Span) -> R<ValueId> {
         let ty = self.func.ty(v).clone();
         match &ty {
             Type::Scalar(d) => Ok(self.func.push(OpKind::Splat(v), Type::tile(shape.to_vec(), *d), Some(span))),
@@ -912,11 +1003,16 @@ impl Cx<'_> {
             }
             Type::Tile { shape: s, dtype, .. } => {
                 if s.len() != shape.len() {
-                    return Err(not_lowered(span, "broadcasting between tiles of different rank (add the axis with keepdims=true)"));
+                    return Err(not_lowered(
+                        span,
+                        "broadcasting between tiles of different rank (add the axis with keepdims=true)",
+                    ));
                 }
                 Ok(self.func.push(OpKind::Broadcast(v), Type::tile(shape.to_vec(), *dtype), Some(span)))
             }
-            Type::Tensor { .. } => Err(Diagnostic::error("E0006", "a tensor is not a tile; load it first").with_primary(span, "here")),
+            Type::Tensor { .. } => {
+                Err(Diagnostic::error("E0006", "a tensor is not a tile; load it first").with_primary(span, "here"))
+            }
         }
     }
 
@@ -938,20 +1034,24 @@ impl Cx<'_> {
             }
         }
         let ExprKind::Name(name) = &callee.kind else {
-            return Err(Diagnostic::error("E0006", "only builtins and methods can be called").with_primary(callee.span, "not callable"));
+            return Err(Diagnostic::error("E0006", "only builtins and methods can be called")
+                .with_primary(callee.span, "not callable"));
         };
         if self.lookup(name).is_some() && !BUILTINS.contains(&name.as_str()) {
-            return Err(Diagnostic::error("E0006", format!("`{name}` is a value, not a function")).with_primary(callee.span, "not callable"));
+            return Err(Diagnostic::error("E0006", format!("`{name}` is a value, not a function"))
+                .with_primary(callee.span, "not callable"));
         }
         match name.as_str() {
             "bid" => {
                 let a = Args::new(self, args, &[("axis", true)], name, span)?;
                 let axis = a.const_int(self, 0)?;
                 if !(0..3).contains(&axis) {
-                    return Err(Diagnostic::error("E0011", format!("grid axis {axis} is not 0, 1 or 2")).with_primary(span, "here"));
+                    return Err(Diagnostic::error("E0011", format!("grid axis {axis} is not 0, 1 or 2"))
+                        .with_primary(span, "here"));
                 }
                 if self.host {
-                    return Err(Diagnostic::error("E0006", "`bid` is not available in the grid expression").with_primary(span, "here"));
+                    return Err(Diagnostic::error("E0006", "`bid` is not available in the grid expression")
+                        .with_primary(span, "here"));
                 }
                 Ok(Val::Scalar(self.func.push(OpKind::Bid { axis: axis as u32 }, Type::Scalar(DType::I32), Some(span))))
             }
@@ -964,7 +1064,8 @@ impl Cx<'_> {
                 let a = Args::new(self, args, &[("n", true)], name, span)?;
                 let n = a.const_int(self, 0)?;
                 if !(1..=(1 << 40)).contains(&n) {
-                    return Err(Diagnostic::error("E0014", format!("next_pow2({n}) is out of range")).with_primary(span, "here"));
+                    return Err(Diagnostic::error("E0014", format!("next_pow2({n}) is out of range"))
+                        .with_primary(span, "here"));
                 }
                 Ok(Val::Int((n as u64).next_power_of_two() as i64))
             }
@@ -976,8 +1077,11 @@ impl Cx<'_> {
                 };
                 match a.get(0) {
                     Some(Val::Bool(true)) | Some(Val::Poison) => Ok(Val::Tuple(vec![])),
-                    Some(Val::Bool(false)) => Err(Diagnostic::error("E0018", msg).with_primary(args[0].value.span, "evaluated to false")),
-                    _ => Err(Diagnostic::error("E0009", "static_assert needs a constant bool").with_primary(args[0].value.span, "not constant")),
+                    Some(Val::Bool(false)) => {
+                        Err(Diagnostic::error("E0018", msg).with_primary(args[0].value.span, "evaluated to false"))
+                    }
+                    _ => Err(Diagnostic::error("E0009", "static_assert needs a constant bool")
+                        .with_primary(args[0].value.span, "not constant")),
                 }
             }
             "load" => self.load(args, span),
@@ -1010,23 +1114,38 @@ impl Cx<'_> {
                     Val::Tile(id) | Val::Scalar(id) => {
                         let ty = self.func.ty(id).clone();
                         if !ty.dtype().is_float() {
-                            return Err(Diagnostic::error("E0008", format!("`{name}` needs a float operand, found {}", ty.dtype()))
-                                .with_primary(a.span(0), "not a float")
-                                .with_note("cast it first: `.astype(f32)`"));
+                            return Err(Diagnostic::error(
+                                "E0008",
+                                format!("`{name}` needs a float operand, found {}", ty.dtype()),
+                            )
+                            .with_primary(a.span(0), "not a float")
+                            .with_note("cast it first: `.astype(f32)`"));
                         }
                         Ok(wrap(&x, self.func.push(OpKind::Unary(op, id), ty, Some(span))))
                     }
-                    other => Err(Diagnostic::error("E0006", format!("`{name}` needs a tile or a float, found {}", kind_name(&other))).with_primary(a.span(0), "here")),
+                    other => Err(Diagnostic::error(
+                        "E0006",
+                        format!("`{name}` needs a tile or a float, found {}", kind_name(&other)),
+                    )
+                    .with_primary(a.span(0), "here")),
                 }
             }
             "full" | "zeros" => {
-                let spec: &[(&str, bool)] = if name == "full" { &[("shape", true), ("value", true), ("dtype", true)] } else { &[("shape", true), ("dtype", true)] };
+                let spec: &[(&str, bool)] = if name == "full" {
+                    &[("shape", true), ("value", true), ("dtype", true)]
+                } else {
+                    &[("shape", true), ("dtype", true)]
+                };
                 let a = Args::new(self, args, spec, name, span)?;
                 if a.any_poison() {
                     return Ok(Val::Poison);
                 }
                 let shape = self.tile_shape(a.get(0), a.span(0))?;
-                let (value, d) = if name == "full" { (a.get(1).cloned().unwrap_or(Val::Poison), a.dtype(self, 2)?) } else { (Val::Float(0.0), a.dtype(self, 1)?) };
+                let (value, d) = if name == "full" {
+                    (a.get(1).cloned().unwrap_or(Val::Poison), a.dtype(self, 2)?)
+                } else {
+                    (Val::Float(0.0), a.dtype(self, 1)?)
+                };
                 let value = match value {
                     Val::Int(i) if !d.is_float() => Val::Int(i),
                     Val::Int(i) => Val::Float(i as f64),
@@ -1035,8 +1154,10 @@ impl Cx<'_> {
                 let s = self.materialize(value, d, a.span(if name == "full" { 1 } else { 0 }))?;
                 Ok(Val::Tile(self.func.push(OpKind::Splat(s), Type::tile(shape, d), Some(span))))
             }
-            "range" => Err(Diagnostic::error("E0006", "`range` is only valid as the iterable of a `for` loop").with_primary(span, "here")),
-            "arange" | "where" | "mma" | "permute" | "reshape" | "log" | "log2" | "sqrt" | "rsqrt" | "tanh" | "sigmoid" | "sin" | "cos" | "truediv" | "argmax" | "print" | "rand" | "gather" => {
+            "range" => Err(Diagnostic::error("E0006", "`range` is only valid as the iterable of a `for` loop")
+                .with_primary(span, "here")),
+            "arange" | "where" | "mma" | "permute" | "reshape" | "log" | "log2" | "sqrt" | "rsqrt" | "tanh"
+            | "sigmoid" | "sin" | "cos" | "truediv" | "argmax" | "print" | "rand" | "gather" => {
                 Err(not_lowered(span, &format!("`{name}`")))
             }
             _ => Err(self.unknown_name(name, callee.span)),
@@ -1065,7 +1186,9 @@ impl Cx<'_> {
                     _ => HostExpr::Max(a, b),
                 }))
             }
-            (Val::Float(a), Val::Float(b)) if name != "cdiv" => Ok(Val::Float(if name == "min" { a.min(*b) } else { a.max(*b) })),
+            (Val::Float(a), Val::Float(b)) if name != "cdiv" => {
+                Ok(Val::Float(if name == "min" { a.min(*b) } else { a.max(*b) }))
+            }
             _ if name == "cdiv" => {
                 // cdiv(a, b) = (a + b - 1) // b on run-time integers.
                 let bm1 = self.binary(AB::Sub, y.clone(), Val::Int(1), sy, sy, span)?;
@@ -1094,7 +1217,10 @@ impl Cx<'_> {
                 }
                 Ok(wrap(&v, self.func.push(OpKind::Cast(id), ty.with_dtype(d), Some(span))))
             }
-            other => Err(Diagnostic::error("E0006", format!("{} cannot be cast", kind_name(&other))).with_primary(span, "here")),
+            other => {
+                Err(Diagnostic::error("E0006", format!("{} cannot be cast", kind_name(&other)))
+                    .with_primary(span, "here"))
+            }
         }
     }
 
@@ -1102,11 +1228,19 @@ impl Cx<'_> {
         let items = match v {
             Some(Val::Tuple(t)) => t.clone(),
             Some(v @ Val::Int(_)) => vec![v.clone()],
-            Some(other) => return Err(Diagnostic::error("E0009", format!("a tile shape is a tuple of constant integers, found {}", kind_name(other))).with_primary(span, "here")),
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0009",
+                    format!("a tile shape is a tuple of constant integers, found {}", kind_name(other)),
+                )
+                .with_primary(span, "here"))
+            }
             None => return Err(Diagnostic::error("E0004", "missing tile shape").with_primary(span, "here")),
         };
         if items.is_empty() {
-            return Err(Diagnostic::error("E0009", "a tile shape needs at least one dimension").with_primary(span, "empty"));
+            return Err(
+                Diagnostic::error("E0009", "a tile shape needs at least one dimension").with_primary(span, "empty")
+            );
         }
         let mut shape = vec![];
         for it in items {
@@ -1117,17 +1251,24 @@ impl Cx<'_> {
                         .with_primary(span, "in this shape")
                         .with_note(pow2_suggestion(d)))
                 }
-                Val::Int(d) => return Err(Diagnostic::error("E0014", format!("tile dim {d} must be positive")).with_primary(span, "in this shape")),
+                Val::Int(d) => {
+                    return Err(Diagnostic::error("E0014", format!("tile dim {d} must be positive"))
+                        .with_primary(span, "in this shape"))
+                }
                 other => {
-                    return Err(Diagnostic::error("E0009", format!("tile dims must be constant integers, found {}", kind_name(&other)))
-                        .with_primary(span, "in this shape")
-                        .with_note("use a `const` parameter or a literal"))
+                    return Err(Diagnostic::error(
+                        "E0009",
+                        format!("tile dims must be constant integers, found {}", kind_name(&other)),
+                    )
+                    .with_primary(span, "in this shape")
+                    .with_note("use a `const` parameter or a literal"))
                 }
             }
         }
         let total = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d));
         if total.is_none_or(|t| t > (1 << 24)) {
-            return Err(Diagnostic::error("E0020", format!("tile {shape:?} has more than 2^24 elements")).with_primary(span, "too large"));
+            return Err(Diagnostic::error("E0020", format!("tile {shape:?} has more than 2^24 elements"))
+                .with_primary(span, "too large"));
         }
         Ok(shape)
     }
@@ -1136,20 +1277,40 @@ impl Cx<'_> {
         let items = match v {
             Some(Val::Tuple(t)) => t.clone(),
             Some(v @ (Val::Int(_) | Val::Scalar(_))) => vec![v.clone()],
-            Some(other) => return Err(Diagnostic::error("E0006", format!("an index is a tuple of integers, found {}", kind_name(other))).with_primary(span, "here")),
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0006",
+                    format!("an index is a tuple of integers, found {}", kind_name(other)),
+                )
+                .with_primary(span, "here"))
+            }
             None => return Err(Diagnostic::error("E0004", "missing index").with_primary(span, "here")),
         };
         if items.len() != rank {
-            return Err(Diagnostic::error("E0012", format!("index has {} components but the tensor has rank {rank}", items.len())).with_primary(span, "here"));
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("index has {} components but the tensor has rank {rank}", items.len()),
+            )
+            .with_primary(span, "here"));
         }
         let mut out = vec![];
         for it in items {
             match &it {
                 Val::Scalar(id) if self.func.ty(*id).dtype() != DType::I32 => {
-                    return Err(Diagnostic::error("E0008", format!("index components are i32, found {}", self.func.ty(*id).dtype())).with_primary(span, "cast with .astype(i32)"))
+                    return Err(Diagnostic::error(
+                        "E0008",
+                        format!("index components are i32, found {}", self.func.ty(*id).dtype()),
+                    )
+                    .with_primary(span, "cast with .astype(i32)"))
                 }
                 Val::Int(_) | Val::Scalar(_) => out.push(self.materialize(it, DType::I32, span)?),
-                other => return Err(Diagnostic::error("E0006", format!("index components are integers, found {}", kind_name(other))).with_primary(span, "here")),
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0006",
+                        format!("index components are integers, found {}", kind_name(other)),
+                    )
+                    .with_primary(span, "here"))
+                }
             }
         }
         Ok(out)
@@ -1161,13 +1322,29 @@ impl Cx<'_> {
                 Type::Tensor { dtype, rank } => Ok((*value, *dtype, *rank)),
                 _ => Err(Diagnostic::error("E0006", "expected a tensor").with_primary(span, "here")),
             },
-            Some(other) => Err(Diagnostic::error("E0006", format!("expected a tensor parameter, found {}", kind_name(other))).with_primary(span, "here")),
+            Some(other) => {
+                Err(Diagnostic::error("E0006", format!("expected a tensor parameter, found {}", kind_name(other)))
+                    .with_primary(span, "here"))
+            }
             None => Err(Diagnostic::error("E0004", "missing tensor").with_primary(span, "here")),
         }
     }
 
     fn load(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
-        let a = Args::new(self, args, &[("tensor", true), ("index", true), ("shape", true), ("padding", false), ("order", false), ("latency", false)], "load", span)?;
+        let a = Args::new(
+            self,
+            args,
+            &[
+                ("tensor", true),
+                ("index", true),
+                ("shape", true),
+                ("padding", false),
+                ("order", false),
+                ("latency", false),
+            ],
+            "load",
+            span,
+        )?;
         if a.any_poison() {
             return Ok(Val::Poison);
         }
@@ -1181,7 +1358,11 @@ impl Cx<'_> {
         let index = self.index_values(a.get(1), rank, a.span(1))?;
         let shape = self.tile_shape(a.get(2), a.span(2))?;
         if shape.len() != rank {
-            return Err(Diagnostic::error("E0012", format!("tile shape has rank {} but the tensor has rank {rank}", shape.len())).with_primary(a.span(2), "here"));
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("tile shape has rank {} but the tensor has rank {rank}", shape.len()),
+            )
+            .with_primary(a.span(2), "here"));
         }
         let padding = match a.get(3) {
             None => Padding::Zero,
@@ -1191,10 +1372,17 @@ impl Cx<'_> {
             Some(Val::Float(f)) if *f == f64::INFINITY => Padding::PosInf,
             Some(Val::Float(f)) => Padding::Value(*f),
             Some(Val::Int(i)) => Padding::Value(*i as f64),
-            Some(other) => return Err(Diagnostic::error("E0009", format!("padding must be a constant number, found {}", kind_name(other))).with_primary(a.span(3), "here")),
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0009",
+                    format!("padding must be a constant number, found {}", kind_name(other)),
+                )
+                .with_primary(a.span(3), "here"))
+            }
         };
         if !d.is_float() && matches!(padding, Padding::NegInf | Padding::PosInf) {
-            return Err(Diagnostic::error("E0008", format!("infinite padding needs a float tensor; this one is {d}")).with_primary(a.span(3), "here"));
+            return Err(Diagnostic::error("E0008", format!("infinite padding needs a float tensor; this one is {d}"))
+                .with_primary(a.span(3), "here"));
         }
         Ok(Val::Tile(self.func.push(OpKind::Load { tensor: t, index, padding }, Type::tile(shape, d), Some(span))))
     }
@@ -1208,13 +1396,19 @@ impl Cx<'_> {
         let index = self.index_values(a.get(1), rank, a.span(1))?;
         let tile = match a.get(2) {
             Some(Val::Tile(id)) => *id,
-            Some(other) => return Err(Diagnostic::error("E0006", format!("store needs a tile, found {}", kind_name(other))).with_primary(a.span(2), "here")),
+            Some(other) => {
+                return Err(Diagnostic::error("E0006", format!("store needs a tile, found {}", kind_name(other)))
+                    .with_primary(a.span(2), "here"))
+            }
             None => return Err(Diagnostic::error("E0004", "missing tile").with_primary(span, "here")),
         };
         let tt = self.func.ty(tile).clone();
         if tt.shape().len() != rank {
-            return Err(Diagnostic::error("E0012", format!("a tile of rank {} cannot be stored into a tensor of rank {rank}", tt.shape().len()))
-                .with_primary(a.span(2), format!("shape {:?}", tt.shape())));
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("a tile of rank {} cannot be stored into a tensor of rank {rank}", tt.shape().len()),
+            )
+            .with_primary(a.span(2), format!("shape {:?}", tt.shape())));
         }
         if tt.dtype() != d {
             return Err(Diagnostic::error("E0008", format!("storing a {} tile into a {d} tensor", tt.dtype()))
@@ -1231,28 +1425,54 @@ impl Cx<'_> {
         }
         let id = match a.get(0) {
             Some(Val::Tile(id)) => *id,
-            Some(other) => return Err(Diagnostic::error("E0006", format!("`{}` over an axis needs a tile, found {}", kind.name(), kind_name(other))).with_primary(a.span(0), "here")
-                .with_note("for two scalars use min(a, b) / max(a, b) with two arguments")),
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0006",
+                    format!("`{}` over an axis needs a tile, found {}", kind.name(), kind_name(other)),
+                )
+                .with_primary(a.span(0), "here")
+                .with_note("for two scalars use min(a, b) / max(a, b) with two arguments"))
+            }
             None => return Err(Diagnostic::error("E0004", "missing operand").with_primary(span, "here")),
         };
         let ty = self.func.ty(id).clone();
         let rank = ty.shape().len() as i64;
         let axis = match a.get(1) {
-            Some(Val::Int(ax)) if (-rank..rank).contains(ax) => if *ax < 0 { ax + rank } else { *ax },
-            Some(Val::Int(ax)) => return Err(Diagnostic::error("E0011", format!("axis {ax} is out of range for a tile of rank {rank}")).with_primary(a.span(1), "here")),
-            _ => return Err(Diagnostic::error("E0009", "the reduction axis must be a constant integer").with_primary(a.span(1), "here")),
+            Some(Val::Int(ax)) if (-rank..rank).contains(ax) => {
+                if *ax < 0 {
+                    ax + rank
+                } else {
+                    *ax
+                }
+            }
+            Some(Val::Int(ax)) => {
+                return Err(Diagnostic::error("E0011", format!("axis {ax} is out of range for a tile of rank {rank}"))
+                    .with_primary(a.span(1), "here"))
+            }
+            _ => {
+                return Err(Diagnostic::error("E0009", "the reduction axis must be a constant integer")
+                    .with_primary(a.span(1), "here"))
+            }
         };
         let keep = match a.get(2) {
             None => false,
             Some(Val::Bool(b)) => *b,
-            Some(_) => return Err(Diagnostic::error("E0009", "keepdims must be a constant bool").with_primary(a.span(2), "here")),
+            Some(_) => {
+                return Err(
+                    Diagnostic::error("E0009", "keepdims must be a constant bool").with_primary(a.span(2), "here")
+                )
+            }
         };
         if !keep {
             return Err(not_lowered(span, "reductions without keepdims=true"));
         }
         let mut shape = ty.shape().to_vec();
         shape[axis as usize] = 1;
-        Ok(Val::Tile(self.func.push(OpKind::Reduce { kind, axis: axis as u32, value: id }, Type::tile(shape, ty.dtype()), Some(span))))
+        Ok(Val::Tile(self.func.push(
+            OpKind::Reduce { kind, axis: axis as u32, value: id },
+            Type::tile(shape, ty.dtype()),
+            Some(span),
+        )))
     }
 }
 
@@ -1263,23 +1483,33 @@ struct Args {
 
 impl Args {
     fn new(cx: &mut Cx, args: &[ast::Arg], spec: &[(&str, bool)], fname: &str, span: Span) -> R<Args> {
-        let sig = spec.iter().map(|(n, req)| if *req { n.to_string() } else { format!("{n}=…") }).collect::<Vec<_>>().join(", ");
+        let sig = spec
+            .iter()
+            .map(|(n, req)| if *req { n.to_string() } else { format!("{n}=…") })
+            .collect::<Vec<_>>()
+            .join(", ");
         let mut vals: Vec<Option<(Val, Span)>> = vec![None; spec.len()];
         let mut pos = 0;
         for a in args {
             let slot = match &a.name {
                 None => {
                     if pos >= spec.len() {
-                        return Err(Diagnostic::error("E0004", format!("`{fname}` takes at most {} arguments", spec.len()))
-                            .with_primary(a.value.span, "extra argument")
-                            .with_note(format!("signature: {fname}({sig})")));
+                        return Err(Diagnostic::error(
+                            "E0004",
+                            format!("`{fname}` takes at most {} arguments", spec.len()),
+                        )
+                        .with_primary(a.value.span, "extra argument")
+                        .with_note(format!("signature: {fname}({sig})")));
                     }
                     pos += 1;
                     pos - 1
                 }
                 Some(n) => match spec.iter().position(|(s, _)| *s == n.name) {
                     Some(i) if vals[i].is_none() => i,
-                    Some(_) => return Err(Diagnostic::error("E0005", format!("argument `{}` given twice", n.name)).with_primary(n.span, "repeated")),
+                    Some(_) => {
+                        return Err(Diagnostic::error("E0005", format!("argument `{}` given twice", n.name))
+                            .with_primary(n.span, "repeated"))
+                    }
                     None => {
                         let close = close_matches(&n.name, spec.iter().map(|s| s.0));
                         let mut d = Diagnostic::error("E0005", format!("`{fname}` has no argument `{}`", n.name))
@@ -1327,7 +1557,10 @@ impl Args {
     fn const_int(&self, _cx: &Cx, i: usize) -> R<i64> {
         match self.get(i) {
             Some(Val::Int(v)) => Ok(*v),
-            Some(other) => Err(Diagnostic::error("E0009", format!("expected a constant integer, found {}", kind_name(other))).with_primary(self.span(i), "not constant")),
+            Some(other) => {
+                Err(Diagnostic::error("E0009", format!("expected a constant integer, found {}", kind_name(other)))
+                    .with_primary(self.span(i), "not constant"))
+            }
             None => Err(Diagnostic::error("E0004", "missing argument").with_primary(self.span(i), "here")),
         }
     }
@@ -1335,7 +1568,8 @@ impl Args {
     fn dtype(&self, _cx: &Cx, i: usize) -> R<DType> {
         match self.get(i) {
             Some(Val::DType(d)) => Ok(*d),
-            Some(other) => Err(Diagnostic::error("E0006", format!("expected a dtype, found {}", kind_name(other))).with_primary(self.span(i), "not a dtype")),
+            Some(other) => Err(Diagnostic::error("E0006", format!("expected a dtype, found {}", kind_name(other)))
+                .with_primary(self.span(i), "not a dtype")),
             None => Err(Diagnostic::error("E0004", "missing dtype").with_primary(self.span(i), "here")),
         }
     }
@@ -1343,9 +1577,40 @@ impl Args {
 
 /// Builtin function names (cannot be rebound with `let`).
 pub const BUILTINS: &[&str] = &[
-    "bid", "load", "store", "max", "min", "sum", "exp", "exp2", "maximum", "minimum", "cdiv", "full", "zeros", "next_pow2",
-    "static_assert", "range", "arange", "where", "mma", "permute", "reshape", "log", "log2", "sqrt", "rsqrt", "tanh",
-    "sigmoid", "sin", "cos", "truediv", "argmax", "print", "rand", "gather",
+    "bid",
+    "load",
+    "store",
+    "max",
+    "min",
+    "sum",
+    "exp",
+    "exp2",
+    "maximum",
+    "minimum",
+    "cdiv",
+    "full",
+    "zeros",
+    "next_pow2",
+    "static_assert",
+    "range",
+    "arange",
+    "where",
+    "mma",
+    "permute",
+    "reshape",
+    "log",
+    "log2",
+    "sqrt",
+    "rsqrt",
+    "tanh",
+    "sigmoid",
+    "sin",
+    "cos",
+    "truediv",
+    "argmax",
+    "print",
+    "rand",
+    "gather",
 ];
 
 fn wrap(like: &Val, id: ValueId) -> Val {
@@ -1362,7 +1627,8 @@ fn not_lowered(span: Span, what: &str) -> Diagnostic {
 }
 
 fn bad_operands(op: AB, a: &Val, b: &Val, span: Span) -> Diagnostic {
-    Diagnostic::error("E0006", format!("`{}` cannot combine {} and {}", op.symbol(), kind_name(a), kind_name(b))).with_primary(span, "here")
+    Diagnostic::error("E0006", format!("`{}` cannot combine {} and {}", op.symbol(), kind_name(a), kind_name(b)))
+        .with_primary(span, "here")
 }
 
 fn as_f64(v: &Val) -> f64 {
@@ -1409,7 +1675,9 @@ fn fold_int(op: AB, x: i64, y: i64, sy: Span, span: Span) -> R<Val> {
         AB::BitXor => Val::Int(x ^ y),
         AB::Shl | AB::Shr => {
             if !(0..64).contains(&y) {
-                return Err(Diagnostic::error("E0014", format!("shift by {y} is out of range")).with_primary(sy, "here"));
+                return Err(
+                    Diagnostic::error("E0014", format!("shift by {y} is out of range")).with_primary(sy, "here")
+                );
             }
             Val::Int(if op == AB::Shl { x.checked_shl(y as u32).ok_or_else(ovf)? } else { x >> y })
         }
@@ -1429,7 +1697,10 @@ fn fold_float(op: AB, x: f64, y: f64, span: Span) -> R<Val> {
         AB::Le => Val::Bool(x <= y),
         AB::Gt => Val::Bool(x > y),
         AB::Ge => Val::Bool(x >= y),
-        _ => return Err(Diagnostic::error("E0006", format!("`{}` does not apply to floats", op.symbol())).with_primary(span, "here")),
+        _ => {
+            return Err(Diagnostic::error("E0006", format!("`{}` does not apply to floats", op.symbol()))
+                .with_primary(span, "here"))
+        }
     })
 }
 

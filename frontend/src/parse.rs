@@ -350,8 +350,7 @@ fn primary(p: Pair<Rule>) -> R<Expr> {
         Rule::tuple_or_paren => {
             let items: Vec<Pair<Rule>> = p.into_inner().collect();
             let trailing = items.last().map(|q| q.as_rule() == Rule::trailing_comma).unwrap_or(false);
-            let exprs =
-                items.into_iter().filter(|q| q.as_rule() == Rule::expr).map(expr).collect::<R<Vec<_>>>()?;
+            let exprs = items.into_iter().filter(|q| q.as_rule() == Rule::expr).map(expr).collect::<R<Vec<_>>>()?;
             if exprs.len() == 1 && !trailing {
                 let mut e = exprs.into_iter().next().ok_or_else(|| internal(span, "parenthesis"))?;
                 e.span = span;
@@ -379,8 +378,10 @@ mod tests {
 
     #[test]
     fn parses_calls_index_fields() {
-        let f = parse_file("kernel k(x: tensor<f16, 2>) { let a = load(x, index=(0, 1), shape=(1, 64))[:, None].astype(f32); }")
-            .unwrap();
+        let f = parse_file(
+            "kernel k(x: tensor<f16, 2>) { let a = load(x, index=(0, 1), shape=(1, 64))[:, None].astype(f32); }",
+        )
+        .unwrap();
         assert_eq!(f.kernels[0].params.len(), 1);
     }
 

@@ -54,8 +54,9 @@ impl Mlir {
             true
         });
         let m = Mlir { ctx, messages };
-        let dialects = Module::parse(&m.ctx, IRDL)
-            .ok_or_else(|| mlir_failure("E0901", "the IRDL definition of the tile dialect does not parse".into(), m.take()))?;
+        let dialects = Module::parse(&m.ctx, IRDL).ok_or_else(|| {
+            mlir_failure("E0901", "the IRDL definition of the tile dialect does not parse".into(), m.take())
+        })?;
         if !load_irdl_dialects(&dialects) {
             return Err(mlir_failure("E0901", "the IRDL definition of the tile dialect did not load".into(), m.take()));
         }

@@ -107,8 +107,13 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         let l = Layout::Blocked(b.clone());
         let regs = l.regs_per_thread(s);
         if regs > MAX_REGS_PER_TILE {
-            return Err(Diagnostic::error("E0020", format!("tile {s:?} needs {regs} registers per thread with {warps} warps"))
-                .with_note(format!("the limit is {MAX_REGS_PER_TILE}; use more warps (hints {{ num_warps = … }}) or a smaller tile")));
+            return Err(Diagnostic::error(
+                "E0020",
+                format!("tile {s:?} needs {regs} registers per thread with {warps} warps"),
+            )
+            .with_note(format!(
+                "the limit is {MAX_REGS_PER_TILE}; use more warps (hints {{ num_warps = … }}) or a smaller tile"
+            )));
         }
         report.lines.push(format!(
             "tile {s:?}: {} ({} B vectors, {regs} elements per thread)",
@@ -122,7 +127,8 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
             return Some(Layout::Blocked(b.clone()));
         }
         let full: Vec<Vec<i64>> = layouts.keys().cloned().collect();
-        slice_parent(shape, &full).map(|(d, f)| Layout::Slice { dim: d, parent: Box::new(Layout::Blocked(layouts[&f].clone())) })
+        slice_parent(shape, &full)
+            .map(|(d, f)| Layout::Slice { dim: d, parent: Box::new(Layout::Blocked(layouts[&f].clone())) })
     };
 
     // Assign in definition order: reductions take the slice of their operand's layout.
@@ -139,7 +145,12 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
                 Layout::Slice { dim: *axis as usize, parent: Box::new(parent) }
             }
             _ => layout_of(&shape).ok_or_else(|| {
-                Diagnostic::error("E0900", format!("tile {shape:?} has no layout: a layout conversion would be needed, which is not lowered yet"))
+                Diagnostic::error(
+                    "E0900",
+                    format!(
+                        "tile {shape:?} has no layout: a layout conversion would be needed, which is not lowered yet"
+                    ),
+                )
             })?,
         };
         func.values[r.0 as usize] = Type::Tile { shape, dtype, layout: Some(layout) };
@@ -150,7 +161,8 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
             let (xl, rl) = (func.ty(*x).layout(), func.ty(r).layout());
             let ok = matches!(xl, Some(Layout::Slice { parent, .. }) if Some(parent.as_ref()) == rl);
             if !ok {
-                let mut d = Diagnostic::error("E0900", "this broadcast needs a layout conversion, which is not lowered yet");
+                let mut d =
+                    Diagnostic::error("E0900", "this broadcast needs a layout conversion, which is not lowered yet");
                 if let Some(s) = op.span {
                     d = d.with_primary(s, "broadcast here");
                 }
@@ -173,11 +185,22 @@ mod tests {
         let mut f = Func::new("k", "sm_90a", 4);
         let x = f.add_param("x", Type::Tensor { dtype: DType::F16, rank: 2 });
         let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
-        let t = f.push(OpKind::Load { tensor: x, index: vec![b, b], padding: Padding::Zero }, Type::tile(vec![2, 256], DType::F16), None);
-        let r = f.push(OpKind::Reduce { kind: ReduceKind::Sum, axis: 1, value: t }, Type::tile(vec![2, 1], DType::F16), None);
+        let t = f.push(
+            OpKind::Load { tensor: x, index: vec![b, b], padding: Padding::Zero },
+            Type::tile(vec![2, 256], DType::F16),
+            None,
+        );
+        let r = f.push(
+            OpKind::Reduce { kind: ReduceKind::Sum, axis: 1, value: t },
+            Type::tile(vec![2, 1], DType::F16),
+            None,
+        );
         let _ = f.push(OpKind::Broadcast(r), Type::tile(vec![2, 256], DType::F16), None);
         let rep = run(&mut f).unwrap();
-        assert_eq!(rep.num_warps, 2, "a [2, 256] f16 tile has room for two warps of 8-wide vectors along rows... {rep:?}");
+        assert_eq!(
+            rep.num_warps, 2,
+            "a [2, 256] f16 tile has room for two warps of 8-wide vectors along rows... {rep:?}"
+        );
         assert!(matches!(f.ty(r).layout(), Some(Layout::Slice { dim: 1, .. })));
     }
 
@@ -186,7 +209,11 @@ mod tests {
         let mut f = Func::new("k", "sm_90a", 4);
         let x = f.add_param("x", Type::Tensor { dtype: DType::F32, rank: 1 });
         let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
-        f.push(OpKind::Load { tensor: x, index: vec![b], padding: Padding::Zero }, Type::tile(vec![16], DType::F32), None);
+        f.push(
+            OpKind::Load { tensor: x, index: vec![b], padding: Padding::Zero },
+            Type::tile(vec![16], DType::F32),
+            None,
+        );
         assert_eq!(run(&mut f).unwrap_err().code, "E0020");
     }
 }

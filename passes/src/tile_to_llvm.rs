@@ -224,7 +224,7 @@ impl Em {
         }
     }
 
-    fn to_f32(&mut self, v: &str, d: DType) -> String {
+    fn extend_f32(&mut self, v: &str, d: DType) -> String {
         if d == DType::F32 {
             v.to_string()
         } else {
@@ -232,7 +232,7 @@ impl Em {
         }
     }
 
-    fn from_f32(&mut self, v: &str, d: DType) -> String {
+    fn round_from_f32(&mut self, v: &str, d: DType) -> String {
         if d == DType::F32 {
             v.to_string()
         } else {
@@ -248,12 +248,12 @@ impl Em {
         match op {
             UnOp::Neg => self.v(format!("llvm.fneg {a} : {}", llty(d))),
             UnOp::Exp2 => {
-                let x = self.to_f32(a, d);
+                let x = self.extend_f32(a, d);
                 let r = self.ex2(&x);
-                self.from_f32(&r, d)
+                self.round_from_f32(&r, d)
             }
             UnOp::Exp => {
-                let x = self.to_f32(a, d);
+                let x = self.extend_f32(a, d);
                 // t = x·log2(e) rounded; e = the rounding error of that product, exactly
                 // (fma), plus the low part of log2(e); exp(x) = 2^t · 2^e ≈ 2^t (1 + e·ln 2).
                 // e is clamped so that ±inf inputs (e = NaN) still give 0 and inf.
@@ -270,7 +270,7 @@ impl Em {
                 let y = self.ex2(&t);
                 let ye = self.v(format!("llvm.fmul {y}, {e3} : f32"));
                 let r = self.v(format!("llvm.intr.fma({ye}, {ln2}, {y}) : (f32, f32, f32) -> f32"));
-                self.from_f32(&r, d)
+                self.round_from_f32(&r, d)
             }
         }
     }
@@ -459,7 +459,9 @@ pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, 
             OpKind::Broadcast(x) => {
                 let xty = func.ty(*x).clone();
                 let ty = rty.clone().ok_or_else(|| err("broadcast without result"))?;
-                let (Some(xl), Some(l)) = (xty.layout(), ty.layout()) else { return Err(err("broadcast without layouts")) };
+                let (Some(xl), Some(l)) = (xty.layout(), ty.layout()) else {
+                    return Err(err("broadcast without layouts"));
+                };
                 let src = tile(&vals, *x)?;
                 let n = l.regs_per_thread(ty.shape());
                 let mut out = Vec::with_capacity(n as usize);
@@ -501,10 +503,16 @@ pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, 
     }
 
     if em.smem > STATIC_SMEM_LIMIT {
-        return Err(Diagnostic::error("E0020", format!("the kernel needs {} bytes of shared memory; the static limit is {STATIC_SMEM_LIMIT}", em.smem)));
+        return Err(Diagnostic::error(
+            "E0020",
+            format!("the kernel needs {} bytes of shared memory; the static limit is {STATIC_SMEM_LIMIT}", em.smem),
+        ));
     }
     if em.smem > arch.smem_per_block {
-        return Err(Diagnostic::error("E0020", format!("the kernel needs {} bytes of shared memory; {} has {}", em.smem, arch.name, arch.smem_per_block)));
+        return Err(Diagnostic::error(
+            "E0020",
+            format!("the kernel needs {} bytes of shared memory; {} has {}", em.smem, arch.name, arch.smem_per_block),
+        ));
     }
     let mut s = String::new();
     let _ = writeln!(s, "module attributes {{tile.target = \"{}\"}} {{", arch.name);
@@ -646,7 +654,8 @@ fn lower_access(em: &mut Em, t: &LV, idx: &[String], ty: &Type, access: Access) 
                         let mut v = em.v(format!("llvm.mlir.undef : {vty}"));
                         for e in 0..per_word {
                             let ci = em.cint(e, "i32");
-                            v = em.v(format!("llvm.insertelement {}, {v}[{ci} : i32] : {vty}", vals[first + e as usize]));
+                            v = em
+                                .v(format!("llvm.insertelement {}, {v}[{ci} : i32] : {vty}", vals[first + e as usize]));
                         }
                         words.push(em.bitcast(&v, &vty, &wty));
                     }
@@ -671,7 +680,14 @@ fn lower_access(em: &mut Em, t: &LV, idx: &[String], ty: &Type, access: Access) 
 }
 
 /// Reduces a tile along `axis`: in-thread tree, butterfly shuffles, shared memory across warps.
-fn lower_reduce(em: &mut Em, kind: ReduceKind, axis: usize, xty: &Type, ty: &Type, src: &[String]) -> Result<Vec<String>, Diagnostic> {
+fn lower_reduce(
+    em: &mut Em,
+    kind: ReduceKind,
+    axis: usize,
+    xty: &Type,
+    ty: &Type,
+    src: &[String],
+) -> Result<Vec<String>, Diagnostic> {
     let xl = xty.layout().ok_or_else(|| err("reduce of a tile without layout"))?.clone();
     let Layout::Blocked(b) = &xl else { return Err(err("reduction of a sliced tile is not lowered yet")) };
     let l = ty.layout().ok_or_else(|| err("reduce result without layout"))?.clone();

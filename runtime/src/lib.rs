@@ -57,7 +57,10 @@ impl TensorDesc {
         let b = i64::from(self.dtype.bytes());
         let Some((&last_stride, rest)) = self.strides.split_last() else { return false };
         let last_dim = self.shape.last().copied().unwrap_or(0);
-        self.addr % 16 == 0 && last_stride == 1 && (last_dim * b) % 16 == 0 && rest.iter().all(|s| (s * b) % 16 == 0)
+        self.addr.is_multiple_of(16)
+            && last_stride == 1
+            && (last_dim * b) % 16 == 0
+            && rest.iter().all(|s| (s * b) % 16 == 0)
     }
 }
 
@@ -122,7 +125,10 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
                     return Err(bad(format!("expected a {dtype} tensor, got {}", t.dtype)));
                 }
                 if t.shape.len() != *rank || t.strides.len() != *rank {
-                    return Err(bad(format!("expected rank {rank}, got shape {:?} and strides {:?}", t.shape, t.strides)));
+                    return Err(bad(format!(
+                        "expected rank {rank}, got shape {:?} and strides {:?}",
+                        t.shape, t.strides
+                    )));
                 }
                 if let Some(d) = t.shape.iter().find(|&&d| d < 0) {
                     return Err(bad(format!("negative extent {d} in shape {:?}", t.shape)));
@@ -138,7 +144,10 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
                     }
                     let need = (last + 1) * i128::from(t.dtype.bytes());
                     if need > i128::from(t.len_bytes) {
-                        return Err(bad(format!("shape {:?} with strides {:?} addresses {need} bytes but the buffer has {}", t.shape, t.strides, t.len_bytes)));
+                        return Err(bad(format!(
+                            "shape {:?} with strides {:?} addresses {need} bytes but the buffer has {}",
+                            t.shape, t.strides, t.len_bytes
+                        )));
                     }
                 }
                 if *aligned16 && !t.aligned16() {
@@ -157,8 +166,12 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
             (ParamSig::Scalar { dtype: DType::I32, .. }, ArgDesc::I32(v)) => words.push(Word::I32(*v)),
             (ParamSig::Scalar { dtype: DType::I64, .. }, ArgDesc::I64(v)) => words.push(Word::I64(*v)),
             (ParamSig::Scalar { dtype: DType::F32, .. }, ArgDesc::F32(v)) => words.push(Word::F32(*v)),
-            (ParamSig::Scalar { dtype, .. }, other) => return Err(bad(format!("expected a {dtype} scalar, got {other:?}"))),
-            (ParamSig::Tensor { dtype, rank, .. }, other) => return Err(bad(format!("expected a rank-{rank} {dtype} tensor, got {other:?}"))),
+            (ParamSig::Scalar { dtype, .. }, other) => {
+                return Err(bad(format!("expected a {dtype} scalar, got {other:?}")))
+            }
+            (ParamSig::Tensor { dtype, rank, .. }, other) => {
+                return Err(bad(format!("expected a rank-{rank} {dtype} tensor, got {other:?}")))
+            }
         }
     }
     let grid = match grid {
@@ -249,7 +262,10 @@ impl Device {
             (9, 0) => Ok("sm_90a"),
             (10, 3) => Ok("sm_103a"),
             (12, 1) => Ok("sm_121a"),
-            (a, b) => Err(RuntimeError::Unsupported(format!("{} is sm_{a}{b}; tilec targets sm_90a, sm_103a and sm_121a", self.name))),
+            (a, b) => Err(RuntimeError::Unsupported(format!(
+                "{} is sm_{a}{b}; tilec targets sm_90a, sm_103a and sm_121a",
+                self.name
+            ))),
         }
     }
 
@@ -260,7 +276,8 @@ impl Device {
     }
 
     pub fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, RuntimeError> {
-        let buf = if t.data.is_empty() { self.stream.alloc_zeros::<u8>(16) } else { self.stream.clone_htod(&t.data) }.map_err(drv)?;
+        let buf = if t.data.is_empty() { self.stream.alloc_zeros::<u8>(16) } else { self.stream.clone_htod(&t.data) }
+            .map_err(drv)?;
         Ok(DeviceTensor { buf, dtype: t.dtype, shape: t.shape.clone(), strides: t.strides.clone() })
     }
 
@@ -271,7 +288,13 @@ impl Device {
 
     pub fn desc(&self, t: &DeviceTensor) -> TensorDesc {
         let (addr, _sync) = t.buf.device_ptr(&self.stream);
-        TensorDesc { dtype: t.dtype, shape: t.shape.clone(), strides: t.strides.clone(), addr, len_bytes: t.buf.len() as u64 }
+        TensorDesc {
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            strides: t.strides.clone(),
+            addr,
+            len_bytes: t.buf.len() as u64,
+        }
     }
 
     /// Validates and launches (asynchronously on the device's stream).
@@ -284,7 +307,11 @@ impl Device {
         if plan.empty {
             return Ok(());
         }
-        let cfg = LaunchConfig { grid_dim: (plan.grid[0], plan.grid[1], plan.grid[2]), block_dim: (plan.block, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (plan.grid[0], plan.grid[1], plan.grid[2]),
+            block_dim: (plan.block, 1, 1),
+            shared_mem_bytes: 0,
+        };
         let mut b = self.stream.launch_builder(&k.func);
         for w in &plan.words {
             match w {
@@ -306,7 +333,13 @@ impl Device {
 
     /// Times `f` with CUDA events: `warmup` untimed runs, then `reps` timed runs, each after
     /// `before` (e.g. an L2 flush) which is outside the timed region. Milliseconds per run.
-    pub fn time(&self, warmup: usize, reps: usize, mut before: impl FnMut() -> Result<(), RuntimeError>, mut f: impl FnMut() -> Result<(), RuntimeError>) -> Result<Vec<f64>, RuntimeError> {
+    pub fn time(
+        &self,
+        warmup: usize,
+        reps: usize,
+        mut before: impl FnMut() -> Result<(), RuntimeError>,
+        mut f: impl FnMut() -> Result<(), RuntimeError>,
+    ) -> Result<Vec<f64>, RuntimeError> {
         for _ in 0..warmup {
             before()?;
             f()?;
@@ -365,7 +398,11 @@ mod tests {
                 ParamSig::Tensor { name: "x".into(), dtype: DType::F16, rank: 2, aligned16: true },
                 ParamSig::Tensor { name: "y".into(), dtype: DType::F16, rank: 2, aligned16: true },
             ],
-            grid: vec![HostExpr::CeilDiv(Box::new(HostExpr::Dim { param: 0, axis: 0 }), Box::new(HostExpr::Int(4))), HostExpr::Int(1), HostExpr::Int(1)],
+            grid: vec![
+                HostExpr::CeilDiv(Box::new(HostExpr::Dim { param: 0, axis: 0 }), Box::new(HostExpr::Int(4))),
+                HostExpr::Int(1),
+                HostExpr::Int(1),
+            ],
             block_threads: 128,
             shared_bytes: 0,
             constants: Default::default(),
@@ -392,17 +429,29 @@ mod tests {
         if let ArgDesc::Tensor(x) = &mut bad {
             x.dtype = DType::F32;
         }
-        assert!(matches!(validate(&sig(), &[bad, t(vec![10, 64], 0)], None), Err(RuntimeError::BadArgument { index: 0, .. })));
+        assert!(matches!(
+            validate(&sig(), &[bad, t(vec![10, 64], 0)], None),
+            Err(RuntimeError::BadArgument { index: 0, .. })
+        ));
         assert!(matches!(validate(&sig(), &[t(vec![10, 64], 0)], None), Err(RuntimeError::ArgCount { .. })));
         // 33 f16 columns: rows are not 16-byte multiples.
         let e = validate(&sig(), &[t(vec![10, 33], 0), t(vec![10, 33], 0)], None).unwrap_err();
         assert!(e.to_string().contains("16-byte"), "{e}");
-        assert!(matches!(validate(&sig(), &[ArgDesc::I32(3), t(vec![1, 64], 0)], None), Err(RuntimeError::BadArgument { index: 0, .. })));
+        assert!(matches!(
+            validate(&sig(), &[ArgDesc::I32(3), t(vec![1, 64], 0)], None),
+            Err(RuntimeError::BadArgument { index: 0, .. })
+        ));
     }
 
     #[test]
     fn rejects_buffer_too_small() {
-        let a = ArgDesc::Tensor(TensorDesc { dtype: DType::F16, shape: vec![10, 64], strides: vec![64, 1], addr: 0, len_bytes: 100 });
+        let a = ArgDesc::Tensor(TensorDesc {
+            dtype: DType::F16,
+            shape: vec![10, 64],
+            strides: vec![64, 1],
+            addr: 0,
+            len_bytes: 100,
+        });
         let e = validate(&sig(), &[a, t(vec![10, 64], 0)], None).unwrap_err();
         assert!(e.to_string().contains("addresses"), "{e}");
     }

@@ -51,8 +51,22 @@ fn softmax_variants() -> Vec<(&'static str, CompileOptions)> {
         ..Default::default()
     };
     vec![
-        ("softmax_f32_rows4_unaligned", mk("sm_90a", &[("T", ConstArg::DType(tilec::DType::F32)), ("ROWS", ConstArg::Int(4)), ("BLOCK_N", ConstArg::Int(256))], &["x", "y"])),
-        ("softmax_bf16_8192", mk("sm_121a", &[("T", ConstArg::DType(tilec::DType::BF16)), ("BLOCK_N", ConstArg::Int(8192))], &[])),
+        (
+            "softmax_f32_rows4_unaligned",
+            mk(
+                "sm_90a",
+                &[
+                    ("T", ConstArg::DType(tilec::DType::F32)),
+                    ("ROWS", ConstArg::Int(4)),
+                    ("BLOCK_N", ConstArg::Int(256)),
+                ],
+                &["x", "y"],
+            ),
+        ),
+        (
+            "softmax_bf16_8192",
+            mk("sm_121a", &[("T", ConstArg::DType(tilec::DType::BF16)), ("BLOCK_N", ConstArg::Int(8192))], &[]),
+        ),
     ]
 }
 
@@ -88,7 +102,10 @@ fn ptxas_accepts_every_kernel_for_its_target_without_spills() {
         let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{name}: {d:?}"));
         assert_eq!((r.spill_stores, r.spill_loads, r.stack_bytes), (0, 0, 0), "{name} spills:\n{}", r.log);
         assert!(r.registers > 0 && r.registers <= 255, "{name}: {} registers", r.registers);
-        assert_eq!(r.shared_bytes, c.signature.shared_bytes, "{name}: ptxas and the lowering disagree on shared memory");
+        assert_eq!(
+            r.shared_bytes, c.signature.shared_bytes,
+            "{name}: ptxas and the lowering disagree on shared memory"
+        );
         assert!(!r.cubin.is_empty());
     }
 }

@@ -3,8 +3,13 @@
 use std::process::Command;
 
 fn tilec(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_tilec")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
-    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    let o =
+        Command::new(env!("CARGO_BIN_EXE_tilec")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -24,7 +29,8 @@ fn compile_writes_ptx_and_metadata() {
     assert!(err.contains("sm_121a"), "says which variant it used: {err}");
     let ptx = std::fs::read_to_string(&out).unwrap();
     assert!(ptx.contains(".target sm_121a"));
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("softmax.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("softmax.json")).unwrap()).unwrap();
     assert_eq!(meta["kernel"], "softmax");
     assert_eq!(meta["target"], "sm_121a");
     assert_eq!(meta["signature"]["params"][0]["name"], "x");
@@ -47,7 +53,8 @@ fn errors_render_with_source_and_json() {
     let dir = std::env::temp_dir().join(format!("tilec-cli-err-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("bad.tile");
-    std::fs::write(&f, "kernel k(x: tensor<f16, 1>) grid = (1,) {\n    let t = load(x, index=(0,), shape=(96,));\n}\n").unwrap();
+    std::fs::write(&f, "kernel k(x: tensor<f16, 1>) grid = (1,) {\n    let t = load(x, index=(0,), shape=(96,));\n}\n")
+        .unwrap();
     let (code, _, err) = tilec(&["compile", f.to_str().unwrap(), "--arch", "sm_90a"]);
     assert_eq!(code, 1);
     assert!(err.contains("error[E0010]") && err.contains("use 64 or 128") && err.contains("^"), "{err}");

@@ -7,7 +7,11 @@ use tilec_frontend::{check, Request};
 
 fn files(sub: &str) -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/frontend").join(sub);
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "tile")).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tile"))
+        .collect();
     v.sort();
     v
 }
@@ -33,7 +37,9 @@ fn err_files_render_their_diagnostics() {
     for f in fs {
         let text = std::fs::read_to_string(&f).unwrap();
         let name = f.file_stem().unwrap().to_string_lossy().to_string();
-        let d = check(&text, &Request { target: "sm_121a".into(), ..Default::default() }).err().unwrap_or_else(|| panic!("{name} has no error"));
+        let d = check(&text, &Request { target: "sm_121a".into(), ..Default::default() })
+            .err()
+            .unwrap_or_else(|| panic!("{name} has no error"));
         let src = Source::new(format!("err/{name}.tile"), text);
         insta::assert_snapshot!(format!("err__{name}"), render(&d, &src));
     }
