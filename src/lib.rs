@@ -9,6 +9,7 @@
 
 pub mod compiler;
 pub mod reference;
+pub mod report;
 pub mod suite;
 
 pub use compiler::{compile, CompileError, CompileOptions, Compiled, Stage};

@@ -67,7 +67,7 @@ enum Cmd {
         #[arg(long)]
         md: Option<PathBuf>,
     },
-    /// Time kernels on the GPU (checked first), with the copy-bandwidth ceiling.
+    /// Time kernels on the GPU (each checked first), beside the copy ceiling and the peers.
     Bench {
         kernels: Vec<String>,
         #[arg(long, default_value = "kernels")]
@@ -76,12 +76,24 @@ enum Cmd {
         json: Option<PathBuf>,
         #[arg(long)]
         md: Option<PathBuf>,
+        /// Write one SVG plot per kernel class into this folder.
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// anchors.py JSON of the same GPU run: adds the peers and the ratios.
+        #[arg(long)]
+        peers: Option<PathBuf>,
+        /// Shapes instead of the default bench set: `16384x4096:f16,4096x1024:f32`.
+        #[arg(long)]
+        shapes: Option<String>,
         /// A fast subset.
         #[arg(long)]
         quick: bool,
-        /// Timed runs per configuration.
+        /// Timed runs per configuration (median reported; at least 100 unless --quick).
         #[arg(long, default_value_t = 100)]
         reps: usize,
+        /// tilec commit the binary was built from (recorded in the results).
+        #[arg(long, default_value = "")]
+        commit: String,
     },
 }
 
@@ -224,32 +236,62 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{} passed, {} failed", rows.len() - failed, failed);
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Cmd::Bench { kernels, kernels_dir, json, md, quick, reps } => {
+        Cmd::Bench { kernels, kernels_dir, json, md, plot, peers, shapes, quick, reps, commit } => {
+            let peer_rows = match &peers {
+                Some(p) => tilec::report::load_peers(p).map_err(anyhow::Error::msg)?,
+                None => vec![],
+            };
+            let shapes = shapes.as_deref().map(parse_shapes).transpose()?;
+            let reps = if quick { reps.max(1) } else { reps.max(100) };
             let dev = tilec_runtime::Device::open(0)?;
             eprintln!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1);
             let copy = dev.copy_bandwidth(512 << 20)?;
             eprintln!("copy bandwidth (512 MiB, read+write): {copy:.0} GB/s");
+            let mut jobs = vec![];
+            for k in selected(&kernels)? {
+                let cases = match &shapes {
+                    None => k.bench_cases(quick),
+                    Some(list) => list
+                        .iter()
+                        .map(|(d, t)| k.case_for(d, *t))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(anyhow::Error::msg)?,
+                };
+                for c in cases {
+                    jobs.push((k.name(), c));
+                }
+            }
+            let all = suite::all();
             let mut rows: Vec<BenchRow> = vec![];
             let mut errors = vec![];
-            for k in selected(&kernels)? {
-                for case in k.bench_cases(quick) {
-                    eprint!("\rbench {} {} ...            ", k.name(), case.label());
-                    match suite::bench_case(&dev, &kernels_dir, k.as_ref(), &case, reps.max(1), copy) {
-                        Ok(r) => rows.push(r),
-                        Err(e) => errors.push(e),
-                    }
+            for (i, (name, case)) in jobs.iter().enumerate() {
+                let Some(k) = all.iter().find(|k| k.name() == *name) else { continue };
+                eprint!("\r[{}/{}] bench {} {} {} ...          ", i + 1, jobs.len(), name, case.label(), case.dtype);
+                match suite::bench_case(&dev, &kernels_dir, k.as_ref(), case, reps, copy) {
+                    Ok(r) => rows.push(r),
+                    Err(e) => errors.push(e),
                 }
             }
             eprintln!();
-            let table = bench_table(&rows, &dev.name, copy);
+            let prov =
+                tilec::report::Provenance { device: dev.name.clone(), driver: driver_version(), date: today(), commit };
+            let table = tilec::report::table(&rows, &peer_rows, copy, &prov);
             println!("{table}");
             for e in &errors {
                 println!("FAILED: {e}");
             }
+            if let Some(dir) = &plot {
+                for f in tilec::report::plots(&rows, &peer_rows, copy, &prov, dir).map_err(anyhow::Error::msg)? {
+                    eprintln!("wrote {f}");
+                }
+            }
             write_outputs(
                 json.as_deref(),
                 md.as_deref(),
-                &serde_json::json!({ "device": dev.name, "date": today(), "copy_gbps": copy, "rows": rows, "errors": errors }),
+                &serde_json::json!({
+                    "device": prov.device, "driver": prov.driver, "date": prov.date, "commit": prov.commit,
+                    "copy_gbps": copy, "reps": reps, "rows": rows, "peers": peer_rows, "errors": errors,
+                }),
                 &table,
             )?;
             Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -266,6 +308,32 @@ fn selected(names: &[String]) -> Result<Vec<Box<dyn suite::GpuKernel>>> {
         }
     }
     Ok(all.into_iter().filter(|k| names.is_empty() || names.iter().any(|n| n == k.name())).collect())
+}
+
+/// `16384x4096:f16,4096x1024` → dims and dtype (f16 when omitted).
+fn parse_shapes(spec: &str) -> Result<Vec<(Vec<i64>, tilec::DType)>> {
+    spec.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|item| {
+            let (dims, dt) = item.trim().split_once(':').unwrap_or((item.trim(), "f16"));
+            let d = tilec::DType::parse(dt).with_context(|| format!("unknown dtype `{dt}` in --shapes"))?;
+            let dims = dims
+                .split('x')
+                .map(|x| x.trim().parse::<i64>().with_context(|| format!("bad extent `{x}` in --shapes item `{item}`")))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((dims, d))
+        })
+        .collect()
+}
+
+/// The NVIDIA driver version, from nvidia-smi when it is there.
+fn driver_version() -> String {
+    std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=driver_version", "--format=csv,noheader"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_string())
+        .unwrap_or_default()
 }
 
 fn today() -> String {
@@ -301,25 +369,6 @@ fn check_table(rows: &[CheckRow], device: &str) -> String {
             r.tolerance,
             if r.pass { "pass" } else { "FAIL" },
             if r.note.is_empty() { String::new() } else { format!(" ({})", r.note.lines().next().unwrap_or("")) }
-        ));
-    }
-    s
-}
-
-fn bench_table(rows: &[BenchRow], device: &str, copy: f64) -> String {
-    let mut s = format!(
-        "### tilec bench on {device} (copy ceiling {copy:.0} GB/s)\n\n| kernel | shape | dtype | median ms | GB/s | floor ms | of copy bw |\n|---|---|---|---|---|---|---|\n"
-    );
-    for r in rows {
-        s.push_str(&format!(
-            "| {} | {} | {} | {:.4} | {:.0} | {:.4} | {:.2} |\n",
-            r.kernel,
-            r.shape,
-            r.dtype,
-            r.median_ms,
-            r.gbps,
-            r.floor_ms,
-            r.gbps / copy
         ));
     }
     s

@@ -51,6 +51,19 @@ pub trait GpuKernel {
     fn tolerance(&self, c: &Case) -> f64;
     /// Minimum bytes moved (each input read once, each output written once).
     fn bytes(&self, c: &Case) -> f64;
+    /// Floating-point operations (compute-bound kernels; `None` for memory-bound ones),
+    /// counted as in `../shared/bench/README.md`.
+    fn flops(&self, _c: &Case) -> Option<f64> {
+        None
+    }
+    /// The class the benchmark plots group kernels by (`membound`, `gemm`, `fmha`).
+    fn class(&self) -> &'static str {
+        "membound"
+    }
+    /// The case for a user-given shape (`tilec bench --shapes`), or why it cannot be run.
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String>;
+    /// The `config` string anchors.py uses for the same problem, when the peers run it.
+    fn peer_config(&self, c: &Case) -> Option<String>;
 }
 
 /// Row softmax (kernels/softmax.tile).
@@ -118,6 +131,17 @@ impl GpuKernel for Softmax {
     }
     fn bytes(&self, c: &Case) -> f64 {
         2.0 * (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes())
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [m, n] if *m >= 0 && (1..=8192).contains(n) && dtype.is_float() => {
+                Ok(Case { dtype, dims: vec![*m, *n], consts: vec![("ROWS".into(), 1)] })
+            }
+            _ => Err(format!("softmax takes MxN with N in 1..=8192 and a float dtype, not {dims:?} {dtype}")),
+        }
+    }
+    fn peer_config(&self, c: &Case) -> Option<String> {
+        Some(format!("M={} N={} {}", c.dims[0], c.dims[1], c.dtype))
     }
 }
 
@@ -236,11 +260,15 @@ pub fn check_case(dev: &Device, kernels_dir: &Path, k: &dyn GpuKernel, case: &Ca
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchRow {
     pub kernel: String,
+    pub class: String,
     pub shape: String,
     pub dtype: DType,
+    /// The anchors.py config of the same problem, if the peers run it.
+    pub peer_config: Option<String>,
     pub median_ms: f64,
     pub min_ms: f64,
     pub gbps: f64,
+    pub tflops: Option<f64>,
     /// Bytes over the measured copy bandwidth: the floor time.
     pub floor_ms: f64,
     pub copy_gbps: f64,
@@ -280,11 +308,14 @@ pub fn bench_case(
     let bytes = k.bytes(case);
     Ok(BenchRow {
         kernel: k.name().to_string(),
+        class: k.class().to_string(),
         shape: case.label(),
         dtype: case.dtype,
+        peer_config: k.peer_config(case),
         median_ms: med,
         min_ms: min,
         gbps: bytes / (med * 1e-3) / 1e9,
+        tflops: k.flops(case).map(|f| f / (med * 1e-3) / 1e12),
         floor_ms: bytes / (copy_gbps * 1e9) * 1e3,
         copy_gbps,
         rel_l2: check.rel_l2,
