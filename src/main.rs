@@ -262,12 +262,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             let all = suite::all();
+            // The measured matrix rate for compute floors: the best cuBLAS figure of the run.
+            let matmul_rate =
+                peer_rows.iter().filter(|p| p.provider == "cublas").filter_map(|p| p.tflops).reduce(f64::max);
             let mut rows: Vec<BenchRow> = vec![];
             let mut errors = vec![];
             for (i, (name, case)) in jobs.iter().enumerate() {
                 let Some(k) = all.iter().find(|k| k.name() == *name) else { continue };
                 eprint!("\r[{}/{}] bench {} {} {} ...          ", i + 1, jobs.len(), name, case.label(), case.dtype);
-                match suite::bench_case(&dev, &kernels_dir, k.as_ref(), case, reps, copy) {
+                match suite::bench_case(&dev, &kernels_dir, k.as_ref(), case, reps, copy, matmul_rate) {
                     Ok(r) => rows.push(r),
                     Err(e) => errors.push(e),
                 }

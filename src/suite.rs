@@ -269,7 +269,8 @@ pub struct BenchRow {
     pub min_ms: f64,
     pub gbps: f64,
     pub tflops: Option<f64>,
-    /// Bytes over the measured copy bandwidth: the floor time.
+    /// The floor time: bytes over the measured copy bandwidth, or FLOPs over the measured
+    /// matrix rate (cuBLAS of the same run) when that is larger and known.
     pub floor_ms: f64,
     pub copy_gbps: f64,
     pub rel_l2: f64,
@@ -316,7 +317,13 @@ pub fn bench_case(
         min_ms: min,
         gbps: bytes / (med * 1e-3) / 1e9,
         tflops: k.flops(case).map(|f| f / (med * 1e-3) / 1e12),
-        floor_ms: bytes / (copy_gbps * 1e9) * 1e3,
+        floor_ms: {
+            let mem = bytes / (copy_gbps * 1e9) * 1e3;
+            match (k.flops(case), matmul_tflops) {
+                (Some(f), Some(t)) => mem.max(f / (t * 1e12) * 1e3),
+                _ => mem,
+            }
+        },
         copy_gbps,
         rel_l2: check.rel_l2,
         runs: times.len(),
