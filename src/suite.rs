@@ -279,7 +279,8 @@ pub struct BenchRow {
 }
 
 /// Checks then times one case: 10 warm-up runs, `reps` timed runs with L2 flushed before
-/// each (outside the timed region), median reported.
+/// each (outside the timed region), median reported. `matmul_tflops` is the measured matrix
+/// rate (cuBLAS in the same run), for the floor of compute-bound kernels.
 pub fn bench_case(
     dev: &Device,
     kernels_dir: &Path,
@@ -287,6 +288,7 @@ pub fn bench_case(
     case: &Case,
     reps: usize,
     copy_gbps: f64,
+    matmul_tflops: Option<f64>,
 ) -> Result<BenchRow, String> {
     let check = check_case(dev, kernels_dir, k, case, 7);
     if !check.pass {
