@@ -52,6 +52,8 @@ pub struct CompileOptions {
     pub unaligned: BTreeSet<String>,
     /// Overrides the kernel's `opt_level` hint.
     pub opt_level: Option<u32>,
+    /// Stop after this stage (`--emit`): the later stages are not run.
+    pub until: Option<Stage>,
 }
 
 /// Everything one compilation produced.
@@ -119,6 +121,18 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     let tile = el.func.to_mlir();
     mlir.parse(&tile, "tile").map_err(|d| fail(vec![d]))?;
     stages.insert(Stage::Tile, tile);
+    let mut signature = el.signature.clone();
+    let done = |stages: BTreeMap<Stage, String>, report: Vec<String>, signature: Signature, hints: Hints| Compiled {
+        arch,
+        arch_substituted,
+        stages,
+        signature,
+        hints,
+        report,
+    };
+    if opts.until == Some(Stage::Tile) {
+        return Ok(done(stages, report, signature, el.hints));
+    }
 
     let lr = tilec_passes::tile_layout::run(&mut el.func).map_err(|d| fail(vec![d]))?;
     if lr.num_warps != el.hints.num_warps {
@@ -130,6 +144,10 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     let tilegpu = el.func.to_mlir();
     mlir.parse(&tilegpu, "tilegpu").map_err(|d| fail(vec![d]))?;
     stages.insert(Stage::Tilegpu, tilegpu);
+    signature.block_threads = lr.num_warps * 32;
+    if opts.until == Some(Stage::Tilegpu) {
+        return Ok(done(stages, report, signature, el.hints));
+    }
 
     let low = tilec_passes::tile_to_llvm::run(&el.func, arch, el.hints.occupancy).map_err(|d| fail(vec![d]))?;
     report.push(format!(
@@ -138,6 +156,11 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     ));
     let llvm_mod = mlir.parse(&low.text, "llvm").map_err(|d| fail(vec![d]))?;
     stages.insert(Stage::Llvm, low.text.clone());
+    signature.block_threads = low.block_threads;
+    signature.shared_bytes = low.shared_bytes;
+    if opts.until == Some(Stage::Llvm) {
+        return Ok(done(stages, report, signature, el.hints));
+    }
 
     let ir = mlir.translate_to_llvm_ir(&llvm_mod).map_err(|d| fail(vec![d]))?;
     let opt = opts.opt_level.unwrap_or(el.hints.opt_level);
@@ -145,8 +168,5 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     stages.insert(Stage::LlvmIr, cg.llvm_ir);
     stages.insert(Stage::Ptx, cg.ptx);
 
-    let mut signature = el.signature;
-    signature.block_threads = low.block_threads;
-    signature.shared_bytes = low.shared_bytes;
-    Ok(Compiled { arch, arch_substituted, stages, signature, hints: el.hints, report })
+    Ok(done(stages, report, signature, el.hints))
 }

@@ -137,6 +137,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 consts: parse_consts(&consts)?,
                 unaligned: unaligned.into_iter().collect::<BTreeSet<_>>(),
                 opt_level: None,
+                until: stage,
             };
             let compiled = match compile(&source, &opts) {
                 Ok(c) => c,

@@ -206,8 +206,14 @@ pub fn prepare(
         .map(|(_, n)| n.clone())
         .collect();
     let target = dev.target().map_err(|e| e.to_string())?;
-    let opts =
-        CompileOptions { arch: target.to_string(), kernel: None, consts: k.consts(case), unaligned, opt_level: None };
+    let opts = CompileOptions {
+        arch: target.to_string(),
+        kernel: None,
+        consts: k.consts(case),
+        unaligned,
+        opt_level: None,
+        until: None,
+    };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;
     Ok(Prepared { kernel, tensors, host, args, report: compiled.report })

@@ -182,6 +182,7 @@ pub const CODES: &[CodeInfo] = &[
     ("E0018", "static assertion failed", "A `static_assert(cond, \"message\")` evaluated to false for this specialization."),
     ("E0019", "invalid constant override", "A constant given on the command line (`--const NAME=VALUE`) or through the API does not exist or has the wrong kind of value."),
     ("E0020", "tile too large", "A tile has more elements than one thread block can hold in registers under the current lowering. Use a smaller tile, or more warps."),
+    ("E0021", "value changes type across a region", "A variable assigned inside a run-time `for` loop or `if` keeps the shape and dtype it had before (the loop carries it; the if merges its branches). Cast the new value back with `.astype(...)`, or use a new name."),
     ("E0900", "not lowered yet", "The construct is part of the tile language but the lowering to GPU code does not handle it yet in this version of tilec. The message says which construct; the issue tracker follows the work."),
     ("E0901", "MLIR verification failed", "The IR produced by a stage did not verify in MLIR. This is a compiler bug: please report it with the kernel and the `--emit` output of the stage before."),
     ("E0902", "backend failure", "LLVM could not translate or compile the lowered module to PTX, or ptxas rejected the PTX. This is a compiler bug unless the note says otherwise."),

@@ -115,6 +115,14 @@ pub enum UnOp {
     Neg,
     Exp,
     Exp2,
+    Log,
+    Log2,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Sin,
+    Cos,
+    Abs,
 }
 
 impl UnOp {
@@ -123,8 +131,79 @@ impl UnOp {
             UnOp::Neg => "arith.negf",
             UnOp::Exp => "math.exp",
             UnOp::Exp2 => "math.exp2",
+            UnOp::Log => "math.log",
+            UnOp::Log2 => "math.log2",
+            UnOp::Sqrt => "math.sqrt",
+            UnOp::Rsqrt => "math.rsqrt",
+            UnOp::Tanh => "math.tanh",
+            UnOp::Sin => "math.sin",
+            UnOp::Cos => "math.cos",
+            UnOp::Abs => "math.absf",
         }
     }
+}
+
+/// Per-op math options of the language: `flush_to_zero=true`, `rounding="approx"`.
+/// Printed as discardable attributes `tile.ftz` / `tile.approx` on the arith/math op.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MathFlags {
+    pub ftz: bool,
+    pub approx: bool,
+}
+
+impl MathFlags {
+    fn attr(self) -> String {
+        let mut a = vec![];
+        if self.approx {
+            a.push("tile.approx");
+        }
+        if self.ftz {
+            a.push("tile.ftz");
+        }
+        if a.is_empty() {
+            String::new()
+        } else {
+            format!(" {{{}}}", a.join(", "))
+        }
+    }
+}
+
+/// Comparison predicates (signed for integers, ordered for floats).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpPred {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpPred {
+    fn mlir(self, float: bool) -> &'static str {
+        match (self, float) {
+            (CmpPred::Eq, true) => "oeq",
+            (CmpPred::Ne, true) => "une",
+            (CmpPred::Lt, true) => "olt",
+            (CmpPred::Le, true) => "ole",
+            (CmpPred::Gt, true) => "ogt",
+            (CmpPred::Ge, true) => "oge",
+            (CmpPred::Eq, false) => "eq",
+            (CmpPred::Ne, false) => "ne",
+            (CmpPred::Lt, false) => "slt",
+            (CmpPred::Le, false) => "sle",
+            (CmpPred::Gt, false) => "sgt",
+            (CmpPred::Ge, false) => "sge",
+        }
+    }
+}
+
+/// Logical ops on i1 values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogicOp {
+    And,
+    Or,
+    Xor,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +211,10 @@ pub enum ReduceKind {
     Max,
     Min,
     Sum,
+    /// Index (i32) of the first maximum.
+    Argmax,
+    /// Index (i32) of the first minimum.
+    Argmin,
 }
 
 impl ReduceKind {
@@ -140,6 +223,8 @@ impl ReduceKind {
             ReduceKind::Max => "max",
             ReduceKind::Min => "min",
             ReduceKind::Sum => "sum",
+            ReduceKind::Argmax => "argmax",
+            ReduceKind::Argmin => "argmin",
         }
     }
 }
@@ -199,11 +284,14 @@ pub enum OpKind {
     },
     /// Broadcast of extent-1 dimensions to the result shape.
     Broadcast(ValueId),
-    /// Tile `index` (in units of the tile shape) of a tensor; out-of-bounds reads `padding`.
+    /// Tile `index` (in units of the tile shape) of the tensor viewed with its dims in
+    /// `order`; out-of-bounds reads `padding`. `latency` (0: none) is the pipelining hint.
     Load {
         tensor: ValueId,
         index: Vec<ValueId>,
         padding: Padding,
+        order: Vec<u32>,
+        latency: u32,
     },
     /// Tile `index` of a tensor; out-of-bounds elements are not written.
     Store {
@@ -211,6 +299,125 @@ pub enum OpKind {
         index: Vec<ValueId>,
         tile: ValueId,
     },
+    /// The elements at per-dimension element-index tiles (broadcast together): a gather.
+    Gather {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        padding: Padding,
+    },
+    /// Writes `tile` at per-dimension element-index tiles; out-of-bounds (e.g. negative)
+    /// indices are skipped, which is how a scatter is masked.
+    Scatter {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        tile: ValueId,
+    },
+    /// `a · b + acc` (a: M×K, b: K×N, acc: M×N).
+    Mma {
+        a: ValueId,
+        b: ValueId,
+        acc: ValueId,
+    },
+    /// `[0, 1, …, N-1]` as an i32 tile.
+    Arange,
+    /// One element of a tensor, as a scalar (`t[i, j]`); out of bounds reads 0.
+    Element {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+    },
+    /// Number of blocks along grid axis `axis`.
+    NumBlocks {
+        axis: u32,
+    },
+    Cmp(CmpPred, ValueId, ValueId),
+    Logic(LogicOp, ValueId, ValueId),
+    /// Elementwise `cond ? a : b`.
+    Select {
+        cond: ValueId,
+        a: ValueId,
+        b: ValueId,
+    },
+    /// Same elements, new shape (row-major order).
+    Reshape(ValueId),
+    Permute {
+        value: ValueId,
+        perm: Vec<u32>,
+    },
+    /// A math op with the language's per-op options.
+    Math {
+        op: UnOp,
+        value: ValueId,
+        flags: MathFlags,
+    },
+    /// True division with the language's options (`truediv`).
+    TrueDiv {
+        lhs: ValueId,
+        rhs: ValueId,
+        flags: MathFlags,
+    },
+    /// Uniform f32 in [0, 1) from a counter-based RNG (Philox 4x32-10) keyed by `seed`,
+    /// counters from the i32 `offsets` tile.
+    Rand {
+        seed: ValueId,
+        offsets: ValueId,
+    },
+    /// Debug print of scalars and tiles, with a prefix.
+    Print {
+        prefix: String,
+        values: Vec<ValueId>,
+    },
+    /// `for iv in range(lb, ub, step)`, with loop-carried values: `iters` are the block
+    /// arguments inside `body` (initialised from `init`), `yields` their next values,
+    /// `results` their final values.
+    For {
+        lb: ValueId,
+        ub: ValueId,
+        step: ValueId,
+        iv: ValueId,
+        init: Vec<ValueId>,
+        iters: Vec<ValueId>,
+        body: Vec<Op>,
+        yields: Vec<ValueId>,
+        results: Vec<ValueId>,
+    },
+    /// A run-time `if`; each branch yields the values of `results`.
+    If {
+        cond: ValueId,
+        then_ops: Vec<Op>,
+        then_yields: Vec<ValueId>,
+        else_ops: Vec<Op>,
+        else_yields: Vec<ValueId>,
+        results: Vec<ValueId>,
+    },
+}
+
+impl OpKind {
+    /// The source-level name of the construct (for "not lowered yet" messages).
+    pub fn describe(&self) -> &'static str {
+        match self {
+            OpKind::Gather { .. } => "gather",
+            OpKind::Scatter { .. } => "scatter",
+            OpKind::Mma { .. } => "mma",
+            OpKind::Arange => "arange",
+            OpKind::Element { .. } => "element reads (`t[i, j]`)",
+            OpKind::NumBlocks { .. } => "num_blocks",
+            OpKind::Cmp(..) => "comparisons",
+            OpKind::Logic(..) => "logical operators",
+            OpKind::Select { .. } => "where",
+            OpKind::Reshape(_) => "reshape",
+            OpKind::Permute { .. } => "permute",
+            OpKind::Math { .. } => "math functions other than exp and exp2",
+            OpKind::TrueDiv { .. } => "truediv",
+            OpKind::Rand { .. } => "rand",
+            OpKind::Print { .. } => "print",
+            OpKind::For { .. } => "for loops",
+            OpKind::If { .. } => "run-time if",
+            OpKind::Load { .. } => "load",
+            OpKind::Store { .. } => "store",
+            OpKind::Reduce { .. } => "reductions",
+            _ => "this op",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -286,11 +493,47 @@ impl Func {
         m
     }
 
-    fn name_of(&self, v: ValueId) -> String {
-        match self.params.iter().find(|p| p.value == v) {
-            Some(p) => format!("%{}", p.name),
-            None => format!("%{}", v.0),
+    /// All ops, nested regions included, in printing order.
+    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Op)) {
+        fn go<'a>(ops: &'a [Op], f: &mut impl FnMut(&'a Op)) {
+            for op in ops {
+                f(op);
+                match &op.kind {
+                    OpKind::For { body, .. } => go(body, f),
+                    OpKind::If { then_ops, else_ops, .. } => {
+                        go(then_ops, f);
+                        go(else_ops, f);
+                    }
+                    _ => {}
+                }
+            }
         }
+        go(&self.ops, f);
+    }
+
+    fn name_of(&self, v: ValueId) -> String {
+        if let Some(p) = self.params.iter().find(|p| p.value == v) {
+            return format!("%{}", p.name);
+        }
+        // The k-th result of a multi-result op is `%first#k`.
+        if let Some((first, k)) = self.multi_result_of(v) {
+            return format!("%{}#{k}", first.0);
+        }
+        format!("%{}", v.0)
+    }
+
+    fn multi_result_of(&self, v: ValueId) -> Option<(ValueId, usize)> {
+        let mut found = None;
+        self.walk(&mut |op| {
+            if let OpKind::For { results, .. } | OpKind::If { results, .. } = &op.kind {
+                if results.len() > 1 {
+                    if let Some(k) = results.iter().position(|r| *r == v) {
+                        found = Some((results[0], k));
+                    }
+                }
+            }
+        });
+        found
     }
 
     /// The textual MLIR form: a `builtin.module` holding one `func.func`.
@@ -316,11 +559,78 @@ impl Func {
             params.join(", "),
             self.num_warps
         );
-        for op in &self.ops {
-            let _ = writeln!(s, "    {}", self.op_to_mlir(op));
-        }
+        self.print_ops(&mut s, &self.ops, 2);
         let _ = writeln!(s, "    return\n  }}\n}}");
         s
+    }
+
+    fn print_ops(&self, s: &mut String, ops: &[Op], depth: usize) {
+        let pad = "  ".repeat(depth);
+        for op in ops {
+            match &op.kind {
+                OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } => {
+                    let res = self.results_prefix(results);
+                    let iter_args: Vec<String> = iters
+                        .iter()
+                        .zip(init)
+                        .map(|(a, i)| format!("{} = {}", self.name_of(*a), self.name_of(*i)))
+                        .collect();
+                    let tys = self.type_list(results);
+                    let header = if iters.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" iter_args({}) -> ({tys})", iter_args.join(", "))
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{pad}{res}scf.for {} = {} to {} step {}{header} : i32 {{",
+                        self.name_of(*iv),
+                        self.name_of(*lb),
+                        self.name_of(*ub),
+                        self.name_of(*step)
+                    );
+                    self.print_ops(s, body, depth + 1);
+                    self.print_yield(s, yields, depth + 1);
+                    let _ = writeln!(s, "{pad}}}");
+                }
+                OpKind::If { cond, then_ops, then_yields, else_ops, else_yields, results } => {
+                    let res = self.results_prefix(results);
+                    let tys =
+                        if results.is_empty() { String::new() } else { format!(" -> ({})", self.type_list(results)) };
+                    let _ = writeln!(s, "{pad}{res}scf.if {}{tys} {{", self.name_of(*cond));
+                    self.print_ops(s, then_ops, depth + 1);
+                    self.print_yield(s, then_yields, depth + 1);
+                    let _ = writeln!(s, "{pad}}} else {{");
+                    self.print_ops(s, else_ops, depth + 1);
+                    self.print_yield(s, else_yields, depth + 1);
+                    let _ = writeln!(s, "{pad}}}");
+                }
+                _ => {
+                    let _ = writeln!(s, "{pad}{}", self.op_to_mlir(op));
+                }
+            }
+        }
+    }
+
+    fn results_prefix(&self, results: &[ValueId]) -> String {
+        match results {
+            [] => String::new(),
+            [r] => format!("{} = ", self.name_of(*r)),
+            [first, ..] => format!("%{}:{} = ", first.0, results.len()),
+        }
+    }
+
+    fn type_list(&self, vs: &[ValueId]) -> String {
+        vs.iter().map(|v| self.ty(*v).to_mlir()).collect::<Vec<_>>().join(", ")
+    }
+
+    fn print_yield(&self, s: &mut String, yields: &[ValueId], depth: usize) {
+        let pad = "  ".repeat(depth);
+        if yields.is_empty() {
+            return;
+        }
+        let names: Vec<String> = yields.iter().map(|v| self.name_of(*v)).collect();
+        let _ = writeln!(s, "{pad}scf.yield {} : {}", names.join(", "), self.type_list(yields));
     }
 
     fn op_to_mlir(&self, op: &Op) -> String {
@@ -353,18 +663,89 @@ impl Func {
                 t(value)
             ),
             OpKind::Broadcast(x) => format!("\"tile.broadcast\"({}) : ({}) -> {rty}", n(x), t(x)),
-            OpKind::Load { tensor, index, padding } => {
+            OpKind::Load { tensor, index, padding, order, latency } => {
+                let mut args = vec![n(tensor)];
+                args.extend(index.iter().map(n));
+                let mut tys = vec![t(tensor)];
+                tys.extend(index.iter().map(t));
+                let ord: Vec<String> = order.iter().map(|o| o.to_string()).collect();
+                format!(
+                    "\"tile.load\"({}) {{latency = {latency} : i32, order = array<i32: {}>, padding = {}}} : ({}) -> {rty}",
+                    args.join(", "),
+                    ord.join(", "),
+                    padding.to_mlir(),
+                    tys.join(", ")
+                )
+            }
+            OpKind::Gather { tensor, index, padding } => {
                 let mut args = vec![n(tensor)];
                 args.extend(index.iter().map(n));
                 let mut tys = vec![t(tensor)];
                 tys.extend(index.iter().map(t));
                 format!(
-                    "\"tile.load\"({}) {{padding = {}}} : ({}) -> {rty}",
+                    "\"tile.gather\"({}) {{padding = {}}} : ({}) -> {rty}",
                     args.join(", "),
                     padding.to_mlir(),
                     tys.join(", ")
                 )
             }
+            OpKind::Scatter { tensor, index, tile } => {
+                let mut args = vec![n(tensor)];
+                args.extend(index.iter().map(n));
+                args.push(n(tile));
+                let mut tys = vec![t(tensor)];
+                tys.extend(index.iter().map(t));
+                tys.push(t(tile));
+                format!("\"tile.scatter\"({}) : ({}) -> ()", args.join(", "), tys.join(", "))
+            }
+            OpKind::Mma { a, b, acc } => {
+                format!("\"tile.mma\"({}, {}, {}) : ({}, {}, {}) -> {rty}", n(a), n(b), n(acc), t(a), t(b), t(acc))
+            }
+            OpKind::Arange => format!("\"tile.arange\"() : () -> {rty}"),
+            OpKind::Element { tensor, index } => {
+                let mut args = vec![n(tensor)];
+                args.extend(index.iter().map(n));
+                let mut tys = vec![t(tensor)];
+                tys.extend(index.iter().map(t));
+                format!("\"tile.element\"({}) : ({}) -> {rty}", args.join(", "), tys.join(", "))
+            }
+            OpKind::NumBlocks { axis } => format!("\"tile.num_blocks\"() {{axis = {axis} : i32}} : () -> {rty}"),
+            OpKind::Cmp(p, x, y) => {
+                let f = self.ty(*x).dtype().is_float();
+                format!("{} {}, {}, {} : {}", if f { "arith.cmpf" } else { "arith.cmpi" }, p.mlir(f), n(x), n(y), t(x))
+            }
+            OpKind::Logic(l, x, y) => {
+                let name = match l {
+                    LogicOp::And => "arith.andi",
+                    LogicOp::Or => "arith.ori",
+                    LogicOp::Xor => "arith.xori",
+                };
+                format!("{name} {}, {} : {rty}", n(x), n(y))
+            }
+            OpKind::Select { cond, a, b } => {
+                format!("arith.select {}, {}, {} : {}, {rty}", n(cond), n(a), n(b), t(cond))
+            }
+            OpKind::Reshape(x) => format!("\"tile.reshape\"({}) : ({}) -> {rty}", n(x), t(x)),
+            OpKind::Permute { value, perm } => {
+                let p: Vec<String> = perm.iter().map(|o| o.to_string()).collect();
+                format!(
+                    "\"tile.permute\"({}) {{perm = array<i32: {}>}} : ({}) -> {rty}",
+                    n(value),
+                    p.join(", "),
+                    t(value)
+                )
+            }
+            OpKind::Math { op: u, value, flags } => format!("{} {}{} : {rty}", u.mlir_name(), n(value), flags.attr()),
+            OpKind::TrueDiv { lhs, rhs, flags } => format!("arith.divf {}, {}{} : {rty}", n(lhs), n(rhs), flags.attr()),
+            OpKind::Rand { seed, offsets } => {
+                format!("\"tile.rand\"({}, {}) : ({}, {}) -> {rty}", n(seed), n(offsets), t(seed), t(offsets))
+            }
+            OpKind::Print { prefix, values } => {
+                let args: Vec<String> = values.iter().map(n).collect();
+                let tys: Vec<String> = values.iter().map(t).collect();
+                format!("\"tile.print\"({}) {{prefix = {:?}}} : ({}) -> ()", args.join(", "), prefix, tys.join(", "))
+            }
+            OpKind::For { .. } | OpKind::If { .. } => "// region op printed by print_ops".to_string(),
             OpKind::Store { tensor, index, tile } => {
                 let mut args = vec![n(tensor)];
                 args.extend(index.iter().map(n));
@@ -446,7 +827,7 @@ mod tests {
         let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
         let z = f.push(OpKind::ConstInt(0), Type::Scalar(DType::I32), None);
         let t = f.push(
-            OpKind::Load { tensor: x, index: vec![b, z], padding: Padding::Zero },
+            OpKind::Load { tensor: x, index: vec![b, z], padding: Padding::Zero, order: vec![0, 1], latency: 0 },
             Type::tile(vec![1, 128], DType::F16),
             None,
         );

@@ -10,7 +10,9 @@
 use crate::ast::{self, AssignOp, BinOp as AB, Expr, ExprKind, IndexItem, Kernel, StmtKind, TypeExpr, UnaryOp};
 use std::collections::{BTreeMap, BTreeSet};
 use tilec_core::abi::{HostExpr, ParamSig, Signature};
-use tilec_core::tir::{self, BinOp, Func, OpKind, Padding, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::tir::{
+    self, BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId,
+};
 use tilec_core::{DType, Diagnostic, Span};
 
 /// The targets `by_target` keys may name, canonical form first.
@@ -108,6 +110,14 @@ enum Val {
 }
 
 type R<T> = Result<T, Diagnostic>;
+
+/// Which elementwise op a binary operator becomes.
+#[derive(Clone, Copy, Debug)]
+enum Emit {
+    Bin(BinOp),
+    Cmp(CmpPred),
+    Logic(LogicOp),
+}
 
 fn kind_name(v: &Val) -> &'static str {
     match v {
@@ -634,14 +644,22 @@ impl Cx<'_> {
                     Ok(())
                 }
                 Val::Poison => Ok(()),
-                Val::Scalar(_) | Val::Tile(_) => Err(not_lowered(cond.span, "`if` on a run-time condition")),
+                Val::Scalar(id) if self.func.ty(id).dtype() == DType::I1 => {
+                    self.runtime_if(id, then, els.as_deref(), s.span)
+                }
+                Val::Scalar(_) => Err(Diagnostic::error("E0008", "an `if` condition must be a bool")
+                    .with_primary(cond.span, "not a bool")
+                    .with_note("compare it, e.g. `x != 0`")),
+                Val::Tile(_) => Err(Diagnostic::error("E0006", "an `if` condition must be a scalar, not a tile")
+                    .with_primary(cond.span, "a tile")
+                    .with_note("to choose per element use where(cond, a, b)")),
                 other => Err(Diagnostic::error(
                     "E0006",
                     format!("an `if` condition must be a bool, found {}", kind_name(&other)),
                 )
                 .with_primary(cond.span, "not a bool")),
             },
-            StmtKind::For { range, .. } => Err(not_lowered(range.span, "`for` loops")),
+            StmtKind::For { var, range, body } => self.for_loop(var, range, body, s.span),
             StmtKind::Block(b) => {
                 self.block(b);
                 Ok(())
@@ -803,12 +821,84 @@ impl Cx<'_> {
                     )))
                 }
             }
+            Val::Tensor { value, .. } => {
+                let (d, rank) = match self.func.ty(value) {
+                    Type::Tensor { dtype, rank } => (*dtype, *rank),
+                    _ => return Ok(Val::Poison),
+                };
+                if items.len() != rank {
+                    return Err(Diagnostic::error(
+                        "E0012",
+                        format!("`t[…]` needs {rank} indices, got {}", items.len()),
+                    )
+                    .with_primary(span, "here"));
+                }
+                let mut idx = vec![];
+                for it in items {
+                    let IndexItem::Expr(e) = it else {
+                        return Err(Diagnostic::error(
+                            "E0006",
+                            "a tensor is indexed element by element; load a tile for slices",
+                        )
+                        .with_primary(span, "use load(t, index=…, shape=…)"));
+                    };
+                    let v = self.expr(e)?;
+                    match v {
+                        Val::Poison => return Ok(Val::Poison),
+                        Val::Int(_) => idx.push(self.materialize(v, DType::I32, e.span)?),
+                        Val::Scalar(id) if self.func.ty(id).dtype() == DType::I32 => idx.push(id),
+                        other => {
+                            return Err(Diagnostic::error(
+                                "E0008",
+                                format!("tensor indices are i32 scalars, found {}", kind_name(&other)),
+                            )
+                            .with_primary(e.span, "here"))
+                        }
+                    }
+                }
+                if self.host {
+                    return Err(Diagnostic::error("E0006", "tensor elements cannot be read in the grid expression")
+                        .with_primary(span, "here"));
+                }
+                Ok(Val::Scalar(self.func.push(
+                    OpKind::Element { tensor: value, index: idx },
+                    Type::Scalar(d),
+                    Some(span),
+                )))
+            }
             Val::Tuple(t) => {
                 let e = single(items)?;
                 let i = self.const_axis(&e, t.len() as i64)?;
                 Ok(t[i as usize].clone())
             }
-            Val::Tile(_) => Err(not_lowered(span, "indexing a tile (`t[:, None]`)")),
+            Val::Tile(id) => {
+                // `t[:, None]`: `:` keeps a dim, `None` inserts one of extent 1.
+                let ty = self.func.ty(id).clone();
+                let mut shape = vec![];
+                let mut dims = ty.shape().iter();
+                for it in items {
+                    match it {
+                        IndexItem::Full(_) => match dims.next() {
+                            Some(d) => shape.push(*d),
+                            None => {
+                                return Err(Diagnostic::error(
+                                    "E0011",
+                                    format!("too many `:` for a tile of rank {}", ty.shape().len()),
+                                )
+                                .with_primary(span, "here"))
+                            }
+                        },
+                        IndexItem::NewAxis(_) => shape.push(1),
+                        IndexItem::Expr(e) => {
+                            return Err(Diagnostic::error("E0006", "tiles are indexed with `:` and `None` only")
+                                .with_primary(e.span, "an element index")
+                                .with_note("to pick elements use where(...) or a reduction"))
+                        }
+                    }
+                }
+                shape.extend(dims.copied());
+                Ok(Val::Tile(self.func.push(OpKind::Reshape(id), Type::tile(shape, ty.dtype()), Some(span))))
+            }
             other => Err(Diagnostic::error("E0006", format!("{} cannot be indexed", kind_name(&other)))
                 .with_primary(span, "here")),
         }
@@ -841,6 +931,9 @@ impl Cx<'_> {
             (UnaryOp::Neg, Val::Float(f)) => Ok(Val::Float(-f)),
             (UnaryOp::Not, Val::Bool(b)) => Ok(Val::Bool(!b)),
             (UnaryOp::Neg, Val::Host(h)) => Ok(Val::Host(HostExpr::Sub(Box::new(HostExpr::Int(0)), Box::new(h)))),
+            (UnaryOp::Not, v @ (Val::Tile(_) | Val::Scalar(_))) => {
+                self.binary(AB::BitXor, v, Val::Bool(true), span, span, span)
+            }
             (UnaryOp::Neg, v @ (Val::Tile(_) | Val::Scalar(_))) => {
                 let id = self.value_id(&v);
                 let ty = self.func.ty(id).clone();
@@ -890,6 +983,19 @@ impl Cx<'_> {
             (DType(x), DType(y)) if matches!(op, AB::Eq | AB::Ne) => return Ok(Bool((x == y) == (op == AB::Eq))),
             _ => {}
         }
+        // `CONST and x` / `CONST or x` fold on the constant side (short circuit).
+        if matches!(op, AB::And | AB::Or) {
+            match (&a, &b) {
+                (Bool(x), other) | (other, Bool(x)) => {
+                    return Ok(match (op, *x) {
+                        (AB::And, false) => Bool(false),
+                        (AB::Or, true) => Bool(true),
+                        _ => other.clone(),
+                    });
+                }
+                _ => {}
+            }
+        }
         if self.host || matches!(a, Host(_)) || matches!(b, Host(_)) {
             let h = |v: &Val| -> Option<HostExpr> {
                 match v {
@@ -909,20 +1015,29 @@ impl Cx<'_> {
                 _ => return Err(bad_operands(op, &a, &b, span)),
             }));
         }
-        let arith = match op {
-            AB::Add => BinOp::Add,
-            AB::Sub => BinOp::Sub,
-            AB::Mul => BinOp::Mul,
-            AB::Div | AB::FloorDiv => BinOp::Div,
-            AB::Rem => BinOp::Rem,
-            _ => return Err(not_lowered(span, &format!("operator `{}` on run-time values", op.symbol()))),
+        let emit = match op {
+            AB::Add => Emit::Bin(BinOp::Add),
+            AB::Sub => Emit::Bin(BinOp::Sub),
+            AB::Mul => Emit::Bin(BinOp::Mul),
+            AB::Div | AB::FloorDiv => Emit::Bin(BinOp::Div),
+            AB::Rem => Emit::Bin(BinOp::Rem),
+            AB::Eq => Emit::Cmp(CmpPred::Eq),
+            AB::Ne => Emit::Cmp(CmpPred::Ne),
+            AB::Lt => Emit::Cmp(CmpPred::Lt),
+            AB::Le => Emit::Cmp(CmpPred::Le),
+            AB::Gt => Emit::Cmp(CmpPred::Gt),
+            AB::Ge => Emit::Cmp(CmpPred::Ge),
+            AB::And | AB::BitAnd => Emit::Logic(LogicOp::And),
+            AB::Or | AB::BitOr => Emit::Logic(LogicOp::Or),
+            AB::BitXor => Emit::Logic(LogicOp::Xor),
+            AB::Shl | AB::Shr => return Err(not_lowered(span, "shifts on run-time values")),
         };
-        self.arith(arith, a, b, sa, sb, span, op)
+        self.arith(emit, a, b, sa, sb, span, op)
     }
 
     /// A run-time arithmetic op with broadcasting and literal adoption.
     #[allow(clippy::too_many_arguments)]
-    fn arith(&mut self, op: BinOp, a: Val, b: Val, sa: Span, sb: Span, span: Span, src: AB) -> R<Val> {
+    fn arith(&mut self, emit: Emit, a: Val, b: Val, sa: Span, sb: Span, span: Span, src: AB) -> R<Val> {
         // The dtype of the operation: from the run-time operand(s); literals adopt it.
         let dt = |cx: &Cx, v: &Val| match v {
             Val::Tile(id) | Val::Scalar(id) => Some(cx.func.ty(*id).dtype()),
@@ -947,12 +1062,23 @@ impl Cx<'_> {
         if src == AB::FloorDiv && d.is_float() {
             return Err(not_lowered(span, "`//` on float values"));
         }
+        if matches!(emit, Emit::Logic(_)) && d != DType::I1 {
+            return Err(Diagnostic::error("E0008", format!("`{}` needs bools (i1), found {d}", src.symbol()))
+                .with_primary(span, "not a bool")
+                .with_note("compare first, e.g. `x > 0`"));
+        }
+        let result_dtype = if matches!(emit, Emit::Cmp(_)) { DType::I1 } else { d };
+        let make = move |x: ValueId, y: ValueId| match emit {
+            Emit::Bin(b) => OpKind::Binary(b, x, y),
+            Emit::Cmp(p) => OpKind::Cmp(p, x, y),
+            Emit::Logic(l) => OpKind::Logic(l, x, y),
+        };
         let x = self.materialize(a, d, sa)?;
         let y = self.materialize(b, d, sb)?;
         let (tx, ty) = (self.func.ty(x).clone(), self.func.ty(y).clone());
         match (&tx, &ty) {
             (Type::Scalar(_), Type::Scalar(_)) => {
-                Ok(Val::Scalar(self.func.push(OpKind::Binary(op, x, y), tx, Some(span))))
+                Ok(Val::Scalar(self.func.push(make(x, y), Type::Scalar(result_dtype), Some(span))))
             }
             _ => {
                 let shape = broadcast_shape(tx.shape(), ty.shape()).ok_or_else(|| {
@@ -963,7 +1089,7 @@ impl Cx<'_> {
                 })?;
                 let x = self.as_tile(x, &shape, span)?;
                 let y = self.as_tile(y, &shape, span)?;
-                Ok(Val::Tile(self.func.push(OpKind::Binary(op, x, y), Type::tile(shape, d), Some(span))))
+                Ok(Val::Tile(self.func.push(make(x, y), Type::tile(shape, result_dtype), Some(span))))
             }
         }
     }
@@ -1002,11 +1128,15 @@ impl Cx<'_> {
                 Ok(v)
             }
             Type::Tile { shape: s, dtype, .. } => {
-                if s.len() != shape.len() {
-                    return Err(not_lowered(
-                        span,
-                        "broadcasting between tiles of different rank (add the axis with keepdims=true)",
-                    ));
+                let mut v = v;
+                if s.len() < shape.len() {
+                    // NumPy broadcasting: missing leading dims are 1.
+                    let mut s2 = vec![1; shape.len() - s.len()];
+                    s2.extend_from_slice(s);
+                    v = self.func.push(OpKind::Reshape(v), Type::tile(s2.clone(), *dtype), Some(span));
+                    if s2 == shape {
+                        return Ok(v);
+                    }
                 }
                 Ok(self.func.push(OpKind::Broadcast(v), Type::tile(shape.to_vec(), *dtype), Some(span)))
             }
@@ -1029,7 +1159,7 @@ impl Cx<'_> {
                         let d = a.dtype(self, 0)?;
                         self.cast(recv, d, span)
                     }
-                    _ => Err(not_lowered(span, "reshape")),
+                    _ => self.reshape(recv, a.get(0), a.span(0), span),
                 };
             }
         }
@@ -1054,6 +1184,19 @@ impl Cx<'_> {
                         .with_primary(span, "here"));
                 }
                 Ok(Val::Scalar(self.func.push(OpKind::Bid { axis: axis as u32 }, Type::Scalar(DType::I32), Some(span))))
+            }
+            "num_blocks" => {
+                let a = Args::new(self, args, &[("axis", true)], name, span)?;
+                let axis = a.const_int(self, 0)?;
+                if !(0..3).contains(&axis) {
+                    return Err(Diagnostic::error("E0011", format!("grid axis {axis} is not 0, 1 or 2"))
+                        .with_primary(span, "here"));
+                }
+                Ok(Val::Scalar(self.func.push(
+                    OpKind::NumBlocks { axis: axis as u32 },
+                    Type::Scalar(DType::I32),
+                    Some(span),
+                )))
             }
             "cdiv" | "min" | "max" if args.len() == 2 && args.iter().all(|a| a.name.is_none()) => {
                 let x = self.expr(&args[0].value)?;
@@ -1102,15 +1245,43 @@ impl Cx<'_> {
                 if matches!(x, Val::Poison) || matches!(y, Val::Poison) {
                     return Ok(Val::Poison);
                 }
-                self.arith(op, x, y, a.span(0), a.span(1), span, AB::Add)
+                self.arith(Emit::Bin(op), x, y, a.span(0), a.span(1), span, AB::Add)
             }
-            "exp" | "exp2" => {
-                let a = Args::new(self, args, &[("x", true)], name, span)?;
+            "exp" | "exp2" | "log" | "log2" | "sqrt" | "rsqrt" | "tanh" | "sin" | "cos" | "abs" => {
+                let a =
+                    Args::new(self, args, &[("x", true), ("flush_to_zero", false), ("rounding", false)], name, span)?;
+                let flags = self.math_flags(&a, 1, 2)?;
+                let op = match name.as_str() {
+                    "exp" => UnOp::Exp,
+                    "exp2" => UnOp::Exp2,
+                    "log" => UnOp::Log,
+                    "log2" => UnOp::Log2,
+                    "sqrt" => UnOp::Sqrt,
+                    "rsqrt" => UnOp::Rsqrt,
+                    "tanh" => UnOp::Tanh,
+                    "sin" => UnOp::Sin,
+                    "cos" => UnOp::Cos,
+                    _ => UnOp::Abs,
+                };
                 let x = a.get(0).cloned().unwrap_or(Val::Poison);
-                let op = if name == "exp" { UnOp::Exp } else { UnOp::Exp2 };
                 match x {
                     Val::Poison => Ok(Val::Poison),
-                    Val::Float(f) => Ok(Val::Float(if op == UnOp::Exp { f.exp() } else { f.exp2() })),
+                    Val::Float(_) | Val::Int(_) => {
+                        let f = as_f64(&x);
+                        Ok(Val::Float(match op {
+                            UnOp::Exp => f.exp(),
+                            UnOp::Exp2 => f.exp2(),
+                            UnOp::Log => f.ln(),
+                            UnOp::Log2 => f.log2(),
+                            UnOp::Sqrt => f.sqrt(),
+                            UnOp::Rsqrt => 1.0 / f.sqrt(),
+                            UnOp::Tanh => f.tanh(),
+                            UnOp::Sin => f.sin(),
+                            UnOp::Cos => f.cos(),
+                            UnOp::Abs => f.abs(),
+                            UnOp::Neg => -f,
+                        }))
+                    }
                     Val::Tile(id) | Val::Scalar(id) => {
                         let ty = self.func.ty(id).clone();
                         if !ty.dtype().is_float() {
@@ -1121,7 +1292,14 @@ impl Cx<'_> {
                             .with_primary(a.span(0), "not a float")
                             .with_note("cast it first: `.astype(f32)`"));
                         }
-                        Ok(wrap(&x, self.func.push(OpKind::Unary(op, id), ty, Some(span))))
+                        // exp/exp2 with default options are the lowered elementwise ops; the
+                        // rest (and any flag) keep the language's options on a math op.
+                        let kind = if matches!(op, UnOp::Exp | UnOp::Exp2) && flags == MathFlags::default() {
+                            OpKind::Unary(op, id)
+                        } else {
+                            OpKind::Math { op, value: id, flags }
+                        };
+                        Ok(wrap(&x, self.func.push(kind, ty, Some(span))))
                     }
                     other => Err(Diagnostic::error(
                         "E0006",
@@ -1130,6 +1308,169 @@ impl Cx<'_> {
                     .with_primary(a.span(0), "here")),
                 }
             }
+            "sigmoid" => {
+                // 1 / (1 + exp(-x)), built from lowered elementwise ops.
+                let a = Args::new(self, args, &[("x", true)], name, span)?;
+                let x = a.get(0).cloned().unwrap_or(Val::Poison);
+                let neg = self.unary(UnaryOp::Neg, x, span)?;
+                let e = match neg {
+                    Val::Tile(id) | Val::Scalar(id) => {
+                        let ty = self.func.ty(id).clone();
+                        if !ty.dtype().is_float() {
+                            return Err(Diagnostic::error("E0008", "`sigmoid` needs a float operand")
+                                .with_primary(a.span(0), "not a float"));
+                        }
+                        wrap(&neg, self.func.push(OpKind::Unary(UnOp::Exp, id), ty, Some(span)))
+                    }
+                    Val::Float(f) => Val::Float(f.exp()),
+                    Val::Int(i) => Val::Float((i as f64).exp()),
+                    other => return Ok(other),
+                };
+                let d = self.binary(AB::Add, Val::Float(1.0), e, span, span, span)?;
+                self.binary(AB::Div, Val::Float(1.0), d, span, span, span)
+            }
+            "truediv" => {
+                let a = Args::new(
+                    self,
+                    args,
+                    &[("a", true), ("b", true), ("flush_to_zero", false), ("rounding", false)],
+                    name,
+                    span,
+                )?;
+                let flags = self.math_flags(&a, 2, 3)?;
+                let (x, y) = (a.get(0).cloned().unwrap_or(Val::Poison), a.get(1).cloned().unwrap_or(Val::Poison));
+                if matches!(x, Val::Poison) || matches!(y, Val::Poison) {
+                    return Ok(Val::Poison);
+                }
+                let q = self.arith(Emit::Bin(BinOp::Div), x, y, a.span(0), a.span(1), span, AB::Div)?;
+                if flags == MathFlags::default() {
+                    return Ok(q);
+                }
+                // Re-emit the division with the options.
+                let Some(Op { kind: OpKind::Binary(BinOp::Div, l, r), result: Some(res), span: sp }) =
+                    self.func.ops.pop()
+                else {
+                    return Ok(q);
+                };
+                let ty = self.func.ty(res).clone();
+                Ok(wrap(&q, self.func.push(OpKind::TrueDiv { lhs: l, rhs: r, flags }, ty, sp)))
+            }
+            "arange" => {
+                let a = Args::new(self, args, &[("n", true), ("dtype", false)], name, span)?;
+                let n = a.const_int(self, 0)?;
+                let shape = self.tile_shape(Some(&Val::Int(n)), a.span(0))?;
+                if let Some(v) = a.get(1) {
+                    if !matches!(v, Val::DType(DType::I32)) {
+                        return Err(Diagnostic::error("E0008", "arange produces i32")
+                            .with_primary(a.span(1), "use dtype=i32 or cast with .astype"));
+                    }
+                }
+                Ok(Val::Tile(self.func.push(OpKind::Arange, Type::tile(shape, DType::I32), Some(span))))
+            }
+            "where" => {
+                let a = Args::new(self, args, &[("cond", true), ("a", true), ("b", true)], name, span)?;
+                if a.any_poison() {
+                    return Ok(Val::Poison);
+                }
+                self.select(
+                    a.get(0).cloned().unwrap_or(Val::Poison),
+                    a.get(1).cloned().unwrap_or(Val::Poison),
+                    a.get(2).cloned().unwrap_or(Val::Poison),
+                    [a.span(0), a.span(1), a.span(2)],
+                    span,
+                )
+            }
+            "mma" => {
+                let a = Args::new(self, args, &[("a", true), ("b", true), ("acc", true)], name, span)?;
+                if a.any_poison() {
+                    return Ok(Val::Poison);
+                }
+                self.mma(&a, span)
+            }
+            "permute" => {
+                let a = Args::new(self, args, &[("x", true), ("perm", true)], name, span)?;
+                if a.any_poison() {
+                    return Ok(Val::Poison);
+                }
+                let Some(Val::Tile(id)) = a.get(0) else {
+                    return Err(Diagnostic::error("E0006", "permute needs a tile").with_primary(a.span(0), "here"));
+                };
+                let ty = self.func.ty(*id).clone();
+                let perm = self.permutation(a.get(1), ty.shape().len(), a.span(1))?;
+                let shape: Vec<i64> = perm.iter().map(|&p| ty.shape()[p as usize]).collect();
+                Ok(Val::Tile(self.func.push(
+                    OpKind::Permute { value: *id, perm },
+                    Type::tile(shape, ty.dtype()),
+                    Some(span),
+                )))
+            }
+            "reshape" => {
+                let a = Args::new(self, args, &[("x", true), ("shape", true)], name, span)?;
+                let x = a.get(0).cloned().unwrap_or(Val::Poison);
+                self.reshape(x, a.get(1), a.span(1), span)
+            }
+            "argmax" | "argmin" => {
+                let a = Args::new(self, args, &[("x", true), ("axis", true), ("keepdims", false)], name, span)?;
+                self.reduce(if name == "argmax" { ReduceKind::Argmax } else { ReduceKind::Argmin }, &a, span)
+            }
+            "rand" => {
+                let a = Args::new(self, args, &[("seed", true), ("offsets", true)], name, span)?;
+                if a.any_poison() {
+                    return Ok(Val::Poison);
+                }
+                let seed = match a.get(0) {
+                    Some(v @ Val::Int(_)) => self.materialize(v.clone(), DType::I32, a.span(0))?,
+                    Some(Val::Scalar(id)) if self.func.ty(*id).dtype().is_int() => *id,
+                    _ => {
+                        return Err(Diagnostic::error("E0006", "rand's seed is an integer scalar")
+                            .with_primary(a.span(0), "here"))
+                    }
+                };
+                let Some(Val::Tile(off)) = a.get(1) else {
+                    return Err(Diagnostic::error("E0006", "rand's offsets are an i32 tile (e.g. from arange)")
+                        .with_primary(a.span(1), "here"));
+                };
+                let ot = self.func.ty(*off).clone();
+                if ot.dtype() != DType::I32 {
+                    return Err(Diagnostic::error(
+                        "E0008",
+                        format!("rand's offsets must be i32, found {}", ot.dtype()),
+                    )
+                    .with_primary(a.span(1), "here"));
+                }
+                Ok(Val::Tile(self.func.push(
+                    OpKind::Rand { seed, offsets: *off },
+                    Type::tile(ot.shape().to_vec(), DType::F32),
+                    Some(span),
+                )))
+            }
+            "print" => {
+                let mut prefix = String::new();
+                let mut values = vec![];
+                for (i, arg) in args.iter().enumerate() {
+                    if let Some(n) = &arg.name {
+                        return Err(Diagnostic::error("E0005", format!("print takes no named argument `{}`", n.name))
+                            .with_primary(n.span, "here"));
+                    }
+                    match self.expr(&arg.value)? {
+                        Val::Str(s) if i == 0 => prefix = s,
+                        Val::Tile(id) | Val::Scalar(id) => values.push(id),
+                        Val::Poison => return Ok(Val::Tuple(vec![])),
+                        v @ (Val::Int(_) | Val::Float(_)) => {
+                            let d = if matches!(v, Val::Int(_)) { DType::I32 } else { DType::F32 };
+                            values.push(self.materialize(v, d, arg.value.span)?)
+                        }
+                        other => {
+                            return Err(Diagnostic::error("E0006", format!("print cannot show {}", kind_name(&other)))
+                                .with_primary(arg.value.span, "here"))
+                        }
+                    }
+                }
+                self.func.push_void(OpKind::Print { prefix, values }, Some(span));
+                Ok(Val::Tuple(vec![]))
+            }
+            "gather" => self.gather(args, span),
+            "scatter" => self.scatter(args, span),
             "full" | "zeros" => {
                 let spec: &[(&str, bool)] = if name == "full" {
                     &[("shape", true), ("value", true), ("dtype", true)]
@@ -1156,10 +1497,6 @@ impl Cx<'_> {
             }
             "range" => Err(Diagnostic::error("E0006", "`range` is only valid as the iterable of a `for` loop")
                 .with_primary(span, "here")),
-            "arange" | "where" | "mma" | "permute" | "reshape" | "log" | "log2" | "sqrt" | "rsqrt" | "tanh"
-            | "sigmoid" | "sin" | "cos" | "truediv" | "argmax" | "print" | "rand" | "gather" => {
-                Err(not_lowered(span, &format!("`{name}`")))
-            }
             _ => Err(self.unknown_name(name, callee.span)),
         }
     }
@@ -1197,7 +1534,7 @@ impl Cx<'_> {
             }
             _ => {
                 let op = if name == "min" { BinOp::Min } else { BinOp::Max };
-                self.arith(op, x, y, sx, sy, span, AB::Add)
+                self.arith(Emit::Bin(op), x, y, sx, sy, span, AB::Add)
             }
         }
     }
@@ -1348,13 +1685,23 @@ impl Cx<'_> {
         if a.any_poison() {
             return Ok(Val::Poison);
         }
-        if a.get(4).is_some() {
-            return Err(not_lowered(a.span(4), "load(order=…)"));
-        }
-        if a.get(5).is_some() {
-            return Err(not_lowered(a.span(5), "load(latency=…) (software pipelining)"));
-        }
         let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let order = match a.get(4) {
+            None => (0..rank as u32).collect(),
+            Some(v) => self.permutation(Some(v), rank, a.span(4))?,
+        };
+        let latency = match a.get(5) {
+            None => 0,
+            Some(Val::Int(l)) if (1..=16).contains(l) => *l as u32,
+            Some(v) => {
+                return Err(Diagnostic::error(
+                    "E0014",
+                    format!("latency must be a constant from 1 to 16, found {}", const_text(v)),
+                )
+                .with_primary(a.span(5), "here")
+                .with_note("the hint is the number of loop iterations a load is issued ahead"))
+            }
+        };
         let index = self.index_values(a.get(1), rank, a.span(1))?;
         let shape = self.tile_shape(a.get(2), a.span(2))?;
         if shape.len() != rank {
@@ -1384,7 +1731,11 @@ impl Cx<'_> {
             return Err(Diagnostic::error("E0008", format!("infinite padding needs a float tensor; this one is {d}"))
                 .with_primary(a.span(3), "here"));
         }
-        Ok(Val::Tile(self.func.push(OpKind::Load { tensor: t, index, padding }, Type::tile(shape, d), Some(span))))
+        Ok(Val::Tile(self.func.push(
+            OpKind::Load { tensor: t, index, padding, order, latency },
+            Type::tile(shape, d),
+            Some(span),
+        )))
     }
 
     fn store(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
@@ -1463,17 +1814,605 @@ impl Cx<'_> {
                 )
             }
         };
-        if !keep {
-            return Err(not_lowered(span, "reductions without keepdims=true"));
-        }
         let mut shape = ty.shape().to_vec();
         shape[axis as usize] = 1;
-        Ok(Val::Tile(self.func.push(
+        let rd = if matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin) { DType::I32 } else { ty.dtype() };
+        let r = self.func.push(
             OpKind::Reduce { kind, axis: axis as u32, value: id },
-            Type::tile(shape, ty.dtype()),
+            Type::tile(shape.clone(), rd),
+            Some(span),
+        );
+        if keep {
+            return Ok(Val::Tile(r));
+        }
+        shape.remove(axis as usize);
+        if shape.is_empty() {
+            shape.push(1);
+        }
+        Ok(Val::Tile(self.func.push(OpKind::Reshape(r), Type::tile(shape, rd), Some(span))))
+    }
+}
+
+impl Cx<'_> {
+    /// `flush_to_zero=` (bool) and `rounding=` ("approx" | "nearest") at argument slots.
+    fn math_flags(&mut self, a: &Args, ftz: usize, rounding: usize) -> R<MathFlags> {
+        let mut f = MathFlags::default();
+        match a.get(ftz) {
+            None => {}
+            Some(Val::Bool(b)) => f.ftz = *b,
+            Some(_) => {
+                return Err(Diagnostic::error("E0009", "flush_to_zero must be a constant bool")
+                    .with_primary(a.span(ftz), "here"))
+            }
+        }
+        match a.get(rounding) {
+            None => {}
+            Some(Val::Str(r)) if r == "approx" => f.approx = true,
+            Some(Val::Str(r)) if r == "nearest" || r == "full" => {}
+            Some(_) => {
+                return Err(Diagnostic::error("E0014", "rounding must be \"approx\" or \"nearest\"")
+                    .with_primary(a.span(rounding), "here"))
+            }
+        }
+        Ok(f)
+    }
+
+    /// A constant permutation of `0..rank`.
+    fn permutation(&mut self, v: Option<&Val>, rank: usize, span: Span) -> R<Vec<u32>> {
+        let bad = |what: String| {
+            Diagnostic::error("E0011", format!("{what} is not a permutation of the {rank} axes"))
+                .with_primary(span, format!("needs each axis 0..{} exactly once", rank.saturating_sub(1)))
+        };
+        let items = match v {
+            Some(Val::Tuple(t)) => t.clone(),
+            _ => {
+                return Err(
+                    Diagnostic::error("E0009", "a permutation is a tuple of constant axes").with_primary(span, "here")
+                )
+            }
+        };
+        let mut perm = vec![];
+        for it in &items {
+            match it {
+                Val::Int(i) if (0..rank as i64).contains(i) => perm.push(*i as u32),
+                other => return Err(bad(const_text(other))),
+            }
+        }
+        let mut sorted = perm.clone();
+        sorted.sort_unstable();
+        if sorted != (0..rank as u32).collect::<Vec<_>>() {
+            let text = perm.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+            return Err(bad(format!("({text})")));
+        }
+        Ok(perm)
+    }
+
+    fn reshape(&mut self, x: Val, shape: Option<&Val>, sspan: Span, span: Span) -> R<Val> {
+        let id = match x {
+            Val::Poison => return Ok(Val::Poison),
+            Val::Tile(id) => id,
+            other => {
+                return Err(Diagnostic::error("E0006", format!("reshape needs a tile, found {}", kind_name(&other)))
+                    .with_primary(span, "here"))
+            }
+        };
+        if matches!(shape, Some(Val::Poison)) {
+            return Ok(Val::Poison);
+        }
+        let ty = self.func.ty(id).clone();
+        let new = self.tile_shape(shape, sspan)?;
+        let (a, b): (i64, i64) = (ty.shape().iter().product(), new.iter().product());
+        if a != b {
+            return Err(Diagnostic::error(
+                "E0007",
+                format!("cannot reshape {:?} ({a} elements) to {new:?} ({b} elements)", ty.shape()),
+            )
+            .with_primary(sspan, "element counts differ"));
+        }
+        Ok(Val::Tile(self.func.push(OpKind::Reshape(id), Type::tile(new, ty.dtype()), Some(span))))
+    }
+
+    fn select(&mut self, c: Val, a: Val, b: Val, spans: [Span; 3], span: Span) -> R<Val> {
+        let cid = match &c {
+            Val::Tile(id) | Val::Scalar(id) if self.func.ty(*id).dtype() == DType::I1 => *id,
+            Val::Bool(true) => return Ok(a),
+            Val::Bool(false) => return Ok(b),
+            other => {
+                let what = match other {
+                    Val::Tile(id) | Val::Scalar(id) => format!("{} of {}", kind_name(other), self.func.ty(*id).dtype()),
+                    _ => kind_name(other).to_string(),
+                };
+                return Err(Diagnostic::error("E0008", format!("where's condition must be a bool tile, found {what}"))
+                    .with_primary(spans[0], "here")
+                    .with_note("build it with a comparison, e.g. `offs_m >= offs_n`"));
+            }
+        };
+        let dt = |cx: &Cx, v: &Val| match v {
+            Val::Tile(id) | Val::Scalar(id) => Some(cx.func.ty(*id).dtype()),
+            _ => None,
+        };
+        let d = match (dt(self, &a), dt(self, &b)) {
+            (Some(x), Some(y)) if x != y => {
+                return Err(Diagnostic::error("E0008", format!("where's branches are {x} and {y}"))
+                    .with_primary(spans[1], format!("{x}"))
+                    .with_secondary(spans[2], format!("{y}"))
+                    .with_note("cast one of them with .astype"))
+            }
+            (Some(x), _) | (None, Some(x)) => x,
+            (None, None) => {
+                if matches!(a, Val::Float(_)) || matches!(b, Val::Float(_)) {
+                    DType::F32
+                } else {
+                    DType::I32
+                }
+            }
+        };
+        let x = self.materialize(a, d, spans[1])?;
+        let y = self.materialize(b, d, spans[2])?;
+        let shapes =
+            [self.func.ty(cid).shape().to_vec(), self.func.ty(x).shape().to_vec(), self.func.ty(y).shape().to_vec()];
+        let shape =
+            broadcast_shape(&shapes[0], &shapes[1]).and_then(|s| broadcast_shape(&s, &shapes[2])).ok_or_else(|| {
+                Diagnostic::error(
+                    "E0007",
+                    format!("where's operands {:?}, {:?}, {:?} do not broadcast", shapes[0], shapes[1], shapes[2]),
+                )
+                .with_primary(span, "here")
+            })?;
+        if shape.is_empty() {
+            return Ok(Val::Scalar(self.func.push(
+                OpKind::Select { cond: cid, a: x, b: y },
+                Type::Scalar(d),
+                Some(span),
+            )));
+        }
+        let cid = self.as_tile(cid, &shape, spans[0])?;
+        let x = self.as_tile(x, &shape, spans[1])?;
+        let y = self.as_tile(y, &shape, spans[2])?;
+        Ok(Val::Tile(self.func.push(OpKind::Select { cond: cid, a: x, b: y }, Type::tile(shape, d), Some(span))))
+    }
+
+    fn mma(&mut self, a: &Args, span: Span) -> R<Val> {
+        let mut ids = [ValueId(0); 3];
+        for (k, slot) in ids.iter_mut().enumerate() {
+            match a.get(k) {
+                Some(Val::Tile(id)) => *slot = *id,
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0006",
+                        format!("mma's operands are tiles, found {}", other.map(kind_name).unwrap_or("nothing")),
+                    )
+                    .with_primary(a.span(k), "here"))
+                }
+            }
+        }
+        let [ta, tb, tc] = ids.map(|i| self.func.ty(i).clone());
+        if ta.shape().len() != 2 || tb.shape().len() != 2 || tc.shape().len() != 2 {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("mma takes 2-D tiles, got {:?} · {:?} + {:?}", ta.shape(), tb.shape(), tc.shape()),
+            )
+            .with_primary(span, "reshape the operands to 2-D first"));
+        }
+        let (m, k, k2, n) = (ta.shape()[0], ta.shape()[1], tb.shape()[0], tb.shape()[1]);
+        if k != k2 {
+            return Err(Diagnostic::error(
+                "E0007",
+                format!("mma: a is {m}x{k} but b is {k2}x{n}; the inner dims must agree"),
+            )
+            .with_primary(a.span(0), format!("{m}x{k}"))
+            .with_secondary(a.span(1), format!("{k2}x{n}"))
+            .with_note("to multiply by a transposed tile, load it with order=… or permute it"));
+        }
+        if tc.shape() != [m, n] {
+            return Err(Diagnostic::error(
+                "E0007",
+                format!("mma: a·b is {m}x{n} but the accumulator is {:?}", tc.shape()),
+            )
+            .with_primary(a.span(2), "accumulator shape"));
+        }
+        if ta.dtype() != tb.dtype() {
+            return Err(Diagnostic::error("E0008", format!("mma operands are {} and {}", ta.dtype(), tb.dtype()))
+                .with_primary(a.span(0), format!("{}", ta.dtype()))
+                .with_secondary(a.span(1), format!("{}", tb.dtype()))
+                .with_note("cast one of them with .astype"));
+        }
+        let ok = matches!(
+            (ta.dtype(), tc.dtype()),
+            (DType::F16 | DType::BF16, DType::F32) | (DType::F16, DType::F16) | (DType::F32, DType::F32)
+        );
+        if !ok {
+            return Err(Diagnostic::error(
+                "E0008",
+                format!("mma of {} operands into a {} accumulator is not supported", ta.dtype(), tc.dtype()),
+            )
+            .with_primary(span, "here")
+            .with_note("supported: f16/bf16 operands with an f32 accumulator, f16 into f16, f32 (tf32) into f32"));
+        }
+        Ok(Val::Tile(self.func.push(OpKind::Mma { a: ids[0], b: ids[1], acc: ids[2] }, tc, Some(span))))
+    }
+
+    fn gather(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
+        let a = Args::new(self, args, &[("tensor", true), ("index", true), ("padding", false)], "gather", span)?;
+        if a.any_poison() {
+            return Ok(Val::Poison);
+        }
+        let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let items = match a.get(1) {
+            Some(Val::Tuple(t)) => t.clone(),
+            Some(v) => vec![v.clone()],
+            None => vec![],
+        };
+        if items.len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("gather needs {rank} index tiles (one per dim), got {}", items.len()),
+            )
+            .with_primary(a.span(1), "here"));
+        }
+        let mut ids = vec![];
+        let mut shape: Vec<i64> = vec![];
+        for it in items {
+            let id = match it {
+                Val::Tile(id) | Val::Scalar(id) if self.func.ty(id).dtype() == DType::I32 => id,
+                v @ Val::Int(_) => self.materialize(v, DType::I32, a.span(1))?,
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0008",
+                        format!("gather indices are i32 tiles, found {}", kind_name(&other)),
+                    )
+                    .with_primary(a.span(1), "here"))
+                }
+            };
+            shape = broadcast_shape(&shape, self.func.ty(id).shape()).ok_or_else(|| {
+                Diagnostic::error("E0007", "gather's index tiles do not broadcast together")
+                    .with_primary(a.span(1), "here")
+            })?;
+            ids.push(id);
+        }
+        if shape.is_empty() {
+            return Err(
+                Diagnostic::error("E0006", "gather needs at least one index tile").with_primary(a.span(1), "here")
+            );
+        }
+        let ids = ids.into_iter().map(|i| self.as_tile(i, &shape, span)).collect::<R<Vec<_>>>()?;
+        let padding = match a.get(2) {
+            None | Some(Val::Int(0)) => Padding::Zero,
+            Some(Val::Float(f)) if *f == f64::NEG_INFINITY => Padding::NegInf,
+            Some(Val::Float(f)) if *f == f64::INFINITY => Padding::PosInf,
+            Some(Val::Float(f)) => Padding::Value(*f),
+            Some(Val::Int(i)) => Padding::Value(*i as f64),
+            Some(_) => {
+                return Err(
+                    Diagnostic::error("E0009", "padding must be a constant number").with_primary(a.span(2), "here")
+                )
+            }
+        };
+        Ok(Val::Tile(self.func.push(
+            OpKind::Gather { tensor: t, index: ids, padding },
+            Type::tile(shape, d),
             Some(span),
         )))
     }
+
+    fn scatter(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
+        let a = Args::new(self, args, &[("tensor", true), ("index", true), ("tile", true)], "scatter", span)?;
+        if a.any_poison() {
+            return Ok(Val::Tuple(vec![]));
+        }
+        let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let Some(Val::Tile(tile)) = a.get(2) else {
+            return Err(Diagnostic::error("E0006", "scatter writes a tile").with_primary(a.span(2), "here"));
+        };
+        let tile = *tile;
+        let tt = self.func.ty(tile).clone();
+        if tt.dtype() != d {
+            return Err(Diagnostic::error("E0008", format!("scattering a {} tile into a {d} tensor", tt.dtype()))
+                .with_primary(a.span(2), "here")
+                .with_note(format!("cast it: `.astype({d})`")));
+        }
+        let items = match a.get(1) {
+            Some(Val::Tuple(t)) => t.clone(),
+            Some(v) => vec![v.clone()],
+            None => vec![],
+        };
+        if items.len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("scatter needs {rank} index tiles (one per dim), got {}", items.len()),
+            )
+            .with_primary(a.span(1), "here"));
+        }
+        let shape = tt.shape().to_vec();
+        let mut ids = vec![];
+        for it in items {
+            let id = match it {
+                Val::Tile(id) | Val::Scalar(id) if self.func.ty(id).dtype() == DType::I32 => id,
+                v @ Val::Int(_) => self.materialize(v, DType::I32, a.span(1))?,
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0008",
+                        format!("scatter indices are i32 tiles, found {}", kind_name(&other)),
+                    )
+                    .with_primary(a.span(1), "here"))
+                }
+            };
+            let s = self.func.ty(id).shape().to_vec();
+            if broadcast_shape(&s, &shape).as_deref() != Some(shape.as_slice()) {
+                return Err(Diagnostic::error(
+                    "E0007",
+                    format!("scatter index of shape {s:?} does not broadcast to the tile {shape:?}"),
+                )
+                .with_primary(a.span(1), "here"));
+            }
+            ids.push(self.as_tile(id, &shape, span)?);
+        }
+        self.func.push_void(OpKind::Scatter { tensor: t, index: ids, tile }, Some(span));
+        Ok(Val::Tuple(vec![]))
+    }
+
+    /// A value bound before a loop or `if` as a run-time SSA value (constants materialised).
+    fn carried_value(&mut self, name: &str, span: Span) -> R<Option<ValueId>> {
+        let v = self.lookup(name).cloned();
+        Ok(match v {
+            Some(Val::Tile(id)) | Some(Val::Scalar(id)) => Some(id),
+            Some(v @ Val::Int(_)) => Some(self.materialize(v, DType::I32, span)?),
+            Some(v @ Val::Float(_)) => Some(self.materialize(v, DType::F32, span)?),
+            Some(v @ Val::Bool(_)) => Some(self.materialize(v, DType::I1, span)?),
+            Some(Val::Poison) | None => None,
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0006",
+                    format!("`{name}` is {} and cannot change inside a run-time loop or if", kind_name(&other)),
+                )
+                .with_primary(span, "assigned in here"))
+            }
+        })
+    }
+
+    /// The value `name` has now, as an SSA value of type `want` (constants materialised).
+    fn yield_value(&mut self, name: &str, want: &Type, span: Span) -> R<ValueId> {
+        let v = self.lookup(name).cloned().unwrap_or(Val::Poison);
+        let id = match v {
+            Val::Tile(id) | Val::Scalar(id) => id,
+            v @ (Val::Int(_) | Val::Float(_) | Val::Bool(_)) => self.materialize(v, want.dtype(), span)?,
+            _ => {
+                return Err(Diagnostic::error(
+                    "E0021",
+                    format!("`{name}` has no run-time value at the end of this block"),
+                )
+                .with_primary(span, "here"))
+            }
+        };
+        let got = self.func.ty(id).clone();
+        if got.shape() != want.shape()
+            || got.dtype() != want.dtype()
+            || std::mem::discriminant(&got) != std::mem::discriminant(want)
+        {
+            return Err(Diagnostic::error(
+                "E0021",
+                format!("`{name}` changes type from {} to {}", want.to_mlir(), got.to_mlir()),
+            )
+            .with_primary(span, "in this block")
+            .with_note(
+                "a value carried through a loop or out of an if keeps its shape and dtype; cast it back with .astype",
+            ));
+        }
+        Ok(id)
+    }
+
+    fn for_loop(&mut self, var: &ast::Ident, range: &Expr, body: &ast::Block, span: Span) -> R<()> {
+        let not_range = || {
+            Diagnostic::error("E0006", "a for loop iterates over range(start, stop[, step])")
+                .with_primary(range.span, "not a range")
+        };
+        let ExprKind::Call(callee, rargs) = &range.kind else { return Err(not_range()) };
+        if !matches!(&callee.kind, ExprKind::Name(n) if n == "range") {
+            return Err(not_range());
+        }
+        let a = Args::new(self, rargs, &[("start", true), ("stop", false), ("step", false)], "range", range.span)?;
+        if a.any_poison() {
+            return Ok(());
+        }
+        let (lb, ub, step) = match (a.get(0).cloned(), a.get(1).cloned(), a.get(2).cloned()) {
+            (Some(ub), None, None) => (Val::Int(0), ub, Val::Int(1)),
+            (Some(lb), Some(ub), None) => (lb, ub, Val::Int(1)),
+            (Some(lb), Some(ub), Some(st)) => (lb, ub, st),
+            _ => {
+                return Err(Diagnostic::error("E0004", "range takes (stop), (start, stop) or (start, stop, step)")
+                    .with_primary(range.span, "here"))
+            }
+        };
+        if let Val::Int(st) = step {
+            if st <= 0 {
+                return Err(Diagnostic::error("E0014", format!("range step {st} must be positive"))
+                    .with_primary(range.span, "here"));
+            }
+        }
+        let as_i32 = |cx: &mut Cx, v: Val, sp: Span| -> R<ValueId> {
+            match v {
+                Val::Scalar(id) if cx.func.ty(id).dtype() == DType::I32 => Ok(id),
+                Val::Int(_) => cx.materialize(v, DType::I32, sp),
+                other => Err(Diagnostic::error("E0008", format!("range bounds are i32, found {}", kind_name(&other)))
+                    .with_primary(sp, "here")),
+            }
+        };
+        let lbv = as_i32(self, lb, a.span(0))?;
+        let ubv = as_i32(self, ub, range.span)?;
+        let stv = as_i32(self, step, range.span)?;
+        // Loop-carried: names assigned in the body that exist outside it.
+        let names: Vec<String> =
+            assigned_names(&body.stmts).into_iter().filter(|n| n != &var.name && self.lookup(n).is_some()).collect();
+        let mut carried = vec![];
+        for n in &names {
+            if let Some(id) = self.carried_value(n, span)? {
+                carried.push((n.clone(), id));
+            }
+        }
+        let iv = self.func.new_value(Type::Scalar(DType::I32));
+        let iters: Vec<ValueId> = carried
+            .iter()
+            .map(|(_, id)| {
+                let t = self.func.ty(*id).clone();
+                self.func.new_value(t)
+            })
+            .collect();
+        let saved = std::mem::take(&mut self.func.ops);
+        self.scopes.push(vec![]);
+        self.bind(&var.name, Val::Scalar(iv));
+        for ((n, _), it) in carried.iter().zip(&iters) {
+            let v = if matches!(self.func.ty(*it), Type::Tile { .. }) { Val::Tile(*it) } else { Val::Scalar(*it) };
+            self.bind(n, v);
+        }
+        self.block(body);
+        let mut yields = vec![];
+        let mut err = None;
+        for ((n, _), it) in carried.iter().zip(&iters) {
+            let want = self.func.ty(*it).clone();
+            match self.yield_value(n, &want, body.span) {
+                Ok(y) => yields.push(y),
+                Err(d) => {
+                    err.get_or_insert(d);
+                    yields.push(*it);
+                }
+            }
+        }
+        self.scopes.pop();
+        let body_ops = std::mem::replace(&mut self.func.ops, saved);
+        let results: Vec<ValueId> = iters
+            .iter()
+            .map(|it| {
+                let t = self.func.ty(*it).clone();
+                self.func.new_value(t)
+            })
+            .collect();
+        let init: Vec<ValueId> = carried.iter().map(|(_, id)| *id).collect();
+        self.func.ops.push(Op {
+            kind: OpKind::For {
+                lb: lbv,
+                ub: ubv,
+                step: stv,
+                iv,
+                init,
+                iters,
+                body: body_ops,
+                yields,
+                results: results.clone(),
+            },
+            result: None,
+            span: Some(span),
+        });
+        for ((n, _), r) in carried.iter().zip(&results) {
+            let v = if matches!(self.func.ty(*r), Type::Tile { .. }) { Val::Tile(*r) } else { Val::Scalar(*r) };
+            self.assign(n, v);
+        }
+        match err {
+            Some(d) => Err(d),
+            None => Ok(()),
+        }
+    }
+
+    /// Elaborates one branch of a run-time `if` into its own op list and yields the values of
+    /// `outer`'s names at its end.
+    fn branch(&mut self, outer: &[(String, ValueId)], span: Span, f: &dyn Fn(&mut Cx)) -> R<(Vec<Op>, Vec<ValueId>)> {
+        let saved = std::mem::take(&mut self.func.ops);
+        self.scopes.push(vec![]);
+        // Shadow the merged names so that assignments in this branch stay in it.
+        for (n, id) in outer {
+            let v = if matches!(self.func.ty(*id), Type::Tile { .. }) { Val::Tile(*id) } else { Val::Scalar(*id) };
+            self.bind(n, v);
+        }
+        f(self);
+        let mut ys = vec![];
+        let mut err = None;
+        for (n, id) in outer {
+            let want = self.func.ty(*id).clone();
+            match self.yield_value(n, &want, span) {
+                Ok(y) => ys.push(y),
+                Err(d) => {
+                    err.get_or_insert(d);
+                    ys.push(*id);
+                }
+            }
+        }
+        self.scopes.pop();
+        let ops = std::mem::replace(&mut self.func.ops, saved);
+        match err {
+            Some(d) => Err(d),
+            None => Ok((ops, ys)),
+        }
+    }
+
+    fn runtime_if(&mut self, cond: ValueId, then: &ast::Block, els: Option<&ast::Stmt>, span: Span) -> R<()> {
+        let mut names = assigned_names(&then.stmts);
+        if let Some(e) = els {
+            for n in assigned_names(std::slice::from_ref(e)) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        let names: Vec<String> = names.into_iter().filter(|n| self.lookup(n).is_some()).collect();
+        let mut outer = vec![];
+        for n in &names {
+            if let Some(id) = self.carried_value(n, span)? {
+                outer.push((n.clone(), id));
+            }
+        }
+        let (then_ops, then_yields) = self.branch(&outer, then.span, &|cx: &mut Cx| cx.block(then))?;
+        let (else_ops, else_yields) = match els {
+            Some(e) => self.branch(&outer, e.span, &|cx: &mut Cx| match &e.kind {
+                StmtKind::Block(b) => cx.block(b),
+                _ => cx.stmt(e),
+            })?,
+            None => self.branch(&outer, then.span, &|_: &mut Cx| {})?,
+        };
+        let results: Vec<ValueId> = outer
+            .iter()
+            .map(|(_, id)| {
+                let t = self.func.ty(*id).clone();
+                self.func.new_value(t)
+            })
+            .collect();
+        self.func.ops.push(Op {
+            kind: OpKind::If { cond, then_ops, then_yields, else_ops, else_yields, results: results.clone() },
+            result: None,
+            span: Some(span),
+        });
+        for ((n, _), r) in outer.iter().zip(&results) {
+            let v = if matches!(self.func.ty(*r), Type::Tile { .. }) { Val::Tile(*r) } else { Val::Scalar(*r) };
+            self.assign(n, v);
+        }
+        Ok(())
+    }
+}
+
+/// Names assigned (not `let`-declared) in statements, nested blocks included, in order.
+fn assigned_names(stmts: &[ast::Stmt]) -> Vec<String> {
+    fn go(stmts: &[ast::Stmt], declared: &mut Vec<String>, out: &mut Vec<String>) {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::Let(n, _) => declared.push(n.name.clone()),
+                StmtKind::Assign(n, _, _) => {
+                    if !declared.contains(&n.name) && !out.contains(&n.name) {
+                        out.push(n.name.clone());
+                    }
+                }
+                StmtKind::For { body, .. } => go(&body.stmts, &mut declared.clone(), out),
+                StmtKind::If { then, els, .. } => {
+                    go(&then.stmts, &mut declared.clone(), out);
+                    if let Some(e) = els {
+                        go(std::slice::from_ref(e), &mut declared.clone(), out);
+                    }
+                }
+                StmtKind::Block(b) => go(&b.stmts, &mut declared.clone(), out),
+                StmtKind::Expr(_) => {}
+            }
+        }
+    }
+    let mut out = vec![];
+    go(stmts, &mut vec![], &mut out);
+    out
 }
 
 /// Argument matching for builtins: positional then named, each parameter once.
@@ -1578,6 +2517,9 @@ impl Args {
 /// Builtin function names (cannot be rebound with `let`).
 pub const BUILTINS: &[&str] = &[
     "bid",
+    "num_blocks",
+    "abs",
+    "argmin",
     "load",
     "store",
     "max",
@@ -1611,6 +2553,7 @@ pub const BUILTINS: &[&str] = &[
     "print",
     "rand",
     "gather",
+    "scatter",
 ];
 
 fn wrap(like: &Val, id: ValueId) -> Val {
@@ -1621,7 +2564,7 @@ fn wrap(like: &Val, id: ValueId) -> Val {
 }
 
 fn not_lowered(span: Span, what: &str) -> Diagnostic {
-    Diagnostic::error("E0900", format!("{what} is not lowered yet"))
+    Diagnostic::error("E0900", format!("not lowered yet: {what}"))
         .with_primary(span, "not supported by this version of tilec")
         .with_note("the language has this construct, but no lowering to GPU code exists for it yet")
 }

@@ -130,7 +130,7 @@ mod tests {
         let text = r#"
 func.func @k(%x: memref<?x?xf16, strided<[?, ?]>>) {
   %0 = "tile.bid"() {axis = 0 : i32} : () -> i32
-  %1 = "tile.load"(%x, %0, %0) {padding = "zero"} : (memref<?x?xf16, strided<[?, ?]>>, i32, i32) -> tensor<1x64xf16, #tilegpu.blocked<[1, 2], [1, 32], [1, 1], [1, 0]>>
+  %1 = "tile.load"(%x, %0, %0) {latency = 0 : i32, order = array<i32: 0, 1>, padding = "zero"} : (memref<?x?xf16, strided<[?, ?]>>, i32, i32) -> tensor<1x64xf16, #tilegpu.blocked<[1, 2], [1, 32], [1, 1], [1, 0]>>
   return
 }"#;
         m.parse(text, "test").unwrap();
@@ -142,7 +142,7 @@ func.func @k(%x: memref<?x?xf16, strided<[?, ?]>>) {
         let text = r#"
 func.func @k(%x: memref<?xf16, strided<[?]>>) {
   %0 = "tile.bid"() {axis = 0 : i32} : () -> i32
-  %1 = "tile.load"(%x, %0) {padding = 3 : i32} : (memref<?xf16, strided<[?]>>, i32) -> tensor<64xf16>
+  %1 = "tile.load"(%x, %0) {latency = 0 : i32, order = array<i32: 0>, padding = 3 : i32} : (memref<?xf16, strided<[?]>>, i32) -> tensor<64xf16>
   return
 }"#;
         let err = m.parse(text, "test").unwrap_err();

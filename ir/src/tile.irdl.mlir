@@ -28,6 +28,21 @@ irdl.dialect @tile {
     irdl.results(result: %i32)
     irdl.attributes { "axis" = %axis }
   }
+  // Number of blocks along grid axis `axis`.
+  irdl.operation @num_blocks {
+    %i32 = irdl.is i32
+    %axis = irdl.base "#builtin.integer"
+    irdl.results(result: %i32)
+    irdl.attributes { "axis" = %axis }
+  }
+  // One element of a tensor as a scalar; out of bounds reads 0.
+  irdl.operation @element {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %r = irdl.any
+    irdl.operands(tensor: %mem, index: variadic %i32)
+    irdl.results(result: %r)
+  }
   // Extent `axis` of a tensor parameter.
   irdl.operation @dim {
     %mem = irdl.base "!builtin.memref"
@@ -61,15 +76,80 @@ irdl.dialect @tile {
     irdl.results(result: %r)
     irdl.attributes { "kind" = %kind, "axis" = %axis }
   }
-  // Tile `index` (in tile units) of a tensor; out-of-bounds elements read `padding`.
+  // Tile `index` (in tile units) of a tensor whose dims are viewed in `order`;
+  // out-of-bounds elements read `padding`; `latency` (0: none) is the pipelining hint.
   irdl.operation @load {
     %mem = irdl.base "!builtin.memref"
     %i32 = irdl.is i32
     %r = irdl.base "!builtin.tensor"
     %pad = irdl.base "#builtin.string"
+    %order = irdl.base "#builtin.dense_array"
+    %lat = irdl.base "#builtin.integer"
     irdl.operands(tensor: %mem, index: variadic %i32)
     irdl.results(result: %r)
+    irdl.attributes { "padding" = %pad, "order" = %order, "latency" = %lat }
+  }
+  // The elements at per-dimension element-index tiles (a gather, e.g. through a block table).
+  irdl.operation @gather {
+    %mem = irdl.base "!builtin.memref"
+    %idx = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    %pad = irdl.base "#builtin.string"
+    irdl.operands(tensor: %mem, index: variadic %idx)
+    irdl.results(result: %r)
     irdl.attributes { "padding" = %pad }
+  }
+  // Writes a tile at per-dimension element-index tiles; out-of-bounds indices are skipped.
+  irdl.operation @scatter {
+    %mem = irdl.base "!builtin.memref"
+    %idx = irdl.base "!builtin.tensor"
+    %t = irdl.base "!builtin.tensor"
+    irdl.operands(tensor: %mem, index: variadic %idx, tile: %t)
+  }
+  // a · b + acc on tensor cores (fp16/bf16 operands, f32 accumulator).
+  irdl.operation @mma {
+    %a = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    %acc = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(a: %a, b: %b, acc: %acc)
+    irdl.results(result: %r)
+  }
+  // [0, 1, ..., N-1].
+  irdl.operation @arange {
+    %r = irdl.base "!builtin.tensor"
+    irdl.results(result: %r)
+  }
+  // Same elements in row-major order, another shape.
+  irdl.operation @reshape {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
+  }
+  // Dims permuted: result dim i is operand dim perm[i].
+  irdl.operation @permute {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    %perm = irdl.base "#builtin.dense_array"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
+    irdl.attributes { "perm" = %perm }
+  }
+  // Philox 4x32-10 uniform floats in [0, 1), keyed by seed, counters from offsets.
+  irdl.operation @rand {
+    %seed = irdl.any
+    %off = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(seed: %seed, offsets: %off)
+    irdl.results(result: %r)
+  }
+  // Debug print.
+  irdl.operation @print {
+    %v = irdl.any
+    %prefix = irdl.base "#builtin.string"
+    irdl.operands(values: variadic %v)
+    irdl.attributes { "prefix" = %prefix }
   }
   // Tile `index` of a tensor; out-of-bounds elements are not written.
   irdl.operation @store {

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout};
-use tilec_core::tir::{Func, OpKind, Type};
+use tilec_core::tir::{Func, OpKind, ReduceKind, Type};
 use tilec_core::Diagnostic;
 
 /// Registers a thread may hold for one tile before the lowering refuses (spills otherwise).
@@ -34,7 +34,57 @@ pub struct LayoutReport {
     pub lines: Vec<String>,
 }
 
+/// The first op this lowering does not handle yet, as an `E0900` diagnostic.
+pub fn unsupported(func: &Func) -> Option<Diagnostic> {
+    let mut bad: Option<(String, Option<tilec_core::Span>)> = None;
+    func.walk(&mut |op| {
+        if bad.is_some() {
+            return;
+        }
+        let what = match &op.kind {
+            OpKind::Bid { .. }
+            | OpKind::Dim { .. }
+            | OpKind::ConstInt(_)
+            | OpKind::ConstFloat(_)
+            | OpKind::Splat(_)
+            | OpKind::Binary(..)
+            | OpKind::Unary(..)
+            | OpKind::Cast(_)
+            | OpKind::Broadcast(_)
+            | OpKind::Store { .. } => None,
+            OpKind::Reduce { kind, .. } => {
+                matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin).then(|| "argmax/argmin".to_string())
+            }
+            OpKind::Load { order, latency, .. } => {
+                if order.iter().enumerate().any(|(i, &o)| o as usize != i) {
+                    Some("load(order=…) (transposed loads)".to_string())
+                } else if *latency > 0 {
+                    Some("load(latency=…) (software pipelining)".to_string())
+                } else {
+                    None
+                }
+            }
+            other => Some(other.describe().to_string()),
+        };
+        if let Some(w) = what {
+            bad = Some((w, op.span));
+        }
+    });
+    bad.map(|(what, span)| {
+        let mut d = Diagnostic::error("E0900", format!("not lowered yet: {what}")).with_note(
+            "the tile stage of this kernel is valid; the GPU lowering of this construct comes in a later version",
+        );
+        if let Some(s) = span {
+            d = d.with_primary(s, "not supported by the lowering yet");
+        }
+        d
+    })
+}
+
 pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
+    if let Some(d) = unsupported(func) {
+        return Err(d);
+    }
     // Narrowest memory dtype per full shape (loads and stores decide the vector width).
     let mut mem_bytes: BTreeMap<Vec<i64>, u32> = BTreeMap::new();
     for op in &func.ops {
@@ -177,7 +227,7 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tilec_core::tir::{Padding, ReduceKind};
+    use tilec_core::tir::Padding;
     use tilec_core::DType;
 
     #[test]
@@ -186,7 +236,7 @@ mod tests {
         let x = f.add_param("x", Type::Tensor { dtype: DType::F16, rank: 2 });
         let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
         let t = f.push(
-            OpKind::Load { tensor: x, index: vec![b, b], padding: Padding::Zero },
+            OpKind::Load { tensor: x, index: vec![b, b], padding: Padding::Zero, order: vec![0, 1], latency: 0 },
             Type::tile(vec![2, 256], DType::F16),
             None,
         );
@@ -210,7 +260,7 @@ mod tests {
         let x = f.add_param("x", Type::Tensor { dtype: DType::F32, rank: 1 });
         let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
         f.push(
-            OpKind::Load { tensor: x, index: vec![b], padding: Padding::Zero },
+            OpKind::Load { tensor: x, index: vec![b], padding: Padding::Zero, order: vec![0], latency: 0 },
             Type::tile(vec![16], DType::F32),
             None,
         );

@@ -244,13 +244,17 @@ impl Em {
         self.v(format!("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"({x}) : (f32) -> f32"))
     }
 
-    fn unop(&mut self, op: UnOp, a: &str, d: DType) -> String {
-        match op {
+    fn unop(&mut self, op: UnOp, a: &str, d: DType) -> Result<String, Diagnostic> {
+        Ok(match op {
             UnOp::Neg => self.v(format!("llvm.fneg {a} : {}", llty(d))),
+            UnOp::Abs => self.v(format!("llvm.intr.fabs({a}) : ({}) -> {}", llty(d), llty(d))),
             UnOp::Exp2 => {
                 let x = self.extend_f32(a, d);
                 let r = self.ex2(&x);
                 self.round_from_f32(&r, d)
+            }
+            UnOp::Log | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt | UnOp::Tanh | UnOp::Sin | UnOp::Cos => {
+                return Err(err(format!("{} is not lowered yet", op.mlir_name())))
             }
             UnOp::Exp => {
                 let x = self.extend_f32(a, d);
@@ -272,7 +276,7 @@ impl Em {
                 let r = self.v(format!("llvm.intr.fma({ye}, {ln2}, {y}) : (f32, f32, f32) -> f32"));
                 self.round_from_f32(&r, d)
             }
-        }
+        })
     }
 
     fn cast(&mut self, v: &str, from: DType, to: DType) -> String {
@@ -322,11 +326,12 @@ impl Em {
     }
 }
 
-fn combine_op(k: ReduceKind) -> BinOp {
+fn combine_op(k: ReduceKind) -> Result<BinOp, Diagnostic> {
     match k {
-        ReduceKind::Max => BinOp::Max,
-        ReduceKind::Min => BinOp::Min,
-        ReduceKind::Sum => BinOp::Add,
+        ReduceKind::Max => Ok(BinOp::Max),
+        ReduceKind::Min => Ok(BinOp::Min),
+        ReduceKind::Sum => Ok(BinOp::Add),
+        ReduceKind::Argmax | ReduceKind::Argmin => Err(err("argmax/argmin is not lowered yet")),
     }
 }
 
@@ -442,8 +447,8 @@ pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, 
             OpKind::Unary(u, x) => {
                 let d = func.ty(*x).dtype();
                 match get(&vals, *x)? {
-                    LV::Scalar(a) => LV::Scalar(em.unop(*u, &a, d)),
-                    LV::Tile(a) => LV::Tile(a.iter().map(|p| em.unop(*u, p, d)).collect()),
+                    LV::Scalar(a) => LV::Scalar(em.unop(*u, &a, d)?),
+                    LV::Tile(a) => LV::Tile(a.iter().map(|p| em.unop(*u, p, d)).collect::<Result<_, _>>()?),
                     LV::Tensor { .. } => return Err(err("unary op on a tensor")),
                 }
             }
@@ -482,12 +487,29 @@ pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, 
                 let ty = rty.clone().ok_or_else(|| err("reduce without result"))?;
                 LV::Tile(lower_reduce(&mut em, *kind, *axis as usize, &xty, &ty, &tile(&vals, *value)?)?)
             }
-            OpKind::Load { tensor, index, padding } => {
+            OpKind::Load { tensor, index, padding, .. } => {
                 let t = get(&vals, *tensor)?;
                 let idx = index.iter().map(|i| scalar(&vals, *i)).collect::<Result<Vec<_>, _>>()?;
                 let ty = rty.clone().ok_or_else(|| err("load without result"))?;
                 LV::Tile(lower_access(&mut em, &t, &idx, &ty, Access::Load(*padding))?)
             }
+            other @ (OpKind::Gather { .. }
+            | OpKind::Scatter { .. }
+            | OpKind::Mma { .. }
+            | OpKind::Arange
+            | OpKind::Element { .. }
+            | OpKind::NumBlocks { .. }
+            | OpKind::Cmp(..)
+            | OpKind::Logic(..)
+            | OpKind::Select { .. }
+            | OpKind::Reshape(_)
+            | OpKind::Permute { .. }
+            | OpKind::Math { .. }
+            | OpKind::TrueDiv { .. }
+            | OpKind::Rand { .. }
+            | OpKind::Print { .. }
+            | OpKind::For { .. }
+            | OpKind::If { .. }) => return Err(err(format!("{} is not lowered yet", other.describe()))),
             OpKind::Store { tensor, index, tile: tv } => {
                 let t = get(&vals, *tensor)?;
                 let idx = index.iter().map(|i| scalar(&vals, *i)).collect::<Result<Vec<_>, _>>()?;
@@ -693,7 +715,7 @@ fn lower_reduce(
     let l = ty.layout().ok_or_else(|| err("reduce result without layout"))?.clone();
     let (xs, s) = (xty.shape().to_vec(), ty.shape().to_vec());
     let d = ty.dtype();
-    let op = combine_op(kind);
+    let op = combine_op(kind)?;
     let counts = xl.reg_counts(&xs);
     let n = l.regs_per_thread(&s);
     // 1. In-thread: a balanced tree over the registers along `axis`.
