@@ -20,6 +20,8 @@ pub struct Kernel {
     pub grid: Option<Expr>,
     pub hints: Vec<(Ident, Expr)>,
     pub tune: Vec<(Ident, Expr)>,
+    /// `require <bool expr>` items of the tune block: constraints that prune the space.
+    pub tune_require: Vec<Expr>,
     pub body: Block,
     pub span: Span,
 }

@@ -83,6 +83,10 @@ pub struct Elaborated {
     /// The ABI; `block_threads` and `shared_bytes` are filled in by the lowering.
     pub signature: Signature,
     pub hints: Hints,
+    /// The tune space: constant name → candidates, in declaration order.
+    pub tune: Vec<(String, Vec<ConstArg>)>,
+    /// Whether this specialisation satisfies the tune block's `require` constraints.
+    pub tune_ok: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -355,17 +359,72 @@ fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnos
         }
     }
 
-    // Tune spaces are checked for shape (each key a constant, each value a tuple of
-    // candidates); the autotuner uses them.
+    // The tune space: each key a constant of the kernel, each value a non-empty tuple of
+    // candidates of that constant's kind; each `require` a constant bool (evaluated with the
+    // current constants — the autotuner re-elaborates every point and drops those that fail).
+    let mut tune = vec![];
     for (key, e) in &k.tune {
-        if !k.params.iter().any(|p| p.is_const && p.name.name == key.name) {
+        let Some(decl) = k.params.iter().find(|p| p.is_const && p.name.name == key.name) else {
             cx.diags.push(
                 Diagnostic::error("E0019", format!("tune names `{}`, which is not a constant of the kernel", key.name))
                     .with_primary(key.span, "not a constant"),
             );
+            continue;
+        };
+        let kind = match &decl.ty {
+            TypeExpr::Named(t) => t.name.clone(),
+            TypeExpr::Tensor { .. } => String::new(),
+        };
+        match cx.expr(e) {
+            Ok(Val::Tuple(items)) if !items.is_empty() => {
+                let mut cands = vec![];
+                for it in items {
+                    match (kind.as_str(), it) {
+                        ("int", Val::Int(v)) => cands.push(ConstArg::Int(v)),
+                        ("bool", Val::Bool(v)) => cands.push(ConstArg::Bool(v)),
+                        ("float", Val::Float(v)) => cands.push(ConstArg::Float(v)),
+                        ("dtype", Val::DType(v)) => cands.push(ConstArg::DType(v)),
+                        (_, other) => {
+                            cx.diags.push(
+                                Diagnostic::error(
+                                    "E0006",
+                                    format!(
+                                        "tune candidate for `{}` is {}, but the constant is `{kind}`",
+                                        key.name,
+                                        kind_name(&other)
+                                    ),
+                                )
+                                .with_primary(e.span, "in this list"),
+                            );
+                        }
+                    }
+                }
+                tune.push((key.name.clone(), cands));
+            }
+            Ok(Val::Poison) => {}
+            Ok(other) => cx.diags.push(
+                Diagnostic::error(
+                    "E0006",
+                    format!("a tune entry is a non-empty tuple of candidates, found {}", kind_name(&other)),
+                )
+                .with_primary(e.span, "write `(64, 128)`"),
+            ),
+            Err(d) => cx.diags.push(d),
         }
-        if let Err(d) = cx.expr(e) {
-            cx.diags.push(d);
+    }
+    let mut tune_ok = true;
+    for r in &k.tune_require {
+        match cx.expr(r) {
+            Ok(Val::Bool(b)) => tune_ok &= b,
+            Ok(Val::Poison) => {}
+            Ok(other) => cx.diags.push(
+                Diagnostic::error(
+                    "E0009",
+                    format!("a tune `require` must be a constant bool, found {}", kind_name(&other)),
+                )
+                .with_primary(r.span, "not a constant bool"),
+            ),
+            Err(d) => cx.diags.push(d),
         }
     }
 
@@ -420,7 +479,7 @@ fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnos
         shared_bytes: 0,
         constants,
     };
-    Ok(Elaborated { func: cx.func, signature, hints })
+    Ok(Elaborated { func: cx.func, signature, hints, tune, tune_ok })
 }
 
 fn const_text(v: &Val) -> String {

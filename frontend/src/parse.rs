@@ -70,6 +70,7 @@ fn rule_name(r: &Rule) -> &'static str {
         Rule::grid_clause => "`grid`",
         Rule::hints_clause => "`hints`",
         Rule::tune_clause => "`tune`",
+        Rule::require => "`require`",
         Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::floordiv | Rule::rem => "an operator",
         Rule::or | Rule::and | Rule::eq | Rule::ne | Rule::le | Rule::ge | Rule::lt | Rule::gt => "an operator",
         Rule::bitor | Rule::bitxor | Rule::bitand | Rule::shl | Rule::shr => "an operator",
@@ -140,6 +141,7 @@ fn kernel(p: Pair<Rule>) -> R<Kernel> {
         grid: None,
         hints: vec![],
         tune: vec![],
+        tune_require: vec![],
         body: Block { stmts: vec![], span },
         span,
     };
@@ -151,7 +153,16 @@ fn kernel(p: Pair<Rule>) -> R<Kernel> {
                 k.grid = Some(expr(next(&mut q.into_inner(), s, "grid")?)?);
             }
             Rule::hints_clause => k.hints.extend(kvs(q)?),
-            Rule::tune_clause => k.tune.extend(kvs(q)?),
+            Rule::tune_clause => {
+                for item in q.into_inner() {
+                    let s = span_of(&item);
+                    if item.as_rule() == Rule::require {
+                        k.tune_require.push(expr(next(&mut item.into_inner(), s, "require")?)?);
+                    } else {
+                        k.tune.push(kv(item)?);
+                    }
+                }
+            }
             Rule::block => k.body = block(q)?,
             _ => return Err(internal(span_of(&q), "kernel")),
         }

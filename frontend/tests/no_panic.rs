@@ -171,4 +171,3 @@ fn parser_and_checker_never_panic() {
     println!("no-panic: ran {total} inputs ({rejected} rejected with diagnostics, {} accepted)", total - rejected);
     assert!(rejected > total / 2 && rejected < total, "the mutations should produce both valid and invalid kernels");
 }
-
