@@ -83,6 +83,13 @@ const TOKENS: &[&str] = &[
     "range(",
     "#c\n",
     "\n",
+    "require",
+    "mma(",
+    "where(",
+    "for i in range(0, 4) {",
+    "if x > 0 {",
+    "gather(",
+    "[:, None]",
 ];
 
 fn corpus() -> Vec<String> {
