@@ -19,6 +19,11 @@ pub fn softmax(x: &[f64], m: usize, n: usize) -> Vec<f64> {
     out
 }
 
+/// `silu(a) · b` elementwise, with `silu(a) = a / (1 + e^-a)`.
+pub fn silu_mul(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, u)| x / (1.0 + (-x).exp()) * u).collect()
+}
+
 /// Max absolute error and relative L2 error `‖out − ref‖ / ‖ref‖`; NaN anywhere in `out`
 /// (an unwritten, poisoned element included) makes both NaN.
 pub fn errors(out: &[f64], reference: &[f64]) -> (f64, f64) {
@@ -56,6 +61,14 @@ mod tests {
         let y2 = softmax(&shifted, 2, 3);
         assert!(errors(&y2, &y).1 < 1e-12);
         assert!((y[0] - 1.0 / (1.0 + 1f64.exp() + 2f64.exp())).abs() < 1e-12);
+    }
+
+    #[test]
+    fn silu_mul_known_values() {
+        let y = silu_mul(&[0.0, 1.0, -1.0], &[2.0, 2.0, 1.0]);
+        assert_eq!(y[0], 0.0);
+        assert!((y[1] - 2.0 / (1.0 + (-1f64).exp())).abs() < 1e-15);
+        assert!((y[2] + 1.0 / (1.0 + 1f64.exp())).abs() < 1e-15);
     }
 
     #[test]

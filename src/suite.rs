@@ -145,6 +145,104 @@ impl GpuKernel for Softmax {
     }
 }
 
+/// `y = silu(a) · b` (kernels/silu_mul.tile) and `out = silu(gate) · up`
+/// (kernels/swiglu.tile): the same function, written as two kernels of the library.
+#[derive(Debug)]
+pub struct SiluMul {
+    pub swiglu: bool,
+}
+
+impl GpuKernel for SiluMul {
+    fn name(&self) -> &'static str {
+        if self.swiglu {
+            "swiglu"
+        } else {
+            "silu_mul"
+        }
+    }
+    fn file(&self) -> &'static str {
+        if self.swiglu {
+            "swiglu.tile"
+        } else {
+            "silu_mul.tile"
+        }
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, m, n, rows: i64| Case { dtype, dims: vec![m, n], consts: vec![("ROWS".into(), rows)] };
+        let mut v = vec![
+            c(DType::F32, 1, 1, 1),
+            c(DType::F16, 7, 33, 1),
+            c(DType::F16, 1000, 1000, 1),
+            c(DType::F32, 333, 4097, 1),
+            c(DType::F16, 16384, 4096, 1),
+        ];
+        if self.swiglu {
+            v.push(c(DType::F16, 1025, 100, 4));
+            v.push(c(DType::F32, 129, 2048, 2));
+        }
+        v
+    }
+    fn bench_cases(&self, quick: bool) -> Vec<Case> {
+        let mut v = vec![Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![("ROWS".into(), 1)] }];
+        if !quick {
+            v.push(Case { dtype: DType::F32, dims: vec![16384, 4096], consts: vec![("ROWS".into(), 1)] });
+        }
+        v
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        let rows = c.consts.iter().find(|(k, _)| k == "ROWS").map(|(_, v)| *v).unwrap_or(1);
+        let mut m = BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))]);
+        if self.swiglu {
+            // ROWS rows of up to 2048 columns per block; at least 32 elements per tile.
+            let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp((32 / rows.max(1)) as u64, 2048) as i64;
+            m.insert("ROWS".into(), ConstArg::Int(rows));
+            m.insert("BLOCK_N".into(), ConstArg::Int(bn));
+        } else {
+            let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp(32, 1024) as i64;
+            m.insert("BLOCK_N".into(), ConstArg::Int(bn));
+        }
+        m
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        let n = (c.dims[0] * c.dims[1]) as usize;
+        let a: Vec<f64> = (0..n).map(|_| normal(rng) * 2.0).collect();
+        let b: Vec<f64> = (0..n).map(|_| normal(rng)).collect();
+        vec![
+            HostTensor::from_f64(c.dtype, &c.dims, &a),
+            HostTensor::from_f64(c.dtype, &c.dims, &b),
+            HostTensor::poisoned(c.dtype, &c.dims),
+        ]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![2]
+    }
+    fn reference(&self, _c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        vec![reference::silu_mul(&inputs[0].to_f64(), &inputs[1].to_f64())]
+    }
+    fn tolerance(&self, c: &Case) -> f64 {
+        if c.dtype == DType::F32 {
+            1e-5
+        } else {
+            1e-2
+        }
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        3.0 * (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes())
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [m, n] if *m >= 0 && *n >= 1 && dtype.is_float() => {
+                Ok(Case { dtype, dims: vec![*m, *n], consts: vec![("ROWS".into(), 1)] })
+            }
+            _ => Err(format!("{} takes MxN and a float dtype, not {dims:?} {dtype}", self.name())),
+        }
+    }
+    fn peer_config(&self, c: &Case) -> Option<String> {
+        // anchors.py times silu_mul on [M, 2N] → [M, N]: the same bytes and arithmetic.
+        (!self.swiglu).then(|| format!("M={} N={} {} (in 2N)", c.dims[0], c.dims[1], c.dtype))
+    }
+}
+
 /// Standard normal sample (Box–Muller).
 pub fn normal(rng: &mut StdRng) -> f64 {
     let u: f64 = rng.gen_range(f64::EPSILON..1.0);
@@ -154,7 +252,7 @@ pub fn normal(rng: &mut StdRng) -> f64 {
 
 /// Every kernel with a GPU test.
 pub fn all() -> Vec<Box<dyn GpuKernel>> {
-    vec![Box::new(Softmax)]
+    vec![Box::new(Softmax), Box::new(SiluMul { swiglu: false }), Box::new(SiluMul { swiglu: true })]
 }
 
 /// The outcome of checking one case.
