@@ -134,7 +134,7 @@ pub fn plots(
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..rs.len() as f64, 0f64..ymax * 1.15)
+            .build_cartesian_2d(0f64..rs.len() as f64, 0f64..ymax * 1.45)
             .map_err(|x| e(&x))?;
         let labels2 = labels.clone();
         chart
@@ -193,7 +193,7 @@ pub fn plots(
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
