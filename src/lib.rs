@@ -8,7 +8,7 @@
 //! over both; `tilec check` and `tilec bench` use the kernel tests in [`suite`].
 
 pub mod compiler;
-pub mod reference;
+pub use tilec_interp::reference;
 pub mod report;
 pub mod suite;
 

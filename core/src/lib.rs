@@ -10,6 +10,7 @@
 pub mod abi;
 pub mod diag;
 pub mod dtype;
+pub mod host;
 pub mod layout;
 pub mod tir;
 

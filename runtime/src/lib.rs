@@ -8,14 +8,12 @@
 //! looks for the NVIDIA driver library itself before touching cudarc (which panics when
 //! libcuda is missing), so a machine without a driver gets [`RuntimeError::NoDriver`].
 
-pub mod host;
-
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 use tilec_core::abi::{HostArgs, ParamSig, Signature};
 use tilec_core::DType;
 
-pub use host::HostTensor;
+pub use tilec_core::host::{self, HostTensor};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {

@@ -45,6 +45,87 @@ pub fn errors(out: &[f64], reference: &[f64]) -> (f64, f64) {
     (max_abs, rel)
 }
 
+/// `C = A · B` for row-major A (m×k) and B (k×n).
+pub fn matmul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k).map(|x| a[i * k + x] * b[x * n + j]).sum();
+        }
+    }
+    c
+}
+
+/// RMSNorm of each row: `x / sqrt(mean(x²) + eps) · w`.
+pub fn rmsnorm(x: &[f64], w: &[f64], m: usize, n: usize, eps: f64) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for i in 0..m {
+        let row = &x[i * n..(i + 1) * n];
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / n as f64;
+        let r = 1.0 / (ms + eps).sqrt();
+        for j in 0..n {
+            out[i * n + j] = row[j] * r * w[j];
+        }
+    }
+    out
+}
+
+/// Attention of one head: `softmax(q·kᵀ·scale [+ causal mask]) · v`; q is sq×d, k and v
+/// are sk×d; with `causal`, query i sees keys 0..=i.
+#[allow(clippy::too_many_arguments)]
+pub fn attention(
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    sq: usize,
+    sk: usize,
+    d: usize,
+    scale: f64,
+    causal: bool,
+) -> Vec<f64> {
+    attention_split(q, k, v, sq, sk, d, d, scale, causal, |_, _| 0.0)
+}
+
+/// Attention where the score gets an extra term (MLA's rope part); `dv` is v's width.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_split(
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    sq: usize,
+    sk: usize,
+    d: usize,
+    dv: usize,
+    scale: f64,
+    causal: bool,
+    extra: impl Fn(usize, usize) -> f64,
+) -> Vec<f64> {
+    let mut out = vec![0.0; sq * dv];
+    for i in 0..sq {
+        let n = if causal { (i + 1).min(sk) } else { sk };
+        let s: Vec<f64> =
+            (0..n).map(|j| ((0..d).map(|x| q[i * d + x] * k[j * d + x]).sum::<f64>() + extra(i, j)) * scale).collect();
+        let mx = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+        let z: f64 = e.iter().sum();
+        for c in 0..dv {
+            out[i * dv + c] = (0..n).map(|j| e[j] * v[j * dv + c]).sum::<f64>() / z;
+        }
+    }
+    out
+}
+
+/// Half-rotation RoPE of one head vector `x` (length 2h) with `cos`, `sin` (length h).
+pub fn rope(x: &[f64], cos: &[f64], sin: &[f64]) -> Vec<f64> {
+    let h = cos.len();
+    let mut out = vec![0.0; 2 * h];
+    for i in 0..h {
+        out[i] = x[i] * cos[i] - x[h + i] * sin[i];
+        out[h + i] = x[h + i] * cos[i] + x[i] * sin[i];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! Host-side tensors: bytes with a dtype, shape and strides, and f64 views for checking.
 
+use crate::DType;
 use half::{bf16, f16};
-use tilec_core::DType;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostTensor {

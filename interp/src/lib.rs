@@ -1,0 +1,706 @@
+//! tilec-interp: a CPU interpreter of the `tile` dialect, the reference oracle of the tests.
+//!
+//! Contract: [`run`] executes a kernel ([`tilec_core::tir::Func`], as the frontend emits it)
+//! for every block of a grid, block after block, over host tensors. A tile is a dense array
+//! of values; every op rounds its result to the op's dtype (f16 and bf16 round to nearest
+//! even, f32 likewise, integers wrap), which are the rounding points of the lowering: a GPU
+//! f16 add rounds once, and so does the interpreter. Where the GPU's exact bits are not
+//! defined the interpreter is correctly rounded instead and says so:
+//! - `exp2`/`exp` and the math list: the f64 function rounded once (the GPU's `ex2.approx`
+//!   is within 2 ulp of that);
+//! - reductions accumulate in f64 and round once (the GPU rounds each partial in its
+//!   layout's tree order);
+//! - `mma` computes each dot product in f64 and rounds once (tensor cores accumulate in
+//!   f32 with their own rounding).
+//!
+//! `rand` is Philox 4x32-10 bit for bit ([`philox4x32_10`], checked against the Random123
+//! known-answer vectors): element counter = (offset, 0, 0, 0), key = (seed, 0), the first
+//! output word → `(w >> 8) · 2⁻²⁴`, a float in [0, 1). The GPU lowering must produce the
+//! same bits.
+//!
+//! Out-of-bounds semantics match the language: loads and gathers read the padding value,
+//! stores and scatters skip the element, element reads give 0.
+
+use std::collections::BTreeMap;
+use tilec_core::host::HostTensor;
+pub mod reference;
+
+use tilec_core::tir::{BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::DType;
+
+/// A launch argument of the interpreter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    Tensor(HostTensor),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum InterpError {
+    #[error("kernel `{kernel}` takes {expected} arguments, {given} given")]
+    ArgCount { kernel: String, expected: usize, given: usize },
+    #[error("argument `{name}`: {reason}")]
+    BadArgument { name: String, reason: String },
+    #[error("the interpreter met an ill-formed kernel: {0}")]
+    IllFormed(String),
+}
+
+#[derive(Clone, Debug)]
+enum V {
+    Scalar(f64),
+    Tile(Vec<f64>),
+    Tensor(usize),
+}
+
+/// Rounds `v` to what dtype `d` can hold (round to nearest even; ints wrap).
+pub fn round_to(v: f64, d: DType) -> f64 {
+    match d {
+        DType::F32 => f64::from(v as f32),
+        DType::F16 => half::f16::from_f64(v).to_f64(),
+        DType::BF16 => half::bf16::from_f64(v).to_f64(),
+        DType::I32 => {
+            if v.is_nan() {
+                0.0
+            } else {
+                f64::from((v as i64) as i32)
+            }
+        }
+        DType::I64 => {
+            if v.is_nan() {
+                0.0
+            } else {
+                (v as i64) as f64
+            }
+        }
+        DType::I1 => f64::from(u8::from(v != 0.0)),
+    }
+}
+
+/// Flush f32 subnormals to zero (the `flush_to_zero` option).
+fn ftz(v: f64) -> f64 {
+    if v != 0.0 && v.abs() < f64::from(f32::MIN_POSITIVE) {
+        0.0f64.copysign(v)
+    } else {
+        v
+    }
+}
+
+/// Philox 4x32 with 10 rounds (Salmon et al., Random123).
+pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
+    const M0: u64 = 0xD251_1F53;
+    const M1: u64 = 0xCD9E_8D57;
+    const W0: u32 = 0x9E37_79B9;
+    const W1: u32 = 0xBB67_AE85;
+    let (mut c, mut k) = (counter, key);
+    for round in 0..10 {
+        if round > 0 {
+            k[0] = k[0].wrapping_add(W0);
+            k[1] = k[1].wrapping_add(W1);
+        }
+        let p0 = M0 * u64::from(c[0]);
+        let p1 = M1 * u64::from(c[2]);
+        c = [((p1 >> 32) as u32) ^ c[1] ^ k[0], p1 as u32, ((p0 >> 32) as u32) ^ c[3] ^ k[1], p0 as u32];
+    }
+    c
+}
+
+/// The uniform float of `rand(seed, offset)` for one element.
+pub fn rand_uniform(seed: u32, offset: u32) -> f32 {
+    let w = philox4x32_10([offset, 0, 0, 0], [seed, 0])[0];
+    (w >> 8) as f32 * (1.0 / 16_777_216.0)
+}
+
+struct Machine<'a> {
+    func: &'a Func,
+    vals: BTreeMap<ValueId, V>,
+    tensors: &'a mut [HostTensor],
+    bid: [i64; 3],
+    nblocks: [i64; 3],
+    prints: &'a mut Vec<String>,
+}
+
+fn ill(msg: impl Into<String>) -> InterpError {
+    InterpError::IllFormed(msg.into())
+}
+
+fn strides_of(shape: &[i64]) -> Vec<i64> {
+    tilec_core::host::contiguous_strides(shape)
+}
+
+/// Multi-index of linear element `i` of a row-major `shape`.
+fn unravel(mut i: i64, shape: &[i64]) -> Vec<i64> {
+    let mut c = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        let e = shape[d].max(1);
+        c[d] = i % e;
+        i /= e;
+    }
+    c
+}
+
+impl Machine<'_> {
+    fn ty(&self, v: ValueId) -> &Type {
+        self.func.ty(v)
+    }
+
+    fn get(&self, v: ValueId) -> Result<&V, InterpError> {
+        self.vals.get(&v).ok_or_else(|| ill(format!("%{} used before definition", v.0)))
+    }
+
+    fn scalar(&self, v: ValueId) -> Result<f64, InterpError> {
+        match self.get(v)? {
+            V::Scalar(x) => Ok(*x),
+            _ => Err(ill(format!("%{} is not a scalar", v.0))),
+        }
+    }
+
+    fn tile(&self, v: ValueId) -> Result<&[f64], InterpError> {
+        match self.get(v)? {
+            V::Tile(t) => Ok(t),
+            _ => Err(ill(format!("%{} is not a tile", v.0))),
+        }
+    }
+
+    fn tensor(&self, v: ValueId) -> Result<usize, InterpError> {
+        match self.get(v)? {
+            V::Tensor(i) => Ok(*i),
+            _ => Err(ill(format!("%{} is not a tensor", v.0))),
+        }
+    }
+
+    /// Elementwise over one or two operands of the same shape (scalars or tiles).
+    fn map2(&self, a: ValueId, b: ValueId, f: impl Fn(f64, f64) -> f64) -> Result<V, InterpError> {
+        Ok(match (self.get(a)?, self.get(b)?) {
+            (V::Scalar(x), V::Scalar(y)) => V::Scalar(f(*x, *y)),
+            (V::Tile(x), V::Tile(y)) if x.len() == y.len() => {
+                V::Tile(x.iter().zip(y).map(|(p, q)| f(*p, *q)).collect())
+            }
+            _ => return Err(ill("operands of mismatched kinds")),
+        })
+    }
+
+    fn map1(&self, a: ValueId, f: impl Fn(f64) -> f64) -> Result<V, InterpError> {
+        Ok(match self.get(a)? {
+            V::Scalar(x) => V::Scalar(f(*x)),
+            V::Tile(x) => V::Tile(x.iter().map(|p| f(*p)).collect()),
+            V::Tensor(_) => return Err(ill("elementwise op on a tensor")),
+        })
+    }
+
+    fn element_offset(t: &HostTensor, coords: &[i64]) -> Option<usize> {
+        if coords.len() != t.shape.len() || coords.iter().zip(&t.shape).any(|(c, s)| *c < 0 || c >= s) {
+            return None;
+        }
+        Some(coords.iter().zip(&t.strides).map(|(c, s)| c * s).sum::<i64>() as usize)
+    }
+
+    fn read(t: &HostTensor, off: usize) -> f64 {
+        let b = t.dtype.bytes() as usize;
+        let bytes = &t.data[off * b..off * b + b];
+        match t.dtype {
+            DType::F16 => half::f16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
+            DType::BF16 => half::bf16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
+            DType::F32 => f64::from(f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+            DType::I32 => f64::from(i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+            DType::I64 => i64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])) as f64,
+            DType::I1 => f64::from(bytes[0] != 0),
+        }
+    }
+
+    fn write(t: &mut HostTensor, off: usize, v: f64) {
+        let b = t.dtype.bytes() as usize;
+        let out = &mut t.data[off * b..off * b + b];
+        match t.dtype {
+            DType::F16 => out.copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            DType::BF16 => out.copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+            DType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
+            DType::I32 => out.copy_from_slice(&(v as i32).to_le_bytes()),
+            DType::I64 => out.copy_from_slice(&(v as i64).to_le_bytes()),
+            DType::I1 => out[0] = u8::from(v != 0.0),
+        }
+    }
+
+    fn exec(&mut self, ops: &[Op]) -> Result<(), InterpError> {
+        for op in ops {
+            self.step(op)?;
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, op: &Op, v: V) -> Result<(), InterpError> {
+        let r = op.result.ok_or_else(|| ill("op without result"))?;
+        let v = match (v, self.ty(r).dtype()) {
+            (V::Scalar(x), d) => V::Scalar(round_to(x, d)),
+            (V::Tile(t), d) => V::Tile(t.into_iter().map(|x| round_to(x, d)).collect()),
+            (v, _) => v,
+        };
+        self.vals.insert(r, v);
+        Ok(())
+    }
+
+    fn rty(&self, op: &Op) -> Result<Type, InterpError> {
+        op.result.map(|r| self.ty(r).clone()).ok_or_else(|| ill("op without result"))
+    }
+
+    fn step(&mut self, op: &Op) -> Result<(), InterpError> {
+        match &op.kind {
+            OpKind::Bid { axis } => self.set(op, V::Scalar(self.bid[*axis as usize % 3] as f64)),
+            OpKind::NumBlocks { axis } => self.set(op, V::Scalar(self.nblocks[*axis as usize % 3] as f64)),
+            OpKind::Dim { tensor, axis } => {
+                let t = &self.tensors[self.tensor(*tensor)?];
+                let d = t.shape.get(*axis as usize).copied().ok_or_else(|| ill("dim axis out of range"))?;
+                self.set(op, V::Scalar(d as f64))
+            }
+            OpKind::ConstInt(v) => self.set(op, V::Scalar(*v as f64)),
+            OpKind::ConstFloat(v) => self.set(op, V::Scalar(*v)),
+            OpKind::Splat(s) => {
+                let x = self.scalar(*s)?;
+                let n: i64 = self.rty(op)?.shape().iter().product();
+                self.set(op, V::Tile(vec![x; n as usize]))
+            }
+            OpKind::Binary(b, x, y) => {
+                let float = self.ty(*x).dtype().is_float();
+                let v = self.map2(*x, *y, |p, q| binop(*b, p, q, float))?;
+                self.set(op, v)
+            }
+            OpKind::Unary(u, x) | OpKind::Math { op: u, value: x, .. } => {
+                let flags = match &op.kind {
+                    OpKind::Math { flags, .. } => *flags,
+                    _ => MathFlags::default(),
+                };
+                let v = self.map1(*x, |p| {
+                    let p = if flags.ftz { ftz(p) } else { p };
+                    let r = unop(*u, p);
+                    if flags.ftz {
+                        ftz(r)
+                    } else {
+                        r
+                    }
+                })?;
+                self.set(op, v)
+            }
+            OpKind::TrueDiv { lhs, rhs, flags } => {
+                let f = *flags;
+                let v = self.map2(*lhs, *rhs, |p, q| if f.ftz { ftz(ftz(p) / ftz(q)) } else { p / q })?;
+                self.set(op, v)
+            }
+            OpKind::Cast(x) => {
+                let to = self.rty(op)?.dtype();
+                // Float → int truncates toward zero; NaN becomes 0.
+                let v = self.map1(*x, |p| if !to.is_float() && p.is_finite() { p.trunc() } else { p })?;
+                self.set(op, v)
+            }
+            OpKind::Cmp(p, x, y) => {
+                let pred = *p;
+                let v = self.map2(*x, *y, |a, b| {
+                    f64::from(u8::from(match pred {
+                        CmpPred::Eq => a == b,
+                        CmpPred::Ne => a != b,
+                        CmpPred::Lt => a < b,
+                        CmpPred::Le => a <= b,
+                        CmpPred::Gt => a > b,
+                        CmpPred::Ge => a >= b,
+                    }))
+                })?;
+                self.set(op, v)
+            }
+            OpKind::Logic(l, x, y) => {
+                let l = *l;
+                let v = self.map2(*x, *y, |a, b| {
+                    let (a, b) = (a != 0.0, b != 0.0);
+                    f64::from(u8::from(match l {
+                        LogicOp::And => a && b,
+                        LogicOp::Or => a || b,
+                        LogicOp::Xor => a ^ b,
+                    }))
+                })?;
+                self.set(op, v)
+            }
+            OpKind::Select { cond, a, b } => {
+                let v = match (self.get(*cond)?, self.get(*a)?, self.get(*b)?) {
+                    (V::Scalar(c), V::Scalar(x), V::Scalar(y)) => V::Scalar(if *c != 0.0 { *x } else { *y }),
+                    (V::Tile(c), V::Tile(x), V::Tile(y)) => {
+                        V::Tile(c.iter().zip(x).zip(y).map(|((c, x), y)| if *c != 0.0 { *x } else { *y }).collect())
+                    }
+                    _ => return Err(ill("select of mismatched kinds")),
+                };
+                self.set(op, v)
+            }
+            OpKind::Broadcast(x) => {
+                let src_shape = self.ty(*x).shape().to_vec();
+                let shape = self.rty(op)?.shape().to_vec();
+                let src = self.tile(*x)?;
+                let ss = strides_of(&src_shape);
+                let n: i64 = shape.iter().product();
+                let out = (0..n)
+                    .map(|i| {
+                        let c = unravel(i, &shape);
+                        let off: i64 =
+                            c.iter().zip(&src_shape).zip(&ss).map(|((c, e), s)| if *e == 1 { 0 } else { c * s }).sum();
+                        src[off as usize]
+                    })
+                    .collect();
+                self.set(op, V::Tile(out))
+            }
+            OpKind::Reshape(x) => {
+                let t = self.tile(*x)?.to_vec();
+                self.set(op, V::Tile(t))
+            }
+            OpKind::Permute { value, perm } => {
+                let src_shape = self.ty(*value).shape().to_vec();
+                let shape = self.rty(op)?.shape().to_vec();
+                let src = self.tile(*value)?;
+                let ss = strides_of(&src_shape);
+                let n: i64 = shape.iter().product();
+                let out = (0..n)
+                    .map(|i| {
+                        let c = unravel(i, &shape);
+                        let off: i64 = c.iter().zip(perm).map(|(c, p)| c * ss[*p as usize]).sum();
+                        src[off as usize]
+                    })
+                    .collect();
+                self.set(op, V::Tile(out))
+            }
+            OpKind::Arange => {
+                let n: i64 = self.rty(op)?.shape().iter().product();
+                self.set(op, V::Tile((0..n).map(|i| i as f64).collect()))
+            }
+            OpKind::Reduce { kind, axis, value } => {
+                let shape = self.ty(*value).shape().to_vec();
+                let src = self.tile(*value)?;
+                let ax = *axis as usize;
+                let out_shape = self.rty(op)?.shape().to_vec();
+                let st = strides_of(&shape);
+                let n: i64 = out_shape.iter().product();
+                let mut out = Vec::with_capacity(n as usize);
+                for i in 0..n {
+                    let c = unravel(i, &out_shape);
+                    let base: i64 = c.iter().zip(&st).map(|(c, s)| c * s).sum();
+                    let items = (0..shape[ax]).map(|k| src[(base + k * st[ax]) as usize]);
+                    out.push(reduce(*kind, items));
+                }
+                self.set(op, V::Tile(out))
+            }
+            OpKind::Mma { a, b, acc } => {
+                let (sa, sb) = (self.ty(*a).shape().to_vec(), self.ty(*b).shape().to_vec());
+                let (m, k, n) = (sa[0] as usize, sa[1] as usize, sb[1] as usize);
+                let (ta, tb, tc) = (self.tile(*a)?, self.tile(*b)?, self.tile(*acc)?);
+                let mut out = tc.to_vec();
+                for i in 0..m {
+                    for j in 0..n {
+                        let dot: f64 = (0..k).map(|x| ta[i * k + x] * tb[x * n + j]).sum();
+                        out[i * n + j] += dot;
+                    }
+                }
+                self.set(op, V::Tile(out))
+            }
+            OpKind::Load { tensor, index, padding, order, .. } => {
+                let ti = self.tensor(*tensor)?;
+                let idx = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
+                let shape = self.rty(op)?.shape().to_vec();
+                let t = &self.tensors[ti];
+                let n: i64 = shape.iter().product();
+                let pad = padding.value();
+                let out = (0..n)
+                    .map(|i| {
+                        let e = unravel(i, &shape);
+                        // View coordinate d is tensor dim order[d].
+                        let mut c = vec![0i64; shape.len()];
+                        for d in 0..shape.len() {
+                            c[order[d] as usize] = idx[d] * shape[d] + e[d];
+                        }
+                        Self::element_offset(t, &c).map(|o| Self::read(t, o)).unwrap_or(pad)
+                    })
+                    .collect();
+                self.set(op, V::Tile(out))
+            }
+            OpKind::Store { tensor, index, tile } => {
+                let ti = self.tensor(*tensor)?;
+                let idx = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
+                let shape = self.ty(*tile).shape().to_vec();
+                let vals = self.tile(*tile)?.to_vec();
+                let t = &mut self.tensors[ti];
+                for (i, v) in vals.iter().enumerate() {
+                    let e = unravel(i as i64, &shape);
+                    let c: Vec<i64> = (0..shape.len()).map(|d| idx[d] * shape[d] + e[d]).collect();
+                    if let Some(o) = Self::element_offset(t, &c) {
+                        Self::write(t, o, *v);
+                    }
+                }
+                Ok(())
+            }
+            OpKind::Gather { tensor, index, padding } => {
+                let ti = self.tensor(*tensor)?;
+                let idx = index.iter().map(|i| self.tile(*i).map(|t| t.to_vec())).collect::<Result<Vec<_>, _>>()?;
+                let n = idx.first().map(|v| v.len()).unwrap_or(0);
+                let t = &self.tensors[ti];
+                let pad = padding.value();
+                let out = (0..n)
+                    .map(|i| {
+                        let c: Vec<i64> = idx.iter().map(|v| v[i] as i64).collect();
+                        Self::element_offset(t, &c).map(|o| Self::read(t, o)).unwrap_or(pad)
+                    })
+                    .collect();
+                self.set(op, V::Tile(out))
+            }
+            OpKind::Scatter { tensor, index, tile } => {
+                let ti = self.tensor(*tensor)?;
+                let idx = index.iter().map(|i| self.tile(*i).map(|t| t.to_vec())).collect::<Result<Vec<_>, _>>()?;
+                let vals = self.tile(*tile)?.to_vec();
+                let t = &mut self.tensors[ti];
+                for (i, v) in vals.iter().enumerate() {
+                    let c: Vec<i64> = idx.iter().map(|x| x[i] as i64).collect();
+                    if let Some(o) = Self::element_offset(t, &c) {
+                        Self::write(t, o, *v);
+                    }
+                }
+                Ok(())
+            }
+            OpKind::Element { tensor, index } => {
+                let ti = self.tensor(*tensor)?;
+                let c = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
+                let t = &self.tensors[ti];
+                let v = Self::element_offset(t, &c).map(|o| Self::read(t, o)).unwrap_or(0.0);
+                self.set(op, V::Scalar(v))
+            }
+            OpKind::Rand { seed, offsets } => {
+                let s = self.scalar(*seed)? as i64 as u32;
+                let v = self.map1(*offsets, |o| f64::from(rand_uniform(s, o as i64 as u32)))?;
+                self.set(op, v)
+            }
+            OpKind::Print { prefix, values } => {
+                let mut line = prefix.clone();
+                for v in values {
+                    match self.get(*v)? {
+                        V::Scalar(x) => line.push_str(&format!(" {x}")),
+                        V::Tile(t) => line.push_str(&format!(" {t:?}")),
+                        V::Tensor(_) => line.push_str(" <tensor>"),
+                    }
+                }
+                self.prints.push(format!("block {:?}: {line}", self.bid));
+                Ok(())
+            }
+            OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } => {
+                let (lo, hi, st) = (self.scalar(*lb)? as i64, self.scalar(*ub)? as i64, self.scalar(*step)? as i64);
+                if st <= 0 {
+                    return Err(ill("for loop with a non-positive step"));
+                }
+                let mut cur: Vec<V> = init.iter().map(|v| self.get(*v).cloned()).collect::<Result<_, _>>()?;
+                let mut i = lo;
+                while i < hi {
+                    self.vals.insert(*iv, V::Scalar(i as f64));
+                    for (it, v) in iters.iter().zip(&cur) {
+                        self.vals.insert(*it, v.clone());
+                    }
+                    self.exec(body)?;
+                    cur = yields.iter().map(|v| self.get(*v).cloned()).collect::<Result<_, _>>()?;
+                    i += st;
+                }
+                for (r, v) in results.iter().zip(cur) {
+                    self.vals.insert(*r, v);
+                }
+                Ok(())
+            }
+            OpKind::If { cond, then_ops, then_yields, else_ops, else_yields, results } => {
+                let (ops, ys) =
+                    if self.scalar(*cond)? != 0.0 { (then_ops, then_yields) } else { (else_ops, else_yields) };
+                self.exec(ops)?;
+                let out: Vec<V> = ys.iter().map(|v| self.get(*v).cloned()).collect::<Result<_, _>>()?;
+                for (r, v) in results.iter().zip(out) {
+                    self.vals.insert(*r, v);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn binop(b: BinOp, p: f64, q: f64, float: bool) -> f64 {
+    match b {
+        BinOp::Add => p + q,
+        BinOp::Sub => p - q,
+        BinOp::Mul => p * q,
+        BinOp::Div if float => p / q,
+        BinOp::Div => {
+            if q == 0.0 {
+                0.0
+            } else {
+                (p / q).floor()
+            }
+        }
+        BinOp::Rem if float => p % q,
+        BinOp::Rem => {
+            if q == 0.0 {
+                0.0
+            } else {
+                p - q * (p / q).floor()
+            }
+        }
+        BinOp::Max => {
+            if p.is_nan() || q.is_nan() {
+                f64::NAN
+            } else {
+                p.max(q)
+            }
+        }
+        BinOp::Min => {
+            if p.is_nan() || q.is_nan() {
+                f64::NAN
+            } else {
+                p.min(q)
+            }
+        }
+    }
+}
+
+fn unop(u: UnOp, p: f64) -> f64 {
+    match u {
+        UnOp::Neg => -p,
+        UnOp::Exp => p.exp(),
+        UnOp::Exp2 => p.exp2(),
+        UnOp::Log => p.ln(),
+        UnOp::Log2 => p.log2(),
+        UnOp::Sqrt => p.sqrt(),
+        UnOp::Rsqrt => 1.0 / p.sqrt(),
+        UnOp::Tanh => p.tanh(),
+        UnOp::Sin => p.sin(),
+        UnOp::Cos => p.cos(),
+        UnOp::Abs => p.abs(),
+    }
+}
+
+fn reduce(kind: ReduceKind, items: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = items.collect();
+    let nan = v.iter().any(|x| x.is_nan());
+    match kind {
+        ReduceKind::Sum => v.iter().sum(),
+        ReduceKind::Max if nan => f64::NAN,
+        ReduceKind::Min if nan => f64::NAN,
+        ReduceKind::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        ReduceKind::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
+        ReduceKind::Argmax | ReduceKind::Argmin => {
+            let mut best = 0usize;
+            for (i, x) in v.iter().enumerate() {
+                let better = if kind == ReduceKind::Argmax { *x > v[best] } else { *x < v[best] };
+                if better {
+                    best = i;
+                }
+            }
+            best as f64
+        }
+    }
+}
+
+/// The result of a run: the tensors as the kernel left them, and what it printed.
+#[derive(Clone, Debug)]
+pub struct Output {
+    pub tensors: Vec<HostTensor>,
+    pub prints: Vec<String>,
+}
+
+/// The order in which the interpreter runs the blocks of a grid. A correct kernel gives
+/// the same result in every order (blocks of one launch are independent on a GPU); running
+/// it both ways exposes blocks that write what other blocks write or read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockOrder {
+    Forward,
+    Reverse,
+}
+
+/// Runs `func` on every block of `grid`, in order, with `args` in parameter order.
+pub fn run(func: &Func, grid: [u32; 3], args: Vec<Arg>) -> Result<Output, InterpError> {
+    run_ordered(func, grid, args, BlockOrder::Forward)
+}
+
+/// [`run`] with a chosen block order.
+pub fn run_ordered(func: &Func, grid: [u32; 3], args: Vec<Arg>, order: BlockOrder) -> Result<Output, InterpError> {
+    if args.len() != func.params.len() {
+        return Err(InterpError::ArgCount {
+            kernel: func.name.clone(),
+            expected: func.params.len(),
+            given: args.len(),
+        });
+    }
+    let mut tensors = vec![];
+    let mut vals = BTreeMap::new();
+    for (p, a) in func.params.iter().zip(args) {
+        let bad = |reason: String| InterpError::BadArgument { name: p.name.clone(), reason };
+        match (func.ty(p.value), a) {
+            (Type::Tensor { dtype, rank }, Arg::Tensor(t)) => {
+                if t.dtype != *dtype || t.shape.len() != *rank || t.strides.len() != *rank {
+                    return Err(bad(format!("expected a rank-{rank} {dtype} tensor, got {} {:?}", t.dtype, t.shape)));
+                }
+                vals.insert(p.value, V::Tensor(tensors.len()));
+                tensors.push(t);
+            }
+            (Type::Scalar(DType::I32), Arg::I32(v)) => {
+                vals.insert(p.value, V::Scalar(f64::from(v)));
+            }
+            (Type::Scalar(DType::I64), Arg::I64(v)) => {
+                vals.insert(p.value, V::Scalar(v as f64));
+            }
+            (Type::Scalar(DType::F32), Arg::F32(v)) => {
+                vals.insert(p.value, V::Scalar(f64::from(v)));
+            }
+            (t, a) => return Err(bad(format!("expected {}, got {a:?}", t.to_mlir()))),
+        }
+    }
+    let mut prints = vec![];
+    let nblocks = grid.map(i64::from);
+    let total = nblocks[0] * nblocks[1] * nblocks[2];
+    for i in 0..total {
+        let lin = if order == BlockOrder::Forward { i } else { total - 1 - i };
+        let (x, y, z) = (lin % nblocks[0], (lin / nblocks[0]) % nblocks[1], lin / (nblocks[0] * nblocks[1]));
+        {
+            {
+                let mut m = Machine {
+                    func,
+                    vals: vals.clone(),
+                    tensors: &mut tensors,
+                    bid: [x, y, z],
+                    nblocks,
+                    prints: &mut prints,
+                };
+                m.exec(&func.ops)?;
+            }
+        }
+    }
+    Ok(Output { tensors, prints })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn philox_matches_random123_known_answers() {
+        // Known-answer vectors of Random123 (kat_vectors, philox4x32_10).
+        assert_eq!(philox4x32_10([0, 0, 0, 0], [0, 0]), [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]);
+        assert_eq!(
+            philox4x32_10([0xffffffff; 4], [0xffffffff, 0xffffffff]),
+            [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]
+        );
+        assert_eq!(
+            philox4x32_10([0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344], [0xa4093822, 0x299f31d0]),
+            [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1]
+        );
+    }
+
+    #[test]
+    fn uniform_is_in_unit_interval() {
+        for o in 0..1000 {
+            let u = rand_uniform(42, o);
+            assert!((0.0..1.0).contains(&u));
+        }
+    }
+
+    #[test]
+    fn rounding_points() {
+        assert_eq!(round_to(1.0 + 1e-4, DType::F16), 1.0);
+        assert_eq!(round_to(65520.0, DType::F16), f64::INFINITY);
+        assert_eq!(round_to(-3.7, DType::I32), -3.0);
+        assert_eq!(round_to(0.1, DType::F32), f64::from(0.1f32));
+    }
+}
