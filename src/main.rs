@@ -52,6 +52,28 @@ enum Cmd {
         #[arg(long, default_value = "human")]
         error_format: String,
     },
+    /// Run a kernel on the CPU interpreter (the reference semantics; no GPU needed).
+    ///
+    /// Arguments, in parameter order: `--arg 16x1024:f16` (a random normal tensor),
+    /// `--arg zeros:16x1024:f32`, `--arg 3` (an i32), `--arg 0.5` (an f32).
+    Run {
+        file: PathBuf,
+        /// Use the interpreter (the only executor of `run` today).
+        #[arg(long)]
+        interp: bool,
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Target whose `by_target` values to use.
+        #[arg(long, default_value = "sm_90a")]
+        arch: String,
+        #[arg(long = "const", value_name = "NAME=VALUE")]
+        consts: Vec<String>,
+        #[arg(long = "arg", value_name = "ARG")]
+        args: Vec<String>,
+        /// Seed of the random tensors.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// Print the long explanation of a diagnostic code (e.g. E0010).
     Explain { code: String },
     /// List the passes and the default pipeline of each target.
@@ -197,6 +219,76 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Run { file, interp, kernel, arch, consts, args, seed } => {
+            if !interp {
+                bail!("`tilec run` executes on the CPU interpreter: pass --interp (GPU runs go through `tilec check`/`bench` or the runtime API)");
+            }
+            let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let source = Source::new(file.display().to_string(), text);
+            let (a, _) = tilec_backend::resolve(&arch).map_err(anyhow::Error::msg)?;
+            let req = tilec_frontend::Request {
+                kernel,
+                target: a.name.to_string(),
+                consts: parse_consts(&consts)?,
+                unaligned: Default::default(),
+            };
+            let el = match tilec_frontend::check(&source.text, &req) {
+                Ok(e) => e,
+                Err(d) => {
+                    eprint!("{}", tilec_core::diag::render(&d, &source));
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            let iargs = interp_args(&args, seed)?;
+            struct A<'a>(&'a [tilec_interp::Arg]);
+            impl tilec_core::abi::HostArgs for A<'_> {
+                fn dim(&self, p: usize, ax: usize) -> Option<i64> {
+                    match self.0.get(p)? {
+                        tilec_interp::Arg::Tensor(t) => t.shape.get(ax).copied(),
+                        _ => None,
+                    }
+                }
+                fn int_arg(&self, p: usize) -> Option<i64> {
+                    match self.0.get(p)? {
+                        tilec_interp::Arg::I32(v) => Some(i64::from(*v)),
+                        tilec_interp::Arg::I64(v) => Some(*v),
+                        _ => None,
+                    }
+                }
+            }
+            let mut grid = [1u32; 3];
+            for (i, g) in el.signature.grid.iter().enumerate() {
+                let v = g.eval(&A(&iargs)).map_err(anyhow::Error::msg)?;
+                grid[i] = u32::try_from(v).with_context(|| format!("grid dimension {i} is {v}"))?;
+            }
+            let out = tilec_interp::run(&el.func, grid, iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
+            for p in &out.prints {
+                println!("{p}");
+            }
+            println!("ran {} on the interpreter over grid {:?}", el.func.name, grid);
+            for (p, t) in el
+                .signature
+                .params
+                .iter()
+                .filter(|p| matches!(p, tilec_core::abi::ParamSig::Tensor { .. }))
+                .zip(&out.tensors)
+            {
+                let v = t.to_f64();
+                let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+                let sum: f64 = finite.iter().sum();
+                let head: Vec<String> = v.iter().take(6).map(|x| format!("{x:.4}")).collect();
+                println!(
+                    "  {} {} {:?}: sum {:.6}, {} non-finite, first [{}]",
+                    p.name(),
+                    t.dtype,
+                    t.shape,
+                    sum,
+                    v.len() - finite.len(),
+                    head.join(", ")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Explain { code } => match tilec_core::diag::lookup(&code) {
             Some((c, title, long)) => {
                 println!("{c}: {title}\n\n{long}");
@@ -312,6 +404,53 @@ fn selected(names: &[String]) -> Result<Vec<Box<dyn suite::GpuKernel>>> {
         }
     }
     Ok(all.into_iter().filter(|k| names.is_empty() || names.iter().any(|n| n == k.name())).collect())
+}
+
+/// Interpreter arguments: `16x1024:f16` (random normal), `zeros:16x1024:f32`, `3` (i32),
+/// `0.5` (f32).
+fn interp_args(args: &[String], seed: u64) -> Result<Vec<tilec_interp::Arg>> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut out = vec![];
+    for a in args {
+        if let Ok(v) = a.parse::<i32>() {
+            out.push(tilec_interp::Arg::I32(v));
+            continue;
+        }
+        if let Ok(v) = a.parse::<f32>() {
+            out.push(tilec_interp::Arg::F32(v));
+            continue;
+        }
+        let (zeros, rest) = match a.strip_prefix("zeros:") {
+            Some(r) => (true, r),
+            None => (false, a.as_str()),
+        };
+        let (dims, dt) = rest.split_once(':').unwrap_or((rest, "f32"));
+        let dtype = tilec::DType::parse(dt).with_context(|| format!("unknown dtype `{dt}` in --arg {a}"))?;
+        let shape = dims
+            .split('x')
+            .map(|d| {
+                d.parse::<i64>().ok().filter(|d| *d >= 0).with_context(|| format!("bad extent `{d}` in --arg {a}"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let n = shape.iter().product::<i64>() as usize;
+        if n > 1 << 26 {
+            bail!("--arg {a}: {n} elements is too many for the interpreter");
+        }
+        let vals: Vec<f64> = (0..n)
+            .map(|_| {
+                if zeros {
+                    0.0
+                } else {
+                    let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+                    let v: f64 = rng.gen_range(0.0..1.0);
+                    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+                }
+            })
+            .collect();
+        out.push(tilec_interp::Arg::Tensor(tilec::runtime::HostTensor::from_f64(dtype, &shape, &vals)));
+    }
+    Ok(out)
 }
 
 /// `16384x4096:f16,4096x1024` → dims and dtype (f16 when omitted).

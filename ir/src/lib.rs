@@ -83,6 +83,12 @@ impl Mlir {
         Ok(module)
     }
 
+    /// MLIR's own textual form of a module (`tile` ops in the generic syntax, upstream ops in
+    /// their custom syntax).
+    pub fn print(&self, module: &Module) -> String {
+        module.as_operation().to_string()
+    }
+
     /// Runs an upstream textual pipeline (e.g. `builtin.module(canonicalize,cse)`).
     pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<(), Diagnostic> {
         self.take();

@@ -85,3 +85,27 @@ fn check_without_a_gpu_says_so() {
     assert_eq!(code, 2);
     assert!(err.contains("no NVIDIA driver"), "{err}");
 }
+
+#[test]
+fn run_on_the_interpreter() {
+    let (code, out, err) = tilec(&[
+        "run",
+        "--interp",
+        "kernels/softmax.tile",
+        "--const",
+        "BLOCK_N=64",
+        "--const",
+        "T=f32",
+        "--arg",
+        "3x50:f32",
+        "--arg",
+        "zeros:3x50:f32",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ran softmax on the interpreter over grid [3, 1, 1]"), "{out}");
+    // Each of the 3 rows sums to 1.
+    assert!(out.contains("y f32 [3, 50]: sum 3.0000"), "{out}");
+    let (code, _, err) = tilec(&["run", "--interp", "kernels/softmax.tile", "--arg", "3x50:f64"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown dtype `f64`"), "{err}");
+}

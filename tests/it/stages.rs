@@ -178,3 +178,20 @@ fn metadata_signature_describes_the_abi() {
     let j = serde_json::to_value(&c.signature).unwrap();
     insta::assert_json_snapshot!("softmax__signature", j);
 }
+
+#[test]
+fn tile_dialect_text_round_trips_for_every_kernel_and_target() {
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    for (path, name) in kernel_names() {
+        for t in TARGETS {
+            let o = CompileOptions { kernel: Some(name.clone()), until: Some(Stage::Tile), ..opts(t) };
+            let c = compile(&source(&path), &o).unwrap_or_else(|e| panic!("{name} {t}:\n{}", e.render()));
+            let m1 = mlir.parse(c.stage(Stage::Tile), "tile").unwrap();
+            let p1 = mlir.print(&m1);
+            let m2 = mlir.parse(&p1, "tile (printed by MLIR)").unwrap_or_else(|d| panic!("{name} {t}: {d:?}\n{p1}"));
+            let p2 = mlir.print(&m2);
+            assert_eq!(p1, p2, "{name} for {t}: print → parse → print differs");
+            assert!(p1.contains("\"tile."), "{name}: the tile ops survive");
+        }
+    }
+}
