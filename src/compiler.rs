@@ -6,6 +6,7 @@ use tilec_core::abi::Signature;
 use tilec_core::diag::{render, render_json, Diagnostic, Source};
 use tilec_frontend::{ConstArg, Hints, Request};
 use tilec_ir::Mlir;
+use tilec_passes::driver::Step;
 
 /// A printable stage of the pipeline (`tilec compile --emit STAGE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,10 +114,9 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         consts: opts.consts.clone(),
         unaligned: opts.unaligned.clone(),
     };
-    let mut el = tilec_frontend::check(&source.text, &req).map_err(fail)?;
+    let el = tilec_frontend::check(&source.text, &req).map_err(fail)?;
     let mlir = Mlir::new().map_err(|d| fail(vec![d]))?;
     let mut stages = BTreeMap::new();
-    let mut report = vec![];
 
     let tile = el.func.to_mlir();
     mlir.parse(&tile, "tile").map_err(|d| fail(vec![d]))?;
@@ -131,36 +131,31 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         report,
     };
     if opts.until == Some(Stage::Tile) {
-        return Ok(done(stages, report, signature, el.hints));
+        return Ok(done(stages, vec![], signature, el.hints));
     }
 
-    let lr = tilec_passes::tile_layout::run(&mut el.func).map_err(|d| fail(vec![d]))?;
-    if lr.num_warps != el.hints.num_warps {
-        report.push(format!("tile-layout: {} warps (the hint asked for {})", lr.num_warps, el.hints.num_warps));
-    } else {
-        report.push(format!("tile-layout: {} warps", lr.num_warps));
+    // The default pipeline, through the same driver as `tilec opt`.
+    let occupancy = el.hints.occupancy.map(|n| format!(" occupancy={n}")).unwrap_or_default();
+    let pipeline = tilec_passes::pipeline(arch)
+        .iter()
+        .map(|p| if *p == "tile-to-llvm" { format!("{p}{{arch={}{occupancy}}}", arch.name) } else { p.to_string() })
+        .collect::<Vec<_>>()
+        .join(",");
+    let steps = tilec_passes::driver::parse_pipeline(&mlir, &pipeline).map_err(|d| fail(vec![d]))?;
+    let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Tile(el.func));
+    for step in &steps {
+        driver.run(step).map_err(|d| fail(vec![d]))?;
+        let Step::Tilec { pass, .. } = step else { continue };
+        let stage = Stage::parse(pass.produces).unwrap_or(Stage::Llvm);
+        stages.insert(stage, driver.text());
+        signature.block_threads = driver.facts.block_threads.unwrap_or(signature.block_threads);
+        signature.shared_bytes = driver.facts.shared_bytes.unwrap_or(signature.shared_bytes);
+        if opts.until == Some(stage) {
+            return Ok(done(stages, driver.facts.report, signature, el.hints));
+        }
     }
-    report.extend(lr.lines.iter().map(|l| format!("tile-layout: {l}")));
-    let tilegpu = el.func.to_mlir();
-    mlir.parse(&tilegpu, "tilegpu").map_err(|d| fail(vec![d]))?;
-    stages.insert(Stage::Tilegpu, tilegpu);
-    signature.block_threads = lr.num_warps * 32;
-    if opts.until == Some(Stage::Tilegpu) {
-        return Ok(done(stages, report, signature, el.hints));
-    }
-
-    let low = tilec_passes::tile_to_llvm::run(&el.func, arch, el.hints.occupancy).map_err(|d| fail(vec![d]))?;
-    report.push(format!(
-        "tile-to-llvm: {} threads per block, {} bytes of shared memory",
-        low.block_threads, low.shared_bytes
-    ));
-    let llvm_mod = mlir.parse(&low.text, "llvm").map_err(|d| fail(vec![d]))?;
-    stages.insert(Stage::Llvm, low.text.clone());
-    signature.block_threads = low.block_threads;
-    signature.shared_bytes = low.shared_bytes;
-    if opts.until == Some(Stage::Llvm) {
-        return Ok(done(stages, report, signature, el.hints));
-    }
+    let llvm_mod = mlir.parse(&driver.text(), "llvm").map_err(|d| fail(vec![d]))?;
+    let report = driver.facts.report;
 
     let ir = mlir.translate_to_llvm_ir(&llvm_mod).map_err(|d| fail(vec![d]))?;
     let opt = opts.opt_level.unwrap_or(el.hints.opt_level);

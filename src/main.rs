@@ -76,8 +76,31 @@ enum Cmd {
     },
     /// Print the long explanation of a diagnostic code (e.g. E0010).
     Explain { code: String },
-    /// List the passes and the default pipeline of each target.
-    Passes,
+    /// List tilec's passes with their options, and the default pipeline of each target.
+    Passes {
+        /// List the upstream MLIR passes `tilec opt` also accepts.
+        #[arg(long)]
+        upstream: bool,
+    },
+    /// Run a pass pipeline over an MLIR file (any stage), mixing tilec and upstream passes.
+    ///
+    /// Example: `tilec opt k.mlir --passes tile-layout{num-warps=8},canonicalize,cse,tile-to-llvm
+    /// --print-after-all`. FILE `-` reads standard input.
+    Opt {
+        file: PathBuf,
+        /// Comma-separated pipeline: tilec passes (`tilec passes`) and upstream MLIR ones.
+        #[arg(long)]
+        passes: String,
+        /// Print the IR after every pass (to standard error).
+        #[arg(long)]
+        print_after_all: bool,
+        /// Print the IR after each pass with this name (repeatable).
+        #[arg(long, value_name = "NAME")]
+        print_after: Vec<String>,
+        /// Output file (default: standard output).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
     /// Run every kernel with a GPU test on the GPU against its reference.
     Check {
         /// Only these kernels.
@@ -289,6 +312,53 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Opt { file, passes, print_after_all, print_after, output } => {
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin()).context("reading standard input")?
+            } else {
+                std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?
+            };
+            let source = Source::new(file.display().to_string(), text.clone());
+            let fail = |d: tilec_core::Diagnostic| {
+                eprint!("{}", tilec_core::diag::render(&[d], &source));
+                Ok(ExitCode::FAILURE)
+            };
+            let mlir = tilec_ir::Mlir::new().map_err(|d| anyhow::anyhow!("{}", d.message))?;
+            let steps = match tilec_passes::driver::parse_pipeline(&mlir, &passes) {
+                Ok(s) => s,
+                Err(d) => return fail(d),
+            };
+            for name in &print_after {
+                if !steps.iter().any(|s| s.name() == name) {
+                    let names: Vec<&str> = steps.iter().map(|s| s.name()).collect();
+                    let close = tilec_core::diag::close_matches(name, names.iter().copied());
+                    let hint =
+                        if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
+                    bail!(
+                        "--print-after {name}: no pass of that name in the pipeline{hint}; it runs {}",
+                        names.join(", ")
+                    );
+                }
+            }
+            if let Err(d) = mlir.parse(&text, "input") {
+                return fail(d);
+            }
+            let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Text(text.clone()));
+            for step in &steps {
+                if let Err(d) = driver.run(step) {
+                    return fail(d.with_note(format!("while running `{}`", step.text())));
+                }
+                if print_after_all || print_after.iter().any(|n| n == step.name()) {
+                    eprintln!("// -----// IR Dump After {} //----- //\n{}", step.text(), driver.text());
+                }
+            }
+            let out = driver.text();
+            match output {
+                Some(p) => std::fs::write(&p, &out).with_context(|| format!("writing {}", p.display()))?,
+                None => print!("{out}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Explain { code } => match tilec_core::diag::lookup(&code) {
             Some((c, title, long)) => {
                 println!("{c}: {title}\n\n{long}");
@@ -296,10 +366,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             None => bail!("no diagnostic code `{code}`; codes run from E0001 (see `tilec explain E0001`)"),
         },
-        Cmd::Passes => {
+        Cmd::Passes { upstream } => {
+            if upstream {
+                for u in tilec_passes::driver::upstream_passes() {
+                    let nest =
+                        if u.anchor == "builtin.module" { String::new() } else { format!(" [in {}(…)]", u.anchor) };
+                    println!("{:42} {}{nest}", u.name, u.doc);
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             for p in tilec_passes::PASSES {
                 println!("{:14} → {:8} {}", p.name, p.produces, p.doc);
+                for o in p.options {
+                    let default =
+                        if o.default.is_empty() { String::new() } else { format!(" (default {})", o.default) };
+                    println!("    {:12} {}{default}", o.name, o.doc);
+                }
             }
+            println!("\n`tilec opt --passes` also takes upstream MLIR passes (`tilec passes --upstream`).");
             println!();
             for a in tilec_backend::ARCHS {
                 println!("pipeline {}: {}", a.name, tilec_passes::pipeline(a).join(","));

@@ -186,6 +186,8 @@ pub const CODES: &[CodeInfo] = &[
     ("E0900", "not lowered yet", "The construct is part of the tile language but the lowering to GPU code does not handle it yet in this version of tilec. The message says which construct; the issue tracker follows the work."),
     ("E0901", "MLIR verification failed", "The IR produced by a stage did not verify in MLIR. This is a compiler bug: please report it with the kernel and the `--emit` output of the stage before."),
     ("E0902", "backend failure", "LLVM could not translate or compile the lowered module to PTX, or ptxas rejected the PTX. This is a compiler bug unless the note says otherwise."),
+    ("E0903", "not readable as tile IR", "A tilec pass needs the kernel in the `tile`/`tilegpu` dialects, and the module holds something the tile IR has no form for: an op of another dialect (left by an upstream pass or written by hand), a tensor constant, or a type outside the tile types. Run tilec's passes before the upstream passes that introduce such ops, or feed `tilec opt` a module that `tilec compile --emit tile` or `--emit tilegpu` could have produced."),
+    ("E0904", "bad pass pipeline", "The `--passes` pipeline of `tilec opt` names a pass that does not exist, gives a pass an option it does not have or a value it does not accept, or is not well bracketed. `tilec passes` lists tilec's passes and their options; `tilec passes --upstream` lists MLIR's passes. Items are separated by commas; options are written `pass{name=value name=value}`; upstream items may nest (`func.func(cse)`)."),
 ];
 
 /// The registered entry of a code, if any.
@@ -210,6 +212,35 @@ impl std::fmt::Display for Diagnostics {
 }
 
 impl std::error::Error for Diagnostics {}
+
+/// Names within a few edits of `name`, for "did you mean" notes.
+pub fn close_matches<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    fn dist(a: &str, b: &str) -> usize {
+        let a: Vec<char> = a.chars().collect();
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for i in 1..=a.len() {
+            let mut cur = vec![i; b.len() + 1];
+            for j in 1..=b.len() {
+                let c = usize::from(a[i - 1] != b[j - 1]);
+                cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + c);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    // Allow one edit per three characters (at least one), closest first, at most three.
+    let limit = (name.chars().count() / 3).max(1);
+    let mut scored: Vec<(usize, String)> = candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (dist(name, c), c.to_string()))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
 
 #[cfg(test)]
 mod tests {

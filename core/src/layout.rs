@@ -220,6 +220,60 @@ impl Layout {
     }
 }
 
+/// Reads the text of a layout attribute as MLIR prints it (the inverse of
+/// [`Layout::to_mlir`]); `None` when the text is not a `#tilegpu` layout.
+pub fn parse_layout(text: &str) -> Option<Layout> {
+    let text = text.trim();
+    if let Some(inner) = text.strip_prefix("#tilegpu.blocked<").and_then(|t| t.strip_suffix('>')) {
+        let lists = split_top(inner)?;
+        let [spt, tpw, wpc, ord] = lists.as_slice() else { return None };
+        let order = int_list(ord)?.into_iter().map(usize::try_from).collect::<Result<Vec<_>, _>>().ok()?;
+        let b = Blocked {
+            size_per_thread: int_list(spt)?,
+            threads_per_warp: int_list(tpw)?,
+            warps_per_cta: int_list(wpc)?,
+            order,
+        };
+        let rank = b.size_per_thread.len();
+        let same = b.threads_per_warp.len() == rank && b.warps_per_cta.len() == rank && b.order.len() == rank;
+        return same.then_some(Layout::Blocked(b));
+    }
+    let inner = text.strip_prefix("#tilegpu.slice<")?.strip_suffix('>')?;
+    let (dim, parent) = inner.split_once(',')?;
+    let dim = dim.trim().strip_suffix(": i32")?.trim().parse().ok()?;
+    Some(Layout::Slice { dim, parent: Box::new(parse_layout(parent)?) })
+}
+
+/// Splits `a, [b, c], d` at the commas outside brackets.
+fn split_top(s: &str) -> Option<Vec<&str>> {
+    let (mut depth, mut start, mut out) = (0i32, 0, vec![]);
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' | '<' | '(' | '{' => depth += 1,
+            ']' | '>' | ')' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return None;
+        }
+    }
+    out.push(s[start..].trim());
+    Some(out)
+}
+
+fn int_list(s: &str) -> Option<Vec<i64>> {
+    let inner = s.trim().strip_prefix('[')?.strip_suffix(']')?;
+    if inner.trim().is_empty() {
+        return Some(vec![]);
+    }
+    // MLIR prints i64 array elements bare; other widths carry `: iN`.
+    inner.split(',').map(|x| x.split(':').next().unwrap_or("").trim().parse().ok()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +349,18 @@ mod tests {
         assert_eq!(b.threads_per_warp, vec![1, 32]);
         assert_eq!(b.warps_per_cta, vec![1, 4]);
         assert_eq!(Layout::Blocked(b).to_mlir(), "#tilegpu.blocked<[1, 8], [1, 32], [1, 4], [1, 0]>");
+    }
+
+    #[test]
+    fn layout_text_round_trips() {
+        let (b, _) = Blocked::row_major(&[16, 256], 2, 8).unwrap();
+        let l = Layout::Blocked(b);
+        let s = Layout::Slice { dim: 1, parent: Box::new(l.clone()) };
+        for x in [l, s] {
+            assert_eq!(parse_layout(&x.to_mlir()), Some(x.clone()));
+        }
+        assert_eq!(parse_layout("#tilegpu.blocked<[1], [32], [1]>"), None);
+        assert_eq!(parse_layout("#tilegpu.blocked<[1, 2], [32], [1], [0]>"), None);
     }
 
     #[test]

@@ -57,6 +57,32 @@ impl Type {
         }
     }
 
+    /// Reads a type as MLIR prints it (the inverse of [`Type::to_mlir`]); `None` for a type
+    /// the tile IR has no form for.
+    pub fn parse_mlir(text: &str) -> Option<Type> {
+        let text = text.trim();
+        if let Some(inner) = text.strip_prefix("memref<").and_then(|t| t.strip_suffix('>')) {
+            let (shape, _strides) = inner.split_once(", strided<")?;
+            let mut dims: Vec<&str> = shape.split('x').collect();
+            let dtype = DType::parse(dims.pop()?)?;
+            return dims.iter().all(|d| *d == "?").then_some(Type::Tensor { dtype, rank: dims.len() });
+        }
+        if let Some(inner) = text.strip_prefix("tensor<").and_then(|t| t.strip_suffix('>')) {
+            let (shape, layout) = match inner.split_once(", ") {
+                Some((s, l)) => (s, Some(crate::layout::parse_layout(l)?)),
+                None => (inner, None),
+            };
+            let mut dims: Vec<&str> = shape.split('x').collect();
+            let dtype = DType::parse(dims.pop()?)?;
+            let shape = dims.iter().map(|d| d.parse::<i64>().ok().filter(|n| *n > 0)).collect::<Option<Vec<_>>>()?;
+            return Some(Type::Tile { shape, dtype, layout });
+        }
+        match DType::parse(text)? {
+            d if d.name() == text => Some(Type::Scalar(d)),
+            _ => None,
+        }
+    }
+
     pub fn to_mlir(&self) -> String {
         match self {
             Type::Scalar(d) => d.name().to_string(),
@@ -600,9 +626,12 @@ impl Func {
                     let _ = writeln!(s, "{pad}{res}scf.if {}{tys} {{", self.name_of(*cond));
                     self.print_ops(s, then_ops, depth + 1);
                     self.print_yield(s, then_yields, depth + 1);
-                    let _ = writeln!(s, "{pad}}} else {{");
-                    self.print_ops(s, else_ops, depth + 1);
-                    self.print_yield(s, else_yields, depth + 1);
+                    // MLIR prints no empty `else` (an `if` without results); neither do we.
+                    if !else_ops.is_empty() || !results.is_empty() {
+                        let _ = writeln!(s, "{pad}}} else {{");
+                        self.print_ops(s, else_ops, depth + 1);
+                        self.print_yield(s, else_yields, depth + 1);
+                    }
                     let _ = writeln!(s, "{pad}}}");
                 }
                 _ => {
@@ -817,6 +846,22 @@ mod tests {
         assert_eq!(float_literal(0.5), "0.5");
         assert_eq!(mlir_float(f64::NEG_INFINITY, DType::F32), "0xFF800000");
         assert_eq!(mlir_float(f64::NEG_INFINITY, DType::F16), "0xFC00");
+    }
+
+    #[test]
+    fn type_text_round_trips() {
+        let (b, _) = crate::layout::Blocked::row_major(&[1, 64], 2, 1).unwrap();
+        for t in [
+            Type::Scalar(DType::BF16),
+            Type::Tensor { dtype: DType::F16, rank: 3 },
+            Type::tile(vec![16, 1], DType::I1),
+            Type::Tile { shape: vec![1, 64], dtype: DType::F16, layout: Some(Layout::Blocked(b)) },
+        ] {
+            assert_eq!(Type::parse_mlir(&t.to_mlir()), Some(t.clone()));
+        }
+        for bad in ["tensor<?x4xf32>", "memref<4xf32>", "float", "vector<4xf32>", "tensor<4xf32, #foo>"] {
+            assert_eq!(Type::parse_mlir(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -140,34 +140,7 @@ fn kind_name(v: &Val) -> &'static str {
     }
 }
 
-/// Names within edit distance 2 of `name`, for "did you mean" notes.
-pub fn close_matches<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    fn dist(a: &str, b: &str) -> usize {
-        let a: Vec<char> = a.chars().collect();
-        let b: Vec<char> = b.chars().collect();
-        let mut prev: Vec<usize> = (0..=b.len()).collect();
-        for i in 1..=a.len() {
-            let mut cur = vec![i; b.len() + 1];
-            for j in 1..=b.len() {
-                let c = usize::from(a[i - 1] != b[j - 1]);
-                cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + c);
-            }
-            prev = cur;
-        }
-        prev[b.len()]
-    }
-    // Allow one edit per three characters (at least one), closest first, at most three.
-    let limit = (name.chars().count() / 3).max(1);
-    let mut scored: Vec<(usize, String)> = candidates
-        .into_iter()
-        .filter(|c| *c != name)
-        .map(|c| (dist(name, c), c.to_string()))
-        .filter(|(d, _)| *d <= limit)
-        .collect();
-    scored.sort();
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(3).map(|(_, c)| c).collect()
-}
+pub use tilec_core::diag::close_matches;
 
 fn pow2_suggestion(d: i64) -> String {
     if d <= 1 {

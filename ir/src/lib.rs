@@ -6,7 +6,12 @@
 //! module or a [`Diagnostic`] carrying MLIR's own messages (which MLIR reports only through
 //! a diagnostic handler, so one is attached for the life of the context).
 //! [`Mlir::run_pipeline`] runs an upstream pass pipeline; [`Mlir::translate_to_llvm_ir`]
-//! produces LLVM IR text. Nothing here knows about GPUs: that is `passes` and `backend`.
+//! produces LLVM IR text; [`read_func`] turns a module back into tile IR, so that tilec's
+//! passes and upstream ones can alternate. Nothing here knows about GPUs: that is `passes` and `backend`.
+
+pub mod reader;
+
+pub use reader::read_func;
 
 use melior::dialect::DialectRegistry;
 use melior::ir::operation::OperationLike;
@@ -83,6 +88,11 @@ impl Mlir {
         Ok(module)
     }
 
+    /// Parses, verifies and reads back into tile IR the text of `stage` (see [`reader`]).
+    pub fn read(&self, text: &str, stage: &str) -> Result<tilec_core::tir::Func, Diagnostic> {
+        read_func(&self.parse(text, stage)?)
+    }
+
     /// MLIR's own textual form of a module (`tile` ops in the generic syntax, upstream ops in
     /// their custom syntax).
     pub fn print(&self, module: &Module) -> String {
@@ -97,6 +107,17 @@ impl Mlir {
         melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline)
             .map_err(|e| mlir_failure("E0901", format!("bad pass pipeline `{pipeline}`: {e}"), self.take()))?;
         pm.run(module).map_err(|_| mlir_failure("E0901", format!("pass pipeline `{pipeline}` failed"), self.take()))
+    }
+
+    /// Whether MLIR accepts `pipeline` (names, options, nesting), with its message if not.
+    pub fn check_pipeline(&self, pipeline: &str) -> Result<(), String> {
+        self.take();
+        let pm = PassManager::new(&self.ctx);
+        melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline).map_err(|e| {
+            let mut msgs = self.take();
+            msgs.insert(0, e.to_string());
+            msgs.join("; ")
+        })
     }
 
     /// Translates a module in the `llvm` (+`nvvm`) dialects to LLVM IR text.

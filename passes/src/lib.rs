@@ -6,17 +6,48 @@
 //! form of the dialects (`tilec_core::tir`); after each pass the driver prints the stage and
 //! has MLIR verify it, so an ill-formed result is caught at the pass that produced it.
 
+pub mod driver;
 pub mod tile_layout;
 pub mod tile_to_llvm;
 
 use tilec_backend::Arch;
 
-/// A registered pass: CLI name, the stage it produces, one-line description.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A registered pass: CLI name, the stage it produces, one-line description, options.
+#[derive(Clone, Copy, Debug)]
 pub struct PassInfo {
     pub name: &'static str,
     pub produces: &'static str,
     pub doc: &'static str,
+    pub options: &'static [PassOption],
+}
+
+/// An option of a pass (`name{option=value}`).
+#[derive(Clone, Copy, Debug)]
+pub struct PassOption {
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// Empty: taken from the kernel (see `doc`).
+    pub default: &'static str,
+    /// Accepts a value or says why not.
+    pub check: fn(&str) -> Result<(), String>,
+}
+
+fn check_num_warps(v: &str) -> Result<(), String> {
+    match v.parse::<u32>() {
+        Ok(n) if n.is_power_of_two() && n <= 32 => Ok(()),
+        _ => Err(format!("`{v}` is not a power of two from 1 to 32")),
+    }
+}
+
+fn check_occupancy(v: &str) -> Result<(), String> {
+    match v.parse::<u32>() {
+        Ok(n) if (1..=32).contains(&n) => Ok(()),
+        _ => Err(format!("`{v}` is not a number of blocks per SM from 1 to 32")),
+    }
+}
+
+fn check_arch(v: &str) -> Result<(), String> {
+    tilec_backend::resolve(v).map(|_| ())
 }
 
 pub const PASSES: &[PassInfo] = &[
@@ -24,11 +55,31 @@ pub const PASSES: &[PassInfo] = &[
         name: "tile-layout",
         produces: "tilegpu",
         doc: "give every tile a #blocked or #slice layout (16-byte vectors, warps along rows first)",
+        options: &[PassOption {
+            name: "num-warps",
+            doc: "warps per block to lay tiles out over (default: the kernel's tile.num_warps)",
+            default: "",
+            check: check_num_warps,
+        }],
     },
     PassInfo {
         name: "tile-to-llvm",
         produces: "llvm",
         doc: "lower a laid-out kernel to the llvm/nvvm dialects (vector loads, shuffles, shared-memory reductions)",
+        options: &[
+            PassOption {
+                name: "arch",
+                doc: "target (default: the module's tile.target)",
+                default: "",
+                check: check_arch,
+            },
+            PassOption {
+                name: "occupancy",
+                doc: "blocks per SM to ask ptxas for (.minnctapersm; default: no hint)",
+                default: "",
+                check: check_occupancy,
+            },
+        ],
     },
 ];
 
@@ -36,9 +87,4 @@ pub const PASSES: &[PassInfo] = &[
 /// table decides inside each pass what the chip offers.
 pub fn pipeline(_arch: &Arch) -> Vec<&'static str> {
     vec!["tile-layout", "tile-to-llvm"]
-}
-
-/// Passes named like `name`, for "did you mean" errors.
-pub fn lookup(name: &str) -> Option<&'static PassInfo> {
-    PASSES.iter().find(|p| p.name == name)
 }

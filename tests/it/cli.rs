@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-fn tilec(args: &[&str]) -> (i32, String, String) {
+pub fn tilec(args: &[&str]) -> (i32, String, String) {
     let o =
         Command::new(env!("CARGO_BIN_EXE_tilec")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
     (

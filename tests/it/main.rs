@@ -3,4 +3,5 @@
 
 mod cli;
 mod frontend_goldens;
+mod opt;
 mod stages;

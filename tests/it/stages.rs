@@ -192,6 +192,18 @@ fn tile_dialect_text_round_trips_for_every_kernel_and_target() {
             let p2 = mlir.print(&m2);
             assert_eq!(p1, p2, "{name} for {t}: print → parse → print differs");
             assert!(p1.contains("\"tile."), "{name}: the tile ops survive");
+            // MLIR's text → tile IR → tilec's printer → MLIR: the same module again.
+            let back = tilec_ir::read_func(&m2).unwrap_or_else(|d| panic!("{name} {t}: {d:?}"));
+            let m3 = mlir.parse(&back.to_mlir(), "tile (read back)").unwrap_or_else(|d| panic!("{name} {t}: {d:?}"));
+            assert_eq!(p1, mlir.print(&m3), "{name} for {t}: MLIR → tile IR → MLIR differs");
+            // The same for the laid-out stage, where the kernel has one.
+            let o = CompileOptions { until: Some(Stage::Tilegpu), ..o };
+            if let Ok(c) = compile(&source(&path), &o) {
+                let m = mlir.parse(c.stage(Stage::Tilegpu), "tilegpu").unwrap();
+                let back = tilec_ir::read_func(&m).unwrap_or_else(|d| panic!("{name} {t}: {d:?}"));
+                let again = mlir.parse(&back.to_mlir(), "tilegpu (read back)").unwrap();
+                assert_eq!(mlir.print(&m), mlir.print(&again), "{name} for {t}: tilegpu read back differs");
+            }
         }
     }
 }

@@ -1,0 +1,413 @@
+//! Reads a verified MLIR module in the `tile`/`tilegpu` dialects back into the Rust form
+//! ([`tilec_core::tir::Func`]), so that a tilec pass can run after an upstream MLIR pass
+//! (`tilec opt --passes canonicalize,tile-layout,…`) or on a `.mlir` file.
+//!
+//! The reader accepts exactly the ops the printer of `tir` emits (plus what upstream
+//! canonicalisation keeps within that set: folded scalar constants, fewer ops); anything
+//! else — an op with no tile-IR form, a tensor constant, a type tile IR lacks — is an error
+//! naming the op, never a guess. Values are matched by MLIR's own value identity, so names in
+//! the text do not matter. MLIR keeps no names of function arguments: parameters come back as
+//! `arg0`, `arg1`, … (the ABI keeps the source names; the reader is for passes).
+
+use melior::ir::attribute::{DenseI32ArrayAttribute, FloatAttribute, IntegerAttribute, StringAttribute};
+use melior::ir::block::BlockLike;
+use melior::ir::operation::OperationLike;
+use melior::ir::{Attribute, BlockRef, Module, OperationRef, RegionLike, Value, ValueLike};
+use std::collections::HashMap;
+use tilec_core::tir::{BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::{DType, Diagnostic};
+
+fn fail(msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::error("E0903", msg.into())
+}
+
+/// The one `func.func` of `module` as tile IR.
+pub fn read_func(module: &Module) -> Result<Func, Diagnostic> {
+    let top = module.as_operation();
+    let target = match top.attribute("tile.target") {
+        Ok(a) => string_attr(a).ok_or_else(|| fail("module attribute `tile.target` is not a string"))?,
+        Err(_) => return Err(fail("the module has no `tile.target` attribute (it is not a tilec kernel)")),
+    };
+    let mut funcs = vec![];
+    let mut op = module.body().first_operation();
+    while let Some(o) = op {
+        if o.name().as_string_ref().as_str() == Ok("func.func") {
+            funcs.push(o);
+        }
+        op = o.next_in_block();
+    }
+    let [func_op] = funcs.as_slice() else {
+        return Err(fail(format!("tile IR holds one kernel; the module has {} functions", funcs.len())));
+    };
+    let name = func_op.attribute("sym_name").ok().and_then(string_attr).ok_or_else(|| fail("func without a name"))?;
+    let num_warps = func_op.attribute("tile.num_warps").ok().and_then(int_attr).unwrap_or(4);
+    let mut r = Reader { func: Func::new(name, target, num_warps as u32), ids: HashMap::new() };
+    let region = func_op.region(0).map_err(|_| fail("func without a body"))?;
+    let block = region.first_block().ok_or_else(|| fail("func without a body"))?;
+    if block.next_in_region().is_some() {
+        return Err(fail("a kernel body is one block (no unstructured control flow)"));
+    }
+    let divisibility = arg_divisibility(func_op, block.argument_count());
+    for i in 0..block.argument_count() {
+        let arg: Value = block.argument(i).map_err(|e| fail(e.to_string()))?.into();
+        let ty = r.parse_type(&arg)?;
+        let v = r.func.add_param(&format!("arg{i}"), ty);
+        r.func.params[i].divisibility = divisibility[i];
+        r.ids.insert(key(&arg), v);
+    }
+    let (ops, ret) = r.block_ops(block)?;
+    if ret.name != "func.return" || !ret.operands.is_empty() {
+        return Err(fail("a kernel ends with a `return` of no values"));
+    }
+    r.func.ops = ops;
+    Ok(r.func)
+}
+
+struct Reader {
+    func: Func,
+    /// MLIR value identity → tile IR value (a lookup table; never iterated).
+    ids: HashMap<usize, ValueId>,
+}
+
+/// The terminator of a block: its op name and operands.
+struct Terminator {
+    name: String,
+    operands: Vec<ValueId>,
+}
+
+fn key(v: &Value) -> usize {
+    v.to_raw().ptr as usize
+}
+
+fn string_attr(a: Attribute) -> Option<String> {
+    StringAttribute::try_from(a).ok().map(|s| s.value().to_string())
+}
+
+fn int_attr(a: Attribute) -> Option<i64> {
+    IntegerAttribute::try_from(a).ok().map(|i| i.value())
+}
+
+fn i32_array(a: Attribute) -> Option<Vec<u32>> {
+    let arr = DenseI32ArrayAttribute::try_from(a).ok()?;
+    (0..arr.len()).map(|i| arr.element(i).ok().and_then(|x| u32::try_from(x).ok())).collect()
+}
+
+/// `tile.divisibility` of each argument, from the function's `arg_attrs`.
+fn arg_divisibility(func: &OperationRef, n: usize) -> Vec<u32> {
+    let text = func.attribute("arg_attrs").map(|a| a.to_string()).unwrap_or_default();
+    let mut out = vec![1; n];
+    // `[{tile.divisibility = 16 : i32}, {}]`: one dictionary per argument, in order.
+    for (i, dict) in text.trim_start_matches('[').split('}').enumerate().take(n) {
+        if let Some(rest) = dict.split("tile.divisibility = ").nth(1) {
+            out[i] = rest.split(':').next().and_then(|x| x.trim().parse().ok()).unwrap_or(1);
+        }
+    }
+    out
+}
+
+fn padding(a: Attribute) -> Option<Padding> {
+    Some(match string_attr(a)?.as_str() {
+        "zero" => Padding::Zero,
+        "neg_inf" => Padding::NegInf,
+        "pos_inf" => Padding::PosInf,
+        v => Padding::Value(v.parse().ok()?),
+    })
+}
+
+fn binop(name: &str) -> Option<BinOp> {
+    Some(match name {
+        "arith.addf" | "arith.addi" => BinOp::Add,
+        "arith.subf" | "arith.subi" => BinOp::Sub,
+        "arith.mulf" | "arith.muli" => BinOp::Mul,
+        "arith.divf" | "arith.floordivsi" => BinOp::Div,
+        "arith.remf" | "arith.remsi" => BinOp::Rem,
+        "arith.maximumf" | "arith.maxsi" => BinOp::Max,
+        "arith.minimumf" | "arith.minsi" => BinOp::Min,
+        _ => return None,
+    })
+}
+
+fn unop(name: &str) -> Option<UnOp> {
+    Some(match name {
+        "arith.negf" => UnOp::Neg,
+        "math.exp" => UnOp::Exp,
+        "math.exp2" => UnOp::Exp2,
+        "math.log" => UnOp::Log,
+        "math.log2" => UnOp::Log2,
+        "math.sqrt" => UnOp::Sqrt,
+        "math.rsqrt" => UnOp::Rsqrt,
+        "math.tanh" => UnOp::Tanh,
+        "math.sin" => UnOp::Sin,
+        "math.cos" => UnOp::Cos,
+        "math.absf" => UnOp::Abs,
+        _ => return None,
+    })
+}
+
+/// `arith.cmpi` / `arith.cmpf` predicates (MLIR's enum values) that tile IR has.
+fn predicate(float: bool, p: i64) -> Option<CmpPred> {
+    Some(match (float, p) {
+        (false, 0) | (true, 1) => CmpPred::Eq,
+        (false, 1) | (true, 13) => CmpPred::Ne,
+        (false, 2) | (true, 4) => CmpPred::Lt,
+        (false, 3) | (true, 5) => CmpPred::Le,
+        (false, 4) | (true, 2) => CmpPred::Gt,
+        (false, 5) | (true, 3) => CmpPred::Ge,
+        _ => return None,
+    })
+}
+
+impl Reader {
+    fn parse_type(&self, v: &Value) -> Result<Type, Diagnostic> {
+        let text = v.r#type().to_string();
+        Type::parse_mlir(&text).ok_or_else(|| fail(format!("type `{text}` has no tile-IR form")))
+    }
+
+    fn value(&self, v: Value) -> Result<ValueId, Diagnostic> {
+        self.ids.get(&key(&v)).copied().ok_or_else(|| fail("a value is used outside the region that defines it"))
+    }
+
+    fn define(&mut self, v: Value) -> Result<ValueId, Diagnostic> {
+        let ty = self.parse_type(&v)?;
+        let id = self.func.new_value(ty);
+        self.ids.insert(key(&v), id);
+        Ok(id)
+    }
+
+    fn block_ops(&mut self, block: BlockRef) -> Result<(Vec<Op>, Terminator), Diagnostic> {
+        let mut ops = vec![];
+        let mut cur = block.first_operation();
+        while let Some(op) = cur {
+            let name = op.name().as_string_ref().as_str().unwrap_or("").to_string();
+            if op.next_in_block().is_none() {
+                let operands = op.operands().map(|v| self.value(v)).collect::<Result<_, _>>()?;
+                return Ok((ops, Terminator { name, operands }));
+            }
+            ops.push(self.op(&op, &name)?);
+            cur = op.next_in_block();
+        }
+        Err(fail("a block without terminator"))
+    }
+
+    fn op(&mut self, op: &OperationRef, name: &str) -> Result<Op, Diagnostic> {
+        let bad = |what: &str| fail(format!("`{name}`: {what}"));
+        let operands: Vec<ValueId> = op.operands().map(|v| self.value(v)).collect::<Result<_, _>>()?;
+        let attr = |n: &str| op.attribute(n).map_err(|_| bad(&format!("no `{n}` attribute")));
+        let u32_attr = |n: &str| -> Result<u32, Diagnostic> {
+            int_attr(attr(n)?).and_then(|x| u32::try_from(x).ok()).ok_or_else(|| bad(&format!("bad `{n}`")))
+        };
+        let flags = MathFlags { ftz: op.has_attribute("tile.ftz"), approx: op.has_attribute("tile.approx") };
+        let operand_dtype = |i: usize| operands.get(i).map(|v| self.func.ty(*v).dtype());
+        let arity = |n: usize| -> Result<(), Diagnostic> {
+            if operands.len() == n {
+                Ok(())
+            } else {
+                Err(bad(&format!("expected {n} operands, found {}", operands.len())))
+            }
+        };
+        let kind = match name {
+            "scf.for" => return self.for_op(op, operands),
+            "scf.if" => return self.if_op(op, operands),
+            "tile.bid" => OpKind::Bid { axis: u32_attr("axis")? },
+            "tile.num_blocks" => OpKind::NumBlocks { axis: u32_attr("axis")? },
+            "tile.dim" => {
+                arity(1)?;
+                OpKind::Dim { tensor: operands[0], axis: u32_attr("axis")? }
+            }
+            "arith.constant" => {
+                let a = attr("value")?;
+                if let Some(i) = int_attr(a) {
+                    OpKind::ConstInt(i)
+                } else if let Ok(f) = FloatAttribute::try_from(a) {
+                    OpKind::ConstFloat(f.value())
+                } else if a.to_string().starts_with("true") || a.to_string().starts_with("false") {
+                    OpKind::ConstInt(i64::from(a.to_string().starts_with("true")))
+                } else {
+                    return Err(bad(&format!("constant `{a}` has no tile-IR form (only scalar constants)")));
+                }
+            }
+            "tile.splat" => {
+                arity(1)?;
+                OpKind::Splat(operands[0])
+            }
+            "arith.divf" if flags != MathFlags::default() => {
+                arity(2)?;
+                OpKind::TrueDiv { lhs: operands[0], rhs: operands[1], flags }
+            }
+            n if binop(n).is_some() => {
+                arity(2)?;
+                OpKind::Binary(binop(n).unwrap_or(BinOp::Add), operands[0], operands[1])
+            }
+            n if unop(n).is_some() => {
+                arity(1)?;
+                let u = unop(n).unwrap_or(UnOp::Neg);
+                if flags == MathFlags::default() {
+                    OpKind::Unary(u, operands[0])
+                } else {
+                    OpKind::Math { op: u, value: operands[0], flags }
+                }
+            }
+            "arith.extf" | "arith.truncf" | "arith.sitofp" | "arith.fptosi" | "arith.extsi" | "arith.trunci" => {
+                arity(1)?;
+                OpKind::Cast(operands[0])
+            }
+            "tile.reduce" => {
+                arity(1)?;
+                let kind = match string_attr(attr("kind")?).as_deref() {
+                    Some("max") => ReduceKind::Max,
+                    Some("min") => ReduceKind::Min,
+                    Some("sum") => ReduceKind::Sum,
+                    Some("argmax") => ReduceKind::Argmax,
+                    Some("argmin") => ReduceKind::Argmin,
+                    _ => return Err(bad("unknown reduction kind")),
+                };
+                OpKind::Reduce { kind, axis: u32_attr("axis")?, value: operands[0] }
+            }
+            "tile.broadcast" => {
+                arity(1)?;
+                OpKind::Broadcast(operands[0])
+            }
+            "tile.reshape" => {
+                arity(1)?;
+                OpKind::Reshape(operands[0])
+            }
+            "tile.arange" => OpKind::Arange,
+            "tile.load" => {
+                let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                OpKind::Load {
+                    tensor: *tensor,
+                    index: index.to_vec(),
+                    padding: padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?,
+                    order: i32_array(attr("order")?).ok_or_else(|| bad("bad order"))?,
+                    latency: u32_attr("latency")?,
+                }
+            }
+            "tile.gather" => {
+                let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                let padding = padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?;
+                OpKind::Gather { tensor: *tensor, index: index.to_vec(), padding }
+            }
+            "tile.element" => {
+                let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                OpKind::Element { tensor: *tensor, index: index.to_vec() }
+            }
+            "tile.store" | "tile.scatter" => {
+                if operands.len() < 2 {
+                    return Err(bad("expected a tensor, indices and a tile"));
+                }
+                let (tensor, tile) = (operands[0], operands[operands.len() - 1]);
+                let index = operands[1..operands.len() - 1].to_vec();
+                if name == "tile.store" {
+                    OpKind::Store { tensor, index, tile }
+                } else {
+                    OpKind::Scatter { tensor, index, tile }
+                }
+            }
+            "tile.mma" => {
+                arity(3)?;
+                OpKind::Mma { a: operands[0], b: operands[1], acc: operands[2] }
+            }
+            "arith.cmpi" | "arith.cmpf" => {
+                arity(2)?;
+                let float = name == "arith.cmpf";
+                let p = int_attr(attr("predicate")?).ok_or_else(|| bad("bad predicate"))?;
+                let pred = predicate(float, p).ok_or_else(|| bad(&format!("predicate {p} has no tile-IR form")))?;
+                OpKind::Cmp(pred, operands[0], operands[1])
+            }
+            "arith.andi" | "arith.ori" | "arith.xori" => {
+                arity(2)?;
+                if operand_dtype(0) != Some(DType::I1) {
+                    return Err(bad("bitwise ops on integers have no tile-IR form (only on i1)"));
+                }
+                let l = match name {
+                    "arith.andi" => LogicOp::And,
+                    "arith.ori" => LogicOp::Or,
+                    _ => LogicOp::Xor,
+                };
+                OpKind::Logic(l, operands[0], operands[1])
+            }
+            "arith.select" => {
+                arity(3)?;
+                OpKind::Select { cond: operands[0], a: operands[1], b: operands[2] }
+            }
+            "tile.permute" => {
+                arity(1)?;
+                OpKind::Permute { value: operands[0], perm: i32_array(attr("perm")?).ok_or_else(|| bad("bad perm"))? }
+            }
+            "tile.rand" => {
+                arity(2)?;
+                OpKind::Rand { seed: operands[0], offsets: operands[1] }
+            }
+            "tile.print" => {
+                let prefix = string_attr(attr("prefix")?).ok_or_else(|| bad("bad prefix"))?;
+                OpKind::Print { prefix, values: operands }
+            }
+            _ => return Err(fail(format!("op `{name}` has no tile-IR form, so tilec passes cannot read it"))),
+        };
+        let result = match op.result_count() {
+            0 => None,
+            1 => Some(self.define(op.result(0).map_err(|e| fail(e.to_string()))?.into())?),
+            n => return Err(bad(&format!("{n} results"))),
+        };
+        Ok(Op { kind, result, span: None })
+    }
+
+    fn results(&mut self, op: &OperationRef) -> Result<Vec<ValueId>, Diagnostic> {
+        op.results().map(|r| self.define(r.into())).collect()
+    }
+
+    fn for_op(&mut self, op: &OperationRef, operands: Vec<ValueId>) -> Result<Op, Diagnostic> {
+        let bad = |m: &str| fail(format!("`scf.for`: {m}"));
+        let [lb, ub, step, init @ ..] = operands.as_slice() else { return Err(bad("fewer than 3 operands")) };
+        let body = op.region(0).ok().and_then(|r| r.first_block()).ok_or_else(|| bad("no body"))?;
+        let args: Vec<Value> = (0..body.argument_count())
+            .map(|i| body.argument(i).map(Value::from).map_err(|e| fail(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        let (iv_arg, iter_args) = args.split_first().ok_or_else(|| bad("no induction variable"))?;
+        let iv = self.define(*iv_arg)?;
+        let iters = iter_args.iter().map(|a| self.define(*a)).collect::<Result<Vec<_>, _>>()?;
+        let (ops, term) = self.block_ops(body)?;
+        if term.name != "scf.yield" || term.operands.len() != iters.len() {
+            return Err(bad("the body must end with a `scf.yield` of the loop-carried values"));
+        }
+        let results = self.results(op)?;
+        let kind = OpKind::For {
+            lb: *lb,
+            ub: *ub,
+            step: *step,
+            iv,
+            init: init.to_vec(),
+            iters,
+            body: ops,
+            yields: term.operands,
+            results,
+        };
+        Ok(Op { kind, result: None, span: None })
+    }
+
+    fn if_op(&mut self, op: &OperationRef, operands: Vec<ValueId>) -> Result<Op, Diagnostic> {
+        let bad = |m: &str| fail(format!("`scf.if`: {m}"));
+        let [cond] = operands.as_slice() else { return Err(bad("expected one condition")) };
+        let mut branch = |i: usize| -> Result<(Vec<Op>, Vec<ValueId>), Diagnostic> {
+            match op.region(i).ok().and_then(|r| r.first_block()) {
+                // MLIR drops an empty `else` of an `if` with no results.
+                None => Ok((vec![], vec![])),
+                Some(b) => {
+                    let (ops, term) = self.block_ops(b)?;
+                    if term.name != "scf.yield" {
+                        return Err(bad("a branch must end with `scf.yield`"));
+                    }
+                    Ok((ops, term.operands))
+                }
+            }
+        };
+        let (then_ops, then_yields) = branch(0)?;
+        let (else_ops, else_yields) = branch(1)?;
+        let results = self.results(op)?;
+        if then_yields.len() != results.len() || else_yields.len() != results.len() {
+            return Err(bad("each branch yields one value per result"));
+        }
+        let kind = OpKind::If { cond: *cond, then_ops, then_yields, else_ops, else_yields, results };
+        Ok(Op { kind, result: None, span: None })
+    }
+}

@@ -1,0 +1,285 @@
+//! The pass driver: one pipeline string mixing tilec passes and upstream MLIR passes.
+//!
+//! A pipeline is a comma-separated list, MLIR-style: `tile-layout{num-warps=8},canonicalize,
+//! cse,tile-to-llvm{arch=sm_121a}`; an item may be any upstream pipeline element, nesting
+//! included (`func.func(cse)`). [`parse_pipeline`] checks every name and option before
+//! anything runs: a tilec pass's options against [`PassInfo::options`], an upstream item by
+//! having MLIR parse it. An unknown name is an error listing the close matches among tilec's
+//! passes and the upstream passes of MLIR 22 ([`UPSTREAM`]).
+//!
+//! [`Driver`] carries the kernel between passes in whichever form the next pass needs:
+//! tilec passes work on the Rust form (`tir::Func`), upstream ones on an MLIR module, and the
+//! driver converts with the printer and `tilec_ir::read_func`. Every pass's output is
+//! verified by MLIR before the next pass sees it, so a broken result is blamed on the pass
+//! that produced it. `tilec compile` runs its default pipeline through this same driver.
+
+use crate::{PassInfo, PASSES};
+use std::collections::BTreeMap;
+use tilec_core::diag::close_matches;
+use tilec_core::tir::Func;
+use tilec_core::Diagnostic;
+use tilec_ir::Mlir;
+
+/// Upstream passes of the linked MLIR: `name\tanchor op\tdescription` lines (see the
+/// file's header).
+pub const UPSTREAM: &str = include_str!("upstream_passes.txt");
+
+/// An upstream pass: name, the op it runs on (`builtin.module`: any), description.
+#[derive(Clone, Copy, Debug)]
+pub struct Upstream {
+    pub name: &'static str,
+    pub anchor: &'static str,
+    pub doc: &'static str,
+}
+
+/// The upstream passes in [`UPSTREAM`].
+pub fn upstream_passes() -> impl Iterator<Item = Upstream> {
+    UPSTREAM.lines().filter(|l| !l.starts_with('#')).filter_map(|l| {
+        let mut f = l.splitn(3, '\t');
+        Some(Upstream { name: f.next()?, anchor: f.next()?, doc: f.next()? })
+    })
+}
+
+/// One element of a pipeline.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A tilec pass with its options (every option present: given or default).
+    Tilec { pass: &'static PassInfo, options: BTreeMap<&'static str, String> },
+    /// An upstream pipeline element, as written (`cse`, `func.func(canonicalize)`).
+    Upstream { name: String, text: String },
+}
+
+impl Step {
+    /// The pass name (`--print-after` matches it; the dumps show it).
+    pub fn name(&self) -> &str {
+        match self {
+            Step::Tilec { pass, .. } => pass.name,
+            Step::Upstream { name, .. } => name,
+        }
+    }
+
+    /// The step as pipeline text.
+    pub fn text(&self) -> String {
+        match self {
+            Step::Tilec { pass, options } => {
+                // Options left to the kernel (empty) are not spelled out.
+                let o: Vec<String> =
+                    options.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={v}")).collect();
+                if o.is_empty() {
+                    pass.name.to_string()
+                } else {
+                    format!("{}{{{}}}", pass.name, o.join(" "))
+                }
+            }
+            Step::Upstream { text, .. } => text.clone(),
+        }
+    }
+
+    fn option(&self, name: &str) -> &str {
+        match self {
+            Step::Tilec { options, .. } => options.get(name).map(String::as_str).unwrap_or(""),
+            Step::Upstream { .. } => "",
+        }
+    }
+}
+
+fn bad(msg: String) -> Diagnostic {
+    Diagnostic::error("E0904", msg)
+}
+
+/// Splits at the commas outside brackets.
+fn split_items(text: &str) -> Result<Vec<&str>, Diagnostic> {
+    let (mut depth, mut start, mut out) = (0i32, 0, vec![]);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(bad(format!("unbalanced `{c}` at byte {i} of the pipeline `{text}`")));
+        }
+    }
+    if depth != 0 {
+        return Err(bad(format!("unclosed bracket in the pipeline `{text}`")));
+    }
+    out.push(text[start..].trim());
+    Ok(out)
+}
+
+/// Parses and checks a pipeline; nothing runs.
+pub fn parse_pipeline(mlir: &Mlir, text: &str) -> Result<Vec<Step>, Diagnostic> {
+    let t = text.trim();
+    let t = t.strip_prefix("builtin.module(").and_then(|x| x.strip_suffix(')')).unwrap_or(t);
+    let mut steps = vec![];
+    for item in split_items(t)? {
+        if item.is_empty() {
+            return Err(bad(format!("empty element in the pipeline `{text}`")));
+        }
+        let name_end = item.find(['{', '(']).unwrap_or(item.len());
+        let name = item[..name_end].trim();
+        if let Some(pass) = PASSES.iter().find(|p| p.name == name) {
+            steps.push(Step::Tilec { pass, options: parse_options(pass, &item[name_end..])? });
+            continue;
+        }
+        if let Err(msg) = mlir.check_pipeline(&format!("builtin.module({item})")) {
+            let known = upstream_passes().find(|u| u.name == name);
+            if known.is_some() || name.contains('.') {
+                // A real pass (or an op anchor) written wrongly: MLIR's message says how.
+                let mut d = bad(format!("bad pipeline element `{item}`")).with_note(msg.trim().to_string());
+                if let Some(u) = known.filter(|u| u.anchor != "builtin.module") {
+                    d = d.with_note(format!("`{name}` runs on `{}` ops: write `{}({item})`", u.anchor, u.anchor));
+                }
+                return Err(d);
+            }
+            let names = PASSES.iter().map(|p| p.name).chain(upstream_passes().map(|u| u.name));
+            let mut d = bad(format!("unknown pass `{name}`"));
+            let close = close_matches(name, names);
+            if !close.is_empty() {
+                d = d.with_note(format!("did you mean: {}?", close.join(", ")));
+            }
+            return Err(d.with_note("`tilec passes` lists tilec's passes; `tilec passes --upstream` the MLIR ones"));
+        }
+        steps.push(Step::Upstream { name: name.to_string(), text: item.to_string() });
+    }
+    Ok(steps)
+}
+
+/// `{a=1 b=2}` → every option of `pass`, defaults filled in, values checked.
+fn parse_options(pass: &'static PassInfo, text: &str) -> Result<BTreeMap<&'static str, String>, Diagnostic> {
+    let mut out: BTreeMap<&'static str, String> =
+        pass.options.iter().map(|o| (o.name, o.default.to_string())).collect();
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(out);
+    }
+    let inner = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')).ok_or_else(|| {
+        bad(format!("`{}` takes options as `{}{{name=value …}}`, not `{text}`", pass.name, pass.name))
+    })?;
+    for kv in inner.split_whitespace() {
+        let (k, v) =
+            kv.split_once('=').ok_or_else(|| bad(format!("option `{kv}` of `{}` needs a value", pass.name)))?;
+        let Some(opt) = pass.options.iter().find(|o| o.name == k) else {
+            let mut d = bad(format!("`{}` has no option `{k}`", pass.name));
+            let close = close_matches(k, pass.options.iter().map(|o| o.name));
+            if !close.is_empty() {
+                d = d.with_note(format!("did you mean: {}?", close.join(", ")));
+            }
+            let all: Vec<&str> = pass.options.iter().map(|o| o.name).collect();
+            let all = if all.is_empty() { "none".to_string() } else { all.join(", ") };
+            return Err(d.with_note(format!("its options: {all}")));
+        };
+        (opt.check)(v).map_err(|why| bad(format!("`{}{{{k}={v}}}`: {why}", pass.name)))?;
+        out.insert(opt.name, v.to_string());
+    }
+    Ok(out)
+}
+
+/// The kernel between two passes.
+#[derive(Clone, Debug)]
+pub enum Ir {
+    /// MLIR text of any stage (verified when it was produced).
+    Text(String),
+    /// The Rust form of the `tile`/`tilegpu` stages.
+    Tile(Func),
+}
+
+/// What the passes found out about the kernel on the way (for the ABI and `--report`).
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub block_threads: Option<u32>,
+    pub shared_bytes: Option<u32>,
+    pub report: Vec<String>,
+}
+
+/// Runs steps one at a time over a kernel.
+#[derive(Debug)]
+pub struct Driver<'m> {
+    mlir: &'m Mlir,
+    ir: Ir,
+    pub facts: Facts,
+}
+
+impl<'m> Driver<'m> {
+    pub fn new(mlir: &'m Mlir, ir: Ir) -> Driver<'m> {
+        Driver { mlir, ir, facts: Facts::default() }
+    }
+
+    /// The kernel's current text.
+    pub fn text(&self) -> String {
+        match &self.ir {
+            Ir::Text(t) => t.clone(),
+            Ir::Tile(f) => f.to_mlir(),
+        }
+    }
+
+    fn take_func(&mut self, pass: &str) -> Result<Func, Diagnostic> {
+        match std::mem::replace(&mut self.ir, Ir::Text(String::new())) {
+            Ir::Tile(f) => Ok(f),
+            Ir::Text(t) => {
+                let f = self.mlir.read(&t, &format!("input of {pass}"));
+                self.ir = Ir::Text(t);
+                f
+            }
+        }
+    }
+
+    /// Runs one step and verifies its result.
+    pub fn run(&mut self, step: &Step) -> Result<(), Diagnostic> {
+        let name = step.name().to_string();
+        match step {
+            Step::Upstream { text, .. } => {
+                let mut module = self.mlir.parse(&self.text(), &format!("input of {name}"))?;
+                self.mlir.run_pipeline(&mut module, &format!("builtin.module({text})"))?;
+                self.ir = Ir::Text(self.mlir.print(&module));
+            }
+            Step::Tilec { pass, .. } if pass.name == "tile-layout" => {
+                let mut func = self.take_func(&name)?;
+                if let Ok(n) = step.option("num-warps").parse::<u32>() {
+                    func.num_warps = n;
+                }
+                let asked = func.num_warps;
+                let r = crate::tile_layout::run(&mut func)?;
+                let note = if r.num_warps == asked { String::new() } else { format!(" (asked for {asked})") };
+                self.facts.report.push(format!("tile-layout: {} warps{note}", r.num_warps));
+                self.facts.report.extend(r.lines.iter().map(|l| format!("tile-layout: {l}")));
+                self.facts.block_threads = Some(r.num_warps * 32);
+                self.mlir.parse(&func.to_mlir(), "tilegpu")?;
+                self.ir = Ir::Tile(func);
+            }
+            Step::Tilec { pass, .. } if pass.name == "tile-to-llvm" => {
+                let func = self.take_func(&name)?;
+                let mut unlaid = false;
+                func.walk(&mut |op| {
+                    unlaid |= op
+                        .result
+                        .is_some_and(|r| matches!(func.ty(r), tilec_core::tir::Type::Tile { layout: None, .. }))
+                });
+                if unlaid {
+                    return Err(bad("`tile-to-llvm` needs every tile laid out: run `tile-layout` before it".into()));
+                }
+                let arch_name = match step.option("arch") {
+                    "" => func.target.clone(),
+                    a => a.to_string(),
+                };
+                let (arch, _) = tilec_backend::resolve(&arch_name).map_err(|m| bad(format!("tile-to-llvm: {m}")))?;
+                let occupancy = step.option("occupancy").parse::<u32>().ok();
+                let low = crate::tile_to_llvm::run(&func, arch, occupancy)?;
+                self.facts.report.push(format!(
+                    "tile-to-llvm: {} threads per block, {} bytes of shared memory",
+                    low.block_threads, low.shared_bytes
+                ));
+                self.facts.block_threads = Some(low.block_threads);
+                self.facts.shared_bytes = Some(low.shared_bytes);
+                self.mlir.parse(&low.text, "llvm")?;
+                self.ir = Ir::Text(low.text);
+            }
+            Step::Tilec { pass, .. } => return Err(bad(format!("pass `{}` has no driver entry", pass.name))),
+        }
+        Ok(())
+    }
+}
