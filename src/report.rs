@@ -38,7 +38,7 @@ fn figure(r: &PeerRow) -> f64 {
 /// The peers of a tilec row (same kernel and config), best first.
 pub fn peers_of<'a>(row: &BenchRow, peers: &'a [PeerRow]) -> Vec<&'a PeerRow> {
     let Some(cfg) = &row.peer_config else { return vec![] };
-    let mut v: Vec<&PeerRow> = peers.iter().filter(|p| p.kernel == row.kernel && &p.config == cfg).collect();
+    let mut v: Vec<&PeerRow> = peers.iter().filter(|p| p.kernel == row.peer_kernel && &p.config == cfg).collect();
     v.sort_by(|a, b| figure(b).total_cmp(&figure(a)));
     v
 }
@@ -215,6 +215,7 @@ mod tests {
             class: "membound".into(),
             shape: "16384x4096 ROWS=1".into(),
             dtype: DType::F16,
+            peer_kernel: "softmax".into(),
             peer_config: Some("M=16384 N=4096 f16".into()),
             median_ms: 0.1,
             min_ms: 0.09,

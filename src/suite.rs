@@ -38,6 +38,22 @@ pub trait GpuKernel {
     fn name(&self) -> &'static str;
     /// Path under the kernels folder.
     fn file(&self) -> &'static str;
+    /// The kernel of the file that runs `c` (a file may hold variants).
+    fn kernel(&self, _c: &Case) -> &'static str {
+        self.name()
+    }
+    /// Scalar arguments, after the tensors in parameter order.
+    fn scalars(&self, _c: &Case) -> Vec<ArgDesc> {
+        vec![]
+    }
+    /// Outputs (indices into `inputs`) that must equal the reference exactly (a keep mask).
+    fn exact_outputs(&self) -> Vec<usize> {
+        vec![]
+    }
+    /// The kernel name anchors.py uses for the same problem.
+    fn peer_kernel(&self) -> &'static str {
+        self.name()
+    }
     fn cases(&self) -> Vec<Case>;
     fn bench_cases(&self, quick: bool) -> Vec<Case>;
     fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg>;
@@ -73,7 +89,10 @@ pub trait GpuKernel {
     fn peer_config(&self, c: &Case) -> Option<String>;
 }
 
-/// Row softmax (kernels/softmax.tile).
+/// Widest row `softmax` holds in one tile; wider rows run `softmax_online`.
+const SOFTMAX_MAX_TILE: i64 = 8192;
+
+/// Row softmax (kernels/softmax.tile): one tile per row, up to 8192 columns.
 #[derive(Debug)]
 pub struct Softmax;
 
@@ -100,15 +119,16 @@ impl GpuKernel for Softmax {
         ]
     }
     fn bench_cases(&self, quick: bool) -> Vec<Case> {
-        let mut v = vec![Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![("ROWS".into(), 1)] }];
+        let c = |dtype, m, n, rows: i64| Case { dtype, dims: vec![m, n], consts: vec![("ROWS".into(), rows)] };
+        let mut v = vec![c(DType::F16, 16384, 4096, 1)];
         if !quick {
-            v.push(Case { dtype: DType::F32, dims: vec![16384, 4096], consts: vec![("ROWS".into(), 1)] });
-            v.push(Case { dtype: DType::F16, dims: vec![65536, 1024], consts: vec![("ROWS".into(), 4)] });
+            v.push(c(DType::F32, 16384, 4096, 1));
+            v.push(c(DType::F16, 65536, 1024, 4));
         }
         v
     }
     fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
-        let rows = c.consts.iter().find(|(k, _)| k == "ROWS").map(|(_, v)| *v).unwrap_or(1);
+        let rows = case_const(c, "ROWS", 1);
         // A tile needs at least 32 elements (one per lane).
         let block_n = (c.dims[1].max(1) as u64).next_power_of_two().max((32 / rows.max(1)) as u64) as i64;
         BTreeMap::from([
@@ -134,10 +154,12 @@ impl GpuKernel for Softmax {
     }
     fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
         match dims {
-            [m, n] if *m >= 0 && (1..=8192).contains(n) && dtype.is_float() => {
+            [m, n] if *m >= 0 && (1..=SOFTMAX_MAX_TILE).contains(n) && dtype.is_float() => {
                 Ok(Case { dtype, dims: vec![*m, *n], consts: vec![("ROWS".into(), 1)] })
             }
-            _ => Err(format!("softmax takes MxN with N in 1..=8192 and a float dtype, not {dims:?} {dtype}")),
+            _ => Err(format!(
+                "softmax takes MxN with N in 1..={SOFTMAX_MAX_TILE} (softmax_online beyond) and a float dtype, not {dims:?} {dtype}"
+            )),
         }
     }
     fn peer_config(&self, c: &Case) -> Option<String> {
@@ -190,7 +212,7 @@ impl GpuKernel for SiluMul {
         v
     }
     fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
-        let rows = c.consts.iter().find(|(k, _)| k == "ROWS").map(|(_, v)| *v).unwrap_or(1);
+        let rows = case_const(c, "ROWS", 1);
         let mut m = BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))]);
         if self.swiglu {
             // ROWS rows of up to 2048 columns per block; at least 32 elements per tile.
@@ -198,7 +220,7 @@ impl GpuKernel for SiluMul {
             m.insert("ROWS".into(), ConstArg::Int(rows));
             m.insert("BLOCK_N".into(), ConstArg::Int(bn));
         } else {
-            let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp(32, 1024) as i64;
+            let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp(32, 2048) as i64;
             m.insert("BLOCK_N".into(), ConstArg::Int(bn));
         }
         m
@@ -236,6 +258,306 @@ impl GpuKernel for SiluMul {
     }
 }
 
+/// Online softmax (kernels/softmax_online.tile) for rows of any width.
+#[derive(Debug)]
+pub struct SoftmaxOnline;
+
+impl GpuKernel for SoftmaxOnline {
+    fn name(&self) -> &'static str {
+        "softmax_online"
+    }
+    fn file(&self) -> &'static str {
+        "softmax_online.tile"
+    }
+    fn peer_kernel(&self) -> &'static str {
+        "softmax"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, m, n| Case { dtype, dims: vec![m, n], consts: vec![] };
+        vec![
+            c(DType::F32, 3, 5),
+            c(DType::F16, 7, 4097),
+            c(DType::F16, 64, 32768),
+            c(DType::F32, 33, 20000),
+            c(DType::BF16, 17, 9000),
+            c(DType::F16, 4096, 16384),
+        ]
+    }
+    fn bench_cases(&self, quick: bool) -> Vec<Case> {
+        let mut v = vec![Case { dtype: DType::F16, dims: vec![4096, 32768], consts: vec![] }];
+        if !quick {
+            v.push(Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![] });
+        }
+        v
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype)), ("BLOCK_N".to_string(), ConstArg::Int(4096))])
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        Softmax.inputs(c, rng)
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![1]
+    }
+    fn reference(&self, c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        Softmax.reference(c, inputs)
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        Softmax.bytes(c)
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [m, n] if *m >= 0 && *n >= 1 && dtype.is_float() => Ok(Case { dtype, dims: dims.to_vec(), consts: vec![] }),
+            _ => Err(format!("softmax_online takes MxN and a float dtype, not {dims:?} {dtype}")),
+        }
+    }
+    fn peer_config(&self, c: &Case) -> Option<String> {
+        Softmax.peer_config(c)
+    }
+}
+
+/// The value of a `Case` constant (`ROWS`, …) or `default`.
+fn case_const(c: &Case, name: &str, default: i64) -> i64 {
+    c.consts.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or(default)
+}
+
+/// RMSNorm (kernels/rmsnorm.tile), one row per block or persistent (a few blocks per SM
+/// walking the rows).
+#[derive(Debug)]
+pub struct Rmsnorm {
+    pub persistent: bool,
+}
+
+/// The epsilon of the RMSNorm tests (as anchors.py).
+const RMS_EPS: f32 = 1e-6;
+
+impl GpuKernel for Rmsnorm {
+    fn name(&self) -> &'static str {
+        if self.persistent {
+            "rmsnorm_persistent"
+        } else {
+            "rmsnorm"
+        }
+    }
+    fn file(&self) -> &'static str {
+        "rmsnorm.tile"
+    }
+    fn peer_kernel(&self) -> &'static str {
+        "rmsnorm"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, m, n| Case { dtype, dims: vec![m, n], consts: vec![] };
+        vec![
+            c(DType::F16, 7, 33),
+            c(DType::BF16, 1000, 1000),
+            c(DType::F16, 333, 4096),
+            c(DType::BF16, 129, 8192),
+            c(DType::F16, 3, 5000),
+            c(DType::F16, 16384, 4096),
+        ]
+    }
+    fn bench_cases(&self, quick: bool) -> Vec<Case> {
+        let mut v = vec![Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![] }];
+        if !quick {
+            v.push(Case { dtype: DType::BF16, dims: vec![16384, 4096], consts: vec![] });
+        }
+        v
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        let bn = (c.dims[1].max(1) as u64).next_power_of_two().max(32) as i64;
+        BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype)), ("BLOCK_N".to_string(), ConstArg::Int(bn))])
+    }
+    fn scalars(&self, _c: &Case) -> Vec<ArgDesc> {
+        vec![ArgDesc::F32(RMS_EPS)]
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        let (m, n) = (c.dims[0], c.dims[1]);
+        let x: Vec<f64> = (0..m * n).map(|_| normal(rng)).collect();
+        let w: Vec<f64> = (0..n).map(|_| 1.0 + 0.5 * normal(rng)).collect();
+        vec![
+            HostTensor::from_f64(c.dtype, &c.dims, &x),
+            HostTensor::from_f64(c.dtype, &[n], &w),
+            HostTensor::poisoned(c.dtype, &c.dims),
+        ]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![2]
+    }
+    fn reference(&self, c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+        vec![reference::rmsnorm(&inputs[0].to_f64(), &inputs[1].to_f64(), m, n, f64::from(RMS_EPS))]
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        (2 * c.dims[0] * c.dims[1] + c.dims[1]) as f64 * f64::from(c.dtype.bytes())
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [m, n] if *m >= 0 && (1..=8192).contains(n) && dtype.is_float() => {
+                Ok(Case { dtype, dims: vec![*m, *n], consts: vec![] })
+            }
+            _ => Err(format!("{} takes MxN with N in 1..=8192 and a float dtype, not {dims:?} {dtype}", self.name())),
+        }
+    }
+    fn peer_config(&self, c: &Case) -> Option<String> {
+        Some(format!("M={} N={} {}", c.dims[0], c.dims[1], c.dtype))
+    }
+}
+
+/// RoPE, half rotation, Q and K in place in one launch (kernels/rope.tile). Case dims:
+/// `[B, S, H, HK, D]`.
+#[derive(Debug)]
+pub struct Rope;
+
+impl GpuKernel for Rope {
+    fn name(&self) -> &'static str {
+        "rope"
+    }
+    fn file(&self) -> &'static str {
+        "rope.tile"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |b, s, h, hk, d| Case { dtype: DType::F16, dims: vec![b, s, h, hk, d], consts: vec![] };
+        vec![c(1, 1, 1, 1, 64), c(2, 7, 4, 2, 64), c(3, 33, 32, 8, 128), c(1, 1000, 16, 16, 128), c(4, 512, 32, 8, 128)]
+    }
+    fn bench_cases(&self, _quick: bool) -> Vec<Case> {
+        vec![Case { dtype: DType::F16, dims: vec![16, 4096, 32, 8, 128], consts: vec![] }]
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("H".to_string(), ConstArg::Int(c.dims[2])),
+            ("HK".to_string(), ConstArg::Int(c.dims[3])),
+            ("HALF".to_string(), ConstArg::Int(c.dims[4] / 2)),
+        ])
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        let [b, s, h, hk, d] = c.dims[..] else { return vec![] };
+        let q: Vec<f64> = (0..b * s * h * d).map(|_| normal(rng)).collect();
+        let k: Vec<f64> = (0..b * s * hk * d).map(|_| normal(rng)).collect();
+        let half = d / 2;
+        let angle = |i: i64| (i / half) as f64 * 10000f64.powf(-((i % half) as f64) / half as f64);
+        let cos: Vec<f64> = (0..s * half).map(|i| angle(i).cos()).collect();
+        let sin: Vec<f64> = (0..s * half).map(|i| angle(i).sin()).collect();
+        vec![
+            HostTensor::from_f64(c.dtype, &[b, s, h, d], &q),
+            HostTensor::from_f64(c.dtype, &[b, s, hk, d], &k),
+            HostTensor::from_f64(c.dtype, &[s, half], &cos),
+            HostTensor::from_f64(c.dtype, &[s, half], &sin),
+        ]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![0, 1]
+    }
+    fn reference(&self, c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        let [b, s, h, hk, d] = c.dims[..].iter().map(|x| *x as usize).collect::<Vec<_>>()[..] else { return vec![] };
+        let half = d / 2;
+        let (cos, sin) = (inputs[2].to_f64(), inputs[3].to_f64());
+        let rot = |x: &[f64], heads: usize| -> Vec<f64> {
+            let mut out = Vec::with_capacity(x.len());
+            for bs in 0..b * s {
+                let si = bs % s;
+                for hh in 0..heads {
+                    let o = (bs * heads + hh) * d;
+                    let (cs, sn) = (&cos[si * half..(si + 1) * half], &sin[si * half..(si + 1) * half]);
+                    out.extend(reference::rope(&x[o..o + d], cs, sn));
+                }
+            }
+            out
+        };
+        vec![rot(&inputs[0].to_f64(), h), rot(&inputs[1].to_f64(), hk)]
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        let [b, s, h, hk, d] = c.dims[..] else { return 0.0 };
+        // q and k read and written once; the cos/sin tables read once.
+        (2 * b * s * (h + hk) * d + s * d) as f64 * f64::from(c.dtype.bytes())
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [b, s, h, hk, d]
+                if dtype == DType::F16 && *b >= 1 && *s >= 1 && (*d == 64 || *d == 128) && *h >= 1 && *hk >= 1 =>
+            {
+                Ok(Case { dtype, dims: dims.to_vec(), consts: vec![] })
+            }
+            _ => {
+                Err(format!("rope takes BxSxHxHKxD (D 64 or 128, H and HK powers of two) in f16, not {dims:?} {dtype}"))
+            }
+        }
+    }
+    fn peer_config(&self, c: &Case) -> Option<String> {
+        // anchors.py rotates q only; tilec rotates q and k (counted in the bytes).
+        Some(format!("B{} S{} H{} D{} {}", c.dims[0], c.dims[1], c.dims[2], c.dims[4], c.dtype))
+    }
+}
+
+/// Dropout forward with its keep mask (kernels/dropout.tile); the mask must equal the
+/// interpreter's Philox bit for bit.
+#[derive(Debug)]
+pub struct Dropout;
+
+/// Drop probability, seed and offset of the dropout tests.
+const DROPOUT: (f32, i32, i32) = (0.1, 1234, 99);
+
+impl GpuKernel for Dropout {
+    fn name(&self) -> &'static str {
+        "dropout"
+    }
+    fn file(&self) -> &'static str {
+        "dropout.tile"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, m, n| Case { dtype, dims: vec![m, n], consts: vec![] };
+        vec![c(DType::F16, 7, 33), c(DType::F32, 1000, 1000), c(DType::BF16, 129, 3000), c(DType::F16, 16384, 4096)]
+    }
+    fn bench_cases(&self, _quick: bool) -> Vec<Case> {
+        vec![Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![] }]
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp(32, 1024) as i64;
+        BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype)), ("BLOCK_N".to_string(), ConstArg::Int(bn))])
+    }
+    fn scalars(&self, _c: &Case) -> Vec<ArgDesc> {
+        vec![ArgDesc::F32(DROPOUT.0), ArgDesc::I32(DROPOUT.1), ArgDesc::I32(DROPOUT.2)]
+    }
+    fn exact_outputs(&self) -> Vec<usize> {
+        vec![2]
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        let x: Vec<f64> = (0..c.dims[0] * c.dims[1]).map(|_| normal(rng)).collect();
+        vec![
+            HostTensor::from_f64(c.dtype, &c.dims, &x),
+            HostTensor::poisoned(c.dtype, &c.dims),
+            HostTensor::poisoned(c.dtype, &c.dims),
+        ]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![1, 2]
+    }
+    fn reference(&self, _c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        let (p, seed, offset) = DROPOUT;
+        let x = inputs[0].to_f64();
+        let keep: Vec<bool> = (0..x.len())
+            .map(|i| tilec_interp::rand_uniform(seed as u32, (i as u32).wrapping_add(offset as u32)) >= p)
+            .collect();
+        let scale = 1.0 / (1.0 - f64::from(p));
+        let y = x.iter().zip(&keep).map(|(v, k)| if *k { v * scale } else { 0.0 }).collect();
+        let mask = keep.iter().map(|k| f64::from(u8::from(*k))).collect();
+        vec![y, mask]
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        // x read; y and the mask (in x's dtype) written.
+        3.0 * (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes())
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [m, n] if *m >= 0 && *n >= 1 && dtype.is_float() => Ok(Case { dtype, dims: dims.to_vec(), consts: vec![] }),
+            _ => Err(format!("dropout takes MxN and a float dtype, not {dims:?} {dtype}")),
+        }
+    }
+    fn peer_config(&self, c: &Case) -> Option<String> {
+        Some(format!("M={} N={} {} p={}", c.dims[0], c.dims[1], c.dtype, DROPOUT.0))
+    }
+}
+
 /// Standard normal sample (Box–Muller).
 pub fn normal(rng: &mut StdRng) -> f64 {
     let u: f64 = rng.gen_range(f64::EPSILON..1.0);
@@ -245,7 +567,16 @@ pub fn normal(rng: &mut StdRng) -> f64 {
 
 /// Every kernel with a GPU test.
 pub fn all() -> Vec<Box<dyn GpuKernel>> {
-    vec![Box::new(Softmax), Box::new(SiluMul { swiglu: false }), Box::new(SiluMul { swiglu: true })]
+    vec![
+        Box::new(Softmax),
+        Box::new(SoftmaxOnline),
+        Box::new(SiluMul { swiglu: false }),
+        Box::new(SiluMul { swiglu: true }),
+        Box::new(Rmsnorm { persistent: false }),
+        Box::new(Rmsnorm { persistent: true }),
+        Box::new(Rope),
+        Box::new(Dropout),
+    ]
 }
 
 /// The outcome of checking one case.
@@ -286,9 +617,11 @@ pub fn prepare(
     let mut rng = StdRng::seed_from_u64(seed);
     let host = k.inputs(case, &mut rng);
     let tensors = host.iter().map(|h| dev.upload(h)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
-    let args: Vec<ArgDesc> = tensors.iter().map(|t| ArgDesc::Tensor(dev.desc(t))).collect();
+    let mut args: Vec<ArgDesc> = tensors.iter().map(|t| ArgDesc::Tensor(dev.desc(t))).collect();
+    args.extend(k.scalars(case));
     let file = tilec_frontend::parse(&source.text).map_err(|d| tilec_core::diag::render(&d, &source))?;
-    let kdecl = file.kernels.first().ok_or("no kernel in file")?;
+    let name = k.kernel(case);
+    let kdecl = file.kernels.iter().find(|d| d.name.name == name).ok_or_else(|| format!("no kernel `{name}`"))?;
     let tensor_names: Vec<String> = kdecl.params.iter().filter(|p| !p.is_const).map(|p| p.name.name.clone()).collect();
     let unaligned: BTreeSet<String> = args
         .iter()
@@ -299,7 +632,7 @@ pub fn prepare(
     let target = dev.target().map_err(|e| e.to_string())?;
     let opts = CompileOptions {
         arch: target.to_string(),
-        kernel: None,
+        kernel: Some(name.to_string()),
         consts: k.consts(case),
         unaligned,
         opt_level: None,
@@ -330,6 +663,15 @@ pub fn check_case(dev: &Device, kernels_dir: &Path, k: &dyn GpuKernel, case: &Ca
         let (mut max_abs, mut rel): (f64, f64) = (0.0, 0.0);
         for (o, want) in k.outputs().into_iter().zip(expected) {
             let got = dev.download(&p.tensors[o]).map_err(|e| e.to_string())?.to_f64();
+            if k.exact_outputs().contains(&o) {
+                let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+                if bad > 0 || got.len() != want.len() {
+                    return Err(format!(
+                        "{bad} of {} elements of output {o} differ from the exact reference",
+                        want.len()
+                    ));
+                }
+            }
             let (a, r) = reference::errors(&got, &want);
             if a.is_nan() {
                 return Ok((f64::NAN, f64::NAN));
@@ -360,7 +702,8 @@ pub struct BenchRow {
     pub class: String,
     pub shape: String,
     pub dtype: DType,
-    /// The anchors.py config of the same problem, if the peers run it.
+    /// The anchors.py kernel and config of the same problem, if the peers run it.
+    pub peer_kernel: String,
     pub peer_config: Option<String>,
     pub median_ms: f64,
     pub min_ms: f64,
@@ -411,6 +754,7 @@ pub fn bench_case(
         class: k.class().to_string(),
         shape: case.label(),
         dtype: case.dtype,
+        peer_kernel: k.peer_kernel().to_string(),
         peer_config: k.peer_config(case),
         median_ms: med,
         min_ms: min,

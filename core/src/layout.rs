@@ -220,6 +220,52 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// The layout with the extent-1 dims of `shape` removed, when those dims hold no
+    /// threads or registers (a `#blocked` layout only). Two tiles whose shapes differ only in
+    /// unit dims and whose squeezed layouts are equal keep the same elements in the same
+    /// registers of the same threads: a reshape between them moves no data.
+    pub fn squeezed(&self, shape: &[i64]) -> Option<Blocked> {
+        let Layout::Blocked(b) = self else { return None };
+        let keep: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+        for d in (0..shape.len()).filter(|d| !keep.contains(d)) {
+            if b.size_per_thread[d] != 1 || b.threads_per_warp[d] != 1 || b.warps_per_cta[d] != 1 {
+                return None;
+            }
+        }
+        let new_index = |d: usize| keep.iter().position(|&k| k == d);
+        Some(Blocked {
+            size_per_thread: keep.iter().map(|&d| b.size_per_thread[d]).collect(),
+            threads_per_warp: keep.iter().map(|&d| b.threads_per_warp[d]).collect(),
+            warps_per_cta: keep.iter().map(|&d| b.warps_per_cta[d]).collect(),
+            order: b.order.iter().filter_map(|&d| new_index(d)).collect(),
+        })
+    }
+
+    /// Whether two `#slice` layouts along the same dim place every element of the sliced
+    /// tile in the same (thread, register), although their parents differ along the sliced
+    /// dim (a row of cos values broadcast to tiles of 32 and of 8 rows, say). The parents
+    /// must agree on the dim order and on every dim but the sliced one; lane and warp bits
+    /// of the sliced dim must come after those of every other dim, so they do not shift them.
+    pub fn slice_equivalent(&self, other: &Layout) -> bool {
+        if self == other {
+            return true;
+        }
+        let (Layout::Slice { dim: d1, parent: p1 }, Layout::Slice { dim: d2, parent: p2 }) = (self, other) else {
+            return false;
+        };
+        let (Layout::Blocked(a), Layout::Blocked(b)) = (p1.as_ref(), p2.as_ref()) else { return false };
+        d1 == d2
+            && a.order == b.order
+            && a.order.last() == Some(d1)
+            && (0..a.rank()).filter(|d| d != d1).all(|d| {
+                a.size_per_thread[d] == b.size_per_thread[d]
+                    && a.threads_per_warp[d] == b.threads_per_warp[d]
+                    && a.warps_per_cta[d] == b.warps_per_cta[d]
+            })
+    }
+}
+
 /// Reads the text of a layout attribute as MLIR prints it (the inverse of
 /// [`Layout::to_mlir`]); `None` when the text is not a `#tilegpu` layout.
 pub fn parse_layout(text: &str) -> Option<Layout> {
@@ -349,6 +395,48 @@ mod tests {
         assert_eq!(b.threads_per_warp, vec![1, 32]);
         assert_eq!(b.warps_per_cta, vec![1, 4]);
         assert_eq!(Layout::Blocked(b).to_mlir(), "#tilegpu.blocked<[1, 8], [1, 32], [1, 4], [1, 0]>");
+    }
+
+    proptest! {
+        // Unit dims do not change the default layout: a reshape that adds or drops them is free.
+        #[test]
+        fn row_major_ignores_unit_dims((shape, bytes, warps) in shape_strategy(), at in 0usize..3) {
+            let mut wide = shape.clone();
+            wide.insert(at.min(1), 1);
+            if let (Ok((a, wa)), Ok((b, wb))) = (Blocked::row_major(&shape, bytes, warps), Blocked::row_major(&wide, bytes, warps)) {
+                prop_assert_eq!(wa, wb);
+                prop_assert_eq!(Layout::Blocked(a).squeezed(&shape), Layout::Blocked(b).squeezed(&wide));
+            }
+        }
+
+        // Equivalent slices hold the same element in the same (warp, lane, register).
+        #[test]
+        fn equivalent_slices_map_alike(rows_a in 0u32..6, rows_b in 0u32..6, cols in 5u32..10, warps in prop::sample::select(vec![1i64, 2, 4, 8])) {
+            let (sa, sb) = (vec![1i64 << rows_a, 1i64 << cols], vec![1i64 << rows_b, 1i64 << cols]);
+            let (Ok((a, wa)), Ok((b, wb))) = (Blocked::row_major(&sa, 2, warps), Blocked::row_major(&sb, 2, warps)) else { return Ok(()) };
+            let la = Layout::Slice { dim: 0, parent: Box::new(Layout::Blocked(a)) };
+            let lb = Layout::Slice { dim: 0, parent: Box::new(Layout::Blocked(b)) };
+            if wa == wb && la.slice_equivalent(&lb) {
+                let s = vec![1, 1i64 << cols];
+                prop_assert_eq!(la.regs_per_thread(&s), lb.regs_per_thread(&s));
+                for w in 0..wa { for lane in 0..32 { for r in 0..la.regs_per_thread(&s) {
+                    prop_assert_eq!(la.coord(&s, w, lane, r), lb.coord(&s, w, lane, r));
+                }}}
+            }
+        }
+    }
+
+    #[test]
+    fn rope_tables_are_equivalent_slices() {
+        // cos/sin rows broadcast to q (32 heads) and k (8 heads) with the same warp count.
+        let (q, _) = Blocked::row_major(&[32, 64], 2, 2).unwrap();
+        let (k, _) = Blocked::row_major(&[8, 64], 2, 2).unwrap();
+        let sq = Layout::Slice { dim: 0, parent: Box::new(Layout::Blocked(q)) };
+        let sk = Layout::Slice { dim: 0, parent: Box::new(Layout::Blocked(k)) };
+        assert!(sq.slice_equivalent(&sk));
+        let (q4, _) = Blocked::row_major(&[1, 1, 32, 64], 2, 2).unwrap();
+        let (q2, _) = Blocked::row_major(&[32, 64], 2, 2).unwrap();
+        assert_eq!(Layout::Blocked(q4).squeezed(&[1, 1, 32, 64]), Some(q2));
     }
 
     #[test]

@@ -206,7 +206,7 @@ pub enum CmpPred {
 }
 
 impl CmpPred {
-    fn mlir(self, float: bool) -> &'static str {
+    pub fn mlir(self, float: bool) -> &'static str {
         match (self, float) {
             (CmpPred::Eq, true) => "oeq",
             (CmpPred::Ne, true) => "une",

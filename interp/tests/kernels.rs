@@ -100,6 +100,25 @@ fn softmax_ragged_rows_and_columns() {
 }
 
 #[test]
+fn online_softmax_over_several_chunks() {
+    let mut rng = StdRng::seed_from_u64(12);
+    // Rows of 1, 3 and 5 chunks, ragged last chunk; a row whose max sits in a later chunk.
+    for (d, m, n, bn) in [(DType::F32, 3, 30, 32), (DType::F16, 2, 150, 32), (DType::BF16, 4, 257, 64)] {
+        let mut xv = randn(&mut rng, (m * n) as usize, 3.0);
+        xv[(n - 1) as usize] = 12.0;
+        let x = t(d, &[m, n], &xv);
+        let want = rf::softmax(&x.to_f64(), m as usize, n as usize);
+        let out = exec(
+            "softmax_online.tile",
+            "softmax_online",
+            &[("T", ConstArg::DType(d)), ("BLOCK_N", ConstArg::Int(bn))],
+            vec![Arg::Tensor(x), Arg::Tensor(HostTensor::poisoned(d, &[m, n]))],
+        );
+        assert_close(&format!("softmax_online {d} {m}x{n}"), &out[1], &want, tol(d));
+    }
+}
+
+#[test]
 fn silu_mul_and_swiglu() {
     let mut rng = StdRng::seed_from_u64(2);
     for d in [DType::F32, DType::F16] {

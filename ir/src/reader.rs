@@ -48,11 +48,11 @@ pub fn read_func(module: &Module) -> Result<Func, Diagnostic> {
         return Err(fail("a kernel body is one block (no unstructured control flow)"));
     }
     let divisibility = arg_divisibility(func_op, block.argument_count());
-    for i in 0..block.argument_count() {
+    for (i, div) in divisibility.into_iter().enumerate() {
         let arg: Value = block.argument(i).map_err(|e| fail(e.to_string()))?.into();
         let ty = r.parse_type(&arg)?;
         let v = r.func.add_param(&format!("arg{i}"), ty);
-        r.func.params[i].divisibility = divisibility[i];
+        r.func.params[i].divisibility = div;
         r.ids.insert(key(&arg), v);
     }
     let (ops, ret) = r.block_ops(block)?;

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout};
-use tilec_core::tir::{Func, OpKind, ReduceKind, Type};
+use tilec_core::tir::{Func, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
 use tilec_core::Diagnostic;
 
 /// Registers a thread may hold for one tile before the lowering refuses (spills otherwise).
@@ -43,29 +43,43 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
         }
         let what = match &op.kind {
             OpKind::Bid { .. }
+            | OpKind::NumBlocks { .. }
             | OpKind::Dim { .. }
             | OpKind::ConstInt(_)
             | OpKind::ConstFloat(_)
             | OpKind::Splat(_)
             | OpKind::Binary(..)
-            | OpKind::Unary(..)
             | OpKind::Cast(_)
+            | OpKind::Cmp(..)
+            | OpKind::Logic(..)
+            | OpKind::Select { .. }
+            | OpKind::Arange
+            | OpKind::Reshape(_)
+            | OpKind::Rand { .. }
+            | OpKind::TrueDiv { .. }
+            | OpKind::For { .. }
+            | OpKind::If { .. }
             | OpKind::Broadcast(_)
             | OpKind::Store { .. } => None,
+            OpKind::Unary(u, _) | OpKind::Math { op: u, .. } => {
+                matches!(u, UnOp::Tanh | UnOp::Sin | UnOp::Cos).then(|| format!("`{}`", u.mlir_name()))
+            }
             OpKind::Reduce { kind, .. } => {
                 matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin).then(|| "argmax/argmin".to_string())
             }
-            OpKind::Load { order, latency, .. } => {
-                if order.iter().enumerate().any(|(i, &o)| o as usize != i) {
-                    Some("load(order=…) (transposed loads)".to_string())
-                } else if *latency > 0 {
-                    Some("load(latency=…) (software pipelining)".to_string())
-                } else {
-                    None
-                }
-            }
+            OpKind::Load { order, .. } => order
+                .iter()
+                .enumerate()
+                .any(|(i, &o)| o as usize != i)
+                .then(|| "load(order=…) (transposed loads)".to_string()),
             other => Some(other.describe().to_string()),
         };
+        let what = what.or_else(|| match &op.kind {
+            OpKind::Math { flags, .. } | OpKind::TrueDiv { flags, .. } if flags.ftz => {
+                Some("flush_to_zero=true".to_string())
+            }
+            _ => None,
+        });
         if let Some(w) = what {
             bad = Some((w, op.span));
         }
@@ -81,13 +95,27 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
     })
 }
 
+/// Every op, nested regions included, in definition order.
+fn all_ops(func: &Func) -> Vec<Op> {
+    let mut v = vec![];
+    func.walk(&mut |op| v.push(op.clone()));
+    v
+}
+
+/// `shape` without its extent-1 dims (the key under which reshapes share a vector width).
+fn squeeze(shape: &[i64]) -> Vec<i64> {
+    shape.iter().copied().filter(|&d| d != 1).collect()
+}
+
 pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     if let Some(d) = unsupported(func) {
         return Err(d);
     }
-    // Narrowest memory dtype per full shape (loads and stores decide the vector width).
+    let ops = all_ops(func);
+    // Narrowest memory dtype per shape (loads and stores decide the vector width), keyed by
+    // the squeezed shape so that tiles a reshape connects get the same vectors.
     let mut mem_bytes: BTreeMap<Vec<i64>, u32> = BTreeMap::new();
-    for op in &func.ops {
+    for op in &ops {
         let t = match &op.kind {
             OpKind::Load { .. } => op.result,
             OpKind::Store { tile, .. } => Some(*tile),
@@ -95,14 +123,15 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         };
         if let Some(t) = t {
             let ty = func.ty(t);
-            let e = mem_bytes.entry(ty.shape().to_vec()).or_insert(16);
+            let e = mem_bytes.entry(squeeze(ty.shape())).or_insert(16);
             *e = (*e).min(ty.dtype().bytes());
         }
     }
+    let bytes_of = |s: &[i64]| mem_bytes.get(&squeeze(s)).copied().unwrap_or(4).min(4);
     // Shapes that need a layout of their own: every tile shape that is not the keepdims
     // result of a reduction or an extent-1 operand of a broadcast.
     let mut reduced = vec![false; func.values.len()];
-    for op in &func.ops {
+    for op in &ops {
         if let (OpKind::Reduce { .. }, Some(r)) = (&op.kind, op.result) {
             reduced[r.0 as usize] = true;
         }
@@ -137,8 +166,7 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         layouts.clear();
         let mut min_used = warps;
         for s in &full_shapes {
-            let bytes = mem_bytes.get(s).copied().unwrap_or(4).min(4);
-            let (b, used) = Blocked::row_major(s, bytes, warps).map_err(|e| {
+            let (b, used) = Blocked::row_major(s, bytes_of(s), warps).map_err(|e| {
                 Diagnostic::error("E0020", format!("no layout for tile {s:?}: {e}"))
                     .with_note("tiles need power-of-two dims and at least 32 elements")
             })?;
@@ -152,8 +180,10 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     }
 
     let mut report = LayoutReport { num_warps: warps as u32, lines: vec![] };
+    if ops.iter().any(|op| matches!(op.kind, OpKind::Load { latency, .. } if latency > 0)) {
+        report.lines.push("load latency hints ignored: no software pipelining yet".into());
+    }
     for (s, b) in &layouts {
-        let bytes = mem_bytes.get(s).copied().unwrap_or(4).min(4);
         let l = Layout::Blocked(b.clone());
         let regs = l.regs_per_thread(s);
         if regs > MAX_REGS_PER_TILE {
@@ -168,7 +198,7 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         report.lines.push(format!(
             "tile {s:?}: {} ({} B vectors, {regs} elements per thread)",
             l.to_mlir(),
-            b.size_per_thread.last().copied().unwrap_or(1) * i64::from(bytes)
+            b.size_per_thread.last().copied().unwrap_or(1) * i64::from(bytes_of(s))
         ));
     }
 
@@ -180,44 +210,85 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         slice_parent(shape, &full)
             .map(|(d, f)| Layout::Slice { dim: d, parent: Box::new(Layout::Blocked(layouts[&f].clone())) })
     };
+    let no_layout = |shape: &[i64]| {
+        Diagnostic::error(
+            "E0900",
+            format!("tile {shape:?} has no layout: a layout conversion would be needed, which is not lowered yet"),
+        )
+    };
 
-    // Assign in definition order: reductions take the slice of their operand's layout.
-    let ops = func.ops.clone();
+    // Assign in definition order: reductions take the slice of their operand's layout;
+    // every other tile (op results, loop-carried values) the layout of its shape.
+    let mut defined: Vec<(ValueId, Option<(u32, ValueId)>)> = vec![];
     for op in &ops {
-        let Some(r) = op.result else { continue };
-        let ty = func.ty(r).clone();
+        match &op.kind {
+            OpKind::Reduce { axis, value, .. } => defined.extend(op.result.map(|r| (r, Some((*axis, *value))))),
+            OpKind::For { iters, results, .. } => defined.extend(iters.iter().chain(results).map(|v| (*v, None))),
+            OpKind::If { results, .. } => defined.extend(results.iter().map(|v| (*v, None))),
+            _ => defined.extend(op.result.map(|r| (r, None))),
+        }
+    }
+    for (value, reduce_of) in defined {
+        let ty = func.ty(value).clone();
         let Type::Tile { shape, dtype, .. } = ty else { continue };
-        let layout = match &op.kind {
-            OpKind::Reduce { axis, value, .. } => {
-                let parent = func.ty(*value).layout().cloned().ok_or_else(|| {
+        let layout = match reduce_of {
+            Some((axis, value)) => {
+                let parent = func.ty(value).layout().cloned().ok_or_else(|| {
                     Diagnostic::error("E0900", "reduction of a tile without a layout is not lowered yet")
                 })?;
-                Layout::Slice { dim: *axis as usize, parent: Box::new(parent) }
+                Layout::Slice { dim: axis as usize, parent: Box::new(parent) }
             }
-            _ => layout_of(&shape).ok_or_else(|| {
-                Diagnostic::error(
-                    "E0900",
-                    format!(
-                        "tile {shape:?} has no layout: a layout conversion would be needed, which is not lowered yet"
-                    ),
-                )
-            })?,
+            None => layout_of(&shape).ok_or_else(|| no_layout(&shape))?,
         };
-        func.values[r.0 as usize] = Type::Tile { shape, dtype, layout: Some(layout) };
+        func.values[value.0 as usize] = Type::Tile { shape, dtype, layout: Some(layout) };
     }
-    // Broadcast operands must be the slice of the result.
-    for op in &func.ops {
-        if let (OpKind::Broadcast(x), Some(r)) = (&op.kind, op.result) {
-            let (xl, rl) = (func.ty(*x).layout(), func.ty(r).layout());
-            let ok = matches!(xl, Some(Layout::Slice { parent, .. }) if Some(parent.as_ref()) == rl);
-            if !ok {
-                let mut d =
-                    Diagnostic::error("E0900", "this broadcast needs a layout conversion, which is not lowered yet");
-                if let Some(s) = op.span {
-                    d = d.with_primary(s, "broadcast here");
+    // What the lowering relies on: broadcast operands are (equivalent to) the slice of the
+    // result; loop-carried values keep one layout; reshapes move no data.
+    let fail = |op: &Op, what: &str| {
+        let mut d = Diagnostic::error("E0900", format!("{what} needs a layout conversion, which is not lowered yet"));
+        if let Some(s) = op.span {
+            d = d.with_primary(s, "here");
+        }
+        d
+    };
+    for op in &all_ops(func) {
+        match (&op.kind, op.result) {
+            (OpKind::Broadcast(x), Some(r)) => {
+                let (xl, rl) = (func.ty(*x).layout(), func.ty(r).layout());
+                let ok = match (xl, rl) {
+                    (Some(xl @ Layout::Slice { dim, .. }), Some(rl)) => {
+                        xl.slice_equivalent(&Layout::Slice { dim: *dim, parent: Box::new(rl.clone()) })
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    return Err(fail(op, "this broadcast"));
                 }
-                return Err(d);
             }
+            (OpKind::Reshape(x), Some(r)) => {
+                let (xt, rt) = (func.ty(*x), func.ty(r));
+                let a = xt.layout().and_then(|l| l.squeezed(xt.shape()));
+                if a.is_none() || a != rt.layout().and_then(|l| l.squeezed(rt.shape())) {
+                    return Err(fail(op, "this reshape (other than adding or dropping unit dims)"));
+                }
+            }
+            (OpKind::For { init, iters, yields, results, .. }, _) => {
+                for (((i, a), y), r) in init.iter().zip(iters).zip(yields).zip(results) {
+                    let ls = [func.ty(*i).layout(), func.ty(*a).layout(), func.ty(*y).layout(), func.ty(*r).layout()];
+                    if ls.iter().any(|l| *l != ls[0]) {
+                        return Err(fail(op, "a loop-carried tile whose layout changes in the loop"));
+                    }
+                }
+            }
+            (OpKind::If { then_yields, else_yields, results, .. }, _) => {
+                for ((t, e), r) in then_yields.iter().zip(else_yields).zip(results) {
+                    let ls = [func.ty(*t).layout(), func.ty(*e).layout(), func.ty(*r).layout()];
+                    if ls.iter().any(|l| *l != ls[0]) {
+                        return Err(fail(op, "an `if` result whose layout differs between branches"));
+                    }
+                }
+            }
+            _ => {}
         }
     }
     func.num_warps = warps as u32;

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use tilec_backend::Arch;
 use tilec_core::layout::Layout;
-use tilec_core::tir::{mlir_float, BinOp, Func, OpKind, Padding, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::tir::{mlir_float, BinOp, Func, LogicOp, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 /// Largest static shared memory a kernel may declare (the CUDA static limit).
@@ -77,6 +77,9 @@ struct Em {
     warp: String,
     smem: u32,
     smem_ptr: Option<String>,
+    /// Loops around the op being lowered (a reduction in a loop must not let the next
+    /// iteration overwrite its shared scratch before every thread has read it).
+    loop_depth: u32,
 }
 
 impl Em {
@@ -130,6 +133,10 @@ impl Em {
 
     /// Per-dimension thread coordinate `(warp_d * tpw_d + lane_d) * spt_d` (i32).
     fn thread_base(&mut self, l: &Layout, d: usize) -> String {
+        // A slice holds the sliced dim at coordinate 0 in every thread.
+        if matches!(l, Layout::Slice { dim, .. } if *dim == d) {
+            return self.cint(0, "i32");
+        }
         let key = (Layout::Blocked(l.blocked().clone()).to_mlir(), d);
         if let Some(v) = self.bases.get(&key) {
             return v.clone();
@@ -244,7 +251,7 @@ impl Em {
         self.v(format!("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"({x}) : (f32) -> f32"))
     }
 
-    fn unop(&mut self, op: UnOp, a: &str, d: DType) -> Result<String, Diagnostic> {
+    fn unop(&mut self, op: UnOp, a: &str, d: DType, approx: bool) -> Result<String, Diagnostic> {
         Ok(match op {
             UnOp::Neg => self.v(format!("llvm.fneg {a} : {}", llty(d))),
             UnOp::Abs => self.v(format!("llvm.intr.fabs({a}) : ({}) -> {}", llty(d), llty(d))),
@@ -253,9 +260,34 @@ impl Em {
                 let r = self.ex2(&x);
                 self.round_from_f32(&r, d)
             }
-            UnOp::Log | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt | UnOp::Tanh | UnOp::Sin | UnOp::Cos => {
-                return Err(err(format!("{} is not lowered yet", op.mlir_name())))
+            UnOp::Sqrt | UnOp::Rsqrt | UnOp::Log2 | UnOp::Log => {
+                let x = self.extend_f32(a, d);
+                let r = match (op, approx) {
+                    // sqrt.rn: correctly rounded.
+                    (UnOp::Sqrt, _) => self.v(format!("llvm.intr.sqrt({x}) : (f32) -> f32")),
+                    (UnOp::Rsqrt, true) => {
+                        self.v(format!("llvm.call_intrinsic \"llvm.nvvm.rsqrt.approx.f\"({x}) : (f32) -> f32"))
+                    }
+                    // 1 / sqrt.rn(x) with div.rn: within 1 ulp of the exact value.
+                    (UnOp::Rsqrt, false) => {
+                        let s = self.v(format!("llvm.intr.sqrt({x}) : (f32) -> f32"));
+                        let one = self.cfloat(1.0, DType::F32);
+                        self.v(format!("llvm.fdiv {one}, {s} : f32"))
+                    }
+                    // lg2.approx (max error 2^-22 relative away from 1); ln x = lg2 x · ln 2.
+                    _ => {
+                        let l = self.v(format!("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"({x}) : (f32) -> f32"));
+                        if op == UnOp::Log {
+                            let ln2 = self.cfloat(std::f64::consts::LN_2, DType::F32);
+                            self.v(format!("llvm.fmul {l}, {ln2} : f32"))
+                        } else {
+                            l
+                        }
+                    }
+                };
+                self.round_from_f32(&r, d)
             }
+            UnOp::Tanh | UnOp::Sin | UnOp::Cos => return Err(err(format!("{} is not lowered yet", op.mlir_name()))),
             UnOp::Exp => {
                 let x = self.extend_f32(a, d);
                 // t = x·log2(e) rounded; e = the rounding error of that product, exactly
@@ -294,6 +326,34 @@ impl Em {
             (false, false) => "llvm.trunc",
         };
         self.v(format!("{op} {v} : {f} to {t}"))
+    }
+
+    /// `rand`: Philox 4x32-10 of counter (offset, 0, 0, 0) with the precomputed round
+    /// `keys`, first output word → `(w >> 8) · 2⁻²⁴` (the interpreter's definition).
+    fn philox_uniform(&mut self, offset: &str, keys: &[(String, String)]) -> String {
+        let zero = self.cint(0, "i32");
+        let mut c = [offset.to_string(), zero.clone(), zero.clone(), zero];
+        for (k0, k1) in keys {
+            // mul.hi.u32 and mul.lo.u32 (the 64-bit product form lets LLVM widen the xors
+            // into 64-bit arithmetic, which is slower).
+            let wide = |em: &mut Em, x: &str, m: i64| -> (String, String) {
+                let mc = em.cint(m as i32 as i64, "i32");
+                let hi = em.v(format!("llvm.call_intrinsic \"llvm.nvvm.mulhi.ui\"({x}, {mc}) : (i32, i32) -> i32"));
+                (hi, em.v(format!("llvm.mul {x}, {mc} : i32")))
+            };
+            let (hi0, lo0) = wide(self, &c[0], PHILOX_M[0]);
+            let (hi1, lo1) = wide(self, &c[2], PHILOX_M[1]);
+            let a = self.v(format!("llvm.xor {hi1}, {} : i32", c[1]));
+            let n0 = self.v(format!("llvm.xor {a}, {k0} : i32"));
+            let b = self.v(format!("llvm.xor {hi0}, {} : i32", c[3]));
+            let n2 = self.v(format!("llvm.xor {b}, {k1} : i32"));
+            c = [n0, lo1, n2, lo0];
+        }
+        let c8 = self.cint(8, "i32");
+        let w = self.v(format!("llvm.lshr {}, {c8} : i32", c[0]));
+        let f = self.v(format!("llvm.uitofp {w} : i32 to f32"));
+        let scale = self.cfloat(1.0 / 16_777_216.0, DType::F32);
+        self.v(format!("llvm.fmul {f}, {scale} : f32"))
     }
 
     /// A butterfly shuffle of a 16- or 32-bit scalar.
@@ -360,6 +420,7 @@ pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, 
         warp: String::new(),
         smem: 0,
         smem_ptr: None,
+        loop_depth: 0,
     };
     em.tid = em.pv("nvvm.read.ptx.sreg.tid.x : i32");
     let c31 = em.cint(31, "i32");
@@ -389,140 +450,9 @@ pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, 
             Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
         }
     }
-
-    let get = |vals: &BTreeMap<ValueId, LV>, v: ValueId| -> Result<LV, Diagnostic> {
-        vals.get(&v).cloned().ok_or_else(|| err(format!("value %{} used before definition", v.0)))
-    };
-    let scalar = |vals: &BTreeMap<ValueId, LV>, v: ValueId| -> Result<String, Diagnostic> {
-        match get(vals, v)? {
-            LV::Scalar(s) => Ok(s),
-            _ => Err(err(format!("value %{} is not a scalar", v.0))),
-        }
-    };
-    let tile = |vals: &BTreeMap<ValueId, LV>, v: ValueId| -> Result<Vec<String>, Diagnostic> {
-        match get(vals, v)? {
-            LV::Tile(r) => Ok(r),
-            _ => Err(err(format!("value %{} is not a tile", v.0))),
-        }
-    };
-
-    for op in &func.ops {
-        let rty = op.result.map(|r| func.ty(r).clone());
-        let lv = match &op.kind {
-            OpKind::Bid { axis } => {
-                let a = ["x", "y", "z"].get(*axis as usize).ok_or_else(|| err("grid axis out of range"))?;
-                LV::Scalar(em.v(format!("nvvm.read.ptx.sreg.ctaid.{a} : i32")))
-            }
-            OpKind::Dim { tensor, axis } => match get(&vals, *tensor)? {
-                LV::Tensor { dims, .. } => {
-                    let d = dims.get(*axis as usize).ok_or_else(|| err("dim axis out of range"))?.clone();
-                    LV::Scalar(em.v(format!("llvm.trunc {d} : i64 to i32")))
-                }
-                _ => return Err(err("tile.dim of a non-tensor")),
-            },
-            OpKind::ConstInt(v) => {
-                let d = rty.as_ref().map(|t| t.dtype()).unwrap_or(DType::I32);
-                LV::Scalar(em.cint(*v, llty(d)))
-            }
-            OpKind::ConstFloat(v) => {
-                let d = rty.as_ref().map(|t| t.dtype()).unwrap_or(DType::F32);
-                LV::Scalar(em.cfloat(*v, d))
-            }
-            OpKind::Splat(s) => {
-                let s = scalar(&vals, *s)?;
-                let ty = rty.as_ref().ok_or_else(|| err("splat without result"))?;
-                let l = ty.layout().ok_or_else(|| err("tile without layout (run tile-layout first)"))?;
-                LV::Tile(vec![s; l.regs_per_thread(ty.shape()) as usize])
-            }
-            OpKind::Binary(b, x, y) => {
-                let d = func.ty(*x).dtype();
-                match (get(&vals, *x)?, get(&vals, *y)?) {
-                    (LV::Scalar(a), LV::Scalar(c)) => LV::Scalar(em.binop(*b, &a, &c, d)),
-                    (LV::Tile(a), LV::Tile(c)) if a.len() == c.len() => {
-                        LV::Tile(a.iter().zip(&c).map(|(p, q)| em.binop(*b, p, q, d)).collect())
-                    }
-                    _ => return Err(err("binary op on mismatched operands")),
-                }
-            }
-            OpKind::Unary(u, x) => {
-                let d = func.ty(*x).dtype();
-                match get(&vals, *x)? {
-                    LV::Scalar(a) => LV::Scalar(em.unop(*u, &a, d)?),
-                    LV::Tile(a) => LV::Tile(a.iter().map(|p| em.unop(*u, p, d)).collect::<Result<_, _>>()?),
-                    LV::Tensor { .. } => return Err(err("unary op on a tensor")),
-                }
-            }
-            OpKind::Cast(x) => {
-                let from = func.ty(*x).dtype();
-                let to = rty.as_ref().map(|t| t.dtype()).unwrap_or(from);
-                match get(&vals, *x)? {
-                    LV::Scalar(a) => LV::Scalar(em.cast(&a, from, to)),
-                    LV::Tile(a) => LV::Tile(a.iter().map(|p| em.cast(p, from, to)).collect()),
-                    LV::Tensor { .. } => return Err(err("cast of a tensor")),
-                }
-            }
-            OpKind::Broadcast(x) => {
-                let xty = func.ty(*x).clone();
-                let ty = rty.clone().ok_or_else(|| err("broadcast without result"))?;
-                let (Some(xl), Some(l)) = (xty.layout(), ty.layout()) else {
-                    return Err(err("broadcast without layouts"));
-                };
-                let src = tile(&vals, *x)?;
-                let n = l.regs_per_thread(ty.shape());
-                let mut out = Vec::with_capacity(n as usize);
-                for r in 0..n {
-                    let mut c = l.reg_coords(ty.shape(), r);
-                    for (d, &e) in xty.shape().iter().enumerate() {
-                        if e == 1 {
-                            c[d] = 0;
-                        }
-                    }
-                    let i = xl.reg_index(xty.shape(), &c) as usize;
-                    out.push(src.get(i).cloned().ok_or_else(|| err("broadcast register out of range"))?);
-                }
-                LV::Tile(out)
-            }
-            OpKind::Reduce { kind, axis, value } => {
-                let xty = func.ty(*value).clone();
-                let ty = rty.clone().ok_or_else(|| err("reduce without result"))?;
-                LV::Tile(lower_reduce(&mut em, *kind, *axis as usize, &xty, &ty, &tile(&vals, *value)?)?)
-            }
-            OpKind::Load { tensor, index, padding, .. } => {
-                let t = get(&vals, *tensor)?;
-                let idx = index.iter().map(|i| scalar(&vals, *i)).collect::<Result<Vec<_>, _>>()?;
-                let ty = rty.clone().ok_or_else(|| err("load without result"))?;
-                LV::Tile(lower_access(&mut em, &t, &idx, &ty, Access::Load(*padding))?)
-            }
-            other @ (OpKind::Gather { .. }
-            | OpKind::Scatter { .. }
-            | OpKind::Mma { .. }
-            | OpKind::Arange
-            | OpKind::Element { .. }
-            | OpKind::NumBlocks { .. }
-            | OpKind::Cmp(..)
-            | OpKind::Logic(..)
-            | OpKind::Select { .. }
-            | OpKind::Reshape(_)
-            | OpKind::Permute { .. }
-            | OpKind::Math { .. }
-            | OpKind::TrueDiv { .. }
-            | OpKind::Rand { .. }
-            | OpKind::Print { .. }
-            | OpKind::For { .. }
-            | OpKind::If { .. }) => return Err(err(format!("{} is not lowered yet", other.describe()))),
-            OpKind::Store { tensor, index, tile: tv } => {
-                let t = get(&vals, *tensor)?;
-                let idx = index.iter().map(|i| scalar(&vals, *i)).collect::<Result<Vec<_>, _>>()?;
-                let ty = func.ty(*tv).clone();
-                let regs = tile(&vals, *tv)?;
-                lower_access(&mut em, &t, &idx, &ty, Access::Store(regs))?;
-                continue;
-            }
-        };
-        if let Some(r) = op.result {
-            vals.insert(r, lv);
-        }
-    }
+    let mut lw = Lw { func, em, vals };
+    lw.ops(&func.ops)?;
+    let em = lw.em;
 
     if em.smem > STATIC_SMEM_LIMIT {
         return Err(Diagnostic::error(
@@ -556,6 +486,362 @@ pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, 
     Ok(Lowered { text: s, shared_bytes: em.smem, block_threads: threads })
 }
 
+/// Philox 4x32-10 multipliers and key increments (as the interpreter).
+const PHILOX_M: [i64; 2] = [0xD251_1F53, 0xCD9E_8D57];
+const PHILOX_W: [i64; 2] = [0x9E37_79B9, 0xBB67_AE85];
+
+/// The lowering of one kernel's ops: the emitter and the lowered value of each tile-IR value.
+struct Lw<'f> {
+    func: &'f Func,
+    em: Em,
+    vals: BTreeMap<ValueId, LV>,
+}
+
+impl Lw<'_> {
+    fn get(&self, v: ValueId) -> Result<LV, Diagnostic> {
+        self.vals.get(&v).cloned().ok_or_else(|| err(format!("value %{} used before definition", v.0)))
+    }
+
+    fn scalar(&self, v: ValueId) -> Result<String, Diagnostic> {
+        match self.get(v)? {
+            LV::Scalar(s) => Ok(s),
+            _ => Err(err(format!("value %{} is not a scalar", v.0))),
+        }
+    }
+
+    fn tile(&self, v: ValueId) -> Result<Vec<String>, Diagnostic> {
+        match self.get(v)? {
+            LV::Tile(r) => Ok(r),
+            _ => Err(err(format!("value %{} is not a tile", v.0))),
+        }
+    }
+
+    /// Applies `f` register by register to operands that are all scalars or all tiles of
+    /// one layout (a scalar among tiles stands for each register).
+    fn elementwise(
+        &mut self,
+        operands: &[ValueId],
+        mut f: impl FnMut(&mut Em, &[String]) -> Result<String, Diagnostic>,
+    ) -> Result<LV, Diagnostic> {
+        let lvs = operands.iter().map(|v| self.get(*v)).collect::<Result<Vec<_>, _>>()?;
+        let n = lvs.iter().find_map(|l| if let LV::Tile(r) = l { Some(r.len()) } else { None });
+        let pick = |l: &LV, i: usize| -> Result<String, Diagnostic> {
+            match l {
+                LV::Scalar(s) => Ok(s.clone()),
+                LV::Tile(r) => r.get(i).cloned().ok_or_else(|| err("elementwise operands of different layouts")),
+                LV::Tensor { .. } => Err(err("elementwise op on a tensor")),
+            }
+        };
+        match n {
+            None => {
+                let xs = lvs.iter().map(|l| pick(l, 0)).collect::<Result<Vec<_>, _>>()?;
+                Ok(LV::Scalar(f(&mut self.em, &xs)?))
+            }
+            Some(n) => {
+                if lvs.iter().any(|l| matches!(l, LV::Tile(r) if r.len() != n)) {
+                    return Err(err("elementwise operands of different layouts"));
+                }
+                let mut out = Vec::with_capacity(n);
+                for i in 0..n {
+                    let xs = lvs.iter().map(|l| pick(l, i)).collect::<Result<Vec<_>, _>>()?;
+                    out.push(f(&mut self.em, &xs)?);
+                }
+                Ok(LV::Tile(out))
+            }
+        }
+    }
+
+    /// The registers (or the scalar) of values, flattened, with their LLVM types.
+    fn flatten(&self, vs: &[ValueId]) -> Result<(Vec<String>, Vec<&'static str>), Diagnostic> {
+        let (mut names, mut tys) = (vec![], vec![]);
+        for v in vs {
+            let t = llty(self.func.ty(*v).dtype());
+            match self.get(*v)? {
+                LV::Scalar(s) => {
+                    names.push(s);
+                    tys.push(t);
+                }
+                LV::Tile(r) => {
+                    tys.extend(std::iter::repeat_n(t, r.len()));
+                    names.extend(r);
+                }
+                LV::Tensor { .. } => return Err(err("a tensor cannot be loop-carried")),
+            }
+        }
+        Ok((names, tys))
+    }
+
+    /// Fresh block arguments shaped like `like` (register counts), bound to `vs`.
+    fn bind_args(&mut self, vs: &[ValueId], like: &[ValueId]) -> Result<Vec<(String, &'static str)>, Diagnostic> {
+        let mut args = vec![];
+        for (v, l) in vs.iter().zip(like) {
+            let t = llty(self.func.ty(*v).dtype());
+            let lv = match self.get(*l)? {
+                LV::Scalar(_) => {
+                    let a = self.em.fresh();
+                    args.push((a.clone(), t));
+                    LV::Scalar(a)
+                }
+                LV::Tile(r) => LV::Tile(
+                    r.iter()
+                        .map(|_| {
+                            let a = self.em.fresh();
+                            args.push((a.clone(), t));
+                            a
+                        })
+                        .collect(),
+                ),
+                LV::Tensor { .. } => return Err(err("a tensor cannot be loop-carried")),
+            };
+            self.vals.insert(*v, lv);
+        }
+        Ok(args)
+    }
+
+    fn branch(&mut self, block: &str, names: &[String], tys: &[&str]) {
+        if names.is_empty() {
+            self.em.line(format!("llvm.br {block}"));
+        } else {
+            self.em.line(format!("llvm.br {block}({} : {})", names.join(", "), tys.join(", ")));
+        }
+    }
+
+    fn label(&mut self, block: &str, args: &[(String, &'static str)]) {
+        if args.is_empty() {
+            let _ = writeln!(self.em.body, "  {block}:");
+        } else {
+            let a: Vec<String> = args.iter().map(|(n, t)| format!("{n}: {t}")).collect();
+            let _ = writeln!(self.em.body, "  {block}({}):", a.join(", "));
+        }
+    }
+
+    fn ops(&mut self, ops: &[Op]) -> Result<(), Diagnostic> {
+        for op in ops {
+            self.op(op).map_err(|d| match (d.labels.is_empty(), op.span) {
+                (true, Some(s)) => d.with_primary(s, "while lowering this"),
+                _ => d,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn op(&mut self, op: &Op) -> Result<(), Diagnostic> {
+        let func = self.func;
+        let rty = op.result.map(|r| func.ty(r).clone());
+        let rdtype = rty.as_ref().map(|t| t.dtype());
+        let lv = match &op.kind {
+            OpKind::Bid { axis } | OpKind::NumBlocks { axis } => {
+                let a = ["x", "y", "z"].get(*axis as usize).ok_or_else(|| err("grid axis out of range"))?;
+                let reg = if matches!(op.kind, OpKind::Bid { .. }) { "ctaid" } else { "nctaid" };
+                LV::Scalar(self.em.v(format!("nvvm.read.ptx.sreg.{reg}.{a} : i32")))
+            }
+            OpKind::Dim { tensor, axis } => match self.get(*tensor)? {
+                LV::Tensor { dims, .. } => {
+                    let d = dims.get(*axis as usize).ok_or_else(|| err("dim axis out of range"))?.clone();
+                    LV::Scalar(self.em.v(format!("llvm.trunc {d} : i64 to i32")))
+                }
+                _ => return Err(err("tile.dim of a non-tensor")),
+            },
+            OpKind::ConstInt(v) => LV::Scalar(self.em.cint(*v, llty(rdtype.unwrap_or(DType::I32)))),
+            OpKind::ConstFloat(v) => LV::Scalar(self.em.cfloat(*v, rdtype.unwrap_or(DType::F32))),
+            OpKind::Splat(s) => {
+                let s = self.scalar(*s)?;
+                let ty = rty.as_ref().ok_or_else(|| err("splat without result"))?;
+                let l = ty.layout().ok_or_else(|| err("tile without layout (run tile-layout first)"))?;
+                LV::Tile(vec![s; l.regs_per_thread(ty.shape()) as usize])
+            }
+            OpKind::Binary(b, x, y) => {
+                let d = func.ty(*x).dtype();
+                self.elementwise(&[*x, *y], |em, a| Ok(em.binop(*b, &a[0], &a[1], d)))?
+            }
+            OpKind::Unary(u, x) => {
+                let d = func.ty(*x).dtype();
+                self.elementwise(&[*x], |em, a| em.unop(*u, &a[0], d, false))?
+            }
+            OpKind::Math { op: u, value, flags } => {
+                if flags.ftz {
+                    return Err(err("math with flush_to_zero=true is not lowered yet"));
+                }
+                let d = func.ty(*value).dtype();
+                self.elementwise(&[*value], |em, a| em.unop(*u, &a[0], d, flags.approx))?
+            }
+            OpKind::TrueDiv { lhs, rhs, flags } => {
+                if flags.ftz {
+                    return Err(err("truediv with flush_to_zero=true is not lowered yet"));
+                }
+                let d = func.ty(*lhs).dtype();
+                self.elementwise(&[*lhs, *rhs], |em, a| {
+                    if !flags.approx {
+                        return Ok(em.binop(BinOp::Div, &a[0], &a[1], d));
+                    }
+                    let (x, y) = (em.extend_f32(&a[0], d), em.extend_f32(&a[1], d));
+                    let q =
+                        em.v(format!("llvm.call_intrinsic \"llvm.nvvm.div.approx.f\"({x}, {y}) : (f32, f32) -> f32"));
+                    Ok(em.round_from_f32(&q, d))
+                })?
+            }
+            OpKind::Cast(x) => {
+                let from = func.ty(*x).dtype();
+                let to = rdtype.unwrap_or(from);
+                self.elementwise(&[*x], |em, a| Ok(em.cast(&a[0], from, to)))?
+            }
+            OpKind::Cmp(p, x, y) => {
+                let d = func.ty(*x).dtype();
+                let (op, pred) = if d.is_float() { ("llvm.fcmp", p.mlir(true)) } else { ("llvm.icmp", p.mlir(false)) };
+                self.elementwise(&[*x, *y], |em, a| {
+                    Ok(em.v(format!("{op} \"{pred}\" {}, {} : {}", a[0], a[1], llty(d))))
+                })?
+            }
+            OpKind::Logic(l, x, y) => {
+                let name = match l {
+                    LogicOp::And => "llvm.and",
+                    LogicOp::Or => "llvm.or",
+                    LogicOp::Xor => "llvm.xor",
+                };
+                self.elementwise(&[*x, *y], |em, a| Ok(em.v(format!("{name} {}, {} : i1", a[0], a[1]))))?
+            }
+            OpKind::Select { cond, a, b } => {
+                let t = llty(func.ty(*a).dtype());
+                self.elementwise(&[*cond, *a, *b], |em, x| {
+                    Ok(em.v(format!("llvm.select {}, {}, {} : i1, {t}", x[0], x[1], x[2])))
+                })?
+            }
+            OpKind::Reshape(x) => match self.get(*x)? {
+                // tile-layout guarantees the two layouts agree once unit dims are dropped.
+                LV::Tile(r) => LV::Tile(r),
+                _ => return Err(err("reshape of a non-tile")),
+            },
+            OpKind::Arange => {
+                let ty = rty.clone().ok_or_else(|| err("arange without result"))?;
+                let l = ty.layout().ok_or_else(|| err("arange without layout"))?.clone();
+                let n = l.regs_per_thread(ty.shape());
+                let base = self.em.thread_base(&l, 0);
+                let mut out = vec![];
+                for r in 0..n {
+                    let o = self.em.cint(l.reg_offset(ty.shape(), r)[0], "i32");
+                    out.push(self.em.v(format!("llvm.add {base}, {o} : i32")));
+                }
+                LV::Tile(out)
+            }
+            OpKind::Rand { seed, offsets } => {
+                let seed = self.scalar(*seed)?;
+                // The round keys are the same for every element: compute them once.
+                let mut keys = vec![(seed.clone(), self.em.cint(0, "i32"))];
+                for round in 1..10 {
+                    let (k0, k1) = keys[round - 1].clone();
+                    let (w0, w1) = (self.em.cint(PHILOX_W[0], "i32"), self.em.cint(PHILOX_W[1], "i32"));
+                    let n0 = self.em.v(format!("llvm.add {k0}, {w0} : i32"));
+                    let n1 = self.em.v(format!("llvm.add {k1}, {w1} : i32"));
+                    keys.push((n0, n1));
+                }
+                self.elementwise(&[*offsets], |em, a| Ok(em.philox_uniform(&a[0], &keys)))?
+            }
+            OpKind::Broadcast(x) => {
+                let xty = func.ty(*x).clone();
+                let ty = rty.clone().ok_or_else(|| err("broadcast without result"))?;
+                let (Some(xl), Some(l)) = (xty.layout(), ty.layout()) else {
+                    return Err(err("broadcast without layouts"));
+                };
+                let src = self.tile(*x)?;
+                let n = l.regs_per_thread(ty.shape());
+                let mut out = Vec::with_capacity(n as usize);
+                for r in 0..n {
+                    let mut c = l.reg_coords(ty.shape(), r);
+                    for (d, &e) in xty.shape().iter().enumerate() {
+                        if e == 1 {
+                            c[d] = 0;
+                        }
+                    }
+                    let i = xl.reg_index(xty.shape(), &c) as usize;
+                    out.push(src.get(i).cloned().ok_or_else(|| err("broadcast register out of range"))?);
+                }
+                LV::Tile(out)
+            }
+            OpKind::Reduce { kind, axis, value } => {
+                let xty = func.ty(*value).clone();
+                let ty = rty.clone().ok_or_else(|| err("reduce without result"))?;
+                let src = self.tile(*value)?;
+                LV::Tile(lower_reduce(&mut self.em, *kind, *axis as usize, &xty, &ty, &src)?)
+            }
+            OpKind::Load { tensor, index, padding, .. } => {
+                let t = self.get(*tensor)?;
+                let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
+                let ty = rty.clone().ok_or_else(|| err("load without result"))?;
+                LV::Tile(lower_access(&mut self.em, &t, &idx, &ty, Access::Load(*padding))?)
+            }
+            OpKind::Store { tensor, index, tile: tv } => {
+                let t = self.get(*tensor)?;
+                let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
+                let ty = func.ty(*tv).clone();
+                let regs = self.tile(*tv)?;
+                lower_access(&mut self.em, &t, &idx, &ty, Access::Store(regs))?;
+                return Ok(());
+            }
+            OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } => {
+                let (lb, ub, step) = (self.scalar(*lb)?, self.scalar(*ub)?, self.scalar(*step)?);
+                let (hdr, body_b, exit) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
+                let (init_names, init_tys) = self.flatten(init)?;
+                let mut all_names = vec![lb];
+                all_names.extend(init_names);
+                let mut all_tys = vec!["i32"];
+                all_tys.extend(init_tys);
+                self.branch(&hdr, &all_names, &all_tys);
+                let ivn = self.em.fresh();
+                self.vals.insert(*iv, LV::Scalar(ivn.clone()));
+                let mut args = vec![(ivn.clone(), "i32")];
+                args.extend(self.bind_args(iters, init)?);
+                self.label(&hdr, &args);
+                let c = self.em.v(format!("llvm.icmp \"slt\" {ivn}, {ub} : i32"));
+                self.em.line(format!("llvm.cond_br {c}, {body_b}, {exit}"));
+                self.label(&body_b, &[]);
+                self.em.loop_depth += 1;
+                self.ops(body)?;
+                self.em.loop_depth -= 1;
+                let next = self.em.v(format!("llvm.add {ivn}, {step} : i32"));
+                let (ynames, ytys) = self.flatten(yields)?;
+                let mut names = vec![next];
+                names.extend(ynames);
+                let mut tys = vec!["i32"];
+                tys.extend(ytys);
+                self.branch(&hdr, &names, &tys);
+                self.label(&exit, &[]);
+                // The header's arguments dominate the exit: they are the final values.
+                for (r, it) in results.iter().zip(iters) {
+                    let v = self.get(*it)?;
+                    self.vals.insert(*r, v);
+                }
+                return Ok(());
+            }
+            OpKind::If { cond, then_ops, then_yields, else_ops, else_yields, results } => {
+                let c = self.scalar(*cond)?;
+                let (tb, eb, join) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
+                self.em.line(format!("llvm.cond_br {c}, {tb}, {eb}"));
+                self.label(&tb, &[]);
+                self.ops(then_ops)?;
+                let (n, t) = self.flatten(then_yields)?;
+                self.branch(&join, &n, &t);
+                self.label(&eb, &[]);
+                self.ops(else_ops)?;
+                let (n, t) = self.flatten(else_yields)?;
+                self.branch(&join, &n, &t);
+                let args = self.bind_args(results, then_yields)?;
+                self.label(&join, &args);
+                return Ok(());
+            }
+            other @ (OpKind::Gather { .. }
+            | OpKind::Scatter { .. }
+            | OpKind::Mma { .. }
+            | OpKind::Element { .. }
+            | OpKind::Permute { .. }
+            | OpKind::Print { .. }) => return Err(err(format!("{} is not lowered yet", other.describe()))),
+        };
+        if let Some(r) = op.result {
+            self.vals.insert(r, lv);
+        }
+        Ok(())
+    }
+}
+
 enum Access {
     Load(Padding),
     Store(Vec<String>),
@@ -568,9 +854,8 @@ fn lower_access(em: &mut Em, t: &LV, idx: &[String], ty: &Type, access: Access) 
     let shape = ty.shape().to_vec();
     let d = ty.dtype();
     let l = ty.layout().ok_or_else(|| err("load/store of a tile without layout"))?.clone();
-    if matches!(l, Layout::Slice { .. }) {
-        return Err(err("load/store of a sliced tile is not lowered yet"));
-    }
+    // A sliced tile (a row broadcast later) is read by every thread that holds it: the
+    // duplicate reads hit the same cache lines; a duplicate store writes the same value.
     let rank = shape.len();
     let bytes = i64::from(d.bytes());
     if d == DType::I1 {
@@ -835,6 +1120,10 @@ fn lower_reduce(
                 });
             }
             out.push(acc.ok_or_else(|| err("empty cross-warp reduction"))?);
+        }
+        if em.loop_depth > 0 {
+            // The next iteration writes the same scratch: wait until every thread has read.
+            em.line("nvvm.barrier0");
         }
         return Ok(out);
     }
