@@ -158,25 +158,71 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     full_shapes.retain(|s| slice_parent(s, &snapshot).is_none());
     full_shapes.sort();
 
+    // Broadcasts as (full shape the operand is a slice of, sliced dim, result shape).
+    let def_of = |v: ValueId| ops.iter().find(|o| o.result == Some(v));
+    let mut broadcasts: Vec<(Vec<i64>, usize, Vec<i64>)> = vec![];
+    for op in &ops {
+        let (OpKind::Broadcast(x), Some(r)) = (&op.kind, op.result) else { continue };
+        let (sx, sr) = (func.ty(*x).shape().to_vec(), func.ty(r).shape().to_vec());
+        let parent = match def_of(*x).map(|o| &o.kind) {
+            Some(OpKind::Reduce { value, axis, .. }) => Some((func.ty(*value).shape().to_vec(), *axis as usize)),
+            _ => slice_parent(&sx, &full_shapes).map(|(d, f)| (f, d)),
+        };
+        if let Some((p, d)) = parent {
+            if p != sr {
+                broadcasts.push((p, d, sr));
+            }
+        }
+    }
+
+    // Vector widths are capped (as a larger element size) where a row broadcast to tiles of
+    // different heights needs both parents to agree along the row; the first attempt
+    // uses the widest vectors.
+    let mut caps: BTreeMap<Vec<i64>, u32> = BTreeMap::new();
     let mut warps = i64::from(func.num_warps);
     let mut layouts: BTreeMap<Vec<i64>, Blocked> = BTreeMap::new();
-    // Two rounds: the second re-derives every layout with the smallest warp count any
-    // shape could use, so that all tiles of the kernel agree on the block size.
-    for _ in 0..2 {
-        layouts.clear();
-        let mut min_used = warps;
-        for s in &full_shapes {
-            let (b, used) = Blocked::row_major(s, bytes_of(s), warps).map_err(|e| {
-                Diagnostic::error("E0020", format!("no layout for tile {s:?}: {e}"))
-                    .with_note("tiles need power-of-two dims and at least 32 elements")
-            })?;
-            min_used = min_used.min(used);
-            layouts.insert(s.clone(), b);
+    for _attempt in 0..4 {
+        warps = i64::from(func.num_warps);
+        // Two rounds: the second re-derives every layout with the smallest warp count any
+        // shape could use, so that all tiles of the kernel agree on the block size.
+        for _ in 0..2 {
+            layouts.clear();
+            let mut min_used = warps;
+            for s in &full_shapes {
+                let bytes = bytes_of(s).max(caps.get(&squeeze(s)).copied().unwrap_or(0));
+                let (b, used) = Blocked::row_major(s, bytes, warps).map_err(|e| {
+                    Diagnostic::error("E0020", format!("no layout for tile {s:?}: {e}"))
+                        .with_note("tiles need power-of-two dims and at least 32 elements")
+                })?;
+                min_used = min_used.min(used);
+                layouts.insert(s.clone(), b);
+            }
+            if min_used == warps {
+                break;
+            }
+            warps = min_used;
         }
-        if min_used == warps {
+        let mut changed = false;
+        for (p, d, r) in &broadcasts {
+            let (Some(lp), Some(lr)) = (layouts.get(p), layouts.get(r)) else { continue };
+            let slice = |b: &Blocked| Layout::Slice { dim: *d, parent: Box::new(Layout::Blocked(b.clone())) };
+            if slice(lp).slice_equivalent(&slice(lr)) {
+                continue;
+            }
+            let vec = lp.size_per_thread.last().min(lr.size_per_thread.last()).copied().unwrap_or(1);
+            let bytes = u32::try_from(16 / vec.max(1)).unwrap_or(16);
+            for s in [p, r] {
+                // Keyed like the vector widths: tiles a reshape connects change together.
+                let c = caps.entry(squeeze(s)).or_insert(0);
+                if *c < bytes {
+                    *c = bytes;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
             break;
         }
-        warps = min_used;
     }
 
     let mut report = LayoutReport { num_warps: warps as u32, lines: vec![] };
@@ -198,7 +244,7 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         report.lines.push(format!(
             "tile {s:?}: {} ({} B vectors, {regs} elements per thread)",
             l.to_mlir(),
-            b.size_per_thread.last().copied().unwrap_or(1) * i64::from(bytes_of(s))
+            b.size_per_thread.last().copied().unwrap_or(1) * i64::from(bytes_of(s).min(4))
         ));
     }
 
