@@ -90,9 +90,9 @@ pub trait GpuKernel {
 }
 
 /// Widest row `softmax` holds in one tile; wider rows run `softmax_online`.
-const SOFTMAX_MAX_TILE: i64 = 8192;
+const SOFTMAX_MAX_TILE: i64 = 32768;
 
-/// Row softmax (kernels/softmax.tile): one tile per row, up to 8192 columns.
+/// Row softmax (kernels/softmax.tile): one tile per row, up to 32768 columns (32 warps).
 #[derive(Debug)]
 pub struct Softmax;
 
@@ -116,6 +116,9 @@ impl GpuKernel for Softmax {
             c(DType::BF16, 257, 2048, 2),
             c(DType::F32, 4097, 768, 8),
             c(DType::F16, 16384, 4096, 1),
+            c(DType::F16, 64, 32768, 1),
+            c(DType::F32, 33, 20000, 1),
+            c(DType::BF16, 17, 9000, 1),
         ]
     }
     fn bench_cases(&self, quick: bool) -> Vec<Case> {
@@ -124,6 +127,7 @@ impl GpuKernel for Softmax {
         if !quick {
             v.push(c(DType::F32, 16384, 4096, 1));
             v.push(c(DType::F16, 65536, 1024, 4));
+            v.push(c(DType::F16, 4096, 32768, 1));
         }
         v
     }
@@ -278,6 +282,7 @@ impl GpuKernel for SoftmaxOnline {
             c(DType::F32, 3, 5),
             c(DType::F16, 7, 4097),
             c(DType::F16, 64, 32768),
+            c(DType::F16, 5, 100_000),
             c(DType::F32, 33, 20000),
             c(DType::BF16, 17, 9000),
             c(DType::F16, 4096, 16384),

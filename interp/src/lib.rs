@@ -14,9 +14,9 @@
 //!   f32 with their own rounding).
 //!
 //! `rand` is Philox 4x32-10 bit for bit ([`philox4x32_10`], checked against the Random123
-//! known-answer vectors): element counter = (offset, 0, 0, 0), key = (seed, 0), the first
-//! output word → `(w >> 8) · 2⁻²⁴`, a float in [0, 1). The GPU lowering must produce the
-//! same bits.
+//! known-answer vectors): offset `o` (as u32) takes output word `o % 4` of counter
+//! `(o / 4, 0, 0, 0)` with key `(seed, 0)`, → `(w >> 8) · 2⁻²⁴`, a float in [0, 1); four
+//! consecutive offsets share one Philox call. The GPU lowering must produce the same bits.
 //!
 //! Out-of-bounds semantics match the language: loads and gathers read the padding value,
 //! stores and scatters skip the element, element reads give 0.
@@ -108,7 +108,7 @@ pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
 
 /// The uniform float of `rand(seed, offset)` for one element.
 pub fn rand_uniform(seed: u32, offset: u32) -> f32 {
-    let w = philox4x32_10([offset, 0, 0, 0], [seed, 0])[0];
+    let w = philox4x32_10([offset / 4, 0, 0, 0], [seed, 0])[(offset % 4) as usize];
     (w >> 8) as f32 * (1.0 / 16_777_216.0)
 }
 

@@ -328,11 +328,11 @@ impl Em {
         self.v(format!("{op} {v} : {f} to {t}"))
     }
 
-    /// `rand`: Philox 4x32-10 of counter (offset, 0, 0, 0) with the precomputed round
-    /// `keys`, first output word → `(w >> 8) · 2⁻²⁴` (the interpreter's definition).
-    fn philox_uniform(&mut self, offset: &str, keys: &[(String, String)]) -> String {
+    /// Philox 4x32-10 of counter `(ctr, 0, 0, 0)` with the precomputed round `keys`: the
+    /// four output words.
+    fn philox(&mut self, ctr: &str, keys: &[(String, String)]) -> [String; 4] {
         let zero = self.cint(0, "i32");
-        let mut c = [offset.to_string(), zero.clone(), zero.clone(), zero];
+        let mut c = [ctr.to_string(), zero.clone(), zero.clone(), zero];
         for (k0, k1) in keys {
             // mul.hi.u32 and mul.lo.u32 (the 64-bit product form lets LLVM widen the xors
             // into 64-bit arithmetic, which is slower).
@@ -349,11 +349,86 @@ impl Em {
             let n2 = self.v(format!("llvm.xor {b}, {k1} : i32"));
             c = [n0, lo1, n2, lo0];
         }
+        c
+    }
+
+    /// `(w >> 8) · 2⁻²⁴`.
+    fn word_to_uniform(&mut self, w: &str) -> String {
         let c8 = self.cint(8, "i32");
-        let w = self.v(format!("llvm.lshr {}, {c8} : i32", c[0]));
-        let f = self.v(format!("llvm.uitofp {w} : i32 to f32"));
+        let s = self.v(format!("llvm.lshr {w}, {c8} : i32"));
+        let f = self.v(format!("llvm.uitofp {s} : i32 to f32"));
         let scale = self.cfloat(1.0 / 16_777_216.0, DType::F32);
         self.v(format!("llvm.fmul {f}, {scale} : f32"))
+    }
+
+    /// `candidates[s]` for a run-time `s` in 0..candidates.len() (a select chain).
+    fn pick(&mut self, s: &str, candidates: &[String]) -> String {
+        let mut r = candidates[0].clone();
+        for (i, c) in candidates.iter().enumerate().skip(1) {
+            let ci = self.cint(i as i64, "i32");
+            let is = self.v(format!("llvm.icmp \"eq\" {s}, {ci} : i32"));
+            r = self.v(format!("llvm.select {is}, {c}, {r} : i1, i32"));
+        }
+        r
+    }
+
+    /// `rand` of a tile of offsets: offset o is word `o % 4` of Philox block `o / 4`.
+    /// Registers known to be `base + c` for consecutive `c` share the blocks they span
+    /// (8 consecutive offsets need 3 blocks, whatever `base` is); others pay one block each.
+    fn rand_tile(
+        &mut self,
+        offsets: &[String],
+        aff: Option<&[(String, i64)]>,
+        keys: &[(String, String)],
+    ) -> Vec<String> {
+        let (c2, c3) = (self.cint(2, "i32"), self.cint(3, "i32"));
+        let mut out = vec![String::new(); offsets.len()];
+        // Runs of registers: (first register index, length), consecutive constants on one base.
+        let mut runs: Vec<Vec<usize>> = vec![];
+        match aff {
+            Some(a) if a.len() == offsets.len() => {
+                let mut order: Vec<usize> = (0..a.len()).collect();
+                order.sort_by(|&i, &j| (&a[i].0, a[i].1).cmp(&(&a[j].0, a[j].1)));
+                for i in order {
+                    match runs.last_mut() {
+                        Some(run)
+                            if run.len() < 8
+                                && a[run[run.len() - 1]].0 == a[i].0
+                                && a[run[run.len() - 1]].1 + 1 == a[i].1 =>
+                        {
+                            run.push(i)
+                        }
+                        _ => runs.push(vec![i]),
+                    }
+                }
+            }
+            _ => runs = (0..offsets.len()).map(|i| vec![i]).collect(),
+        }
+        for run in runs {
+            let v0 = &offsets[run[0]];
+            let q0 = self.v(format!("llvm.lshr {v0}, {c2} : i32"));
+            let s = self.v(format!("llvm.and {v0}, {c3} : i32"));
+            let blocks = (run.len() + 3).div_ceil(4);
+            let mut words = vec![];
+            for k in 0..blocks {
+                let ctr = if k == 0 {
+                    q0.clone()
+                } else {
+                    // (v0 + 4k) / 4 as u32: wraps to 0 past 2^30, like the offsets past 2^32.
+                    let kc = self.cint(k as i64, "i32");
+                    let mask = self.cint(0x3FFF_FFFF, "i32");
+                    let q = self.v(format!("llvm.add {q0}, {kc} : i32"));
+                    self.v(format!("llvm.and {q}, {mask} : i32"))
+                };
+                words.extend(self.philox(&ctr, keys));
+            }
+            for (j, &reg) in run.iter().enumerate() {
+                let cands: Vec<String> = (0..4).map(|t| words[j + t].clone()).collect();
+                let w = self.pick(&s, &cands);
+                out[reg] = self.word_to_uniform(&w);
+            }
+        }
+        out
     }
 
     /// A butterfly shuffle of a 16- or 32-bit scalar.
@@ -450,7 +525,7 @@ pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, 
             Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
         }
     }
-    let mut lw = Lw { func, em, vals };
+    let mut lw = Lw { func, em, vals, aff: BTreeMap::new(), base_sums: BTreeMap::new() };
     lw.ops(&func.ops)?;
     let em = lw.em;
 
@@ -495,6 +570,12 @@ struct Lw<'f> {
     func: &'f Func,
     em: Em,
     vals: BTreeMap<ValueId, LV>,
+    /// For i32 tiles known to be affine in the register: register r = `base + c` with `base`
+    /// an SSA value and `c` a constant (arange, splats and their sums). `rand` uses it to
+    /// share one Philox call between consecutive offsets.
+    aff: BTreeMap<ValueId, Vec<(String, i64)>>,
+    /// Sums of two bases already emitted.
+    base_sums: BTreeMap<(String, String), String>,
 }
 
 impl Lw<'_> {
@@ -615,6 +696,28 @@ impl Lw<'_> {
         }
     }
 
+    /// Records `r = x + y` as affine when both operands are.
+    fn affine_sum(&mut self, r: ValueId, x: ValueId, y: ValueId) {
+        let (Some(a), Some(b)) = (self.aff.get(&x).cloned(), self.aff.get(&y).cloned()) else { return };
+        if a.len() != b.len() {
+            return;
+        }
+        let mut out = vec![];
+        for ((ba, ca), (bb, cb)) in a.into_iter().zip(b) {
+            let key = (ba.clone(), bb.clone());
+            let base = match self.base_sums.get(&key) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = self.em.v(format!("llvm.add {ba}, {bb} : i32"));
+                    self.base_sums.insert(key, s.clone());
+                    s
+                }
+            };
+            out.push((base, ca + cb));
+        }
+        self.aff.insert(r, out);
+    }
+
     fn ops(&mut self, ops: &[Op]) -> Result<(), Diagnostic> {
         for op in ops {
             self.op(op).map_err(|d| match (d.labels.is_empty(), op.span) {
@@ -648,10 +751,17 @@ impl Lw<'_> {
                 let s = self.scalar(*s)?;
                 let ty = rty.as_ref().ok_or_else(|| err("splat without result"))?;
                 let l = ty.layout().ok_or_else(|| err("tile without layout (run tile-layout first)"))?;
-                LV::Tile(vec![s; l.regs_per_thread(ty.shape()) as usize])
+                let n = l.regs_per_thread(ty.shape()) as usize;
+                if let (Some(r), DType::I32) = (op.result, ty.dtype()) {
+                    self.aff.insert(r, vec![(s.clone(), 0); n]);
+                }
+                LV::Tile(vec![s; n])
             }
             OpKind::Binary(b, x, y) => {
                 let d = func.ty(*x).dtype();
+                if let (BinOp::Add, Some(r)) = (b, op.result) {
+                    self.affine_sum(r, *x, *y);
+                }
                 self.elementwise(&[*x, *y], |em, a| Ok(em.binop(*b, &a[0], &a[1], d)))?
             }
             OpKind::Unary(u, x) => {
@@ -708,7 +818,12 @@ impl Lw<'_> {
             }
             OpKind::Reshape(x) => match self.get(*x)? {
                 // tile-layout guarantees the two layouts agree once unit dims are dropped.
-                LV::Tile(r) => LV::Tile(r),
+                LV::Tile(r) => {
+                    if let (Some(a), Some(res)) = (self.aff.get(x).cloned(), op.result) {
+                        self.aff.insert(res, a);
+                    }
+                    LV::Tile(r)
+                }
                 _ => return Err(err("reshape of a non-tile")),
             },
             OpKind::Arange => {
@@ -717,9 +832,15 @@ impl Lw<'_> {
                 let n = l.regs_per_thread(ty.shape());
                 let base = self.em.thread_base(&l, 0);
                 let mut out = vec![];
+                let mut aff = vec![];
                 for r in 0..n {
-                    let o = self.em.cint(l.reg_offset(ty.shape(), r)[0], "i32");
+                    let c = l.reg_offset(ty.shape(), r)[0];
+                    let o = self.em.cint(c, "i32");
                     out.push(self.em.v(format!("llvm.add {base}, {o} : i32")));
+                    aff.push((base.clone(), c));
+                }
+                if let Some(r) = op.result {
+                    self.aff.insert(r, aff);
                 }
                 LV::Tile(out)
             }
@@ -734,7 +855,9 @@ impl Lw<'_> {
                     let n1 = self.em.v(format!("llvm.add {k1}, {w1} : i32"));
                     keys.push((n0, n1));
                 }
-                self.elementwise(&[*offsets], |em, a| Ok(em.philox_uniform(&a[0], &keys)))?
+                let regs = self.tile(*offsets)?;
+                let aff = self.aff.get(offsets).cloned();
+                LV::Tile(self.em.rand_tile(&regs, aff.as_deref(), &keys))
             }
             OpKind::Broadcast(x) => {
                 let xty = func.ty(*x).clone();
@@ -744,7 +867,7 @@ impl Lw<'_> {
                 };
                 let src = self.tile(*x)?;
                 let n = l.regs_per_thread(ty.shape());
-                let mut out = Vec::with_capacity(n as usize);
+                let mut idx = Vec::with_capacity(n as usize);
                 for r in 0..n {
                     let mut c = l.reg_coords(ty.shape(), r);
                     for (d, &e) in xty.shape().iter().enumerate() {
@@ -753,9 +876,15 @@ impl Lw<'_> {
                         }
                     }
                     let i = xl.reg_index(xty.shape(), &c) as usize;
-                    out.push(src.get(i).cloned().ok_or_else(|| err("broadcast register out of range"))?);
+                    if i >= src.len() {
+                        return Err(err("broadcast register out of range"));
+                    }
+                    idx.push(i);
                 }
-                LV::Tile(out)
+                if let (Some(a), Some(res)) = (self.aff.get(x).cloned(), op.result) {
+                    self.aff.insert(res, idx.iter().map(|i| a[*i].clone()).collect());
+                }
+                LV::Tile(idx.iter().map(|i| src[*i].clone()).collect())
             }
             OpKind::Reduce { kind, axis, value } => {
                 let xty = func.ty(*value).clone();
