@@ -139,6 +139,10 @@ enum Cmd {
         /// tilec commit the binary was built from (recorded in the results).
         #[arg(long, default_value = "")]
         commit: String,
+        /// Integer constant override for every case, NAME=VALUE (repeatable; tuning
+        /// experiments: `--const BLOCK_N=4096`). Shown in the case labels.
+        #[arg(long = "const", value_name = "NAME=VALUE")]
+        consts: Vec<String>,
     },
 }
 
@@ -413,7 +417,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{} passed, {} failed", rows.len() - failed, failed);
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Cmd::Bench { kernels, kernels_dir, json, md, plot, peers, shapes, quick, reps, commit } => {
+        Cmd::Bench { kernels, kernels_dir, json, md, plot, peers, shapes, quick, reps, commit, consts } => {
+            let overrides = consts
+                .iter()
+                .map(|c| {
+                    let (k, v) = c.split_once('=').with_context(|| format!("--const {c}: expected NAME=VALUE"))?;
+                    let v: i64 =
+                        v.trim().parse().with_context(|| format!("--const {c}: bench takes integer values"))?;
+                    Ok((k.trim().to_string(), v))
+                })
+                .collect::<Result<Vec<_>>>()?;
             let peer_rows = match &peers {
                 Some(p) => tilec::report::load_peers(p).map_err(anyhow::Error::msg)?,
                 None => vec![],
@@ -434,7 +447,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         .collect::<Result<Vec<_>, _>>()
                         .map_err(anyhow::Error::msg)?,
                 };
-                for c in cases {
+                for mut c in cases {
+                    c.consts.retain(|(n, _)| !overrides.iter().any(|(o, _)| o == n));
+                    c.consts.extend(overrides.iter().cloned());
                     jobs.push((k.name(), c));
                 }
             }

@@ -194,7 +194,13 @@ impl GpuKernel for SiluMul {
         }
     }
     fn cases(&self) -> Vec<Case> {
-        let c = |dtype, m, n, rows: i64| Case { dtype, dims: vec![m, n], consts: vec![("ROWS".into(), rows)] };
+        // silu_mul has no ROWS constant: one row per block.
+        let sw = self.swiglu;
+        let c = |dtype, m, n, rows: i64| Case {
+            dtype,
+            dims: vec![m, n],
+            consts: if sw { vec![("ROWS".into(), rows)] } else { vec![] },
+        };
         let mut v = vec![
             c(DType::F32, 1, 1, 1),
             c(DType::F16, 7, 33, 1),
@@ -209,11 +215,8 @@ impl GpuKernel for SiluMul {
         v
     }
     fn bench_cases(&self, quick: bool) -> Vec<Case> {
-        let mut v = vec![Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![("ROWS".into(), 1)] }];
-        if !quick {
-            v.push(Case { dtype: DType::F32, dims: vec![16384, 4096], consts: vec![("ROWS".into(), 1)] });
-        }
-        v
+        let dtypes: &[DType] = if quick { &[DType::F16] } else { &[DType::F16, DType::F32] };
+        dtypes.iter().filter_map(|d| self.case_for(&[16384, 4096], *d).ok()).collect()
     }
     fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
         let rows = case_const(c, "ROWS", 1);
@@ -251,7 +254,8 @@ impl GpuKernel for SiluMul {
     fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
         match dims {
             [m, n] if *m >= 0 && *n >= 1 && dtype.is_float() => {
-                Ok(Case { dtype, dims: vec![*m, *n], consts: vec![("ROWS".into(), 1)] })
+                let consts = if self.swiglu { vec![("ROWS".into(), 1)] } else { vec![] };
+                Ok(Case { dtype, dims: vec![*m, *n], consts })
             }
             _ => Err(format!("{} takes MxN and a float dtype, not {dims:?} {dtype}", self.name())),
         }
@@ -318,6 +322,57 @@ impl GpuKernel for SoftmaxOnline {
     }
     fn peer_config(&self, c: &Case) -> Option<String> {
         Softmax.peer_config(c)
+    }
+}
+
+/// Matrix transpose (kernels/transpose.tile): exercises the shared-memory exchange that
+/// permutes and layout conversions use.
+#[derive(Debug)]
+pub struct Transpose;
+
+impl GpuKernel for Transpose {
+    fn name(&self) -> &'static str {
+        "transpose"
+    }
+    fn file(&self) -> &'static str {
+        "transpose.tile"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, m, n| Case { dtype, dims: vec![m, n], consts: vec![] };
+        vec![c(DType::F16, 1, 1), c(DType::F16, 70, 33), c(DType::F32, 1000, 999), c(DType::BF16, 4096, 4096)]
+    }
+    fn bench_cases(&self, _quick: bool) -> Vec<Case> {
+        vec![Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![] }]
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))])
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        let x: Vec<f64> = (0..c.dims[0] * c.dims[1]).map(|_| normal(rng)).collect();
+        vec![HostTensor::from_f64(c.dtype, &c.dims, &x), HostTensor::poisoned(c.dtype, &[c.dims[1], c.dims[0]])]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![1]
+    }
+    fn exact_outputs(&self) -> Vec<usize> {
+        vec![1]
+    }
+    fn reference(&self, c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+        let x = inputs[0].to_f64();
+        vec![(0..n * m).map(|i| x[(i % m) * n + i / m]).collect()]
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        2.0 * (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes())
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [m, n] if *m >= 1 && *n >= 1 => Ok(Case { dtype, dims: dims.to_vec(), consts: vec![] }),
+            _ => Err(format!("transpose takes MxN, not {dims:?}")),
+        }
+    }
+    fn peer_config(&self, _c: &Case) -> Option<String> {
+        None
     }
 }
 
@@ -581,6 +636,7 @@ pub fn all() -> Vec<Box<dyn GpuKernel>> {
         Box::new(Rmsnorm { persistent: true }),
         Box::new(Rope),
         Box::new(Dropout),
+        Box::new(Transpose),
     ]
 }
 
@@ -635,10 +691,15 @@ pub fn prepare(
         .map(|(_, n)| n.clone())
         .collect();
     let target = dev.target().map_err(|e| e.to_string())?;
+    // The case's own constants win over what the kernel derives from the shape.
+    let mut consts = k.consts(case);
+    for (n, v) in &case.consts {
+        consts.insert(n.clone(), ConstArg::Int(*v));
+    }
     let opts = CompileOptions {
         arch: target.to_string(),
         kernel: Some(name.to_string()),
-        consts: k.consts(case),
+        consts,
         unaligned,
         opt_level: None,
         until: None,

@@ -119,6 +119,23 @@ fn online_softmax_over_several_chunks() {
 }
 
 #[test]
+fn transpose_with_ragged_edges() {
+    let mut rng = StdRng::seed_from_u64(13);
+    for (d, m, n, tile) in [(DType::F16, 70, 33, 32), (DType::F32, 5, 100, 16), (DType::BF16, 64, 64, 64)] {
+        let x = t(d, &[m, n], &randn(&mut rng, (m * n) as usize, 1.0));
+        let xv = x.to_f64();
+        let want: Vec<f64> = (0..n * m).map(|i| xv[((i % m) * n + i / m) as usize]).collect();
+        let out = exec(
+            "transpose.tile",
+            "transpose",
+            &[("T", ConstArg::DType(d)), ("TILE", ConstArg::Int(tile))],
+            vec![Arg::Tensor(x), Arg::Tensor(HostTensor::poisoned(d, &[n, m]))],
+        );
+        assert_eq!(out[1].to_f64(), want, "transpose {d} {m}x{n}");
+    }
+}
+
+#[test]
 fn silu_mul_and_swiglu() {
     let mut rng = StdRng::seed_from_u64(2);
     for d in [DType::F32, DType::F16] {

@@ -271,6 +271,10 @@ impl Reader {
                 arity(1)?;
                 OpKind::Reshape(operands[0])
             }
+            "tilegpu.convert_layout" => {
+                arity(1)?;
+                OpKind::ConvertLayout(operands[0])
+            }
             "tile.arange" => OpKind::Arange,
             "tile.load" => {
                 let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;

@@ -18,6 +18,13 @@ irdl.dialect @tilegpu {
     %parent = irdl.any
     irdl.parameters(dim: %dim, parent: %parent)
   }
+  // The same tile in another layout (through shared memory).
+  irdl.operation @convert_layout {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
+  }
 }
 
 irdl.dialect @tile {

@@ -3,21 +3,29 @@
 //! Needs: a kernel in the `tile` dialect whose tile dims are powers of two.
 //!
 //! Does: picks one `#blocked` layout per full tile shape — 16-byte vectors of the narrowest
-//! dtype that shape is loaded or stored with, lanes along the contiguous dim, warps along the
-//! slowest dims first (so that row reductions stay inside a warp when there are enough rows)
-//! — and gives a keepdims reduction result the `#slice` of its operand's layout. A tile with
-//! extent-1 dims that is not a reduction result (a `full((R, 1), …)`, say) takes the slice of
-//! the full shape it is broadcast to, when there is one. Every tile of one shape gets the same
-//! layout, so elementwise ops and broadcasts never need a layout conversion.
+//! dtype that shape (or a shape differing only in unit dims) is loaded or stored with, lanes
+//! along the contiguous dim, warps along the slowest dims first (so that row reductions stay
+//! inside a warp when there are enough rows) — and gives a keepdims reduction result the
+//! `#slice` of its operand's layout. A tile with extent-1 dims that is not a reduction result
+//! (a `full((R, 1), …)`, a row of cos values) takes the slice of a full shape it matches.
+//! Every tile of one shape gets the same layout, loop-carried values and `if` results
+//! included, so elementwise ops never need a conversion, and reshapes that only add or drop
+//! unit dims move no data. When a row is broadcast to tiles of different heights whose
+//! layouts split the row differently, the vectors of both are narrowed until they agree;
+//! where that is not enough (or a loop-carried value or an `if` result changes layout), a
+//! `tilegpu.convert_layout` is inserted before the use (lowered through shared memory).
 //!
-//! Guarantees: every tile type carries a layout; every broadcast's operand layout is the slice
-//! of its result's layout; the kernel's `num_warps` is the number of warps the layouts use
-//! (the hint, or fewer when the tiles are too small to give each warp its own elements).
+//! Guarantees: every tile type carries a layout; every broadcast's operand layout is (equivalent
+//! to) the slice of its result's layout; loop-carried and `if` values keep one layout; the
+//! kernel's `num_warps` is the number of warps the layouts use (the hint, or fewer when the
+//! tiles are too small to give each warp its own elements).
 //!
-//! Reports: the layout of each shape, the vector width in bytes, registers per thread.
+//! Reports: the layout of each shape, the vector width in bytes, registers per thread, the
+//! number of conversions, ignored load latency hints (no software pipelining yet).
 //!
-//! Options: none. Layout conversions through shared memory (`convert_layout`) are not
-//! implemented yet: a kernel that would need one is rejected with `E0900`.
+//! Options: `num-warps` (default: the kernel's `tile.num_warps`). No `#shared` layouts yet:
+//! tiles live in registers; shared memory appears only inside the lowering of reductions,
+//! permutes, general reshapes and conversions.
 
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout};
@@ -55,6 +63,8 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
             | OpKind::Select { .. }
             | OpKind::Arange
             | OpKind::Reshape(_)
+            | OpKind::Permute { .. }
+            | OpKind::ConvertLayout(_)
             | OpKind::Rand { .. }
             | OpKind::TrueDiv { .. }
             | OpKind::For { .. }
@@ -289,56 +299,88 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         func.values[value.0 as usize] = Type::Tile { shape, dtype, layout: Some(layout) };
     }
     // What the lowering relies on: broadcast operands are (equivalent to) the slice of the
-    // result; loop-carried values keep one layout; reshapes move no data.
-    let fail = |op: &Op, what: &str| {
-        let mut d = Diagnostic::error("E0900", format!("{what} needs a layout conversion, which is not lowered yet"));
-        if let Some(s) = op.span {
-            d = d.with_primary(s, "here");
-        }
-        d
-    };
-    for op in &all_ops(func) {
-        match (&op.kind, op.result) {
-            (OpKind::Broadcast(x), Some(r)) => {
-                let (xl, rl) = (func.ty(*x).layout(), func.ty(r).layout());
-                let ok = match (xl, rl) {
-                    (Some(xl @ Layout::Slice { dim, .. }), Some(rl)) => {
-                        xl.slice_equivalent(&Layout::Slice { dim: *dim, parent: Box::new(rl.clone()) })
-                    }
-                    _ => false,
-                };
-                if !ok {
-                    return Err(fail(op, "this broadcast"));
-                }
-            }
-            (OpKind::Reshape(x), Some(r)) => {
-                let (xt, rt) = (func.ty(*x), func.ty(r));
-                let a = xt.layout().and_then(|l| l.squeezed(xt.shape()));
-                if a.is_none() || a != rt.layout().and_then(|l| l.squeezed(rt.shape())) {
-                    return Err(fail(op, "this reshape (other than adding or dropping unit dims)"));
-                }
-            }
-            (OpKind::For { init, iters, yields, results, .. }, _) => {
-                for (((i, a), y), r) in init.iter().zip(iters).zip(yields).zip(results) {
-                    let ls = [func.ty(*i).layout(), func.ty(*a).layout(), func.ty(*y).layout(), func.ty(*r).layout()];
-                    if ls.iter().any(|l| *l != ls[0]) {
-                        return Err(fail(op, "a loop-carried tile whose layout changes in the loop"));
-                    }
-                }
-            }
-            (OpKind::If { then_yields, else_yields, results, .. }, _) => {
-                for ((t, e), r) in then_yields.iter().zip(else_yields).zip(results) {
-                    let ls = [func.ty(*t).layout(), func.ty(*e).layout(), func.ty(*r).layout()];
-                    if ls.iter().any(|l| *l != ls[0]) {
-                        return Err(fail(op, "an `if` result whose layout differs between branches"));
-                    }
-                }
-            }
-            _ => {}
-        }
+    // result, loop-carried and `if` values keep one layout. Where they do not, a
+    // `convert_layout` (through shared memory) gives the use the layout it needs.
+    let ops = std::mem::take(&mut func.ops);
+    let mut converts = 0;
+    func.ops = insert_converts(func, ops, &mut converts)?;
+    if converts > 0 {
+        report.lines.push(format!("{converts} layout conversion(s) through shared memory"));
     }
     func.num_warps = warps as u32;
     Ok(report)
+}
+
+/// A `convert_layout` of `v` to `layout`, appended to `out`; returns the converted value.
+fn convert(func: &mut Func, out: &mut Vec<Op>, v: ValueId, layout: &Layout, span: Option<tilec_core::Span>) -> ValueId {
+    let ty = func.ty(v).clone();
+    let nv = func.new_value(Type::Tile { shape: ty.shape().to_vec(), dtype: ty.dtype(), layout: Some(layout.clone()) });
+    out.push(Op { kind: OpKind::ConvertLayout(v), result: Some(nv), span });
+    nv
+}
+
+/// Converts `vs` (yields of a region) to the layouts of `targets`, at the end of `ops`.
+fn convert_yields(func: &mut Func, ops: &mut Vec<Op>, vs: &mut [ValueId], targets: &[ValueId], n: &mut usize) {
+    for (y, t) in vs.iter_mut().zip(targets) {
+        if let Some(l) = func.ty(*t).layout().cloned() {
+            if func.ty(*y).layout() != Some(&l) {
+                *y = convert(func, ops, *y, &l, None);
+                *n += 1;
+            }
+        }
+    }
+}
+
+fn insert_converts(func: &mut Func, ops: Vec<Op>, n: &mut usize) -> Result<Vec<Op>, Diagnostic> {
+    let mut out = Vec::with_capacity(ops.len());
+    for mut op in ops {
+        let span = op.span;
+        match &mut op.kind {
+            OpKind::Broadcast(x) => {
+                let r = op.result.ok_or_else(|| Diagnostic::error("E0900", "broadcast without result"))?;
+                let (xs, rs) = (func.ty(*x).shape().to_vec(), func.ty(r).shape().to_vec());
+                let dims: Vec<usize> = (0..xs.len()).filter(|&d| xs[d] == 1 && rs[d] != 1).collect();
+                let Some(rl) = func.ty(r).layout().cloned() else {
+                    return Err(Diagnostic::error("E0900", "broadcast to a tile without layout"));
+                };
+                let want = match dims.as_slice() {
+                    [] => rl,
+                    [dim] => Layout::Slice { dim: *dim, parent: Box::new(rl) },
+                    _ => {
+                        let mut d = Diagnostic::error(
+                            "E0900",
+                            "a broadcast along several dims at once is not lowered yet (broadcast one dim at a time)",
+                        );
+                        if let Some(s) = span {
+                            d = d.with_primary(s, "here");
+                        }
+                        return Err(d);
+                    }
+                };
+                if !func.ty(*x).layout().is_some_and(|l| l.slice_equivalent(&want)) {
+                    *x = convert(func, &mut out, *x, &want, span);
+                    *n += 1;
+                }
+            }
+            OpKind::For { init, iters, body, yields, .. } => {
+                let mut b = insert_converts(func, std::mem::take(body), n)?;
+                convert_yields(func, &mut b, yields, iters, n);
+                *body = b;
+                convert_yields(func, &mut out, init, iters, n);
+            }
+            OpKind::If { then_ops, then_yields, else_ops, else_yields, results, .. } => {
+                let mut t = insert_converts(func, std::mem::take(then_ops), n)?;
+                convert_yields(func, &mut t, then_yields, results, n);
+                *then_ops = t;
+                let mut e = insert_converts(func, std::mem::take(else_ops), n)?;
+                convert_yields(func, &mut e, else_yields, results, n);
+                *else_ops = e;
+            }
+            _ => {}
+        }
+        out.push(op);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -369,6 +411,45 @@ mod tests {
             "a [2, 256] f16 tile has room for two warps of 8-wide vectors along rows... {rep:?}"
         );
         assert!(matches!(f.ty(r).layout(), Some(Layout::Slice { dim: 1, .. })));
+    }
+
+    #[test]
+    fn a_row_broadcast_to_incompatible_tiles_is_converted() {
+        // [1, 256] broadcast to [64, 256] and [2, 256]: with 4 warps the two parents split
+        // the row over different warps, so one broadcast needs a conversion.
+        let mut f = Func::new("k", "sm_90a", 8);
+        let x = f.add_param("x", Type::Tensor { dtype: DType::F32, rank: 2 });
+        let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
+        let load = |f: &mut Func, shape: Vec<i64>| {
+            let kind =
+                OpKind::Load { tensor: x, index: vec![b, b], padding: Padding::Zero, order: vec![0, 1], latency: 0 };
+            f.push(kind, Type::tile(shape, DType::F32), None)
+        };
+        let row = load(&mut f, vec![1, 256]);
+        let big = load(&mut f, vec![64, 256]);
+        let small = load(&mut f, vec![2, 256]);
+        for (t, h) in [(big, 64), (small, 2)] {
+            let bc = f.push(OpKind::Broadcast(row), Type::tile(vec![h, 256], DType::F32), None);
+            f.push(OpKind::Binary(tilec_core::tir::BinOp::Add, t, bc), Type::tile(vec![h, 256], DType::F32), None);
+        }
+        let rep = run(&mut f).unwrap();
+        assert!(rep.lines.iter().any(|l| l == "1 layout conversion(s) through shared memory"), "{rep:?}");
+        let conv: Vec<&Op> = f.ops.iter().filter(|o| matches!(o.kind, OpKind::ConvertLayout(_))).collect();
+        assert_eq!(conv.len(), 1);
+        // Every broadcast now reads the slice of its result's layout.
+        for op in &f.ops {
+            if let (OpKind::Broadcast(x), Some(r)) = (&op.kind, op.result) {
+                let want = Layout::Slice { dim: 0, parent: Box::new(f.ty(r).layout().unwrap().clone()) };
+                assert!(f.ty(*x).layout().unwrap().slice_equivalent(&want));
+            }
+        }
+        // The conversion lowers to a shared-memory exchange that MLIR and LLVM accept.
+        let (arch, _) = tilec_backend::resolve("sm_90a").unwrap();
+        let low = crate::tile_to_llvm::run(&f, arch, None).unwrap();
+        assert!(low.shared_bytes >= 1024 && low.text.contains("nvvm.barrier0"), "{}", low.text);
+        let mlir = tilec_ir::Mlir::new().unwrap();
+        let ir = mlir.translate_to_llvm_ir(&mlir.parse(&low.text, "llvm").unwrap()).unwrap();
+        assert!(tilec_backend::codegen(&ir, arch, 3).unwrap().ptx.contains("bar.sync"));
     }
 
     #[test]

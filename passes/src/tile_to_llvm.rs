@@ -4,25 +4,37 @@
 //! Needs: `tile-layout` (every tile typed with a `#blocked` or `#slice` layout).
 //!
 //! Does: each tile becomes the list of scalar SSA values one thread holds, in the register
-//! order of its layout; every op is expanded per register. Memory:
+//! order of its layout; every elementwise op (arithmetic, casts, comparisons, `where`, math)
+//! is expanded per register. Memory:
 //! - `load`/`store` compute one base coordinate per thread (from `tid`) and a constant
 //!   offset per register; registers contiguous along the fastest dim are moved as one
 //!   predicated 16-byte (or narrower) access (`@p ld.global.v4.b32`) when the tensor
 //!   parameter is specialised as 16-byte aligned (unit last stride, and extents and other
 //!   strides multiples of 16 bytes), else one element at a time. Out-of-bounds lanes load
-//!   the padding value and store nothing.
+//!   the padding value and store nothing. Sliced tiles (rows to broadcast) are loaded by
+//!   every thread that holds them.
 //! - `reduce` combines in-thread (a tree), then across lanes with `shfl.sync.bfly`, then
-//!   across warps through a shared-memory scratch region of its own (one barrier), so every
-//!   thread ends with the statistic of each row it holds (the `#slice` layout).
-//! - `exp2` is `ex2.approx.f32` (≤ 2 ulp); `exp(x)` is `ex2.approx(x·log2 e)` with the
-//!   rounding error of the product corrected by one fma (a few ulp over the range that
-//!   matters). f16/bf16 math runs in f32 and rounds once.
+//!   across warps through a shared-memory scratch region of its own (one barrier, two in a
+//!   loop), so every thread ends with the statistic of each row it holds (the `#slice`).
+//! - `convert_layout`, `permute` and reshapes that move elements between threads go through
+//!   shared memory: write at the element's linear index, barrier, read in the new layout
+//!   (scalar accesses, no swizzle yet).
+//! - `for` and run-time `if` become blocks with the carried registers as block arguments.
+//! - `rand` is Philox 4x32-10 (mul.hi/mul.lo rounds, keys computed once per op); offsets
+//!   known to be `base + c` with consecutive `c` (arange, splats and their sums) share the
+//!   Philox blocks they span, with the word picked by `base mod 4` at run time.
+//! - Math: `exp2` is `ex2.approx.f32` (≤ 2 ulp); `exp(x)` is `ex2.approx(x·log2 e)` with the
+//!   rounding error of the product corrected by one fma; `sqrt` is `sqrt.rn`; `rsqrt` is
+//!   `1 / sqrt.rn` (`rsqrt.approx` with `rounding="approx"`); `log2`/`log` use `lg2.approx`;
+//!   `truediv` is `div.rn` (`div.approx` with `rounding="approx"`). f16/bf16 math runs in
+//!   f32 and rounds once. Not lowered: `tanh`, `sin`, `cos`, `flush_to_zero=true`, `mma`,
+//!   gathers/scatters, element reads, `print`, transposed loads.
 //!
 //! Guarantees: a module with one `llvm.func` marked `nvvm.kernel`, `nvvm.maxntid` set to the
-//! block size, and (with the `occupancy` hint) `nvvm.minctasm`; shared memory is one static
-//! `@__tilec_smem` array. The parameter ABI is that of `tilec_core::abi`.
+//! block size, and (with the `occupancy` option) `nvvm.minctasm`; shared memory is one static
+//! `@__tilec_smem` array (at most 48 KiB). The parameter ABI is that of `tilec_core::abi`.
 //!
-//! Options: none.
+//! Options: `arch` (default: the module's `tile.target`), `occupancy`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -816,16 +828,21 @@ impl Lw<'_> {
                     Ok(em.v(format!("llvm.select {}, {}, {} : i1, {t}", x[0], x[1], x[2])))
                 })?
             }
-            OpKind::Reshape(x) => match self.get(*x)? {
-                // tile-layout guarantees the two layouts agree once unit dims are dropped.
-                LV::Tile(r) => {
+            OpKind::Reshape(x) => {
+                let (xty, ty) = (func.ty(*x).clone(), rty.clone().ok_or_else(|| err("reshape without result"))?);
+                let regs = self.tile(*x)?;
+                let same = |t: &Type| t.layout().and_then(|l| l.squeezed(t.shape()));
+                if same(&xty).is_some() && same(&xty) == same(&ty) {
+                    // Only unit dims change: the same registers hold the same elements.
                     if let (Some(a), Some(res)) = (self.aff.get(x).cloned(), op.result) {
                         self.aff.insert(res, a);
                     }
-                    LV::Tile(r)
+                    LV::Tile(regs)
+                } else {
+                    // Row-major linear indices are the same in both shapes.
+                    LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &row_major_strides(xty.shape()), &ty)?)
                 }
-                _ => return Err(err("reshape of a non-tile")),
-            },
+            }
             OpKind::Arange => {
                 let ty = rty.clone().ok_or_else(|| err("arange without result"))?;
                 let l = ty.layout().ok_or_else(|| err("arange without layout"))?.clone();
@@ -957,11 +974,26 @@ impl Lw<'_> {
                 self.label(&join, &args);
                 return Ok(());
             }
+            OpKind::ConvertLayout(x) => {
+                let (xty, ty) = (func.ty(*x).clone(), rty.clone().ok_or_else(|| err("convert without result"))?);
+                let regs = self.tile(*x)?;
+                LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &row_major_strides(ty.shape()), &ty)?)
+            }
+            OpKind::Permute { value, perm } => {
+                let (xty, ty) = (func.ty(*value).clone(), rty.clone().ok_or_else(|| err("permute without result"))?);
+                // Source dim perm[i] is result dim i: write with the result's strides.
+                let dst = row_major_strides(ty.shape());
+                let mut strides = vec![0; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    strides[p as usize] = dst[i];
+                }
+                let regs = self.tile(*value)?;
+                LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &strides, &ty)?)
+            }
             other @ (OpKind::Gather { .. }
             | OpKind::Scatter { .. }
             | OpKind::Mma { .. }
             | OpKind::Element { .. }
-            | OpKind::Permute { .. }
             | OpKind::Print { .. }) => return Err(err(format!("{} is not lowered yet", other.describe()))),
         };
         if let Some(r) = op.result {
@@ -969,6 +1001,73 @@ impl Lw<'_> {
         }
         Ok(())
     }
+}
+
+fn row_major_strides(shape: &[i64]) -> Vec<i64> {
+    let mut st = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        st[d] = st[d + 1] * shape[d + 1];
+    }
+    st
+}
+
+/// Moves a tile between layouts through shared memory: every thread writes its registers
+/// at `Σ coord·strides` (a permutation when the strides are those of a permuted shape),
+/// one barrier, then reads the elements of `dst`'s layout in row-major order of `dst`'s
+/// shape. A slice source writes its replicated elements more than once (the same values).
+fn smem_exchange(
+    em: &mut Em,
+    src: &Type,
+    regs: &[String],
+    strides: &[i64],
+    dst: &Type,
+) -> Result<Vec<String>, Diagnostic> {
+    let ls = src.layout().ok_or_else(|| err("layout conversion of a tile without layout"))?.clone();
+    let ld = dst.layout().ok_or_else(|| err("layout conversion to a tile without layout"))?.clone();
+    let d = dst.dtype();
+    let ety = llty(d);
+    let bytes = i64::from(d.bytes().max(1));
+    let n: i64 = dst.shape().iter().product();
+    let region = (i64::from(em.smem) + 15) / 16 * 16;
+    em.smem = u32::try_from(region + n * bytes).map_err(|_| err("shared memory overflow"))?;
+    let base = em.smem_base();
+    // Byte address of the elements of `l` over `shape` with `st`: a per-thread part, then a
+    // constant per register.
+    let addresses = |em: &mut Em, l: &Layout, shape: &[i64], st: &[i64]| -> Vec<String> {
+        let mut lin = em.cint(region, "i32");
+        for (dd, s) in st.iter().enumerate() {
+            let tb = em.thread_base(l, dd);
+            let sb = em.cint(s * bytes, "i32");
+            let t = em.v(format!("llvm.mul {tb}, {sb} : i32"));
+            lin = em.v(format!("llvm.add {lin}, {t} : i32"));
+        }
+        (0..l.regs_per_thread(shape))
+            .map(|r| {
+                let off: i64 = l.reg_offset(shape, r).iter().zip(st).map(|(o, s)| o * s).sum::<i64>() * bytes;
+                let o = em.cint(off, "i32");
+                let a = em.v(format!("llvm.add {lin}, {o} : i32"));
+                em.v(format!("llvm.getelementptr {base}[{a}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"))
+            })
+            .collect()
+    };
+    let src_addrs = addresses(em, &ls, src.shape(), strides);
+    if src_addrs.len() != regs.len() {
+        return Err(err("layout conversion: register count does not match the layout"));
+    }
+    for (a, v) in src_addrs.iter().zip(regs) {
+        em.line(format!("llvm.store {v}, {a} {{alignment = {bytes} : i64}} : {ety}, !llvm.ptr<3>"));
+    }
+    em.line("nvvm.barrier0");
+    let dst_addrs = addresses(em, &ld, dst.shape(), &row_major_strides(dst.shape()));
+    let out = dst_addrs
+        .iter()
+        .map(|a| em.v(format!("llvm.load {a} {{alignment = {bytes} : i64}} : !llvm.ptr<3> -> {ety}")))
+        .collect();
+    if em.loop_depth > 0 {
+        // The next iteration writes the same scratch: wait until every thread has read.
+        em.line("nvvm.barrier0");
+    }
+    Ok(out)
 }
 
 enum Access {
