@@ -267,27 +267,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             };
             let iargs = interp_args(&args, seed)?;
-            struct A<'a>(&'a [tilec_interp::Arg]);
-            impl tilec_core::abi::HostArgs for A<'_> {
-                fn dim(&self, p: usize, ax: usize) -> Option<i64> {
-                    match self.0.get(p)? {
-                        tilec_interp::Arg::Tensor(t) => t.shape.get(ax).copied(),
-                        _ => None,
-                    }
-                }
-                fn int_arg(&self, p: usize) -> Option<i64> {
-                    match self.0.get(p)? {
-                        tilec_interp::Arg::I32(v) => Some(i64::from(*v)),
-                        tilec_interp::Arg::I64(v) => Some(*v),
-                        _ => None,
-                    }
-                }
-            }
-            let mut grid = [1u32; 3];
-            for (i, g) in el.signature.grid.iter().enumerate() {
-                let v = g.eval(&A(&iargs)).map_err(anyhow::Error::msg)?;
-                grid[i] = u32::try_from(v).with_context(|| format!("grid dimension {i} is {v}"))?;
-            }
+            let grid = tilec_interp::grid(&el.signature, &iargs).map_err(anyhow::Error::msg)?;
             let out = tilec_interp::run(&el.func, grid, iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
             for p in &out.prints {
                 println!("{p}");

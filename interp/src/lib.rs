@@ -87,6 +87,32 @@ fn ftz(v: f64) -> f64 {
     }
 }
 
+/// The launch grid of a kernel for these arguments (its signature's grid expressions).
+pub fn grid(sig: &tilec_core::abi::Signature, args: &[Arg]) -> Result<[u32; 3], String> {
+    struct A<'a>(&'a [Arg]);
+    impl tilec_core::abi::HostArgs for A<'_> {
+        fn dim(&self, p: usize, axis: usize) -> Option<i64> {
+            match self.0.get(p)? {
+                Arg::Tensor(t) => t.shape.get(axis).copied(),
+                _ => None,
+            }
+        }
+        fn int_arg(&self, p: usize) -> Option<i64> {
+            match self.0.get(p)? {
+                Arg::I32(v) => Some(i64::from(*v)),
+                Arg::I64(v) => Some(*v),
+                _ => None,
+            }
+        }
+    }
+    let mut grid = [1u32; 3];
+    for (i, g) in sig.grid.iter().enumerate().take(3) {
+        let v = g.eval(&A(args))?;
+        grid[i] = u32::try_from(v).map_err(|_| format!("grid dimension {i} is {v}"))?;
+    }
+    Ok(grid)
+}
+
 /// Philox 4x32 with 10 rounds (Salmon et al., Random123).
 pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
     const M0: u64 = 0xD251_1F53;

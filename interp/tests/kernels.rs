@@ -5,7 +5,6 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::Path;
-use tilec_core::abi::HostArgs;
 use tilec_core::host::HostTensor;
 use tilec_core::DType;
 use tilec_frontend::{check, ConstArg, Request};
@@ -16,23 +15,6 @@ fn consts(c: &[(&str, ConstArg)]) -> std::collections::BTreeMap<String, ConstArg
     c.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
 }
 
-struct Args<'a>(&'a [Arg]);
-impl HostArgs for Args<'_> {
-    fn dim(&self, p: usize, a: usize) -> Option<i64> {
-        match self.0.get(p)? {
-            Arg::Tensor(t) => t.shape.get(a).copied(),
-            _ => None,
-        }
-    }
-    fn int_arg(&self, p: usize) -> Option<i64> {
-        match self.0.get(p)? {
-            Arg::I32(v) => Some(i64::from(*v)),
-            Arg::I64(v) => Some(*v),
-            _ => None,
-        }
-    }
-}
-
 /// Elaborates `kernel` of `file` with `c`, runs it on `args` over its own grid, returns the
 /// tensors afterwards.
 fn exec(file: &str, kernel: &str, c: &[(&str, ConstArg)], args: Vec<Arg>) -> Vec<HostTensor> {
@@ -40,10 +22,7 @@ fn exec(file: &str, kernel: &str, c: &[(&str, ConstArg)], args: Vec<Arg>) -> Vec
     let text = std::fs::read_to_string(&path).unwrap();
     let req = Request { kernel: Some(kernel.into()), target: "sm_90a".into(), consts: consts(c), ..Default::default() };
     let el = check(&text, &req).unwrap_or_else(|d| panic!("{kernel}: {d:#?}"));
-    let mut grid = [1u32; 3];
-    for (i, g) in el.signature.grid.iter().enumerate() {
-        grid[i] = g.eval(&Args(&args)).unwrap() as u32;
-    }
+    let grid = tilec_interp::grid(&el.signature, &args).unwrap();
     let fwd =
         run_ordered(&el.func, grid, args.clone(), BlockOrder::Forward).unwrap_or_else(|e| panic!("{kernel}: {e}"));
     let rev = run_ordered(&el.func, grid, args, BlockOrder::Reverse).unwrap_or_else(|e| panic!("{kernel}: {e}"));

@@ -61,15 +61,9 @@ enum LV {
     Tensor { ptr: String, dims: Vec<String>, strides: Vec<String>, aligned: bool },
 }
 
+/// The LLVM type of a dtype: MLIR's builtin names are LLVM's.
 fn llty(d: DType) -> &'static str {
-    match d {
-        DType::I1 => "i1",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::F32 => "f32",
-    }
+    d.name()
 }
 
 fn err(msg: impl Into<String>) -> Diagnostic {
@@ -664,6 +658,12 @@ impl Lw<'_> {
         Ok((names, tys))
     }
 
+    /// An i32 (a loop's induction variable) followed by the flattened `vs`.
+    fn flatten_after(&self, first: String, vs: &[ValueId]) -> Result<(Vec<String>, Vec<&'static str>), Diagnostic> {
+        let (names, tys) = self.flatten(vs)?;
+        Ok((std::iter::once(first).chain(names).collect(), std::iter::once("i32").chain(tys).collect()))
+    }
+
     /// Fresh block arguments shaped like `like` (register counts), bound to `vs`.
     fn bind_args(&mut self, vs: &[ValueId], like: &[ValueId]) -> Result<Vec<(String, &'static str)>, Diagnostic> {
         let mut args = vec![];
@@ -926,12 +926,8 @@ impl Lw<'_> {
             OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } => {
                 let (lb, ub, step) = (self.scalar(*lb)?, self.scalar(*ub)?, self.scalar(*step)?);
                 let (hdr, body_b, exit) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
-                let (init_names, init_tys) = self.flatten(init)?;
-                let mut all_names = vec![lb];
-                all_names.extend(init_names);
-                let mut all_tys = vec!["i32"];
-                all_tys.extend(init_tys);
-                self.branch(&hdr, &all_names, &all_tys);
+                let (names, tys) = self.flatten_after(lb, init)?;
+                self.branch(&hdr, &names, &tys);
                 let ivn = self.em.fresh();
                 self.vals.insert(*iv, LV::Scalar(ivn.clone()));
                 let mut args = vec![(ivn.clone(), "i32")];
@@ -944,11 +940,7 @@ impl Lw<'_> {
                 self.ops(body)?;
                 self.em.loop_depth -= 1;
                 let next = self.em.v(format!("llvm.add {ivn}, {step} : i32"));
-                let (ynames, ytys) = self.flatten(yields)?;
-                let mut names = vec![next];
-                names.extend(ynames);
-                let mut tys = vec!["i32"];
-                tys.extend(ytys);
+                let (names, tys) = self.flatten_after(next, yields)?;
                 self.branch(&hdr, &names, &tys);
                 self.label(&exit, &[]);
                 // The header's arguments dominate the exit: they are the final values.
