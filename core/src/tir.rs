@@ -367,7 +367,11 @@ pub enum OpKind {
     Reshape(ValueId),
     /// The same tile in another layout (`tilegpu` only; inserted by `tile-layout` where a
     /// use needs a layout its operand does not have).
-    ConvertLayout(ValueId),
+    ConvertLayout {
+        value: ValueId,
+        /// The shared-memory buffer the tile passes through.
+        scratch: crate::layout::Shared,
+    },
     Permute {
         value: ValueId,
         perm: Vec<u32>,
@@ -434,7 +438,7 @@ impl OpKind {
             OpKind::Logic(..) => "logical operators",
             OpKind::Select { .. } => "where",
             OpKind::Reshape(_) => "reshape",
-            OpKind::ConvertLayout(_) => "convert_layout",
+            OpKind::ConvertLayout { .. } => "convert_layout",
             OpKind::Permute { .. } => "permute",
             OpKind::Math { .. } => "math functions other than exp and exp2",
             OpKind::TrueDiv { .. } => "truediv",
@@ -759,7 +763,12 @@ impl Func {
                 format!("arith.select {}, {}, {} : {}, {rty}", n(cond), n(a), n(b), t(cond))
             }
             OpKind::Reshape(x) => format!("\"tile.reshape\"({}) : ({}) -> {rty}", n(x), t(x)),
-            OpKind::ConvertLayout(x) => format!("\"tilegpu.convert_layout\"({}) : ({}) -> {rty}", n(x), t(x)),
+            OpKind::ConvertLayout { value: x, scratch } => format!(
+                "\"tilegpu.convert_layout\"({}) {{scratch = {}}} : ({}) -> {rty}",
+                n(x),
+                scratch.to_mlir(),
+                t(x)
+            ),
             OpKind::Permute { value, perm } => {
                 let p: Vec<String> = perm.iter().map(|o| o.to_string()).collect();
                 format!(

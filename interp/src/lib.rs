@@ -370,7 +370,7 @@ impl Machine<'_> {
                     .collect();
                 self.set(op, V::Tile(out))
             }
-            OpKind::Reshape(x) | OpKind::ConvertLayout(x) => {
+            OpKind::Reshape(x) | OpKind::ConvertLayout { value: x, .. } => {
                 let t = self.tile(*x)?.to_vec();
                 self.set(op, V::Tile(t))
             }

@@ -273,7 +273,9 @@ impl Reader {
             }
             "tilegpu.convert_layout" => {
                 arity(1)?;
-                OpKind::ConvertLayout(operands[0])
+                let text = attr("scratch")?.to_string();
+                let scratch = tilec_core::layout::Shared::parse(&text).ok_or_else(|| bad("bad scratch layout"))?;
+                OpKind::ConvertLayout { value: operands[0], scratch }
             }
             "tile.arange" => OpKind::Arange,
             "tile.load" => {

@@ -18,12 +18,20 @@ irdl.dialect @tilegpu {
     %parent = irdl.any
     irdl.parameters(dim: %dim, parent: %parent)
   }
-  // The same tile in another layout (through shared memory).
+  // #tilegpu.shared<pad : i64>: a row-major shared-memory buffer with `pad` elements
+  // after each row of the last dim.
+  irdl.attribute @shared {
+    %pad = irdl.base "#builtin.integer"
+    irdl.parameters(pad: %pad)
+  }
+  // The same tile in another layout, through a shared-memory buffer laid out as `scratch`.
   irdl.operation @convert_layout {
     %a = irdl.base "!builtin.tensor"
     %r = irdl.base "!builtin.tensor"
+    %s = irdl.any
     irdl.operands(value: %a)
     irdl.results(result: %r)
+    irdl.attributes { "scratch" = %s }
   }
 }
 

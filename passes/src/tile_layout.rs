@@ -64,7 +64,7 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
             | OpKind::Arange
             | OpKind::Reshape(_)
             | OpKind::Permute { .. }
-            | OpKind::ConvertLayout(_)
+            | OpKind::ConvertLayout { .. }
             | OpKind::Rand { .. }
             | OpKind::TrueDiv { .. }
             | OpKind::For { .. }
@@ -315,7 +315,8 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
 fn convert(func: &mut Func, out: &mut Vec<Op>, v: ValueId, layout: &Layout, span: Option<tilec_core::Span>) -> ValueId {
     let ty = func.ty(v).clone();
     let nv = func.new_value(Type::Tile { shape: ty.shape().to_vec(), dtype: ty.dtype(), layout: Some(layout.clone()) });
-    out.push(Op { kind: OpKind::ConvertLayout(v), result: Some(nv), span });
+    let scratch = tilec_core::layout::Shared::for_exchange(ty.shape(), ty.dtype().bytes());
+    out.push(Op { kind: OpKind::ConvertLayout { value: v, scratch }, result: Some(nv), span });
     nv
 }
 
@@ -434,7 +435,7 @@ mod tests {
         }
         let rep = run(&mut f).unwrap();
         assert!(rep.lines.iter().any(|l| l == "1 layout conversion(s) through shared memory"), "{rep:?}");
-        let conv: Vec<&Op> = f.ops.iter().filter(|o| matches!(o.kind, OpKind::ConvertLayout(_))).collect();
+        let conv: Vec<&Op> = f.ops.iter().filter(|o| matches!(o.kind, OpKind::ConvertLayout { .. })).collect();
         assert_eq!(conv.len(), 1);
         // Every broadcast now reads the slice of its result's layout.
         for op in &f.ops {
@@ -443,11 +444,17 @@ mod tests {
                 assert!(f.ty(*x).layout().unwrap().slice_equivalent(&want));
             }
         }
+        // The tilegpu text (with its #tilegpu.shared scratch) verifies and reads back.
+        let mlir = tilec_ir::Mlir::new().unwrap();
+        let text = f.to_mlir();
+        assert!(text.contains("{scratch = #tilegpu.shared<0 : i64>}"), "a single row needs no padding: {text}");
+        let m = mlir.parse(&text, "tilegpu").unwrap();
+        let back = mlir.parse(&tilec_ir::read_func(&m).unwrap().to_mlir(), "read back").unwrap();
+        assert_eq!(mlir.print(&m), mlir.print(&back));
         // The conversion lowers to a shared-memory exchange that MLIR and LLVM accept.
         let (arch, _) = tilec_backend::resolve("sm_90a").unwrap();
         let low = crate::tile_to_llvm::run(&f, arch, None).unwrap();
         assert!(low.shared_bytes >= 1024 && low.text.contains("nvvm.barrier0"), "{}", low.text);
-        let mlir = tilec_ir::Mlir::new().unwrap();
         let ir = mlir.translate_to_llvm_ir(&mlir.parse(&low.text, "llvm").unwrap()).unwrap();
         assert!(tilec_backend::codegen(&ir, arch, 3).unwrap().ptx.contains("bar.sync"));
     }

@@ -39,7 +39,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use tilec_backend::Arch;
-use tilec_core::layout::Layout;
+use tilec_core::layout::{Layout, Shared};
 use tilec_core::tir::{mlir_float, BinOp, Func, LogicOp, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId};
 use tilec_core::{DType, Diagnostic};
 
@@ -839,8 +839,13 @@ impl Lw<'_> {
                     }
                     LV::Tile(regs)
                 } else {
-                    // Row-major linear indices are the same in both shapes.
-                    LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &row_major_strides(xty.shape()), &ty)?)
+                    // Row-major linear indices are the same in both shapes (no padding here).
+                    let buf = Buffer {
+                        src_strides: row_major_strides(xty.shape()),
+                        dst_strides: row_major_strides(ty.shape()),
+                        elems: ty.shape().iter().product(),
+                    };
+                    LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &buf, &ty)?)
                 }
             }
             OpKind::Arange => {
@@ -966,21 +971,25 @@ impl Lw<'_> {
                 self.label(&join, &args);
                 return Ok(());
             }
-            OpKind::ConvertLayout(x) => {
+            OpKind::ConvertLayout { value: x, scratch } => {
                 let (xty, ty) = (func.ty(*x).clone(), rty.clone().ok_or_else(|| err("convert without result"))?);
                 let regs = self.tile(*x)?;
-                LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &row_major_strides(ty.shape()), &ty)?)
+                let st = scratch.strides(ty.shape());
+                let buf = Buffer { src_strides: st.clone(), dst_strides: st, elems: scratch.size(ty.shape()) };
+                LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &buf, &ty)?)
             }
             OpKind::Permute { value, perm } => {
                 let (xty, ty) = (func.ty(*value).clone(), rty.clone().ok_or_else(|| err("permute without result"))?);
-                // Source dim perm[i] is result dim i: write with the result's strides.
-                let dst = row_major_strides(ty.shape());
-                let mut strides = vec![0; perm.len()];
+                // A padded buffer in the result's shape; source dim perm[i] is result dim i.
+                let scratch = Shared::for_exchange(ty.shape(), ty.dtype().bytes());
+                let dst = scratch.strides(ty.shape());
+                let mut src = vec![0; perm.len()];
                 for (i, &p) in perm.iter().enumerate() {
-                    strides[p as usize] = dst[i];
+                    src[p as usize] = dst[i];
                 }
+                let buf = Buffer { src_strides: src, dst_strides: dst, elems: scratch.size(ty.shape()) };
                 let regs = self.tile(*value)?;
-                LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &strides, &ty)?)
+                LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &buf, &ty)?)
             }
             other @ (OpKind::Gather { .. }
             | OpKind::Scatter { .. }
@@ -1003,15 +1012,23 @@ fn row_major_strides(shape: &[i64]) -> Vec<i64> {
     st
 }
 
+/// The shared-memory buffer of an exchange: the element strides the source writes with and
+/// the destination reads with, and its size in elements.
+struct Buffer {
+    src_strides: Vec<i64>,
+    dst_strides: Vec<i64>,
+    elems: i64,
+}
+
 /// Moves a tile between layouts through shared memory: every thread writes its registers
-/// at `Σ coord·strides` (a permutation when the strides are those of a permuted shape),
-/// one barrier, then reads the elements of `dst`'s layout in row-major order of `dst`'s
-/// shape. A slice source writes its replicated elements more than once (the same values).
+/// at `Σ coord·src_strides` (a permutation when they are a permuted shape's strides), one
+/// barrier, then reads the elements of `dst`'s layout at `Σ coord·dst_strides`. A slice
+/// source writes its replicated elements more than once (the same values).
 fn smem_exchange(
     em: &mut Em,
     src: &Type,
     regs: &[String],
-    strides: &[i64],
+    buf: &Buffer,
     dst: &Type,
 ) -> Result<Vec<String>, Diagnostic> {
     let ls = src.layout().ok_or_else(|| err("layout conversion of a tile without layout"))?.clone();
@@ -1019,9 +1036,8 @@ fn smem_exchange(
     let d = dst.dtype();
     let ety = llty(d);
     let bytes = i64::from(d.bytes().max(1));
-    let n: i64 = dst.shape().iter().product();
     let region = (i64::from(em.smem) + 15) / 16 * 16;
-    em.smem = u32::try_from(region + n * bytes).map_err(|_| err("shared memory overflow"))?;
+    em.smem = u32::try_from(region + buf.elems * bytes).map_err(|_| err("shared memory overflow"))?;
     let base = em.smem_base();
     // Byte address of the elements of `l` over `shape` with `st`: a per-thread part, then a
     // constant per register.
@@ -1042,7 +1058,7 @@ fn smem_exchange(
             })
             .collect()
     };
-    let src_addrs = addresses(em, &ls, src.shape(), strides);
+    let src_addrs = addresses(em, &ls, src.shape(), &buf.src_strides);
     if src_addrs.len() != regs.len() {
         return Err(err("layout conversion: register count does not match the layout"));
     }
@@ -1050,7 +1066,7 @@ fn smem_exchange(
         em.line(format!("llvm.store {v}, {a} {{alignment = {bytes} : i64}} : {ety}, !llvm.ptr<3>"));
     }
     em.line("nvvm.barrier0");
-    let dst_addrs = addresses(em, &ld, dst.shape(), &row_major_strides(dst.shape()));
+    let dst_addrs = addresses(em, &ld, dst.shape(), &buf.dst_strides);
     let out = dst_addrs
         .iter()
         .map(|a| em.v(format!("llvm.load {a} {{alignment = {bytes} : i64}} : !llvm.ptr<3> -> {ety}")))
