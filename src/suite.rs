@@ -377,6 +377,82 @@ impl GpuKernel for Transpose {
     }
 }
 
+/// Embedding lookup (kernels/embedding.tile): an element read and a gather per row. Case
+/// dims: `[tokens, rows of the table, D]`; some ids are out of range (zero rows).
+#[derive(Debug)]
+pub struct Embedding;
+
+impl GpuKernel for Embedding {
+    fn name(&self) -> &'static str {
+        "embedding"
+    }
+    fn file(&self) -> &'static str {
+        "embedding.tile"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, n, v, d| Case { dtype, dims: vec![n, v, d], consts: vec![] };
+        vec![
+            c(DType::F16, 1, 1, 1),
+            c(DType::F16, 100, 50, 33),
+            c(DType::F32, 77, 10, 3000),
+            c(DType::BF16, 1000, 32000, 128),
+        ]
+    }
+    fn bench_cases(&self, _quick: bool) -> Vec<Case> {
+        vec![Case { dtype: DType::F16, dims: vec![16384, 32000, 4096], consts: vec![] }]
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        let bd = (c.dims[2].max(1) as u64).next_power_of_two().clamp(32, 1024) as i64;
+        BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype)), ("BLOCK_D".to_string(), ConstArg::Int(bd))])
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        let [n, v, d] = c.dims[..] else { return vec![] };
+        // One id in 16 is out of range (negative or past the table).
+        let ids: Vec<f64> = (0..n)
+            .map(|i| match i % 16 {
+                7 => -1.0,
+                11 => v as f64,
+                _ => rng.gen_range(0..v) as f64,
+            })
+            .collect();
+        let table: Vec<f64> = (0..v * d).map(|_| normal(rng)).collect();
+        vec![
+            HostTensor::from_f64(DType::I32, &[n], &ids),
+            HostTensor::from_f64(c.dtype, &[v, d], &table),
+            HostTensor::poisoned(c.dtype, &[n, d]),
+        ]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![2]
+    }
+    fn exact_outputs(&self) -> Vec<usize> {
+        vec![2]
+    }
+    fn reference(&self, c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        let (v, d) = (c.dims[1], c.dims[2] as usize);
+        let (ids, table) = (inputs[0].to_f64(), inputs[1].to_f64());
+        let mut out = Vec::with_capacity(ids.len() * d);
+        for id in ids {
+            let ok = id >= 0.0 && (id as i64) < v;
+            out.extend((0..d).map(|j| if ok { table[id as usize * d + j] } else { 0.0 }));
+        }
+        vec![out]
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        // Each gathered row read once and written once; the ids read once.
+        (2 * c.dims[0] * c.dims[2]) as f64 * f64::from(c.dtype.bytes()) + 4.0 * c.dims[0] as f64
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [n, v, d] if *n >= 1 && *v >= 1 && *d >= 1 => Ok(Case { dtype, dims: dims.to_vec(), consts: vec![] }),
+            _ => Err(format!("embedding takes NxVxD (tokens, table rows, width), not {dims:?}")),
+        }
+    }
+    fn peer_config(&self, _c: &Case) -> Option<String> {
+        None
+    }
+}
+
 /// The value of a `Case` constant (`ROWS`, …) or `default`.
 fn case_const(c: &Case, name: &str, default: i64) -> i64 {
     c.consts.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or(default)
@@ -638,6 +714,7 @@ pub fn all() -> Vec<Box<dyn GpuKernel>> {
         Box::new(Rope),
         Box::new(Dropout),
         Box::new(Transpose),
+        Box::new(Embedding),
     ]
 }
 

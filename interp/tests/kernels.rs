@@ -115,6 +115,33 @@ fn transpose_with_ragged_edges() {
 }
 
 #[test]
+fn embedding_gathers_rows_and_zeroes_bad_ids() {
+    let mut rng = StdRng::seed_from_u64(14);
+    let (v, d) = (10i64, 70i64);
+    let ids: Vec<f64> = vec![3.0, 0.0, 9.0, -1.0, 10.0, 3.0];
+    let n = ids.len() as i64;
+    let table = t(DType::F16, &[v, d], &randn(&mut rng, (v * d) as usize, 1.0));
+    let tv = table.to_f64();
+    let mut want = vec![];
+    for &id in &ids {
+        for c in 0..d {
+            want.push(if (0.0..v as f64).contains(&id) { tv[(id as i64 * d + c) as usize] } else { 0.0 });
+        }
+    }
+    let out = exec(
+        "embedding.tile",
+        "embedding",
+        &[("T", ConstArg::DType(DType::F16)), ("BLOCK_D", ConstArg::Int(32))],
+        vec![
+            Arg::Tensor(HostTensor::from_f64(DType::I32, &[n], &ids)),
+            Arg::Tensor(table),
+            Arg::Tensor(HostTensor::poisoned(DType::F16, &[n, d])),
+        ],
+    );
+    assert_eq!(out[2].to_f64(), want);
+}
+
+#[test]
 fn silu_mul_and_swiglu() {
     let mut rng = StdRng::seed_from_u64(2);
     for d in [DType::F32, DType::F16] {

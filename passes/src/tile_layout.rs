@@ -65,6 +65,9 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
             | OpKind::Reshape(_)
             | OpKind::Permute { .. }
             | OpKind::ConvertLayout { .. }
+            | OpKind::Gather { .. }
+            | OpKind::Scatter { .. }
+            | OpKind::Element { .. }
             | OpKind::Rand { .. }
             | OpKind::TrueDiv { .. }
             | OpKind::For { .. }

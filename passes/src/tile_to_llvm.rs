@@ -28,7 +28,9 @@
 //!   `1 / sqrt.rn` (`rsqrt.approx` with `rounding="approx"`); `log2`/`log` use `lg2.approx`;
 //!   `truediv` is `div.rn` (`div.approx` with `rounding="approx"`). f16/bf16 math runs in
 //!   f32 and rounds once. Not lowered: `tanh`, `sin`, `cos`, `flush_to_zero=true`, `mma`,
-//!   gathers/scatters, element reads, `print`, transposed loads.
+//!   `print`, transposed loads.
+//! - Gathers, scatters and element reads are one predicated scalar access per element
+//!   (every index compared unsigned with its extent: negative indices are out of bounds).
 //!
 //! Guarantees: a module with one `llvm.func` marked `nvvm.kernel`, `nvvm.maxntid` set to the
 //! block size, and (with the `occupancy` option) `nvvm.minctasm`; shared memory is one static
@@ -991,11 +993,33 @@ impl Lw<'_> {
                 let regs = self.tile(*value)?;
                 LV::Tile(smem_exchange(&mut self.em, &xty, &regs, &buf, &ty)?)
             }
-            other @ (OpKind::Gather { .. }
-            | OpKind::Scatter { .. }
-            | OpKind::Mma { .. }
-            | OpKind::Element { .. }
-            | OpKind::Print { .. }) => return Err(err(format!("{} is not lowered yet", other.describe()))),
+            OpKind::Gather { tensor, index, padding } => {
+                let t = self.get(*tensor)?;
+                let d = rdtype.ok_or_else(|| err("gather without result"))?;
+                let pad = pad_bits(*padding, d);
+                self.elementwise(index, |em, idx| em.element_access(&t, idx, d, ElemAccess::Load(pad)))?
+            }
+            OpKind::Element { tensor, index } => {
+                let t = self.get(*tensor)?;
+                let d = rdtype.ok_or_else(|| err("element read without result"))?;
+                // Out of bounds reads 0.
+                self.elementwise(index, |em, idx| em.element_access(&t, idx, d, ElemAccess::Load(0)))?
+            }
+            OpKind::Scatter { tensor, index, tile: tv } => {
+                let t = self.get(*tensor)?;
+                let d = func.ty(*tv).dtype();
+                let mut operands = index.clone();
+                operands.push(*tv);
+                let n = index.len();
+                self.elementwise(&operands, |em, x| {
+                    em.element_access(&t, &x[..n], d, ElemAccess::Store(x[n].clone()))?;
+                    Ok(String::new())
+                })?;
+                return Ok(());
+            }
+            other @ (OpKind::Mma { .. } | OpKind::Print { .. }) => {
+                return Err(err(format!("{} is not lowered yet", other.describe())))
+            }
         };
         if let Some(r) = op.result {
             self.vals.insert(r, lv);
@@ -1076,6 +1100,69 @@ fn smem_exchange(
         em.line("nvvm.barrier0");
     }
     Ok(out)
+}
+
+/// One element's access by a gather, scatter or element read.
+enum ElemAccess {
+    /// Load; out-of-bounds reads these bits.
+    Load(u64),
+    /// Store this value; out-of-bounds writes nothing.
+    Store(String),
+}
+
+impl Em {
+    /// Reads or writes the element at i32 indices `idx` of a tensor, predicated on every
+    /// index being in `0..extent` (one unsigned compare each, so negatives are out).
+    fn element_access(&mut self, t: &LV, idx: &[String], d: DType, access: ElemAccess) -> Result<String, Diagnostic> {
+        let LV::Tensor { ptr, dims, strides, .. } = t else { return Err(err("element access of a non-tensor")) };
+        if idx.len() != dims.len() {
+            return Err(err("element access with the wrong number of indices"));
+        }
+        if d == DType::I1 {
+            return Err(err("element access of i1 tensors is not lowered yet"));
+        }
+        let mut pred: Option<String> = None;
+        let mut lin: Option<String> = None;
+        for (k, i) in idx.iter().enumerate() {
+            let c = self.v(format!("llvm.sext {i} : i32 to i64"));
+            let ok = self.v(format!("llvm.icmp \"ult\" {c}, {} : i64", dims[k]));
+            pred = Some(match pred {
+                None => ok,
+                Some(p) => self.v(format!("llvm.and {p}, {ok} : i1")),
+            });
+            let term = self.v(format!("llvm.mul {c}, {} : i64", strides[k]));
+            lin = Some(match lin {
+                None => term,
+                Some(p) => self.v(format!("llvm.add {p}, {term} : i64")),
+            });
+        }
+        let (Some(pred), Some(lin)) = (pred, lin) else { return Err(err("element access of a rank-0 tensor")) };
+        let ety = llty(d);
+        let addr = self.v(format!("llvm.getelementptr {ptr}[{lin}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {ety}"));
+        let bits = d.bits();
+        let (reg, wty) = match bits {
+            16 => ("h", "i16"),
+            64 => ("l", "i64"),
+            _ => ("r", "i32"),
+        };
+        Ok(match access {
+            ElemAccess::Load(pad) => {
+                let asm = format!("mov.b{bits} $0, 0x{pad:X}; @$2 ld.global.b{bits} $0, [$1];");
+                let w = self.v(format!(
+                    "llvm.inline_asm has_side_effects \"{asm}\", \"={reg},l,b\" {addr}, {pred} : (!llvm.ptr<1>, i1) -> {wty}"
+                ));
+                self.bitcast(&w, wty, ety)
+            }
+            ElemAccess::Store(v) => {
+                let w = self.bitcast(&v, ety, wty);
+                let asm = format!("@$2 st.global.b{bits} [$0], $1;");
+                self.line(format!(
+                    "llvm.inline_asm has_side_effects \"{asm}\", \"l,{reg},b\" {addr}, {w}, {pred} : (!llvm.ptr<1>, {wty}, i1) -> ()"
+                ));
+                String::new()
+            }
+        })
+    }
 }
 
 enum Access {
