@@ -453,6 +453,104 @@ impl GpuKernel for Embedding {
     }
 }
 
+/// GELU, tanh approximation (kernels/gelu.tile).
+#[derive(Debug)]
+pub struct Gelu;
+
+impl GpuKernel for Gelu {
+    fn name(&self) -> &'static str {
+        "gelu"
+    }
+    fn file(&self) -> &'static str {
+        "gelu.tile"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, m, n| Case { dtype, dims: vec![m, n], consts: vec![] };
+        vec![c(DType::F32, 1, 1), c(DType::F16, 7, 33), c(DType::F32, 333, 4097), c(DType::BF16, 1000, 1000)]
+    }
+    fn bench_cases(&self, _quick: bool) -> Vec<Case> {
+        vec![Case { dtype: DType::F16, dims: vec![16384, 4096], consts: vec![] }]
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        let bn = (c.dims[1].max(1) as u64).next_power_of_two().clamp(32, 4096) as i64;
+        BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype)), ("BLOCK_N".to_string(), ConstArg::Int(bn))])
+    }
+    fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
+        let x: Vec<f64> = (0..c.dims[0] * c.dims[1]).map(|_| normal(rng) * 3.0).collect();
+        vec![HostTensor::from_f64(c.dtype, &c.dims, &x), HostTensor::poisoned(c.dtype, &c.dims)]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![1]
+    }
+    fn reference(&self, _c: &Case, inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        vec![reference::gelu_tanh(&inputs[0].to_f64())]
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        2.0 * (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes())
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [m, n] if *m >= 0 && *n >= 1 && dtype.is_float() => Ok(Case { dtype, dims: dims.to_vec(), consts: vec![] }),
+            _ => Err(format!("gelu takes MxN and a float dtype, not {dims:?} {dtype}")),
+        }
+    }
+    fn peer_config(&self, _c: &Case) -> Option<String> {
+        None
+    }
+}
+
+/// The RoPE cos/sin tables (kernels/rope.tile, `rope_table`). Case dims: `[positions, HALF]`.
+#[derive(Debug)]
+pub struct RopeTable;
+
+impl GpuKernel for RopeTable {
+    fn name(&self) -> &'static str {
+        "rope_table"
+    }
+    fn file(&self) -> &'static str {
+        "rope.tile"
+    }
+    fn cases(&self) -> Vec<Case> {
+        let c = |dtype, s, half| Case { dtype, dims: vec![s, half], consts: vec![] };
+        // f32 only for short tables: the f32 angle s·θ (lg2/ex2.approx inside θ) drifts by
+        // ~s·2⁻²² rad, which the f64 reference does not have.
+        vec![c(DType::F16, 1, 32), c(DType::F16, 100, 64), c(DType::F16, 4096, 64), c(DType::F32, 16, 64)]
+    }
+    fn bench_cases(&self, _quick: bool) -> Vec<Case> {
+        vec![]
+    }
+    fn consts(&self, c: &Case) -> BTreeMap<String, ConstArg> {
+        BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype)), ("HALF".to_string(), ConstArg::Int(c.dims[1]))])
+    }
+    fn scalars(&self, _c: &Case) -> Vec<ArgDesc> {
+        vec![ArgDesc::F32(10000.0)]
+    }
+    fn inputs(&self, c: &Case, _rng: &mut StdRng) -> Vec<HostTensor> {
+        vec![HostTensor::poisoned(c.dtype, &c.dims), HostTensor::poisoned(c.dtype, &c.dims)]
+    }
+    fn outputs(&self) -> Vec<usize> {
+        vec![0, 1]
+    }
+    fn reference(&self, c: &Case, _inputs: &[HostTensor]) -> Vec<Vec<f64>> {
+        let (cos, sin) = reference::rope_table(c.dims[0] as usize, c.dims[1] as usize, 10000.0);
+        vec![cos, sin]
+    }
+    fn bytes(&self, c: &Case) -> f64 {
+        2.0 * (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes())
+    }
+    fn case_for(&self, dims: &[i64], dtype: DType) -> Result<Case, String> {
+        match dims {
+            [s, h] if *s >= 1 && *h >= 32 && dtype.is_float() => {
+                Ok(Case { dtype, dims: dims.to_vec(), consts: vec![] })
+            }
+            _ => Err(format!("rope_table takes positions x HALF (HALF >= 32), not {dims:?}")),
+        }
+    }
+    fn peer_config(&self, _c: &Case) -> Option<String> {
+        None
+    }
+}
+
 /// The value of a `Case` constant (`ROWS`, …) or `default`.
 fn case_const(c: &Case, name: &str, default: i64) -> i64 {
     c.consts.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or(default)
@@ -715,6 +813,8 @@ pub fn all() -> Vec<Box<dyn GpuKernel>> {
         Box::new(Dropout),
         Box::new(Transpose),
         Box::new(Embedding),
+        Box::new(Gelu),
+        Box::new(RopeTable),
     ]
 }
 

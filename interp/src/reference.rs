@@ -115,6 +115,19 @@ pub fn attention_split(
     out
 }
 
+/// GELU with the tanh approximation.
+pub fn gelu_tanh(x: &[f64]) -> Vec<f64> {
+    let k = (2.0 / std::f64::consts::PI).sqrt();
+    x.iter().map(|v| 0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())).collect()
+}
+
+/// RoPE tables: `(cos, sin)` of `s · base^(−i/half)` for `s < positions`, `i < half`.
+pub fn rope_table(positions: usize, half: usize, base: f64) -> (Vec<f64>, Vec<f64>) {
+    let angle = |s: usize, i: usize| s as f64 * base.powf(-(i as f64) / half as f64);
+    let a: Vec<f64> = (0..positions * half).map(|j| angle(j / half, j % half)).collect();
+    (a.iter().map(|x| x.cos()).collect(), a.iter().map(|x| x.sin()).collect())
+}
+
 /// Half-rotation RoPE of one head vector `x` (length 2h) with `cos`, `sin` (length h).
 pub fn rope(x: &[f64], cos: &[f64], sin: &[f64]) -> Vec<f64> {
     let h = cos.len();

@@ -142,6 +142,37 @@ fn embedding_gathers_rows_and_zeroes_bad_ids() {
 }
 
 #[test]
+fn gelu_and_rope_tables() {
+    let mut rng = StdRng::seed_from_u64(15);
+    // Inputs across the polynomial/exponential switch of tanh and into saturation.
+    let (m, n) = (3i64, 300i64);
+    let x = t(DType::F32, &[m, n], &randn(&mut rng, (m * n) as usize, 3.0));
+    let want = rf::gelu_tanh(&x.to_f64());
+    let out = exec(
+        "gelu.tile",
+        "gelu",
+        &[("T", ConstArg::DType(DType::F32)), ("BLOCK_N", ConstArg::Int(128))],
+        vec![Arg::Tensor(x), Arg::Tensor(HostTensor::poisoned(DType::F32, &[m, n]))],
+    );
+    assert_close("gelu", &out[1], &want, 1e-6);
+    let (s, half) = (300i64, 64i64);
+    let (wc, ws) = rf::rope_table(s as usize, half as usize, 10000.0);
+    let out = exec(
+        "rope.tile",
+        "rope_table",
+        &[("T", ConstArg::DType(DType::F32)), ("HALF", ConstArg::Int(half))],
+        vec![
+            Arg::Tensor(HostTensor::poisoned(DType::F32, &[s, half])),
+            Arg::Tensor(HostTensor::poisoned(DType::F32, &[s, half])),
+            Arg::F32(10000.0),
+        ],
+    );
+    // The angle is rounded to f32 before cos/sin (as on the GPU): up to ~300 · 2^-24 rad.
+    assert_close("rope cos", &out[0], &wc, 1e-5);
+    assert_close("rope sin", &out[1], &ws, 1e-5);
+}
+
+#[test]
 fn silu_mul_and_swiglu() {
     let mut rng = StdRng::seed_from_u64(2);
     for d in [DType::F32, DType::F16] {

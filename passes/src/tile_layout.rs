@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout};
-use tilec_core::tir::{Func, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::tir::{Func, Op, OpKind, ReduceKind, Type, ValueId};
 use tilec_core::Diagnostic;
 
 /// Registers a thread may hold for one tile before the lowering refuses (spills otherwise).
@@ -74,9 +74,7 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
             | OpKind::If { .. }
             | OpKind::Broadcast(_)
             | OpKind::Store { .. } => None,
-            OpKind::Unary(u, _) | OpKind::Math { op: u, .. } => {
-                matches!(u, UnOp::Tanh | UnOp::Sin | UnOp::Cos).then(|| format!("`{}`", u.mlir_name()))
-            }
+            OpKind::Unary(..) | OpKind::Math { .. } => None,
             OpKind::Reduce { kind, .. } => {
                 matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin).then(|| "argmax/argmin".to_string())
             }
@@ -87,12 +85,6 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
                 .then(|| "load(order=…) (transposed loads)".to_string()),
             other => Some(other.describe().to_string()),
         };
-        let what = what.or_else(|| match &op.kind {
-            OpKind::Math { flags, .. } | OpKind::TrueDiv { flags, .. } if flags.ftz => {
-                Some("flush_to_zero=true".to_string())
-            }
-            _ => None,
-        });
         if let Some(w) = what {
             bad = Some((w, op.span));
         }

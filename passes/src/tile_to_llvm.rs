@@ -27,8 +27,10 @@
 //!   rounding error of the product corrected by one fma; `sqrt` is `sqrt.rn`; `rsqrt` is
 //!   `1 / sqrt.rn` (`rsqrt.approx` with `rounding="approx"`); `log2`/`log` use `lg2.approx`;
 //!   `truediv` is `div.rn` (`div.approx` with `rounding="approx"`). f16/bf16 math runs in
-//!   f32 and rounds once. Not lowered: `tanh`, `sin`, `cos`, `flush_to_zero=true`, `mma`,
-//!   `print`, transposed loads.
+//!   f32 and rounds once. `sin`/`cos` reduce by 2π (Cody–Waite) then use `sin/cos.approx`;
+//!   `tanh` is an odd polynomial below 0.3 and `1 − 2/(e^{2|x|}+1)` above;
+//!   `flush_to_zero=true` flushes the f32 operands and result. Not lowered: `mma`, `print`,
+//!   transposed loads.
 //! - Gathers, scatters and element reads are one predicated scalar access per element
 //!   (every index compared unsigned with its extent: negative indices are out of bounds).
 //!
@@ -259,6 +261,16 @@ impl Em {
         self.v(format!("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"({x}) : (f32) -> f32"))
     }
 
+    /// Flushes an f32 subnormal to a zero of its sign.
+    fn ftz32(&mut self, v: &str) -> String {
+        let ax = self.v(format!("llvm.intr.fabs({v}) : (f32) -> f32"));
+        let min = self.cfloat(f64::from(f32::MIN_POSITIVE), DType::F32);
+        let zero = self.cfloat(0.0, DType::F32);
+        let sub = self.v(format!("llvm.fcmp \"olt\" {ax}, {min} : f32"));
+        let z = self.v(format!("llvm.fmul {v}, {zero} : f32"));
+        self.v(format!("llvm.select {sub}, {z}, {v} : i1, f32"))
+    }
+
     fn unop(&mut self, op: UnOp, a: &str, d: DType, approx: bool) -> Result<String, Diagnostic> {
         Ok(match op {
             UnOp::Neg => self.v(format!("llvm.fneg {a} : {}", llty(d))),
@@ -295,7 +307,49 @@ impl Em {
                 };
                 self.round_from_f32(&r, d)
             }
-            UnOp::Tanh | UnOp::Sin | UnOp::Cos => return Err(err(format!("{} is not lowered yet", op.mlir_name()))),
+            UnOp::Sin | UnOp::Cos => {
+                // x - k·2π with k = rint(x / 2π) (2π split in two for an exact product),
+                // then sin.approx/cos.approx (absolute error 2^-20.5 on the reduced range).
+                let x = self.extend_f32(a, d);
+                let tau = std::f64::consts::TAU;
+                let (inv, hi) = (self.cfloat(1.0 / tau, DType::F32), self.cfloat(f64::from(tau as f32), DType::F32));
+                let lo = self.cfloat(tau - f64::from(tau as f32), DType::F32);
+                let q = self.v(format!("llvm.fmul {x}, {inv} : f32"));
+                let k = self.v(format!("llvm.intr.rint({q}) : (f32) -> f32"));
+                let nk = self.v(format!("llvm.fneg {k} : f32"));
+                let r1 = self.v(format!("llvm.intr.fma({nk}, {hi}, {x}) : (f32, f32, f32) -> f32"));
+                let r = self.v(format!("llvm.intr.fma({nk}, {lo}, {r1}) : (f32, f32, f32) -> f32"));
+                let name = if op == UnOp::Sin { "sin" } else { "cos" };
+                let y = self.v(format!("llvm.call_intrinsic \"llvm.nvvm.{name}.approx.f\"({r}) : (f32) -> f32"));
+                self.round_from_f32(&y, d)
+            }
+            UnOp::Tanh => {
+                // |x| < 0.3: the odd Taylor polynomial to x^11 (truncation < 2e-8 relative);
+                // else sign(x)·(1 − 2 / (exp(2|x|) + 1)), which loses under 2 bits there.
+                let x = self.extend_f32(a, d);
+                let ax = self.v(format!("llvm.intr.fabs({x}) : (f32) -> f32"));
+                let x2 = self.v(format!("llvm.fmul {x}, {x} : f32"));
+                let coeffs = [-1.0 / 3.0, 2.0 / 15.0, -17.0 / 315.0, 62.0 / 2835.0, -1382.0 / 155_925.0];
+                let mut p = self.cfloat(coeffs[4], DType::F32);
+                for c in coeffs[..4].iter().rev() {
+                    let cc = self.cfloat(*c, DType::F32);
+                    p = self.v(format!("llvm.intr.fma({p}, {x2}, {cc}) : (f32, f32, f32) -> f32"));
+                }
+                let px = self.v(format!("llvm.fmul {p}, {x2} : f32"));
+                let small = self.v(format!("llvm.intr.fma({px}, {x}, {x}) : (f32, f32, f32) -> f32"));
+                let two = self.cfloat(2.0, DType::F32);
+                let one = self.cfloat(1.0, DType::F32);
+                let t = self.v(format!("llvm.fmul {ax}, {two} : f32"));
+                let e = self.unop(UnOp::Exp, &t, DType::F32, approx)?;
+                let e1 = self.v(format!("llvm.fadd {e}, {one} : f32"));
+                let q = self.v(format!("llvm.fdiv {two}, {e1} : f32"));
+                let big = self.v(format!("llvm.fsub {one}, {q} : f32"));
+                let signed = self.v(format!("llvm.intr.copysign({big}, {x}) : (f32, f32) -> f32"));
+                let cut = self.cfloat(0.3, DType::F32);
+                let is_small = self.v(format!("llvm.fcmp \"olt\" {ax}, {cut} : f32"));
+                let r = self.v(format!("llvm.select {is_small}, {small}, {signed} : i1, f32"));
+                self.round_from_f32(&r, d)
+            }
             UnOp::Exp => {
                 let x = self.extend_f32(a, d);
                 // t = x·log2(e) rounded; e = the rounding error of that product, exactly
@@ -783,24 +837,37 @@ impl Lw<'_> {
                 self.elementwise(&[*x], |em, a| em.unop(*u, &a[0], d, false))?
             }
             OpKind::Math { op: u, value, flags } => {
-                if flags.ftz {
-                    return Err(err("math with flush_to_zero=true is not lowered yet"));
-                }
                 let d = func.ty(*value).dtype();
-                self.elementwise(&[*value], |em, a| em.unop(*u, &a[0], d, flags.approx))?
+                self.elementwise(&[*value], |em, a| {
+                    if !flags.ftz {
+                        return em.unop(*u, &a[0], d, flags.approx);
+                    }
+                    // Flush the f32 input and result, as the interpreter does.
+                    let x = em.extend_f32(&a[0], d);
+                    let x = em.ftz32(&x);
+                    let r = em.unop(*u, &x, DType::F32, flags.approx)?;
+                    let r = em.ftz32(&r);
+                    Ok(em.round_from_f32(&r, d))
+                })?
             }
             OpKind::TrueDiv { lhs, rhs, flags } => {
-                if flags.ftz {
-                    return Err(err("truediv with flush_to_zero=true is not lowered yet"));
-                }
                 let d = func.ty(*lhs).dtype();
                 self.elementwise(&[*lhs, *rhs], |em, a| {
-                    if !flags.approx {
+                    if !flags.approx && !flags.ftz {
                         return Ok(em.binop(BinOp::Div, &a[0], &a[1], d));
                     }
-                    let (x, y) = (em.extend_f32(&a[0], d), em.extend_f32(&a[1], d));
-                    let q =
-                        em.v(format!("llvm.call_intrinsic \"llvm.nvvm.div.approx.f\"({x}, {y}) : (f32, f32) -> f32"));
+                    let (mut x, mut y) = (em.extend_f32(&a[0], d), em.extend_f32(&a[1], d));
+                    if flags.ftz {
+                        (x, y) = (em.ftz32(&x), em.ftz32(&y));
+                    }
+                    let mut q = if flags.approx {
+                        em.v(format!("llvm.call_intrinsic \"llvm.nvvm.div.approx.f\"({x}, {y}) : (f32, f32) -> f32"))
+                    } else {
+                        em.v(format!("llvm.fdiv {x}, {y} : f32"))
+                    };
+                    if flags.ftz {
+                        q = em.ftz32(&q);
+                    }
                     Ok(em.round_from_f32(&q, d))
                 })?
             }

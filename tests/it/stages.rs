@@ -128,7 +128,7 @@ fn rope_with_few_heads_narrows_vectors_instead_of_converting_layouts() {
     // the two tiles different row layouts; tile-layout narrows both to 4 bytes.
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/rope.tile");
     let consts = [("H", 4), ("HK", 2), ("HALF", 32)].map(|(k, v)| (k.to_string(), ConstArg::Int(v)));
-    let o = CompileOptions { consts: consts.into_iter().collect(), ..opts("sm_90a") };
+    let o = CompileOptions { kernel: Some("rope".into()), consts: consts.into_iter().collect(), ..opts("sm_90a") };
     let c = compile(&source(&p), &o).unwrap_or_else(|e| panic!("{}", e.render()));
     let lines: Vec<&String> = c.report.iter().filter(|l| l.contains("tile [")).collect();
     assert_eq!(lines.len(), 4, "{lines:?}");
