@@ -24,7 +24,8 @@
 //!   known to be `base + c` with consecutive `c` (arange, splats and their sums) share the
 //!   Philox blocks they span, with the word picked by `base mod 4` at run time.
 //! - Math: `exp2` is `ex2.approx.f32` (≤ 2 ulp); `exp(x)` is `ex2.approx(x·log2 e)` with the
-//!   rounding error of the product corrected by one fma; `sqrt` is `sqrt.rn`; `rsqrt` is
+//!   rounding error of the product corrected by a factor `1 + e·ln 2` (overflow stays inf,
+//!   never NaN); `sqrt` is `sqrt.rn`; `rsqrt` is
 //!   `1 / sqrt.rn` (`rsqrt.approx` with `rounding="approx"`); `log2`/`log` use `lg2.approx`;
 //!   `truediv` is `div.rn` (`div.approx` with `rounding="approx"`). f16/bf16 math runs in
 //!   f32 and rounds once. `sin`/`cos` reduce by 2π (Cody–Waite) then use `sin/cos.approx`;
@@ -353,8 +354,9 @@ impl Em {
             UnOp::Exp => {
                 let x = self.extend_f32(a, d);
                 // t = x·log2(e) rounded; e = the rounding error of that product, exactly
-                // (fma), plus the low part of log2(e); exp(x) = 2^t · 2^e ≈ 2^t (1 + e·ln 2).
-                // e is clamped so that ±inf inputs (e = NaN) still give 0 and inf.
+                // (fma), plus the low part of log2(e); exp(x) = 2^t · 2^e ≈ 2^t · (1 + e·ln 2).
+                // e is clamped so that ±inf inputs (e = NaN) still give 0 and inf, and the
+                // correction is a factor (never 0) so that an overflowed 2^t stays inf.
                 let hi = self.cfloat(f64::from(std::f32::consts::LOG2_E), DType::F32);
                 let lo = self.cfloat(std::f64::consts::LOG2_E - f64::from(std::f32::consts::LOG2_E), DType::F32);
                 let ln2 = self.cfloat(std::f64::consts::LN_2, DType::F32);
@@ -366,8 +368,8 @@ impl Em {
                 let e2 = self.v(format!("llvm.intr.maxnum({e1}, {m1}) : (f32, f32) -> f32"));
                 let e3 = self.v(format!("llvm.intr.minnum({e2}, {p1}) : (f32, f32) -> f32"));
                 let y = self.ex2(&t);
-                let ye = self.v(format!("llvm.fmul {y}, {e3} : f32"));
-                let r = self.v(format!("llvm.intr.fma({ye}, {ln2}, {y}) : (f32, f32, f32) -> f32"));
+                let f = self.v(format!("llvm.intr.fma({e3}, {ln2}, {p1}) : (f32, f32, f32) -> f32"));
+                let r = self.v(format!("llvm.fmul {y}, {f} : f32"));
                 self.round_from_f32(&r, d)
             }
         })
