@@ -236,9 +236,13 @@ impl GpuKernel for SiluMul {
     fn inputs(&self, c: &Case, rng: &mut StdRng) -> Vec<HostTensor> {
         let n = (c.dims[0] * c.dims[1]) as usize;
         let mut a: Vec<f64> = (0..n).map(|_| normal(rng) * 2.0).collect();
-        // Inputs where exp(-a) overflows or vanishes: silu must stay finite there.
-        for (x, v) in a.iter_mut().zip([-100.0, 100.0, -90.0, 90.0]) {
-            *x = v;
+        // Inputs where exp(-a) overflows or vanishes: silu must stay finite there (in large
+        // cases only: silu(-100) is an f32 subnormal, which alone would make the relative
+        // error of a one-element case meaningless).
+        if n >= 1024 {
+            for (x, v) in a.iter_mut().zip([-100.0, 100.0, -90.0, 90.0]) {
+                *x = v;
+            }
         }
         let b: Vec<f64> = (0..n).map(|_| normal(rng)).collect();
         vec![
