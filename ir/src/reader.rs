@@ -205,150 +205,161 @@ impl Reader {
                 Err(bad(&format!("expected {n} operands, found {}", operands.len())))
             }
         };
-        let kind = match name {
-            "scf.for" => return self.for_op(op, operands),
-            "scf.if" => return self.if_op(op, operands),
-            "tile.bid" => OpKind::Bid { axis: u32_attr("axis")? },
-            "tile.num_blocks" => OpKind::NumBlocks { axis: u32_attr("axis")? },
-            "tile.dim" => {
-                arity(1)?;
-                OpKind::Dim { tensor: operands[0], axis: u32_attr("axis")? }
-            }
-            "arith.constant" => {
-                let a = attr("value")?;
-                if let Some(i) = int_attr(a) {
-                    OpKind::ConstInt(i)
-                } else if let Ok(f) = FloatAttribute::try_from(a) {
-                    OpKind::ConstFloat(f.value())
-                } else if a.to_string().starts_with("true") || a.to_string().starts_with("false") {
-                    OpKind::ConstInt(i64::from(a.to_string().starts_with("true")))
-                } else {
-                    return Err(bad(&format!("constant `{a}` has no tile-IR form (only scalar constants)")));
-                }
-            }
-            "tile.splat" => {
-                arity(1)?;
-                OpKind::Splat(operands[0])
-            }
-            "arith.divf" if flags != MathFlags::default() => {
+        let plain = flags == MathFlags::default();
+        let arith = match (binop(name), unop(name)) {
+            // `truediv` with options prints as `arith.divf` with them.
+            (Some(_), _) if name == "arith.divf" && !plain => {
                 arity(2)?;
-                OpKind::TrueDiv { lhs: operands[0], rhs: operands[1], flags }
+                Some(OpKind::TrueDiv { lhs: operands[0], rhs: operands[1], flags })
             }
-            n if binop(n).is_some() => {
+            (Some(b), _) => {
                 arity(2)?;
-                OpKind::Binary(binop(n).unwrap_or(BinOp::Add), operands[0], operands[1])
+                Some(OpKind::Binary(b, operands[0], operands[1]))
             }
-            n if unop(n).is_some() => {
+            (_, Some(u)) => {
                 arity(1)?;
-                let u = unop(n).unwrap_or(UnOp::Neg);
-                if flags == MathFlags::default() {
+                Some(if plain {
                     OpKind::Unary(u, operands[0])
                 } else {
                     OpKind::Math { op: u, value: operands[0], flags }
+                })
+            }
+            (None, None) => None,
+        };
+        let kind = if let Some(k) = arith {
+            k
+        } else {
+            match name {
+                "scf.for" => return self.for_op(op, operands),
+                "scf.if" => return self.if_op(op, operands),
+                "tile.bid" => OpKind::Bid { axis: u32_attr("axis")? },
+                "tile.num_blocks" => OpKind::NumBlocks { axis: u32_attr("axis")? },
+                "tile.dim" => {
+                    arity(1)?;
+                    OpKind::Dim { tensor: operands[0], axis: u32_attr("axis")? }
                 }
-            }
-            "arith.extf" | "arith.truncf" | "arith.sitofp" | "arith.fptosi" | "arith.extsi" | "arith.trunci" => {
-                arity(1)?;
-                OpKind::Cast(operands[0])
-            }
-            "tile.reduce" => {
-                arity(1)?;
-                let kind = match string_attr(attr("kind")?).as_deref() {
-                    Some("max") => ReduceKind::Max,
-                    Some("min") => ReduceKind::Min,
-                    Some("sum") => ReduceKind::Sum,
-                    Some("argmax") => ReduceKind::Argmax,
-                    Some("argmin") => ReduceKind::Argmin,
-                    _ => return Err(bad("unknown reduction kind")),
-                };
-                OpKind::Reduce { kind, axis: u32_attr("axis")?, value: operands[0] }
-            }
-            "tile.broadcast" => {
-                arity(1)?;
-                OpKind::Broadcast(operands[0])
-            }
-            "tile.reshape" => {
-                arity(1)?;
-                OpKind::Reshape(operands[0])
-            }
-            "tilegpu.convert_layout" => {
-                arity(1)?;
-                let text = attr("scratch")?.to_string();
-                let scratch = tilec_core::layout::Shared::parse(&text).ok_or_else(|| bad("bad scratch layout"))?;
-                OpKind::ConvertLayout { value: operands[0], scratch }
-            }
-            "tile.arange" => OpKind::Arange,
-            "tile.load" => {
-                let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
-                OpKind::Load {
-                    tensor: *tensor,
-                    index: index.to_vec(),
-                    padding: padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?,
-                    order: i32_array(attr("order")?).ok_or_else(|| bad("bad order"))?,
-                    latency: u32_attr("latency")?,
+                "arith.constant" => {
+                    let a = attr("value")?;
+                    if let Some(i) = int_attr(a) {
+                        OpKind::ConstInt(i)
+                    } else if let Ok(f) = FloatAttribute::try_from(a) {
+                        OpKind::ConstFloat(f.value())
+                    } else if a.to_string().starts_with("true") || a.to_string().starts_with("false") {
+                        OpKind::ConstInt(i64::from(a.to_string().starts_with("true")))
+                    } else {
+                        return Err(bad(&format!("constant `{a}` has no tile-IR form (only scalar constants)")));
+                    }
                 }
-            }
-            "tile.gather" => {
-                let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
-                let padding = padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?;
-                OpKind::Gather { tensor: *tensor, index: index.to_vec(), padding }
-            }
-            "tile.element" => {
-                let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
-                OpKind::Element { tensor: *tensor, index: index.to_vec() }
-            }
-            "tile.store" | "tile.scatter" => {
-                if operands.len() < 2 {
-                    return Err(bad("expected a tensor, indices and a tile"));
+                "tile.splat" => {
+                    arity(1)?;
+                    OpKind::Splat(operands[0])
                 }
-                let (tensor, tile) = (operands[0], operands[operands.len() - 1]);
-                let index = operands[1..operands.len() - 1].to_vec();
-                if name == "tile.store" {
-                    OpKind::Store { tensor, index, tile }
-                } else {
-                    OpKind::Scatter { tensor, index, tile }
+                "arith.extf" | "arith.truncf" | "arith.sitofp" | "arith.fptosi" | "arith.extsi" | "arith.trunci" => {
+                    arity(1)?;
+                    OpKind::Cast(operands[0])
                 }
-            }
-            "tile.mma" => {
-                arity(3)?;
-                OpKind::Mma { a: operands[0], b: operands[1], acc: operands[2] }
-            }
-            "arith.cmpi" | "arith.cmpf" => {
-                arity(2)?;
-                let float = name == "arith.cmpf";
-                let p = int_attr(attr("predicate")?).ok_or_else(|| bad("bad predicate"))?;
-                let pred = predicate(float, p).ok_or_else(|| bad(&format!("predicate {p} has no tile-IR form")))?;
-                OpKind::Cmp(pred, operands[0], operands[1])
-            }
-            "arith.andi" | "arith.ori" | "arith.xori" => {
-                arity(2)?;
-                if operand_dtype(0) != Some(DType::I1) {
-                    return Err(bad("bitwise ops on integers have no tile-IR form (only on i1)"));
+                "tile.reduce" => {
+                    arity(1)?;
+                    let kind = match string_attr(attr("kind")?).as_deref() {
+                        Some("max") => ReduceKind::Max,
+                        Some("min") => ReduceKind::Min,
+                        Some("sum") => ReduceKind::Sum,
+                        Some("argmax") => ReduceKind::Argmax,
+                        Some("argmin") => ReduceKind::Argmin,
+                        _ => return Err(bad("unknown reduction kind")),
+                    };
+                    OpKind::Reduce { kind, axis: u32_attr("axis")?, value: operands[0] }
                 }
-                let l = match name {
-                    "arith.andi" => LogicOp::And,
-                    "arith.ori" => LogicOp::Or,
-                    _ => LogicOp::Xor,
-                };
-                OpKind::Logic(l, operands[0], operands[1])
+                "tile.broadcast" => {
+                    arity(1)?;
+                    OpKind::Broadcast(operands[0])
+                }
+                "tile.reshape" => {
+                    arity(1)?;
+                    OpKind::Reshape(operands[0])
+                }
+                "tilegpu.convert_layout" => {
+                    arity(1)?;
+                    let text = attr("scratch")?.to_string();
+                    let scratch = tilec_core::layout::Shared::parse(&text).ok_or_else(|| bad("bad scratch layout"))?;
+                    OpKind::ConvertLayout { value: operands[0], scratch }
+                }
+                "tile.arange" => OpKind::Arange,
+                "tile.load" => {
+                    let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                    OpKind::Load {
+                        tensor: *tensor,
+                        index: index.to_vec(),
+                        padding: padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?,
+                        order: i32_array(attr("order")?).ok_or_else(|| bad("bad order"))?,
+                        latency: u32_attr("latency")?,
+                    }
+                }
+                "tile.gather" => {
+                    let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                    let padding = padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?;
+                    OpKind::Gather { tensor: *tensor, index: index.to_vec(), padding }
+                }
+                "tile.element" => {
+                    let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                    OpKind::Element { tensor: *tensor, index: index.to_vec() }
+                }
+                "tile.store" | "tile.scatter" => {
+                    if operands.len() < 2 {
+                        return Err(bad("expected a tensor, indices and a tile"));
+                    }
+                    let (tensor, tile) = (operands[0], operands[operands.len() - 1]);
+                    let index = operands[1..operands.len() - 1].to_vec();
+                    if name == "tile.store" {
+                        OpKind::Store { tensor, index, tile }
+                    } else {
+                        OpKind::Scatter { tensor, index, tile }
+                    }
+                }
+                "tile.mma" => {
+                    arity(3)?;
+                    OpKind::Mma { a: operands[0], b: operands[1], acc: operands[2] }
+                }
+                "arith.cmpi" | "arith.cmpf" => {
+                    arity(2)?;
+                    let float = name == "arith.cmpf";
+                    let p = int_attr(attr("predicate")?).ok_or_else(|| bad("bad predicate"))?;
+                    let pred = predicate(float, p).ok_or_else(|| bad(&format!("predicate {p} has no tile-IR form")))?;
+                    OpKind::Cmp(pred, operands[0], operands[1])
+                }
+                "arith.andi" | "arith.ori" | "arith.xori" => {
+                    arity(2)?;
+                    if operand_dtype(0) != Some(DType::I1) {
+                        return Err(bad("bitwise ops on integers have no tile-IR form (only on i1)"));
+                    }
+                    let l = match name {
+                        "arith.andi" => LogicOp::And,
+                        "arith.ori" => LogicOp::Or,
+                        _ => LogicOp::Xor,
+                    };
+                    OpKind::Logic(l, operands[0], operands[1])
+                }
+                "arith.select" => {
+                    arity(3)?;
+                    OpKind::Select { cond: operands[0], a: operands[1], b: operands[2] }
+                }
+                "tile.permute" => {
+                    arity(1)?;
+                    OpKind::Permute {
+                        value: operands[0],
+                        perm: i32_array(attr("perm")?).ok_or_else(|| bad("bad perm"))?,
+                    }
+                }
+                "tile.rand" => {
+                    arity(2)?;
+                    OpKind::Rand { seed: operands[0], offsets: operands[1] }
+                }
+                "tile.print" => {
+                    let prefix = string_attr(attr("prefix")?).ok_or_else(|| bad("bad prefix"))?;
+                    OpKind::Print { prefix, values: operands }
+                }
+                _ => return Err(fail(format!("op `{name}` has no tile-IR form, so tilec passes cannot read it"))),
             }
-            "arith.select" => {
-                arity(3)?;
-                OpKind::Select { cond: operands[0], a: operands[1], b: operands[2] }
-            }
-            "tile.permute" => {
-                arity(1)?;
-                OpKind::Permute { value: operands[0], perm: i32_array(attr("perm")?).ok_or_else(|| bad("bad perm"))? }
-            }
-            "tile.rand" => {
-                arity(2)?;
-                OpKind::Rand { seed: operands[0], offsets: operands[1] }
-            }
-            "tile.print" => {
-                let prefix = string_attr(attr("prefix")?).ok_or_else(|| bad("bad prefix"))?;
-                OpKind::Print { prefix, values: operands }
-            }
-            _ => return Err(fail(format!("op `{name}` has no tile-IR form, so tilec passes cannot read it"))),
         };
         let result = match op.result_count() {
             0 => None,

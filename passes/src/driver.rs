@@ -230,56 +230,52 @@ impl<'m> Driver<'m> {
 
     /// Runs one step and verifies its result.
     pub fn run(&mut self, step: &Step) -> Result<(), Diagnostic> {
-        let name = step.name().to_string();
         match step {
-            Step::Upstream { text, .. } => {
+            Step::Upstream { name, text } => {
                 let mut module = self.mlir.parse(&self.text(), &format!("input of {name}"))?;
                 self.mlir.run_pipeline(&mut module, &format!("builtin.module({text})"))?;
                 self.ir = Ir::Text(self.mlir.print(&module));
+                Ok(())
             }
-            Step::Tilec { pass, .. } if pass.name == "tile-layout" => {
-                let mut func = self.take_func(&name)?;
-                if let Ok(n) = step.option("num-warps").parse::<u32>() {
-                    func.num_warps = n;
-                }
-                let asked = func.num_warps;
-                let r = crate::tile_layout::run(&mut func)?;
-                let note = if r.num_warps == asked { String::new() } else { format!(" (asked for {asked})") };
-                self.facts.report.push(format!("tile-layout: {} warps{note}", r.num_warps));
-                self.facts.report.extend(r.lines.iter().map(|l| format!("tile-layout: {l}")));
-                self.facts.block_threads = Some(r.num_warps * 32);
-                self.mlir.parse(&func.to_mlir(), "tilegpu")?;
-                self.ir = Ir::Tile(func);
-            }
-            Step::Tilec { pass, .. } if pass.name == "tile-to-llvm" => {
-                let func = self.take_func(&name)?;
-                let mut unlaid = false;
-                func.walk(&mut |op| {
-                    unlaid |= op
-                        .result
-                        .is_some_and(|r| matches!(func.ty(r), tilec_core::tir::Type::Tile { layout: None, .. }))
-                });
-                if unlaid {
-                    return Err(bad("`tile-to-llvm` needs every tile laid out: run `tile-layout` before it".into()));
-                }
-                let arch_name = match step.option("arch") {
-                    "" => func.target.clone(),
-                    a => a.to_string(),
-                };
-                let (arch, _) = tilec_backend::resolve(&arch_name).map_err(|m| bad(format!("tile-to-llvm: {m}")))?;
-                let occupancy = step.option("occupancy").parse::<u32>().ok();
-                let low = crate::tile_to_llvm::run(&func, arch, occupancy)?;
-                self.facts.report.push(format!(
-                    "tile-to-llvm: {} threads per block, {} bytes of shared memory",
-                    low.block_threads, low.shared_bytes
-                ));
-                self.facts.block_threads = Some(low.block_threads);
-                self.facts.shared_bytes = Some(low.shared_bytes);
-                self.mlir.parse(&low.text, "llvm")?;
-                self.ir = Ir::Text(low.text);
-            }
-            Step::Tilec { pass, .. } => return Err(bad(format!("pass `{}` has no driver entry", pass.name))),
+            Step::Tilec { pass, .. } => (pass.run)(self, step),
         }
-        Ok(())
     }
+}
+
+/// The driver entry of `tile-layout`.
+pub(crate) fn run_tile_layout(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name())?;
+    if let Ok(n) = step.option("num-warps").parse::<u32>() {
+        func.num_warps = n;
+    }
+    let asked = func.num_warps;
+    let r = crate::tile_layout::run(&mut func)?;
+    let note = if r.num_warps == asked { String::new() } else { format!(" (asked for {asked})") };
+    d.facts.report.push(format!("tile-layout: {} warps{note}", r.num_warps));
+    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-layout: {l}")));
+    d.facts.block_threads = Some(r.num_warps * 32);
+    d.mlir.parse(&func.to_mlir(), "tilegpu")?;
+    d.ir = Ir::Tile(func);
+    Ok(())
+}
+
+/// The driver entry of `tile-to-llvm`.
+pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let func = d.take_func(step.name())?;
+    let arch_name = match step.option("arch") {
+        "" => func.target.clone(),
+        a => a.to_string(),
+    };
+    let (arch, _) = tilec_backend::resolve(&arch_name).map_err(|m| bad(format!("tile-to-llvm: {m}")))?;
+    let occupancy = step.option("occupancy").parse::<u32>().ok();
+    let low = crate::tile_to_llvm::run(&func, arch, occupancy)?;
+    d.facts.report.push(format!(
+        "tile-to-llvm: {} threads per block, {} bytes of shared memory",
+        low.block_threads, low.shared_bytes
+    ));
+    d.facts.block_threads = Some(low.block_threads);
+    d.facts.shared_bytes = Some(low.shared_bytes);
+    d.mlir.parse(&low.text, "llvm")?;
+    d.ir = Ir::Text(low.text);
+    Ok(())
 }

@@ -12,13 +12,15 @@ pub mod tile_to_llvm;
 
 use tilec_backend::Arch;
 
-/// A registered pass: CLI name, the stage it produces, one-line description, options.
+/// A registered pass: CLI name, the stage it produces, one-line description, options, and
+/// its entry in the pass driver.
 #[derive(Clone, Copy, Debug)]
 pub struct PassInfo {
     pub name: &'static str,
     pub produces: &'static str,
     pub doc: &'static str,
     pub options: &'static [PassOption],
+    pub run: fn(&mut driver::Driver, &driver::Step) -> Result<(), tilec_core::Diagnostic>,
 }
 
 /// An option of a pass (`name{option=value}`).
@@ -61,6 +63,7 @@ pub const PASSES: &[PassInfo] = &[
             default: "",
             check: check_num_warps,
         }],
+        run: driver::run_tile_layout,
     },
     PassInfo {
         name: "tile-to-llvm",
@@ -80,6 +83,7 @@ pub const PASSES: &[PassInfo] = &[
                 check: check_occupancy,
             },
         ],
+        run: driver::run_tile_to_llvm,
     },
 ];
 

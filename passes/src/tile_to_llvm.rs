@@ -546,6 +546,15 @@ fn pad_bits(p: Padding, d: DType) -> u64 {
 
 /// Lowers a kernel with layouts to the `llvm`/`nvvm` dialects.
 pub fn run(func: &Func, arch: &Arch, occupancy: Option<u32>) -> Result<Lowered, Diagnostic> {
+    // The pass's precondition, checked once here rather than where each op meets it.
+    let mut unlaid = false;
+    func.walk(&mut |op| unlaid |= op.result.is_some_and(|r| matches!(func.ty(r), Type::Tile { layout: None, .. })));
+    if unlaid {
+        return Err(Diagnostic::error(
+            "E0904",
+            "`tile-to-llvm` needs every tile laid out: run `tile-layout` before it",
+        ));
+    }
     let threads = func.num_warps * 32;
     let mut em = Em {
         pro: String::new(),
@@ -661,39 +670,41 @@ impl Lw<'_> {
         }
     }
 
-    /// Applies `f` register by register to operands that are all scalars or all tiles of
-    /// one layout (a scalar among tiles stands for each register).
-    fn elementwise(
-        &mut self,
-        operands: &[ValueId],
-        mut f: impl FnMut(&mut Em, &[String]) -> Result<String, Diagnostic>,
-    ) -> Result<LV, Diagnostic> {
+    /// The operands of each register of an op whose operands are all scalars or all tiles of
+    /// one layout (a scalar among tiles stands for each register): one list per register,
+    /// and whether the operands were tiles at all.
+    fn registers(&self, operands: &[ValueId]) -> Result<(Vec<Vec<String>>, bool), Diagnostic> {
         let lvs = operands.iter().map(|v| self.get(*v)).collect::<Result<Vec<_>, _>>()?;
         let n = lvs.iter().find_map(|l| if let LV::Tile(r) = l { Some(r.len()) } else { None });
         let pick = |l: &LV, i: usize| -> Result<String, Diagnostic> {
             match l {
                 LV::Scalar(s) => Ok(s.clone()),
-                LV::Tile(r) => r.get(i).cloned().ok_or_else(|| err("elementwise operands of different layouts")),
+                LV::Tile(r) if r.len() == n.unwrap_or(0) => Ok(r[i].clone()),
+                LV::Tile(_) => Err(err("elementwise operands of different layouts")),
                 LV::Tensor { .. } => Err(err("elementwise op on a tensor")),
             }
         };
-        match n {
-            None => {
-                let xs = lvs.iter().map(|l| pick(l, 0)).collect::<Result<Vec<_>, _>>()?;
-                Ok(LV::Scalar(f(&mut self.em, &xs)?))
+        let regs = (0..n.unwrap_or(1))
+            .map(|i| lvs.iter().map(|l| pick(l, i)).collect::<Result<Vec<_>, _>>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((regs, n.is_some()))
+    }
+
+    /// Applies `f` register by register (see [`Lw::registers`]).
+    fn elementwise(
+        &mut self,
+        operands: &[ValueId],
+        mut f: impl FnMut(&mut Em, &[String]) -> Result<String, Diagnostic>,
+    ) -> Result<LV, Diagnostic> {
+        let (regs, tile) = self.registers(operands)?;
+        let mut out = regs.iter().map(|xs| f(&mut self.em, xs)).collect::<Result<Vec<_>, _>>()?;
+        Ok(match (tile, out.pop()) {
+            (false, Some(x)) => LV::Scalar(x),
+            (_, last) => {
+                out.extend(last);
+                LV::Tile(out)
             }
-            Some(n) => {
-                if lvs.iter().any(|l| matches!(l, LV::Tile(r) if r.len() != n)) {
-                    return Err(err("elementwise operands of different layouts"));
-                }
-                let mut out = Vec::with_capacity(n);
-                for i in 0..n {
-                    let xs = lvs.iter().map(|l| pick(l, i)).collect::<Result<Vec<_>, _>>()?;
-                    out.push(f(&mut self.em, &xs)?);
-                }
-                Ok(LV::Tile(out))
-            }
-        }
+        })
     }
 
     /// The registers (or the scalar) of values, flattened, with their LLVM types.
@@ -1080,10 +1091,9 @@ impl Lw<'_> {
                 let mut operands = index.clone();
                 operands.push(*tv);
                 let n = index.len();
-                self.elementwise(&operands, |em, x| {
-                    em.element_access(&t, &x[..n], d, ElemAccess::Store(x[n].clone()))?;
-                    Ok(String::new())
-                })?;
+                for x in self.registers(&operands)?.0 {
+                    self.em.element_access(&t, &x[..n], d, ElemAccess::Store(x[n].clone()))?;
+                }
                 return Ok(());
             }
             other @ (OpKind::Mma { .. } | OpKind::Print { .. }) => {
