@@ -1,9 +1,9 @@
 //! The compile driver: `.tile` text → every stage → PTX.
 
 use std::collections::{BTreeMap, BTreeSet};
-use tilec_backend::Arch;
 use tilec_core::abi::Signature;
 use tilec_core::diag::{render, render_json, Diagnostic, Source};
+use tilec_core::target::Arch;
 use tilec_frontend::{ConstArg, Hints, Request};
 use tilec_ir::Mlir;
 use tilec_passes::driver::Step;
@@ -71,6 +71,19 @@ pub struct Compiled {
 }
 
 impl Compiled {
+    /// The compiled kernel as the CLI writes it and the cache stores it.
+    pub fn artifact(&self) -> tilec_core::artifact::Artifact {
+        tilec_core::artifact::Artifact {
+            kernel: self.signature.name.clone(),
+            target: self.arch.name.to_string(),
+            signature: self.signature.clone(),
+            hints: self.hints.clone(),
+            report: self.report.clone(),
+            tilec_version: env!("CARGO_PKG_VERSION").to_string(),
+            ptx: self.ptx().to_string(),
+        }
+    }
+
     pub fn stage(&self, s: Stage) -> &str {
         self.stages.get(&s).map(String::as_str).unwrap_or("")
     }
@@ -107,7 +120,7 @@ impl std::error::Error for CompileError {}
 pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, CompileError> {
     let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
     let (arch, arch_substituted) =
-        tilec_backend::resolve(&opts.arch).map_err(|m| fail(vec![Diagnostic::error("E0013", m)]))?;
+        tilec_core::target::resolve(&opts.arch).map_err(|m| fail(vec![Diagnostic::error("E0013", m)]))?;
     let req = Request {
         kernel: opts.kernel.clone(),
         target: arch.name.to_string(),

@@ -231,15 +231,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     });
                     std::fs::write(&out, compiled.ptx()).with_context(|| format!("cannot write {}", out.display()))?;
                     let meta = out.with_extension("json");
-                    let json = serde_json::json!({
-                        "kernel": compiled.signature.name,
-                        "target": compiled.arch.name,
-                        "signature": compiled.signature,
-                        "hints": { "num_warps": compiled.hints.num_warps, "occupancy": compiled.hints.occupancy, "opt_level": compiled.hints.opt_level },
-                        "report": compiled.report,
-                        "tilec_version": env!("CARGO_PKG_VERSION"),
-                    });
-                    std::fs::write(&meta, serde_json::to_string_pretty(&json)?)
+                    std::fs::write(&meta, compiled.artifact().metadata_json())
                         .with_context(|| format!("cannot write {}", meta.display()))?;
                     eprintln!("wrote {} and {}", out.display(), meta.display());
                 }
@@ -252,7 +244,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let source = Source::new(file.display().to_string(), text);
-            let (a, _) = tilec_backend::resolve(&arch).map_err(anyhow::Error::msg)?;
+            let (a, _) = tilec_core::target::resolve(&arch).map_err(anyhow::Error::msg)?;
             let req = tilec_frontend::Request {
                 kernel,
                 target: a.name.to_string(),
@@ -369,7 +361,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             println!("\n`tilec opt --passes` also takes upstream MLIR passes (`tilec passes --upstream`).");
             println!();
-            for a in tilec_backend::ARCHS {
+            for a in tilec_core::target::ARCHS {
                 println!("pipeline {}: {}", a.name, tilec_passes::pipeline(a).join(","));
             }
             Ok(ExitCode::SUCCESS)

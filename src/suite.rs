@@ -883,7 +883,7 @@ pub fn prepare(
         consts.insert(n.clone(), ConstArg::Int(*v));
     }
     let opts = CompileOptions {
-        arch: target.to_string(),
+        arch: target.name.to_string(),
         kernel: Some(name.to_string()),
         consts,
         unaligned,

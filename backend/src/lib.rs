@@ -1,12 +1,11 @@
-//! tilec-backend: LLVM IR → PTX (→ ptxas), and the arch capability table.
+//! tilec-backend: LLVM IR → PTX (→ ptxas).
 //!
-//! Contract: [`codegen`] takes LLVM IR text (from MLIR's translation) and an [`arch::Arch`],
+//! Contract: [`codegen`] takes LLVM IR text (from MLIR's translation) and a target ([`Arch`], from `tilec_core::target`),
 //! optimises it at the requested level in inkwell's own LLVM context (no context is shared
 //! with MLIR) and returns the optimised IR and the PTX. [`ptxas`] assembles PTX for the
 //! same arch with the `ptxas` it finds and parses its resource report (registers, spills,
 //! shared memory). Failures are [`Diagnostic`]s with code `E0902`.
 
-pub mod arch;
 pub mod ptxas;
 
 use inkwell::context::Context;
@@ -16,8 +15,8 @@ use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Tar
 use inkwell::OptimizationLevel;
 use tilec_core::Diagnostic;
 
-pub use arch::{resolve, Arch, Feature, ARCHS};
 pub use ptxas::{find_ptxas, ptxas, PtxasReport};
+pub use tilec_core::target::Arch;
 
 /// The result of code generation.
 #[derive(Clone, Debug)]

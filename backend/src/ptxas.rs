@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use tilec_core::Diagnostic;
 
-use crate::arch::Arch;
+use tilec_core::target::Arch;
 
 /// What `ptxas -v` reports for one kernel.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

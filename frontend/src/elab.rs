@@ -15,9 +15,6 @@ use tilec_core::tir::{
 };
 use tilec_core::{DType, Diagnostic, Span};
 
-/// The targets `by_target` keys may name, canonical form first.
-pub const TARGETS: &[&str] = &["sm_90a", "sm_103a", "sm_121a"];
-
 /// A compile-time constant supplied by the caller (CLI `--const`, the API, the autotuner).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ConstArg {
@@ -67,15 +64,7 @@ pub struct Request {
     pub unaligned: BTreeSet<String>,
 }
 
-/// Kernel hints after evaluation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hints {
-    pub num_warps: u32,
-    /// Blocks per SM the author asks for. Recorded in the metadata; the lowering does not
-    /// yet turn it into a register cap.
-    pub occupancy: Option<u32>,
-    pub opt_level: u32,
-}
+pub use tilec_core::artifact::Hints;
 
 #[derive(Clone, Debug)]
 pub struct Elaborated {
@@ -189,9 +178,10 @@ pub fn elaborate(file: &ast::File, req: &Request) -> Result<Elaborated, Vec<Diag
                 .with_secondary(prev.name.span, "first definition")]);
         }
     }
-    if !TARGETS.contains(&req.target.as_str()) {
+    if tilec_core::target::by_name(&req.target).is_none() {
+        let names: Vec<&str> = tilec_core::target::names().collect();
         return Err(vec![Diagnostic::error("E0013", format!("unknown target `{}`", req.target))
-            .with_note(format!("supported targets: {}", TARGETS.join(", ")))]);
+            .with_note(format!("supported targets: {}", names.join(", ")))]);
     }
     elaborate_kernel(kernel, req)
 }
@@ -254,7 +244,7 @@ fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnos
     }
 
     // Hints.
-    let mut hints = Hints { num_warps: 4, occupancy: None, opt_level: 3 };
+    let mut hints = Hints::default();
     for (key, e) in &k.hints {
         let v = match cx.expr(e) {
             Ok(v) => v,
@@ -784,13 +774,12 @@ impl Cx<'_> {
                 default = Some(e);
                 continue;
             }
-            let canon = if key.ends_with('a') { key.to_string() } else { format!("{key}a") };
-            if !TARGETS.contains(&canon.as_str()) {
+            let Some(arch) = tilec_core::target::by_key(key) else {
                 return Err(Diagnostic::error("E0013", format!("unknown target `{key}` in by_target"))
                     .with_primary(k.span, "not a target tilec knows")
                     .with_note("keys: sm_90, sm_103, sm_121 (with or without the `a` suffix) and `default`"));
-            }
-            if canon == self.target {
+            };
+            if arch.name == self.target {
                 chosen = Some(e);
             }
         }

@@ -11,7 +11,7 @@ pub mod ast;
 pub mod elab;
 pub mod parse;
 
-pub use elab::{elaborate, ConstArg, Elaborated, Hints, Request, TARGETS};
+pub use elab::{elaborate, ConstArg, Elaborated, Hints, Request};
 pub use parse::parse_file as parse;
 
 use tilec_core::Diagnostic;

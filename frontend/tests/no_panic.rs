@@ -5,7 +5,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::Path;
-use tilec_frontend::{check, ConstArg, Request, TARGETS};
+use tilec_frontend::{check, ConstArg, Request};
 
 const TOKENS: &[&str] = &[
     "kernel",
@@ -168,7 +168,11 @@ fn parser_and_checker_never_panic() {
             };
             consts.insert(["BLOCK_N", "ROWS", "T", "B", "Z"][rng.gen_range(0..5)].to_string(), v);
         }
-        let req = Request { target: TARGETS[rng.gen_range(0..3)].to_string(), consts, ..Default::default() };
+        let req = Request {
+            target: tilec_core::target::ARCHS[rng.gen_range(0..tilec_core::target::ARCHS.len())].name.to_string(),
+            consts,
+            ..Default::default()
+        };
         let r = std::panic::catch_unwind(|| check(&text, &req).is_err());
         match r {
             Ok(err) => rejected += usize::from(err),

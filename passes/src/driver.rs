@@ -266,7 +266,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
         "" => func.target.clone(),
         a => a.to_string(),
     };
-    let (arch, _) = tilec_backend::resolve(&arch_name).map_err(|m| bad(format!("tile-to-llvm: {m}")))?;
+    let (arch, _) = tilec_core::target::resolve(&arch_name).map_err(|m| bad(format!("tile-to-llvm: {m}")))?;
     let occupancy = step.option("occupancy").parse::<u32>().ok();
     let low = crate::tile_to_llvm::run(&func, arch, occupancy)?;
     d.facts.report.push(format!(

@@ -10,7 +10,7 @@ pub mod driver;
 pub mod tile_layout;
 pub mod tile_to_llvm;
 
-use tilec_backend::Arch;
+use tilec_core::target::Arch;
 
 /// A registered pass: CLI name, the stage it produces, one-line description, options, and
 /// its entry in the pass driver.
@@ -49,7 +49,7 @@ fn check_occupancy(v: &str) -> Result<(), String> {
 }
 
 fn check_arch(v: &str) -> Result<(), String> {
-    tilec_backend::resolve(v).map(|_| ())
+    tilec_core::target::resolve(v).map(|_| ())
 }
 
 pub const PASSES: &[PassInfo] = &[

@@ -447,7 +447,7 @@ mod tests {
         let back = mlir.parse(&tilec_ir::read_func(&m).unwrap().to_mlir(), "read back").unwrap();
         assert_eq!(mlir.print(&m), mlir.print(&back));
         // The conversion lowers to a shared-memory exchange that MLIR and LLVM accept.
-        let (arch, _) = tilec_backend::resolve("sm_90a").unwrap();
+        let (arch, _) = tilec_core::target::resolve("sm_90a").unwrap();
         let low = crate::tile_to_llvm::run(&f, arch, None).unwrap();
         assert!(low.shared_bytes >= 1024 && low.text.contains("nvvm.barrier0"), "{}", low.text);
         let ir = mlir.translate_to_llvm_ir(&mlir.parse(&low.text, "llvm").unwrap()).unwrap();

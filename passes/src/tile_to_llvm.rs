@@ -43,8 +43,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use tilec_backend::Arch;
 use tilec_core::layout::{Layout, Shared};
+use tilec_core::target::Arch;
 use tilec_core::tir::{mlir_float, BinOp, Func, LogicOp, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId};
 use tilec_core::{DType, Diagnostic};
 

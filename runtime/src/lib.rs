@@ -11,6 +11,7 @@
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 use tilec_core::abi::{HostArgs, ParamSig, Signature};
+use tilec_core::target::Arch;
 use tilec_core::DType;
 
 pub use tilec_core::host::{self, HostTensor};
@@ -255,16 +256,13 @@ impl Device {
     }
 
     /// The tilec target of this device, if it is one tilec compiles for.
-    pub fn target(&self) -> Result<&'static str, RuntimeError> {
-        match self.cc {
-            (9, 0) => Ok("sm_90a"),
-            (10, 3) => Ok("sm_103a"),
-            (12, 1) => Ok("sm_121a"),
-            (a, b) => Err(RuntimeError::Unsupported(format!(
-                "{} is sm_{a}{b}; tilec targets sm_90a, sm_103a and sm_121a",
-                self.name
-            ))),
-        }
+    pub fn target(&self) -> Result<&'static Arch, RuntimeError> {
+        let (major, minor) = self.cc;
+        let cc = (u32::try_from(major).unwrap_or(0), u32::try_from(minor).unwrap_or(0));
+        tilec_core::target::from_compute_capability(cc.0, cc.1).ok_or_else(|| {
+            let names: Vec<&str> = tilec_core::target::names().collect();
+            RuntimeError::Unsupported(format!("{} is sm_{major}{minor}; tilec targets {}", self.name, names.join(", ")))
+        })
     }
 
     pub fn load(&self, ptx: &str, signature: Signature) -> Result<Kernel, RuntimeError> {

@@ -43,7 +43,7 @@ fn mixed_pipeline_prints_after_every_pass_and_ends_in_llvm() {
     // The result is valid input for LLVM translation and the NVPTX backend.
     let mlir = tilec_ir::Mlir::new().unwrap();
     let ir = mlir.translate_to_llvm_ir(&mlir.parse(&out, "opt output").unwrap()).unwrap();
-    let (arch, _) = tilec_backend::resolve("sm_90a").unwrap();
+    let (arch, _) = tilec_core::target::resolve("sm_90a").unwrap();
     assert!(tilec_backend::codegen(&ir, arch, 3).unwrap().ptx.contains(".entry softmax"));
     // --print-after picks passes by name; -o writes the result.
     let o = f.with_extension("out.mlir");

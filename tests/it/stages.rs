@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 use tilec::{compile, CompileOptions, ConstArg, Source, Stage};
 
-const TARGETS: [&str; 3] = ["sm_90a", "sm_103a", "sm_121a"];
-
 /// Every `.tile` file under kernels/ (tutorial included), sorted.
 fn kernels() -> Vec<PathBuf> {
     fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
@@ -58,7 +56,7 @@ fn every_stage_of_every_kernel_for_every_target() {
     assert!(ks.len() >= 20, "the kernel library has {} kernels", ks.len());
     let mut lowered = 0;
     for (path, name) in &ks {
-        for t in TARGETS {
+        for t in tilec_core::target::names() {
             let o = CompileOptions { kernel: Some(name.clone()), ..opts(t) };
             match compile(&source(path), &o) {
                 Ok(c) => {
@@ -148,7 +146,7 @@ fn ptxas_accepts_every_kernel_for_its_target_without_spills() {
         if !lowers(&k, &name) {
             continue;
         }
-        for t in TARGETS {
+        for t in tilec_core::target::names() {
             jobs.push((format!("{name} {t}"), CompileOptions { kernel: Some(name.clone()), ..opts(t) }, k.clone()));
         }
     }
@@ -197,7 +195,7 @@ fn metadata_signature_describes_the_abi() {
 fn tile_dialect_text_round_trips_for_every_kernel_and_target() {
     let mlir = tilec_ir::Mlir::new().unwrap();
     for (path, name) in kernel_names() {
-        for t in TARGETS {
+        for t in tilec_core::target::names() {
             let o = CompileOptions { kernel: Some(name.clone()), until: Some(Stage::Tile), ..opts(t) };
             let c = compile(&source(&path), &o).unwrap_or_else(|e| panic!("{name} {t}:\n{}", e.render()));
             let m1 = mlir.parse(c.stage(Stage::Tile), "tile").unwrap();
