@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 mkdir -p out
-cargo build --release --locked -q
+cargo build --release --locked -q -p tilec-cli
 tilec=target/release/tilec
 echo "== kernels/fmha.tile for sm_121: tile stage"
 "$tilec" compile kernels/fmha.tile --arch sm_121 --emit tile -o out/fmha.sm_121a.tile.mlir

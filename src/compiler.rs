@@ -1,6 +1,7 @@
 //! The compile driver: `.tile` text → every stage → PTX.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 use tilec_core::abi::Signature;
 use tilec_core::diag::{render, render_json, Diagnostic, Source};
 use tilec_core::target::Arch;
@@ -8,37 +9,7 @@ use tilec_frontend::{ConstArg, Hints, Request};
 use tilec_ir::Mlir;
 use tilec_passes::driver::Step;
 
-/// A printable stage of the pipeline (`tilec compile --emit STAGE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stage {
-    /// The `tile` dialect, as the frontend emits it.
-    Tile,
-    /// The `tile` dialect with a layout on every tile.
-    Tilegpu,
-    /// The `llvm`/`nvvm` dialects.
-    Llvm,
-    /// LLVM IR after the optimisation pipeline.
-    LlvmIr,
-    Ptx,
-}
-
-impl Stage {
-    pub const ALL: [Stage; 5] = [Stage::Tile, Stage::Tilegpu, Stage::Llvm, Stage::LlvmIr, Stage::Ptx];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::Tile => "tile",
-            Stage::Tilegpu => "tilegpu",
-            Stage::Llvm => "llvm",
-            Stage::LlvmIr => "llvm-ir",
-            Stage::Ptx => "ptx",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Stage> {
-        Stage::ALL.into_iter().find(|st| st.name() == s)
-    }
-}
+pub use tilec_passes::Stage;
 
 /// What to compile and how.
 #[derive(Clone, Debug, Default)]
@@ -68,6 +39,8 @@ pub struct Compiled {
     pub hints: Hints,
     /// What the passes decided, one line each.
     pub report: Vec<String>,
+    /// The time each stage and pass took, in order (`tilec compile -T`).
+    pub timings: Vec<(String, Duration)>,
 }
 
 impl Compiled {
@@ -127,54 +100,61 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         consts: opts.consts.clone(),
         unaligned: opts.unaligned.clone(),
     };
+    let mut timings = vec![];
+    let mut clock = Instant::now();
+    let mut lap = |what: &str, timings: &mut Vec<(String, Duration)>| {
+        timings.push((what.to_string(), clock.elapsed()));
+        clock = Instant::now();
+    };
     let el = tilec_frontend::check(&source.text, &req).map_err(fail)?;
+    lap("frontend (parse, elaborate)", &mut timings);
     let mlir = Mlir::new().map_err(|d| fail(vec![d]))?;
     let mut stages = BTreeMap::new();
 
     let tile = el.func.to_mlir();
     mlir.parse(&tile, "tile").map_err(|d| fail(vec![d]))?;
+    lap("MLIR context + verify tile", &mut timings);
     stages.insert(Stage::Tile, tile);
-    let mut signature = el.signature.clone();
-    let done = |stages: BTreeMap<Stage, String>, report: Vec<String>, signature: Signature, hints: Hints| Compiled {
+    let mut compiled = Compiled {
         arch,
         arch_substituted,
         stages,
-        signature,
-        hints,
-        report,
+        signature: el.signature.clone(),
+        hints: el.hints.clone(),
+        report: vec![],
+        timings: vec![],
     };
     if opts.until == Some(Stage::Tile) {
-        return Ok(done(stages, vec![], signature, el.hints));
+        compiled.timings = timings;
+        return Ok(compiled);
     }
 
     // The default pipeline, through the same driver as `tilec opt`.
-    let occupancy = el.hints.occupancy.map(|n| format!(" occupancy={n}")).unwrap_or_default();
-    let pipeline = tilec_passes::pipeline(arch)
-        .iter()
-        .map(|p| if *p == "tile-to-llvm" { format!("{p}{{arch={}{occupancy}}}", arch.name) } else { p.to_string() })
-        .collect::<Vec<_>>()
-        .join(",");
-    let steps = tilec_passes::driver::parse_pipeline(&mlir, &pipeline).map_err(|d| fail(vec![d]))?;
+    let steps = tilec_passes::pipeline(arch, el.hints.occupancy);
     let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Tile(el.func));
     for step in &steps {
         driver.run(step).map_err(|d| fail(vec![d]))?;
+        lap(&step.text(), &mut timings);
         let Step::Tilec { pass, .. } = step else { continue };
-        let stage = Stage::parse(pass.produces).unwrap_or(Stage::Llvm);
-        stages.insert(stage, driver.text());
-        signature.block_threads = driver.facts.block_threads.unwrap_or(signature.block_threads);
-        signature.shared_bytes = driver.facts.shared_bytes.unwrap_or(signature.shared_bytes);
-        if opts.until == Some(stage) {
-            return Ok(done(stages, driver.facts.report, signature, el.hints));
+        compiled.stages.insert(pass.produces, driver.text());
+        compiled.signature.block_threads = driver.facts.block_threads.unwrap_or(compiled.signature.block_threads);
+        compiled.signature.shared_bytes = driver.facts.shared_bytes.unwrap_or(compiled.signature.shared_bytes);
+        if opts.until == Some(pass.produces) {
+            compiled.report = driver.facts.report;
+            compiled.timings = timings;
+            return Ok(compiled);
         }
     }
     let llvm_mod = mlir.parse(&driver.text(), "llvm").map_err(|d| fail(vec![d]))?;
-    let report = driver.facts.report;
+    compiled.report = driver.facts.report;
 
     let ir = mlir.translate_to_llvm_ir(&llvm_mod).map_err(|d| fail(vec![d]))?;
+    lap("translate to LLVM IR", &mut timings);
     let opt = opts.opt_level.unwrap_or(el.hints.opt_level);
     let cg = tilec_backend::codegen(&ir, arch, opt).map_err(|d| fail(vec![d]))?;
-    stages.insert(Stage::LlvmIr, cg.llvm_ir);
-    stages.insert(Stage::Ptx, cg.ptx);
-
-    Ok(done(stages, report, signature, el.hints))
+    lap(&format!("LLVM O{} + NVPTX codegen", opt.min(3)), &mut timings);
+    compiled.stages.insert(Stage::LlvmIr, cg.llvm_ir);
+    compiled.stages.insert(Stage::Ptx, cg.ptx);
+    compiled.timings = timings;
+    Ok(compiled)
 }

@@ -1,18 +1,20 @@
 //! tilec: a tile-kernel compiler. `.tile` programs → MLIR (`tile`, `tilegpu`, `llvm`
 //! dialects) → LLVM NVPTX → PTX, and a runtime that launches the result.
 //!
-//! This crate is the public facade. [`compile`] runs the whole pipeline on source text for
-//! one target and returns every stage's text, the kernel's ABI ([`abi::Signature`]) and
-//! what the passes decided. The runtime ([`tilec_runtime`]) loads and launches compiled
-//! kernels without linking MLIR or LLVM. The `tilec` binary (src/main.rs) is a thin CLI
-//! over both; `tilec check` and `tilec bench` use the kernel tests in [`suite`].
+//! This crate is the public facade that JIT users link. [`compile`] runs the whole pipeline
+//! on source text for one target and returns every stage's text, the kernel's ABI
+//! ([`abi::Signature`]) and what the passes decided; [`Compiled::artifact`] is the compiled
+//! kernel as the CLI writes it and a cache stores it. The runtime ([`tilec_runtime`]) loads
+//! and launches compiled kernels without linking MLIR or LLVM. The `tilec` command line is
+//! the `tilec-cli` package; the GPU test and benchmark harness lives there and in
+//! `tilec-suite`, never here.
 
 pub mod compiler;
 pub use tilec_interp::reference;
-pub mod report;
-pub mod suite;
 
 pub use compiler::{compile, CompileError, CompileOptions, Compiled, Stage};
+pub use tilec_core::artifact::{Artifact, Hints};
+pub use tilec_core::target::{Arch, Feature, ARCHS};
 pub use tilec_core::{abi, diag, DType, Diagnostic, Source};
 pub use tilec_frontend::ConstArg;
 pub use tilec_runtime as runtime;

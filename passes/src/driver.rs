@@ -50,6 +50,21 @@ pub enum Step {
 }
 
 impl Step {
+    /// A tilec pass with the given options (the rest at their defaults; an empty value
+    /// leaves the option to the kernel).
+    pub fn tilec(pass: &'static PassInfo, given: &[(&str, &str)]) -> Step {
+        let mut options: BTreeMap<&'static str, String> =
+            pass.options.iter().map(|o| (o.name, o.default.to_string())).collect();
+        for (k, v) in given {
+            let known = pass.options.iter().find(|o| o.name == *k);
+            debug_assert!(known.is_some(), "`{}` has no option `{k}`", pass.name);
+            if let Some(o) = known {
+                options.insert(o.name, v.to_string());
+            }
+        }
+        Step::Tilec { pass, options }
+    }
+
     /// The pass name (`--print-after` matches it; the dumps show it).
     pub fn name(&self) -> &str {
         match self {

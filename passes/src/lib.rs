@@ -12,12 +12,44 @@ pub mod tile_to_llvm;
 
 use tilec_core::target::Arch;
 
+/// A printable stage of the pipeline (`tilec compile --emit STAGE`, the dumps, the snapshots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// The `tile` dialect, as the frontend emits it.
+    Tile,
+    /// The `tile` dialect with a layout on every tile.
+    Tilegpu,
+    /// The `llvm`/`nvvm` dialects.
+    Llvm,
+    /// LLVM IR after the optimisation pipeline.
+    LlvmIr,
+    Ptx,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 5] = [Stage::Tile, Stage::Tilegpu, Stage::Llvm, Stage::LlvmIr, Stage::Ptx];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Tile => "tile",
+            Stage::Tilegpu => "tilegpu",
+            Stage::Llvm => "llvm",
+            Stage::LlvmIr => "llvm-ir",
+            Stage::Ptx => "ptx",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|st| st.name() == s)
+    }
+}
+
 /// A registered pass: CLI name, the stage it produces, one-line description, options, and
 /// its entry in the pass driver.
 #[derive(Clone, Copy, Debug)]
 pub struct PassInfo {
     pub name: &'static str,
-    pub produces: &'static str,
+    pub produces: Stage,
     pub doc: &'static str,
     pub options: &'static [PassOption],
     pub run: fn(&mut driver::Driver, &driver::Step) -> Result<(), tilec_core::Diagnostic>,
@@ -55,7 +87,7 @@ fn check_arch(v: &str) -> Result<(), String> {
 pub const PASSES: &[PassInfo] = &[
     PassInfo {
         name: "tile-layout",
-        produces: "tilegpu",
+        produces: Stage::Tilegpu,
         doc: "give every tile a #blocked or #slice layout (16-byte vectors, warps along rows first)",
         options: &[PassOption {
             name: "num-warps",
@@ -67,7 +99,7 @@ pub const PASSES: &[PassInfo] = &[
     },
     PassInfo {
         name: "tile-to-llvm",
-        produces: "llvm",
+        produces: Stage::Llvm,
         doc: "lower a laid-out kernel to the llvm/nvvm dialects (vector loads, shuffles, shared-memory reductions)",
         options: &[
             PassOption {
@@ -87,8 +119,18 @@ pub const PASSES: &[PassInfo] = &[
     },
 ];
 
-/// The default pipeline of a target. Every target runs the same passes today; the arch
-/// table decides inside each pass what the chip offers.
-pub fn pipeline(_arch: &Arch) -> Vec<&'static str> {
-    vec!["tile-layout", "tile-to-llvm"]
+/// The default pipeline of a target, with the options the kernel's hints set (`occupancy`,
+/// blocks per SM). Every target runs the same passes today; the arch table decides inside
+/// each pass what the chip offers.
+pub fn pipeline(arch: &Arch, occupancy: Option<u32>) -> Vec<driver::Step> {
+    let pass = |name: &str| PASSES.iter().find(|p| p.name == name);
+    let mut steps = vec![];
+    if let Some(p) = pass("tile-layout") {
+        steps.push(driver::Step::tilec(p, &[]));
+    }
+    if let Some(p) = pass("tile-to-llvm") {
+        let occ = occupancy.map(|o| o.to_string()).unwrap_or_default();
+        steps.push(driver::Step::tilec(p, &[("arch", arch.name), ("occupancy", &occ)]));
+    }
+    steps
 }

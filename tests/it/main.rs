@@ -1,7 +1,6 @@
 //! Integration tests of the compiler, in one binary (each test binary links MLIR and LLVM,
 //! so they are kept together to keep CI builds short).
 
-mod cli;
 mod frontend_goldens;
 mod opt;
 mod stages;

@@ -1,7 +1,7 @@
 //! Benchmark reports: tilec's timings joined with the peers' (anchors.py JSON of the same
 //! GPU run) into one markdown table with ratios, and one SVG plot per kernel class.
 
-use crate::suite::BenchRow;
+use crate::gpu::BenchRow;
 use plotters::prelude::*;
 use serde::Deserialize;
 use std::collections::BTreeSet;

@@ -1,0 +1,158 @@
+//! One file per command with options of its own; the small ones (`explain`, `passes`) and
+//! what several commands share live here.
+
+pub mod bench;
+pub mod check;
+pub mod compile;
+pub mod opt;
+pub mod run;
+
+use crate::out;
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+use tilec::ConstArg;
+
+/// The largest source file a command reads (a `.tile` kernel or a `.mlir` stage): far above
+/// any real kernel, far below what would exhaust memory (`tilec compile /dev/zero`).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Reads a source file (`-`: standard input), at most [`MAX_INPUT_BYTES`], as UTF-8 text. A
+/// leading byte-order mark is dropped and lone carriage returns (old Mac line endings)
+/// become line feeds, byte for byte, so that spans still index the text.
+pub fn read_input(file: &Path) -> Result<String> {
+    let mut bytes = vec![];
+    let what = if file.as_os_str() == "-" { "standard input".to_string() } else { file.display().to_string() };
+    if file.as_os_str() == "-" {
+        std::io::stdin().take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)
+    } else {
+        let f = std::fs::File::open(file).with_context(|| format!("cannot read {what}"))?;
+        if f.metadata().is_ok_and(|m| m.is_dir()) {
+            bail!("{what} is a directory, not a source file");
+        }
+        f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)
+    }
+    .with_context(|| format!("cannot read {what}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        bail!("{what} is larger than {} MiB; tilec reads kernels and IR files up to that size", MAX_INPUT_BYTES >> 20);
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!("{what} is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())
+    })?;
+    let text = text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text);
+    Ok(normalize_line_endings(text))
+}
+
+/// Lone `\r` → `\n` (same length: spans stay valid); `\r\n` is left alone.
+fn normalize_line_endings(text: String) -> String {
+    if !text.contains('\r') {
+        return text;
+    }
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        if c == '\r' && b.get(i + 1) != Some(&b'\n') {
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `--const NAME=VALUE` items; a name given twice is an error.
+pub fn parse_consts(items: &[String]) -> Result<BTreeMap<String, ConstArg>> {
+    let mut out = BTreeMap::new();
+    for it in items {
+        let Some((k, v)) = it.split_once('=') else { bail!("--const takes NAME=VALUE, got `{it}`") };
+        let k = k.trim();
+        if k.is_empty() {
+            bail!("--const `{it}` has no name");
+        }
+        let val = ConstArg::parse(v)
+            .with_context(|| format!("--const {k}: cannot read `{v}` as an integer, bool, float or dtype"))?;
+        if out.insert(k.to_string(), val).is_some() {
+            bail!("--const {k} is given twice");
+        }
+    }
+    Ok(out)
+}
+
+/// A printable stage for `--emit`, taken from the compiler's list of stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageArg(pub tilec::Stage);
+
+impl clap::ValueEnum for StageArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: std::sync::OnceLock<Vec<StageArg>> = std::sync::OnceLock::new();
+        ALL.get_or_init(|| tilec::Stage::ALL.iter().map(|s| StageArg(*s)).collect())
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name()))
+    }
+}
+
+/// How diagnostics are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ErrorFormat {
+    /// rustc-style text with the source line and carets, on standard error.
+    Human,
+    /// A JSON array on standard output, with line/column, for tools.
+    Json,
+}
+
+pub fn explain(code: &str) -> Result<ExitCode> {
+    match tilec_core::diag::lookup(code) {
+        Some((c, title, long)) => {
+            out::println(&format!("{c}: {title}\n\n{long}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None => bail!("no diagnostic code `{code}`; codes run from E0001 (see `tilec explain E0001`)"),
+    }
+}
+
+pub fn passes(upstream: bool) -> Result<ExitCode> {
+    let mut s = String::new();
+    if upstream {
+        for u in tilec_passes::driver::upstream_passes() {
+            let nest = if u.anchor == "builtin.module" { String::new() } else { format!(" [in {}(…)]", u.anchor) };
+            s.push_str(&format!("{:42} {}{nest}\n", u.name, u.doc));
+        }
+        out::print(&s)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in tilec_passes::PASSES {
+        s.push_str(&format!("{:14} → {:8} {}\n", p.name, p.produces.name(), p.doc));
+        for o in p.options {
+            let default = if o.default.is_empty() { String::new() } else { format!(" (default {})", o.default) };
+            s.push_str(&format!("    {:12} {}{default}\n", o.name, o.doc));
+        }
+    }
+    s.push_str("\n`tilec opt --passes` also takes upstream MLIR passes (`tilec passes --upstream`).\n\n");
+    for a in tilec::ARCHS {
+        let steps: Vec<String> = tilec_passes::pipeline(a, None).iter().map(|s| s.text()).collect();
+        s.push_str(&format!("pipeline {}: {}\n", a.name, steps.join(",")));
+    }
+    out::print(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_carriage_returns_become_newlines_in_place() {
+        let t = normalize_line_endings("a\rb\r\nc\r".to_string());
+        assert_eq!(t, "a\nb\r\nc\n");
+    }
+
+    #[test]
+    fn repeated_constants_are_an_error() {
+        assert!(parse_consts(&["N=1".into(), "N=2".into()]).unwrap_err().to_string().contains("twice"));
+        assert!(parse_consts(&["=1".into()]).is_err());
+        assert_eq!(parse_consts(&["T=f16".into()]).unwrap()["T"], ConstArg::DType(tilec::DType::F16));
+    }
+}

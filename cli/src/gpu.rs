@@ -1,0 +1,224 @@
+//! The GPU harness over the kernel specs of `tilec-suite`: compile a case specialised on its
+//! actual arguments, upload fresh random inputs, launch, compare with the reference
+//! (`tilec check`), and time the cases that pass (`tilec bench`; a wrong kernel is never timed).
+
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::path::Path;
+use tilec::{compile, CompileOptions, DType, Source};
+use tilec_runtime::{ArgDesc, Device, DeviceTensor, HostTensor};
+use tilec_suite::{Arg, Case, Spec};
+
+/// The outcome of checking one case.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckRow {
+    pub kernel: String,
+    pub shape: String,
+    pub dtype: DType,
+    pub max_abs: f64,
+    pub rel_l2: f64,
+    pub tolerance: f64,
+    pub pass: bool,
+    pub note: String,
+}
+
+/// A kernel compiled, loaded and with its arguments on the device.
+#[derive(Debug)]
+pub struct Prepared {
+    pub kernel: tilec_runtime::Kernel,
+    /// One device buffer per tensor argument, `None` for scalars.
+    pub tensors: Vec<Option<DeviceTensor>>,
+    pub args: Vec<Arg>,
+    pub descs: Vec<ArgDesc>,
+    pub report: Vec<String>,
+}
+
+/// Compiles `spec` for `case` (specialised on the alignment of the actual tensors), uploads
+/// fresh random inputs and returns everything needed to launch.
+pub fn prepare(dev: &Device, kernels_dir: &Path, spec: &Spec, case: &Case, seed: u64) -> Result<Prepared, String> {
+    use rand::SeedableRng;
+    let path = kernels_dir.join(spec.file);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let source = Source::new(path.display().to_string(), text);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let args = (spec.inputs)(case, &mut rng);
+    let mut tensors = vec![];
+    let mut descs = vec![];
+    for a in &args {
+        match a {
+            Arg::Tensor(h) => {
+                let t = dev.upload(h).map_err(|e| e.to_string())?;
+                descs.push(ArgDesc::Tensor(dev.desc(&t)));
+                tensors.push(Some(t));
+            }
+            Arg::I32(v) => {
+                descs.push(ArgDesc::I32(*v));
+                tensors.push(None);
+            }
+            Arg::I64(v) => {
+                descs.push(ArgDesc::I64(*v));
+                tensors.push(None);
+            }
+            Arg::F32(v) => {
+                descs.push(ArgDesc::F32(*v));
+                tensors.push(None);
+            }
+        }
+    }
+    let file = tilec_frontend::parse(&source.text).map_err(|d| tilec_core::diag::render(&d, &source))?;
+    let kdecl = file
+        .kernels
+        .iter()
+        .find(|d| d.name.name == spec.kernel)
+        .ok_or_else(|| format!("no kernel `{}` in {}", spec.kernel, spec.file))?;
+    let runtime_params: Vec<String> =
+        kdecl.params.iter().filter(|p| !p.is_const).map(|p| p.name.name.clone()).collect();
+    let unaligned: BTreeSet<String> = descs
+        .iter()
+        .zip(&runtime_params)
+        .filter(|(a, _)| matches!(a, ArgDesc::Tensor(t) if !t.aligned16()))
+        .map(|(_, n)| n.clone())
+        .collect();
+    let target = dev.target().map_err(|e| e.to_string())?;
+    let opts = CompileOptions {
+        arch: target.name.to_string(),
+        kernel: Some(spec.kernel.to_string()),
+        consts: spec.constants(case),
+        unaligned,
+        opt_level: None,
+        until: None,
+    };
+    let compiled = compile(&source, &opts).map_err(|e| e.render())?;
+    let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;
+    Ok(Prepared { kernel, tensors, args, descs, report: compiled.report })
+}
+
+/// Runs once and compares every output with the reference.
+pub fn check_case(dev: &Device, kernels_dir: &Path, spec: &Spec, case: &Case, seed: u64) -> CheckRow {
+    let mut row = CheckRow {
+        kernel: spec.name.to_string(),
+        shape: case.label(),
+        dtype: case.dtype,
+        max_abs: f64::NAN,
+        rel_l2: f64::NAN,
+        tolerance: spec.tolerance_of(case),
+        pass: false,
+        note: String::new(),
+    };
+    let run = || -> Result<tilec_suite::Comparison, String> {
+        let p = prepare(dev, kernels_dir, spec, case, seed)?;
+        dev.launch(&p.kernel, &p.descs).map_err(|e| e.to_string())?;
+        dev.synchronize().map_err(|e| e.to_string())?;
+        let mut after = vec![];
+        for t in &p.tensors {
+            after.push(match t {
+                Some(t) => dev.download(t).map_err(|e| e.to_string())?,
+                None => HostTensor::from_f64(DType::F32, &[0], &[]),
+            });
+        }
+        Ok(spec.compare(case, &p.args, &after))
+    };
+    match run() {
+        Ok(c) => {
+            row.max_abs = c.max_abs;
+            row.rel_l2 = c.rel_l2;
+            row.pass = c.pass;
+            row.note = c.note;
+        }
+        Err(e) => row.note = e,
+    }
+    row
+}
+
+/// One timed configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchRow {
+    pub kernel: String,
+    pub class: String,
+    pub shape: String,
+    pub dtype: DType,
+    /// The anchors.py kernel and config of the same problem, if the peers run it.
+    pub peer_kernel: String,
+    pub peer_config: Option<String>,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub gbps: f64,
+    pub tflops: Option<f64>,
+    /// The floor time: bytes over the measured copy bandwidth, or FLOPs over the measured
+    /// matrix rate (cuBLAS of the same run) when that is larger and known.
+    pub floor_ms: f64,
+    pub copy_gbps: f64,
+    pub rel_l2: f64,
+    pub runs: usize,
+    pub report: Vec<String>,
+}
+
+/// Checks then times one case: 10 warm-up runs, `reps` timed runs with L2 flushed before
+/// each (outside the timed region), median reported. `matmul_tflops` is the measured matrix
+/// rate (cuBLAS in the same run), for the floor of compute-bound kernels.
+pub fn bench_case(
+    dev: &Device,
+    kernels_dir: &Path,
+    spec: &Spec,
+    case: &Case,
+    reps: usize,
+    copy_gbps: f64,
+    matmul_tflops: Option<f64>,
+) -> Result<BenchRow, String> {
+    let check = check_case(dev, kernels_dir, spec, case, 7);
+    if !check.pass {
+        return Err(format!(
+            "{} {} fails its check (rel L2 {:.3e}) {}: not timed",
+            spec.name,
+            case.label(),
+            check.rel_l2,
+            check.note
+        ));
+    }
+    let p = prepare(dev, kernels_dir, spec, case, 11)?;
+    let plan = tilec_runtime::validate(&p.kernel.signature, &p.descs, None).map_err(|e| e.to_string())?;
+    let mut scratch = dev.l2_flusher(256 << 20).map_err(|e| e.to_string())?;
+    let times = dev
+        .time(10, reps, || dev.flush(&mut scratch), || dev.launch_plan(&p.kernel, &plan))
+        .map_err(|e| e.to_string())?;
+    let med = tilec_runtime::median(&times);
+    let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let bytes = (spec.bytes)(case);
+    let flops = spec.flops.map(|f| f(case));
+    Ok(BenchRow {
+        kernel: spec.name.to_string(),
+        class: spec.class.name().to_string(),
+        shape: case.label(),
+        dtype: case.dtype,
+        peer_kernel: spec.peer_kernel.to_string(),
+        peer_config: (spec.peer_config)(case),
+        median_ms: med,
+        min_ms: min,
+        gbps: bytes / (med * 1e-3) / 1e9,
+        tflops: flops.map(|f| f / (med * 1e-3) / 1e12),
+        floor_ms: {
+            let mem = bytes / (copy_gbps * 1e9) * 1e3;
+            match (flops, matmul_tflops) {
+                (Some(f), Some(t)) => mem.max(f / (t * 1e12) * 1e3),
+                _ => mem,
+            }
+        },
+        copy_gbps,
+        rel_l2: check.rel_l2,
+        runs: times.len(),
+        report: p.report,
+    })
+}
+
+/// The specs `names` selects (every spec when empty); an unknown name is an error listing
+/// the known ones.
+pub fn selected(names: &[String]) -> Result<Vec<&'static Spec>, String> {
+    let all = tilec_suite::all();
+    for n in names {
+        if tilec_suite::find(n).is_none() {
+            let known: Vec<&str> = all.iter().map(|s| s.name).collect();
+            return Err(format!("no GPU test for kernel `{n}`; kernels with one: {}", known.join(", ")));
+        }
+    }
+    Ok(all.into_iter().filter(|s| names.is_empty() || names.iter().any(|n| n == s.name)).collect())
+}

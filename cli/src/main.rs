@@ -1,0 +1,82 @@
+//! The `tilec` command line: a thin layer over the `tilec` library (compile), the pass driver
+//! (`opt`, `passes`), the interpreter (`run`), the diagnostic registry (`explain`) and the
+//! GPU harness over the kernel specs of `tilec-suite` (`check`, `bench`).
+//!
+//! Output goes through [`out`]: a closed standard output (`tilec … | head -1`) ends the
+//! program quietly with status 0, as cargo does, and a failed write (a full disk) is an error
+//! message, never a panic.
+
+mod bench_report;
+mod commands;
+mod gpu;
+mod interp_args;
+mod out;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tilec",
+    version,
+    about = "A tile-kernel compiler: .tile programs to PTX for sm_90a, sm_103a and sm_121a"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Compile a .tile file: PTX + metadata JSON, or one stage with --emit.
+    Compile(commands::compile::Args),
+    /// Run a kernel on the CPU interpreter (the reference semantics; no GPU needed).
+    ///
+    /// Arguments, in parameter order: `--arg 16x1024:f16` (a random normal tensor),
+    /// `--arg zeros:16x1024:f32`, `--arg 3` (an i32), `--arg 0.5` (an f32), `--arg i64:5`,
+    /// `--arg f32:-1` (a negative scalar needs its type, or `--arg=-1`).
+    Run(commands::run::Args),
+    /// Print the long explanation of a diagnostic code (e.g. E0010).
+    Explain {
+        /// The code, e.g. E0010.
+        code: String,
+    },
+    /// List tilec's passes with their options, and the default pipeline of each target.
+    Passes {
+        /// List the upstream MLIR passes `tilec opt` also accepts.
+        #[arg(long)]
+        upstream: bool,
+    },
+    /// Run a pass pipeline over an MLIR file (any stage), mixing tilec and upstream passes.
+    ///
+    /// Example: `tilec opt k.mlir --passes tile-layout{num-warps=8},canonicalize,cse,tile-to-llvm
+    /// --print-after-all`. FILE `-` reads standard input.
+    Opt(commands::opt::Args),
+    /// Run every kernel with a GPU test on the GPU against its reference.
+    Check(commands::check::Args),
+    /// Time kernels on the GPU (each checked first), beside the copy ceiling and the peers.
+    Bench(commands::bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Compile(a) => commands::compile::run(a),
+        Cmd::Run(a) => commands::run::run(a),
+        Cmd::Explain { code } => commands::explain(&code),
+        Cmd::Passes { upstream } => commands::passes(upstream),
+        Cmd::Opt(a) => commands::opt::run(a),
+        Cmd::Check(a) => commands::check::run(a),
+        Cmd::Bench(a) => commands::bench::run(a),
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            if out::is_closed_stdout(&e) {
+                return ExitCode::SUCCESS;
+            }
+            out::err(&format!("error: {e:#}"));
+            ExitCode::from(2)
+        }
+    }
+}

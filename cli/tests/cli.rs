@@ -1,0 +1,321 @@
+//! The `tilec` binary as a user runs it, from the root of the repository.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn tilec(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tilec")).args(args).current_dir(root()).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tilec-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The tile stage of a kernel of the library, through `tilec compile --emit tile`.
+fn tile_text(file: &str, kernel: &str) -> String {
+    let (code, out, err) =
+        tilec(&["compile", &format!("kernels/{file}.tile"), "--arch", "sm_121a", "--kernel", kernel, "--emit", "tile"]);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+#[test]
+fn unknown_arch_lists_the_supported_ones() {
+    let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_80", "--emit", "ptx"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown arch `sm_80`") && err.contains("sm_121a") && err.contains("sm_90"), "{err}");
+}
+
+#[test]
+fn compile_writes_ptx_and_metadata() {
+    let dir = std::env::temp_dir().join(format!("tilec-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("softmax.ptx");
+    let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_121", "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("sm_121a"), "says which variant it used: {err}");
+    let ptx = std::fs::read_to_string(&out).unwrap();
+    assert!(ptx.contains(".target sm_121a"));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("softmax.json")).unwrap()).unwrap();
+    assert_eq!(meta["kernel"], "softmax");
+    assert_eq!(meta["target"], "sm_121a");
+    assert_eq!(meta["signature"]["params"][0]["name"], "x");
+    assert_eq!(meta["hints"]["num_warps"], 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn emit_prints_one_stage() {
+    let (code, out, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--emit", "tile"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"tile.load\"") && out.contains("func.func @softmax"));
+    let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--emit", "asm"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("invalid value 'asm'") && err.contains("tile, tilegpu, llvm, llvm-ir, ptx"), "{err}");
+    let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--error-format", "jsno"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("invalid value 'jsno'") && err.contains("human, json"), "{err}");
+}
+
+#[test]
+fn errors_render_with_source_and_json() {
+    let dir = std::env::temp_dir().join(format!("tilec-cli-err-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.tile");
+    std::fs::write(&f, "kernel k(x: tensor<f16, 1>) grid = (1,) {\n    let t = load(x, index=(0,), shape=(96,));\n}\n")
+        .unwrap();
+    let (code, _, err) = tilec(&["compile", f.to_str().unwrap(), "--arch", "sm_90a"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("error[E0010]") && err.contains("use 64 or 128") && err.contains("^"), "{err}");
+    let (_, out, _) = tilec(&["compile", f.to_str().unwrap(), "--arch", "sm_90a", "--error-format", "json"]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j[0]["code"], "E0010");
+    assert_eq!(j[0]["labels"][0]["line"], 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn explain_and_passes() {
+    let (code, out, _) = tilec(&["explain", "E0010"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("power of two"));
+    assert_ne!(tilec(&["explain", "E9999"]).0, 0);
+    let (code, out, _) = tilec(&["passes"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("tile-layout") && out.contains("pipeline sm_121a"));
+}
+
+#[test]
+fn check_without_a_gpu_says_so() {
+    if tilec_runtime::driver_available().is_ok() {
+        return; // a machine with a driver runs the real check instead (tilec check)
+    }
+    let (code, _, err) = tilec(&["check"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no NVIDIA driver"), "{err}");
+}
+
+#[test]
+fn run_on_the_interpreter() {
+    let (code, out, err) = tilec(&[
+        "run",
+        "kernels/softmax.tile",
+        "--const",
+        "BLOCK_N=64",
+        "--const",
+        "T=f32",
+        "--arg",
+        "3x50:f32",
+        "--arg",
+        "zeros:3x50:f32",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ran softmax on the interpreter over grid [3, 1, 1]"), "{out}");
+    // Each of the 3 rows sums to 1.
+    assert!(out.contains("y f32 [3, 50]: sum 3.0000"), "{out}");
+    let (code, _, err) = tilec(&["run", "--interp", "kernels/softmax.tile", "--arg", "3x50:f64", "--arg", "3x50"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown dtype `f64`"), "the old --interp spelling still works: {err}");
+    // A missing argument names the parameters the kernel takes.
+    let (code, _, err) = tilec(&["run", "kernels/softmax.tile", "--arg", "3x50:f16"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("takes 2 arguments (x: tensor<f16, 2>, y: tensor<f16, 2>), 1 given"), "{err}");
+}
+
+#[test]
+fn outputs_are_written_safely() {
+    let dir = temp_dir("out");
+    // The metadata goes beside the PTX; an output named .json would be overwritten by it.
+    let j = dir.join("k.json");
+    let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "-o", j.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("ends in .json") && !j.exists(), "{err}");
+    // Never over the input.
+    let src = dir.join("s.tile");
+    std::fs::copy(root().join("kernels/softmax.tile"), &src).unwrap();
+    let before = std::fs::read_to_string(&src).unwrap();
+    for extra in [&[][..], &["--emit", "tile"][..]] {
+        let mut args = vec!["compile", src.to_str().unwrap(), "--arch", "sm_90a", "-o", src.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let (code, _, err) = tilec(&args);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("is the input file"), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(&src).unwrap(), before);
+    // A device gets the PTX and no metadata file beside it.
+    let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "-o", "/dev/null"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("no metadata file") && !std::path::Path::new("/dev/null.json").exists(), "{err}");
+    // `-o -` is standard output.
+    let (code, out, _) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "-o", "-"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(".entry softmax"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_closed_or_full_stdout_is_no_panic() {
+    // `tilec passes --upstream | head -1`: the pipe closes after one line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tilec"))
+        .args(["passes", "--upstream"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(o.status.code() == Some(0) || o.status.code().is_none(), "{:?}: {err}", o.status);
+    if std::path::Path::new("/dev/full").exists() {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_tilec"))
+            .args(["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--emit", "tile"])
+            .current_dir(root())
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("No space left") && !err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn sources_are_read_carefully() {
+    let dir = temp_dir("src");
+    // A byte-order mark and old Mac line endings read as the same program.
+    let text = std::fs::read_to_string(root().join("kernels/softmax.tile")).unwrap();
+    let f = dir.join("bom.tile");
+    std::fs::write(&f, format!("\u{feff}{}", text.replace('\n', "\r"))).unwrap();
+    let (code, out, err) = tilec(&["compile", f.to_str().unwrap(), "--arch", "sm_90a", "--emit", "tile"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("func.func @softmax"));
+    // Not text, a folder, a huge stream: errors, not panics or 2 GB of memory.
+    let bin = dir.join("bin.tile");
+    std::fs::write(&bin, [0xff, 0xfe, 0x00]).unwrap();
+    let (code, _, err) = tilec(&["compile", bin.to_str().unwrap(), "--arch", "sm_90a"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not UTF-8"), "{err}");
+    let (code, _, err) = tilec(&["compile", dir.to_str().unwrap(), "--arch", "sm_90a"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is a directory"), "{err}");
+    let (code, _, err) = tilec(&["compile", "/dev/zero", "--arch", "sm_90a"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("larger than 64 MiB"), "{err}");
+    // A constant given twice is an error, not the last one silently.
+    let (code, _, err) =
+        tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--const", "ROWS=1", "--const", "ROWS=2"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--const ROWS is given twice"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn time_passes_lists_every_stage() {
+    let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "-o", "/dev/null", "-T"]);
+    assert_eq!(code, 0, "{err}");
+    for what in
+        ["frontend", "tile-layout", "tile-to-llvm{arch=sm_90a}", "translate to LLVM IR", "NVPTX codegen", "total"]
+    {
+        assert!(err.lines().any(|l| l.starts_with("time:") && l.contains(what)), "{what} in\n{err}");
+    }
+}
+
+#[test]
+fn opt_runs_a_mixed_pipeline_with_dumps() {
+    let dir = temp_dir("opt");
+    let f = dir.join("softmax.mlir");
+    std::fs::write(&f, tile_text("softmax", "softmax")).unwrap();
+    let passes = "canonicalize,cse,tile-layout{num-warps=4},canonicalize,tile-to-llvm{arch=sm_90a},cse";
+    let (code, out, err) = tilec(&["opt", f.to_str().unwrap(), "--passes", passes, "--print-after-all"]);
+    assert_eq!(code, 0, "{err}");
+    let dumps: Vec<&str> = err.lines().filter(|l| l.starts_with("// -----// IR Dump After ")).collect();
+    let names = ["canonicalize", "cse", "tile-layout{num-warps=4}", "canonicalize", "tile-to-llvm{arch=sm_90a}", "cse"];
+    assert_eq!(dumps.len(), names.len(), "{err}");
+    for (d, n) in dumps.iter().zip(names) {
+        assert_eq!(*d, format!("// -----// IR Dump After {n} //----- //"));
+    }
+    // After tile-layout the tiles carry layouts; the result is one nvvm kernel.
+    let after_layout = err.split("IR Dump After ").nth(3).unwrap();
+    assert!(after_layout.starts_with("tile-layout") && after_layout.contains("#tilegpu.blocked<"), "{after_layout}");
+    assert!(!err.split("IR Dump After ").nth(2).unwrap().contains("#tilegpu"), "no layouts before tile-layout");
+    assert!(out.contains("llvm.func @softmax") && out.contains("nvvm.kernel"), "{out}");
+    // --print-after picks passes by name; -o writes the result; -T times each pass.
+    let o = f.with_extension("out.mlir");
+    let (code, out, err) = tilec(&[
+        "opt",
+        f.to_str().unwrap(),
+        "--passes",
+        "cse,tile-layout",
+        "--print-after",
+        "tile-layout",
+        "-T",
+        "-o",
+        o.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty());
+    assert_eq!(err.matches("IR Dump After").count(), 1, "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("time:")).count(), 2, "{err}");
+    assert!(std::fs::read_to_string(&o).unwrap().contains("#tilegpu.blocked<"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_pipelines_name_the_close_matches() {
+    let dir = temp_dir("badopt");
+    let f = dir.join("sm.mlir");
+    std::fs::write(&f, tile_text("softmax", "softmax")).unwrap();
+    let f = f.to_str().unwrap();
+    let cases: [(&str, &[&str]); 7] = [
+        ("tile-layot,cse", &["unknown pass `tile-layot`", "did you mean: tile-layout?"]),
+        ("canonicalise", &["unknown pass `canonicalise`", "canonicalize"]),
+        ("tile-layout{num-warp=4}", &["has no option `num-warp`", "did you mean: num-warps?"]),
+        ("tile-layout{num-warps=3}", &["not a power of two"]),
+        ("tile-to-llvm{arch=sm_80}", &["unknown arch `sm_80`"]),
+        ("canonicalize{max-iteration=2}", &["bad pipeline element", "no such option max-iteration"]),
+        ("affine-loop-coalescing", &["runs on `func.func` ops: write `func.func(affine-loop-coalescing)`"]),
+    ];
+    for (p, wants) in cases {
+        let (code, _, err) = tilec(&["opt", f, "--passes", p]);
+        assert_eq!(code, 1, "{p}");
+        assert!(err.contains("error[E0904]"), "{p}: {err}");
+        for w in wants {
+            assert!(err.contains(w), "{p}: wants `{w}` in\n{err}");
+        }
+    }
+    let (code, _, err) = tilec(&["opt", f, "--passes", "tile-to-llvm"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("run `tile-layout` before it"), "{err}");
+    let (code, _, err) = tilec(&["opt", f, "--passes", "cse", "--print-after", "cs"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("did you mean cse?"), "{err}");
+    // An upstream lowering leaves ops that tile IR has no form for: tilec's passes say so.
+    let (code, _, err) = tilec(&["opt", f, "--passes", "convert-arith-to-llvm,tile-layout"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("error[E0903]") && err.contains("has no tile-IR form"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn passes_upstream_lists_every_upstream_pass() {
+    let list = std::fs::read_to_string(root().join("passes/src/upstream_passes.txt")).unwrap();
+    let n = list.lines().filter(|l| !l.starts_with('#')).count();
+    let (code, out, _) = tilec(&["passes", "--upstream"]);
+    assert_eq!(code, 0);
+    assert!(out.lines().count() == n && out.contains("loop-invariant-code-motion"));
+}

@@ -1,0 +1,667 @@
+//! The tensor-core kernels: matmul, bmm, grouped GEMM, FMHA and the tutorial steps, MLA
+//! (prefill and decode), grouped-query and paged decode attention.
+
+use crate::inputs::{normal_tensor, numel, poisoned, tensor, values};
+use crate::{storage_tolerance, Arg, Case, Class, Spec};
+use rand::Rng;
+use std::collections::BTreeMap;
+use tilec_core::DType;
+use tilec_frontend::ConstArg;
+use tilec_interp::reference;
+
+fn t_const(c: &Case) -> BTreeMap<String, ConstArg> {
+    BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))])
+}
+
+fn no_peer(_: &Case) -> Option<String> {
+    None
+}
+
+fn dtype_word(d: DType) -> &'static str {
+    match d {
+        DType::F16 => "float16",
+        DType::BF16 => "bfloat16",
+        _ => d.name(),
+    }
+}
+
+/// Matmul case dims: `[M, N, K]`.
+fn mnk(c: &Case) -> (usize, usize, usize) {
+    (c.dims[0] as usize, c.dims[1] as usize, c.dims[2] as usize)
+}
+
+/// C = A · B (kernels/matmul.tile). Case dims `[M, N, K]`.
+pub const MATMUL: Spec = Spec {
+    name: "matmul",
+    file: "matmul.tile",
+    kernel: "matmul",
+    class: Class::Gemm,
+    peer_kernel: "gemm",
+    interp_cases: || {
+        vec![Case::new(DType::F16, &[70, 90, 100])
+            .with("TILE_M", 32)
+            .with("TILE_N", 32)
+            .with("TILE_K", 32)
+            .with("GROUP_M", 2)]
+    },
+    gpu_cases: || {
+        let mut v = vec![];
+        for d in [DType::F16, DType::BF16] {
+            v.push(Case::new(d, &[1000, 1000, 1000]));
+            v.push(Case::new(d, &[1, 4096, 4096]));
+            v.push(Case::new(d, &[512, 256, 8]));
+            v.push(Case::new(d, &[4096, 4096, 4096]));
+        }
+        v
+    },
+    bench_cases: |quick| {
+        let sizes: &[i64] = if quick { &[4096] } else { &[2048, 4096, 8192] };
+        let mut v = vec![];
+        for d in [DType::F16, DType::BF16] {
+            v.extend(sizes.iter().map(|&n| Case::new(d, &[n, n, n])));
+        }
+        v
+    },
+    consts: t_const,
+    inputs: |c, rng| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.dims[2]);
+        vec![
+            normal_tensor(rng, c.dtype, &[m, k], 1.0),
+            normal_tensor(rng, c.dtype, &[k, n], 1.0),
+            poisoned(c.dtype, &[m, n]),
+        ]
+    },
+    outputs: &[2],
+    exact: &[],
+    reference: |c, a| {
+        let (m, n, k) = mnk(c);
+        vec![reference::matmul(&values(a, 0), &values(a, 1), m, k, n)]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.dims[2]);
+        (m * k + k * n + m * n) as f64 * f64::from(c.dtype.bytes())
+    },
+    flops: Some(|c| 2.0 * c.dims.iter().map(|&d| d as f64).product::<f64>()),
+    case_for: |dims, dtype| match dims {
+        [m, n, k] if *m >= 1 && *n >= 1 && *k >= 1 && matches!(dtype, DType::F16 | DType::BF16) => {
+            Ok(Case::new(dtype, dims))
+        }
+        [n] if *n >= 1 && matches!(dtype, DType::F16 | DType::BF16) => Ok(Case::new(dtype, &[*n, *n, *n])),
+        _ => Err(format!("matmul takes MxNxK (or N for N³) in f16 or bf16, not {dims:?} {dtype}")),
+    },
+    peer_config: |c| {
+        let [m, n, k] = c.dims[..] else { return None };
+        (m == n && n == k).then(|| format!("M=N=K={m} {}", dtype_word(c.dtype)))
+    },
+};
+
+/// Batched matmul (kernels/bmm.tile). Case dims `[batch, M, N, K]`.
+pub const BMM: Spec = Spec {
+    name: "bmm",
+    file: "bmm.tile",
+    kernel: "bmm",
+    class: Class::Gemm,
+    peer_kernel: "bmm",
+    interp_cases: || {
+        vec![Case::new(DType::BF16, &[2, 40, 30, 50]).with("TILE_M", 32).with("TILE_N", 32).with("TILE_K", 32)]
+    },
+    gpu_cases: || vec![Case::new(DType::F16, &[3, 1000, 1000, 1000]), Case::new(DType::BF16, &[8, 512, 256, 72])],
+    bench_cases: |_| vec![Case::new(DType::F16, &[16, 1024, 1024, 1024])],
+    consts: t_const,
+    inputs: |c, rng| {
+        let [b, m, n, k] = c.dims[..] else { return vec![] };
+        vec![
+            normal_tensor(rng, c.dtype, &[b, m, k], 1.0),
+            normal_tensor(rng, c.dtype, &[b, k, n], 1.0),
+            poisoned(c.dtype, &[b, m, n]),
+        ]
+    },
+    outputs: &[2],
+    exact: &[],
+    reference: |c, a| {
+        let [b, m, n, k] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else { return vec![] };
+        let (av, bv) = (values(a, 0), values(a, 1));
+        let mut want = vec![];
+        for i in 0..b {
+            want.extend(reference::matmul(&av[i * m * k..(i + 1) * m * k], &bv[i * k * n..(i + 1) * k * n], m, k, n));
+        }
+        vec![want]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let [b, m, n, k] = c.dims[..] else { return 0.0 };
+        (b * (m * k + k * n + m * n)) as f64 * f64::from(c.dtype.bytes())
+    },
+    flops: Some(|c| 2.0 * c.dims.iter().map(|&d| d as f64).product::<f64>()),
+    case_for: |dims, dtype| match dims {
+        [b, m, n, k] if *b >= 1 && *m >= 1 && *n >= 1 && *k >= 1 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("bmm takes BxMxNxK, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// Grouped GEMM (kernels/group_gemm.tile). Case dims `[rows, groups, K, N]`: the rows are
+/// split unevenly between the groups, with one empty group when there are three or more.
+pub const GROUP_GEMM: Spec = Spec {
+    name: "group_gemm",
+    file: "group_gemm.tile",
+    kernel: "group_gemm",
+    class: Class::Gemm,
+    peer_kernel: "group_gemm",
+    interp_cases: || {
+        vec![Case::new(DType::F16, &[40, 3, 48, 40]).with("TILE_M", 16).with("TILE_N", 32).with("TILE_K", 16)]
+    },
+    gpu_cases: || vec![Case::new(DType::F16, &[3000, 8, 1024, 512]), Case::new(DType::BF16, &[333, 4, 200, 72])],
+    bench_cases: |_| vec![],
+    consts: t_const,
+    inputs: |c, rng| {
+        let [rows, g, k, n] = c.dims[..] else { return vec![] };
+        let offsets = group_offsets(g, rows);
+        let max_rows = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        vec![
+            normal_tensor(rng, c.dtype, &[rows, k], 1.0),
+            normal_tensor(rng, c.dtype, &[g, k, n], 1.0),
+            poisoned(c.dtype, &[rows, n]),
+            tensor(DType::I32, &[g + 1], &offsets.iter().map(|&o| o as f64).collect::<Vec<_>>()),
+            Arg::I32(max_rows as i32),
+        ]
+    },
+    outputs: &[2],
+    exact: &[],
+    reference: |c, a| {
+        let [rows, g, k, n] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else { return vec![] };
+        let offsets = group_offsets(g as i64, rows as i64);
+        let (xv, wv) = (values(a, 0), values(a, 1));
+        let mut want = vec![];
+        for gi in 0..g {
+            let (s, e) = (offsets[gi] as usize, offsets[gi + 1] as usize);
+            let wg = &wv[gi * k * n..(gi + 1) * k * n];
+            want.extend(reference::matmul(&xv[s * k..e * k], wg, e - s, k, n));
+        }
+        vec![want]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let [rows, g, k, n] = c.dims[..] else { return 0.0 };
+        (rows * k + g * k * n + rows * n) as f64 * f64::from(c.dtype.bytes())
+    },
+    flops: Some(|c| 2.0 * (c.dims[0] * c.dims[2] * c.dims[3]) as f64),
+    case_for: |dims, dtype| match dims {
+        [rows, g, k, n] if *rows >= 0 && *g >= 1 && *k >= 1 && *n >= 1 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("group_gemm takes ROWSxGxKxN, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// Group boundaries over `rows` rows: uneven, and group 1 empty when there are 3 or more.
+fn group_offsets(groups: i64, rows: i64) -> Vec<i64> {
+    let mut cuts: Vec<i64> = (1..groups).map(|i| (rows * i * i) / (groups * groups)).collect();
+    if groups >= 3 {
+        cuts[1] = cuts[0];
+    }
+    let mut v = vec![0];
+    v.extend(cuts);
+    v.push(rows);
+    v
+}
+
+/// Attention over `[B, H, S, D]` tensors, per (batch, head).
+fn mha(q: &[f64], k: &[f64], v: &[f64], dims: &[usize], scale: f64, causal: bool) -> Vec<f64> {
+    let [b, h, s, d] = dims[..] else { return vec![] };
+    let mut out = Vec::with_capacity(q.len());
+    for bh in 0..b * h {
+        let r = bh * s * d..(bh + 1) * s * d;
+        out.extend(reference::attention(&q[r.clone()], &k[r.clone()], &v[r], s, s, d, scale, causal));
+    }
+    out
+}
+
+fn fmha_dims(c: &Case) -> Vec<usize> {
+    c.dims.iter().map(|&x| x as usize).collect()
+}
+
+/// FMHA forward (kernels/fmha.tile). Case dims `[B, H, S, D]`; constant `CAUSAL` (0 or 1).
+pub const FMHA: Spec = Spec {
+    name: "fmha",
+    file: "fmha.tile",
+    kernel: "fmha",
+    class: Class::Fmha,
+    peer_kernel: "fmha",
+    interp_cases: || {
+        // The seed's kernel (and so ours, today) needs the sequence length to be a multiple
+        // of TILE_N.
+        [0, 1]
+            .map(|causal| {
+                Case::new(DType::F16, &[1, 2, 96, 64]).with("TILE_M", 32).with("TILE_N", 32).with("CAUSAL", causal)
+            })
+            .to_vec()
+    },
+    gpu_cases: || {
+        let mut v = vec![];
+        for d in [DType::F16, DType::BF16] {
+            for causal in [0, 1] {
+                v.push(Case::new(d, &[1, 2, 1024, 128]).with("CAUSAL", causal));
+                v.push(Case::new(d, &[2, 4, 1024, 64]).with("CAUSAL", causal));
+            }
+        }
+        v.push(Case::new(DType::F16, &[4, 32, 4096, 128]));
+        v
+    },
+    bench_cases: |quick| {
+        let seqs: &[i64] = if quick { &[4096] } else { &[1024, 2048, 4096, 8192, 16384] };
+        let mut v = vec![];
+        for d in [128, 64] {
+            for causal in [0, 1] {
+                v.extend(seqs.iter().map(|&s| Case::new(DType::F16, &[4, 32, s, d]).with("CAUSAL", causal)));
+            }
+        }
+        v
+    },
+    consts: |c| {
+        let mut m = t_const(c);
+        m.insert("H".into(), ConstArg::Int(c.dims[1]));
+        m.insert("TILE_D".into(), ConstArg::Int(c.dims[3]));
+        m.insert("CAUSAL".into(), ConstArg::Bool(c.konst("CAUSAL", 0) != 0));
+        m
+    },
+    inputs: |c, rng| {
+        let d = c.dims[3];
+        vec![
+            normal_tensor(rng, c.dtype, &c.dims, 1.0),
+            normal_tensor(rng, c.dtype, &c.dims, 1.0),
+            normal_tensor(rng, c.dtype, &c.dims, 1.0),
+            poisoned(c.dtype, &c.dims),
+            Arg::F32(1.0 / (d as f32).sqrt()),
+        ]
+    },
+    outputs: &[3],
+    exact: &[],
+    reference: |c, a| {
+        let scale = 1.0 / (c.dims[3] as f64).sqrt();
+        let causal = c.konst("CAUSAL", 0) != 0;
+        vec![mha(&values(a, 0), &values(a, 1), &values(a, 2), &fmha_dims(c), scale, causal)]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| 4.0 * numel(&c.dims) as f64 * f64::from(c.dtype.bytes()),
+    flops: Some(|c| {
+        let [b, h, s, d] = c.dims[..] else { return 0.0 };
+        let causal = if c.konst("CAUSAL", 0) != 0 { 0.5 } else { 1.0 };
+        4.0 * (b * h * s * s * d) as f64 * causal
+    }),
+    case_for: |dims, dtype| match dims {
+        [b, h, s, d] if *b >= 1 && *h >= 1 && *s >= 1 && (*d == 64 || *d == 128) => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("fmha takes BxHxSxD with D 64 or 128, not {dims:?}")),
+    },
+    peer_config: |c| {
+        let [b, h, s, d] = c.dims[..] else { return None };
+        (c.dtype == DType::F16).then(|| format!("B{b} H{h} S{s} D{d} causal={}", c.konst("CAUSAL", 0)))
+    },
+};
+
+/// The seed tutorial's steps (kernels/tutorial/): the same problem as [`FMHA`].
+pub const FMHA_STEPS: [Spec; 6] = [
+    Spec {
+        name: "fmha_step2_mma",
+        file: "tutorial/fmha_step2_mma.tile",
+        kernel: "fmha_step2_mma",
+        bench_cases: |_| vec![],
+        ..FMHA
+    },
+    Spec {
+        name: "fmha_step3_exp2",
+        file: "tutorial/fmha_step3_exp2.tile",
+        kernel: "fmha_step3_exp2",
+        bench_cases: |_| vec![],
+        ..FMHA
+    },
+    Spec {
+        name: "fmha_step4_load_order",
+        file: "tutorial/fmha_step4_load_order.tile",
+        kernel: "fmha_step4_load_order",
+        bench_cases: |_| vec![],
+        ..FMHA
+    },
+    Spec {
+        name: "fmha_step5_latency",
+        file: "tutorial/fmha_step5_latency.tile",
+        kernel: "fmha_step5_latency",
+        bench_cases: |_| vec![],
+        ..FMHA
+    },
+    Spec {
+        name: "fmha_step6_occupancy",
+        file: "tutorial/fmha_step6_occupancy.tile",
+        kernel: "fmha_step6_occupancy",
+        bench_cases: |_| vec![],
+        ..FMHA
+    },
+    Spec {
+        name: "fmha_step7_approx_div",
+        file: "tutorial/fmha_step7_approx_div.tile",
+        kernel: "fmha_step7_approx_div",
+        bench_cases: |_| vec![],
+        ..FMHA
+    },
+];
+
+/// MLA prefill (kernels/mla.tile). Case dims `[B, H, S, D, DR]`; constant `CAUSAL`.
+pub const MLA: Spec = Spec {
+    name: "mla",
+    file: "mla.tile",
+    kernel: "mla",
+    class: Class::Fmha,
+    peer_kernel: "mla",
+    interp_cases: || {
+        [1, 0]
+            .map(|causal| {
+                Case::new(DType::BF16, &[1, 2, 64, 32, 16]).with("TILE_M", 32).with("TILE_N", 32).with("CAUSAL", causal)
+            })
+            .to_vec()
+    },
+    gpu_cases: || vec![Case::new(DType::BF16, &[1, 16, 1024, 128, 64]).with("CAUSAL", 1)],
+    bench_cases: |_| vec![],
+    consts: |c| {
+        let mut m = t_const(c);
+        m.insert("H".into(), ConstArg::Int(c.dims[1]));
+        m.insert("D".into(), ConstArg::Int(c.dims[3]));
+        m.insert("DR".into(), ConstArg::Int(c.dims[4]));
+        m.insert("CAUSAL".into(), ConstArg::Bool(c.konst("CAUSAL", 1) != 0));
+        m
+    },
+    inputs: |c, rng| {
+        let [b, h, s, d, dr] = c.dims[..] else { return vec![] };
+        vec![
+            normal_tensor(rng, c.dtype, &[b, h, s, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h, s, dr], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h, s, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, s, dr], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h, s, d], 1.0),
+            poisoned(c.dtype, &[b, h, s, d]),
+            Arg::F32(1.0 / ((d + dr) as f32).sqrt()),
+        ]
+    },
+    outputs: &[5],
+    exact: &[],
+    reference: |c, a| {
+        let [b, h, s, d, dr] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else { return vec![] };
+        let causal = c.konst("CAUSAL", 1) != 0;
+        let scale = 1.0 / ((d + dr) as f64).sqrt();
+        let (qv, qrv, kv, krv, vv) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3), values(a, 4));
+        let mut want = vec![];
+        for bh in 0..b * h {
+            let bi = bh / h;
+            let r = bh * s * d..(bh + 1) * s * d;
+            let qrh = &qrv[bh * s * dr..(bh + 1) * s * dr];
+            let krb = &krv[bi * s * dr..(bi + 1) * s * dr];
+            let extra = |i: usize, j: usize| (0..dr).map(|x| qrh[i * dr + x] * krb[j * dr + x]).sum::<f64>();
+            want.extend(reference::attention_split(
+                &qv[r.clone()],
+                &kv[r.clone()],
+                &vv[r],
+                s,
+                s,
+                d,
+                d,
+                scale,
+                causal,
+                extra,
+            ));
+        }
+        vec![want]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let [b, h, s, d, dr] = c.dims[..] else { return 0.0 };
+        (b * s * (h * (4 * d + dr) + dr)) as f64 * f64::from(c.dtype.bytes())
+    },
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [_, _, _, _, _] => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("mla takes BxHxSxDxDR, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// Decode reference: for each sequence and query head, attention over the first `n` keys
+/// of the KV head it shares (`k(b, kv_head, j, x)`).
+#[allow(clippy::too_many_arguments)]
+fn decode_reference(
+    q: &[f64],
+    k: &dyn Fn(usize, usize, usize, usize) -> f64,
+    v: &dyn Fn(usize, usize, usize, usize) -> f64,
+    lens: &[f64],
+    hq: usize,
+    g: usize,
+    d: usize,
+    scale: f64,
+) -> Vec<f64> {
+    let mut out = vec![0.0; lens.len() * hq * d];
+    for (bi, &n) in lens.iter().enumerate() {
+        let n = n as usize;
+        for h in 0..hq {
+            let kh = h / g;
+            let qh = &q[(bi * hq + h) * d..(bi * hq + h + 1) * d];
+            let kk: Vec<f64> = (0..n).flat_map(|j| (0..d).map(move |x| (j, x))).map(|(j, x)| k(bi, kh, j, x)).collect();
+            let vv: Vec<f64> = (0..n).flat_map(|j| (0..d).map(move |x| (j, x))).map(|(j, x)| v(bi, kh, j, x)).collect();
+            let o = reference::attention(qh, &kk, &vv, 1, n, d, scale, false);
+            out[(bi * hq + h) * d..(bi * hq + h + 1) * d].copy_from_slice(&o);
+        }
+    }
+    out
+}
+
+/// Sequence lengths of a decode case: uneven, the last one the longest (`smax`).
+fn seq_lens(b: i64, smax: i64) -> Vec<f64> {
+    (0..b).map(|i| (smax - (b - 1 - i) * smax / (2 * b.max(1))).max(1) as f64).collect()
+}
+
+/// Grouped-query decode attention (kernels/attention_decode_grouped.tile). Case dims
+/// `[B, HQ, HKV, SMAX, D]`.
+pub const DECODE_GROUPED: Spec = Spec {
+    name: "attention_decode_grouped",
+    file: "attention_decode_grouped.tile",
+    kernel: "attention_decode_grouped",
+    class: Class::Decode,
+    peer_kernel: "decode",
+    interp_cases: || vec![Case::new(DType::F16, &[2, 8, 2, 80, 64]).with("GP", 16).with("TILE_N", 32)],
+    // Qwen2-7B: 28 query and 4 KV heads of dim 128.
+    gpu_cases: || vec![Case::new(DType::F16, &[3, 28, 4, 1000, 128]), Case::new(DType::F16, &[16, 28, 4, 4096, 128])],
+    bench_cases: |_| {
+        vec![Case::new(DType::F16, &[16, 28, 4, 4096, 128]), Case::new(DType::F16, &[16, 28, 4, 8192, 128])]
+    },
+    consts: |c| {
+        let [_, hq, hkv, _, d] = c.dims[..] else { return t_const(c) };
+        let mut m = t_const(c);
+        m.insert("G".into(), ConstArg::Int(hq / hkv.max(1)));
+        m.insert("D".into(), ConstArg::Int(d));
+        m
+    },
+    inputs: |c, rng| {
+        let [b, hq, hkv, smax, d] = c.dims[..] else { return vec![] };
+        vec![
+            normal_tensor(rng, c.dtype, &[b, hq, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, hkv, smax, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, hkv, smax, d], 1.0),
+            poisoned(c.dtype, &[b, hq, d]),
+            tensor(DType::I32, &[b], &seq_lens(b, smax)),
+            Arg::F32(1.0 / (d as f32).sqrt()),
+        ]
+    },
+    outputs: &[3],
+    exact: &[],
+    reference: |c, a| {
+        let [b, hq, hkv, smax, d] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else {
+            return vec![];
+        };
+        let (kv, vv) = (values(a, 1), values(a, 2));
+        let at = |x: &Vec<f64>, bi: usize, h: usize, j: usize, e: usize| x[((bi * hkv + h) * smax + j) * d + e];
+        let scale = 1.0 / (d as f64).sqrt();
+        vec![decode_reference(
+            &values(a, 0),
+            &|bi, h, j, e| at(&kv, bi, h, j, e),
+            &|bi, h, j, e| at(&vv, bi, h, j, e),
+            &seq_lens(b as i64, smax as i64),
+            hq,
+            hq / hkv,
+            d,
+            scale,
+        )]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let [b, hq, hkv, smax, d] = c.dims[..] else { return 0.0 };
+        (2 * b * hkv * smax * d + 2 * b * hq * d) as f64 * f64::from(c.dtype.bytes())
+    },
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [_, hq, hkv, _, _] if *hkv >= 1 && hq % hkv == 0 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("attention_decode_grouped takes BxHQxHKVxSxD with HKV dividing HQ, not {dims:?}")),
+    },
+    peer_config: |c| {
+        let [b, hq, hkv, l, d] = c.dims[..] else { return None };
+        Some(format!("B{b} Hq{hq} Hkv{hkv} L{l} D{d} f16"))
+    },
+};
+
+/// Paged decode attention (kernels/paged_attention_decode.tile). Case dims
+/// `[B, HQ, HKV, SMAX, D]`, constant `PAGE`; the pages of the sequences are shuffled through
+/// the cache, with a few spare pages.
+pub const PAGED_DECODE: Spec = Spec {
+    name: "paged_attention_decode",
+    file: "paged_attention_decode.tile",
+    kernel: "paged_attention_decode",
+    interp_cases: || vec![Case::new(DType::F16, &[2, 8, 2, 80, 64]).with("GP", 16).with("PAGE", 16)],
+    gpu_cases: || vec![Case::new(DType::F16, &[3, 28, 4, 1000, 128]).with("PAGE", 16)],
+    bench_cases: |_| vec![],
+    consts: |c| {
+        let mut m = (DECODE_GROUPED.consts)(c);
+        m.insert("PAGE".into(), ConstArg::Int(c.konst("PAGE", 16)));
+        m
+    },
+    inputs: |c, rng| {
+        let [b, hq, hkv, smax, d] = c.dims[..] else { return vec![] };
+        let page = c.konst("PAGE", 16);
+        let pages_per_seq = (smax + page - 1) / page;
+        let num_pages = b * pages_per_seq + 3;
+        let mut order: Vec<i64> = (0..num_pages).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.gen_range(0..=i));
+        }
+        let table: Vec<f64> = order[..(b * pages_per_seq) as usize].iter().map(|&p| p as f64).collect();
+        let shape = [num_pages, page, hkv, d];
+        vec![
+            normal_tensor(rng, c.dtype, &[b, hq, d], 1.0),
+            normal_tensor(rng, c.dtype, &shape, 1.0),
+            normal_tensor(rng, c.dtype, &shape, 1.0),
+            tensor(DType::I32, &[b, pages_per_seq], &table),
+            tensor(DType::I32, &[b], &seq_lens(b, smax)),
+            poisoned(c.dtype, &[b, hq, d]),
+            Arg::F32(1.0 / (d as f32).sqrt()),
+        ]
+    },
+    outputs: &[5],
+    reference: |c, a| {
+        let [b, hq, hkv, smax, d] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else {
+            return vec![];
+        };
+        let page = c.konst("PAGE", 16) as usize;
+        let pages_per_seq = smax.div_ceil(page);
+        let (kp, vp, table) = (values(a, 1), values(a, 2), values(a, 3));
+        let at = |x: &Vec<f64>, bi: usize, h: usize, j: usize, e: usize| {
+            let phys = table[bi * pages_per_seq + j / page] as usize;
+            x[((phys * page + j % page) * hkv + h) * d + e]
+        };
+        let scale = 1.0 / (d as f64).sqrt();
+        vec![decode_reference(
+            &values(a, 0),
+            &|bi, h, j, e| at(&kp, bi, h, j, e),
+            &|bi, h, j, e| at(&vp, bi, h, j, e),
+            &seq_lens(b as i64, smax as i64),
+            hq,
+            hq / hkv,
+            d,
+            scale,
+        )]
+    },
+    peer_config: no_peer,
+    ..DECODE_GROUPED
+};
+
+/// MLA decode over the latent cache (kernels/mla_decode.tile). Case dims `[B, H, SMAX, DC, DR]`.
+pub const MLA_DECODE: Spec = Spec {
+    name: "mla_decode",
+    file: "mla_decode.tile",
+    kernel: "mla_decode",
+    class: Class::Decode,
+    peer_kernel: "mla_decode",
+    interp_cases: || vec![Case::new(DType::F16, &[2, 32, 70, 64, 16]).with("HB", 16).with("TILE_N", 32)],
+    // DeepSeek-V2-Lite: kv_lora_rank 512, rope dim 64, 16 heads.
+    gpu_cases: || vec![Case::new(DType::F16, &[4, 16, 1000, 512, 64])],
+    bench_cases: |_| vec![],
+    consts: |c| {
+        let mut m = t_const(c);
+        m.insert("DC".into(), ConstArg::Int(c.dims[3]));
+        m.insert("DR".into(), ConstArg::Int(c.dims[4]));
+        m
+    },
+    inputs: |c, rng| {
+        let [b, h, smax, dc, dr] = c.dims[..] else { return vec![] };
+        vec![
+            normal_tensor(rng, c.dtype, &[b, h, dc], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h, dr], 1.0),
+            normal_tensor(rng, c.dtype, &[b, smax, dc], 1.0),
+            normal_tensor(rng, c.dtype, &[b, smax, dr], 1.0),
+            tensor(DType::I32, &[b], &seq_lens(b, smax)),
+            poisoned(c.dtype, &[b, h, dc]),
+            Arg::F32(1.0 / ((dc + dr) as f32).sqrt()),
+        ]
+    },
+    outputs: &[5],
+    exact: &[],
+    reference: |c, a| {
+        let [b, h, smax, dc, dr] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else {
+            return vec![];
+        };
+        let lens = seq_lens(b as i64, smax as i64);
+        let scale = 1.0 / ((dc + dr) as f64).sqrt();
+        let (qv, qrv, cv, crv) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3));
+        let mut want = vec![];
+        for bi in 0..b {
+            let n = lens[bi] as usize;
+            let lat = &cv[bi * smax * dc..(bi * smax + n) * dc];
+            for hh in 0..h {
+                let qh = &qv[(bi * h + hh) * dc..(bi * h + hh + 1) * dc];
+                let qrh = &qrv[(bi * h + hh) * dr..(bi * h + hh + 1) * dr];
+                let extra = |_: usize, j: usize| (0..dr).map(|x| qrh[x] * crv[(bi * smax + j) * dr + x]).sum::<f64>();
+                want.extend(reference::attention_split(qh, lat, lat, 1, n, dc, dc, scale, false, extra));
+            }
+        }
+        vec![want]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let [b, h, smax, dc, dr] = c.dims[..] else { return 0.0 };
+        (b * smax * (dc + dr) + 2 * b * h * (dc + dr)) as f64 * f64::from(c.dtype.bytes())
+    },
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [_, _, _, _, _] => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("mla_decode takes BxHxSxDCxDR, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decode_lengths_are_uneven_and_the_last_fills_the_cache() {
+        assert_eq!(super::seq_lens(2, 80), vec![60.0, 80.0]);
+    }
+
+    #[test]
+    fn groups_are_uneven_with_an_empty_one() {
+        assert_eq!(super::group_offsets(3, 40), vec![0, 4, 4, 40]);
+        assert_eq!(super::group_offsets(1, 7), vec![0, 7]);
+    }
+}

@@ -1,0 +1,36 @@
+//! The specs, one file per kernel family.
+
+mod compute;
+mod membound;
+
+use crate::Spec;
+
+/// Every spec: the memory-bound kernels (which lower today) first.
+pub(crate) static ALL: [&Spec; 26] = [
+    &membound::SOFTMAX,
+    &membound::SOFTMAX_ONLINE,
+    &membound::SILU_MUL,
+    &membound::SWIGLU,
+    &membound::RMSNORM,
+    &membound::RMSNORM_PERSISTENT,
+    &membound::ROPE,
+    &membound::DROPOUT_SPEC,
+    &membound::TRANSPOSE,
+    &membound::EMBEDDING,
+    &membound::GELU,
+    &membound::ROPE_TABLE,
+    &compute::MATMUL,
+    &compute::BMM,
+    &compute::GROUP_GEMM,
+    &compute::FMHA,
+    &compute::FMHA_STEPS[0],
+    &compute::FMHA_STEPS[1],
+    &compute::FMHA_STEPS[2],
+    &compute::FMHA_STEPS[3],
+    &compute::FMHA_STEPS[4],
+    &compute::FMHA_STEPS[5],
+    &compute::MLA,
+    &compute::MLA_DECODE,
+    &compute::DECODE_GROUPED,
+    &compute::PAGED_DECODE,
+];
