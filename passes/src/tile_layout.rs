@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout};
-use tilec_core::tir::{Func, Op, OpKind, ReduceKind, Type, ValueId};
+use tilec_core::tir::{Func, Op, OpKind, Type, ValueId};
 use tilec_core::Diagnostic;
 
 /// Registers a thread may hold for one tile before the lowering refuses (spills otherwise).
@@ -40,64 +40,6 @@ pub const MAX_REGS_PER_TILE: i64 = 256;
 pub struct LayoutReport {
     pub num_warps: u32,
     pub lines: Vec<String>,
-}
-
-/// The first op this lowering does not handle yet, as an `E0900` diagnostic.
-pub fn unsupported(func: &Func) -> Option<Diagnostic> {
-    let mut bad: Option<(String, Option<tilec_core::Span>)> = None;
-    func.walk(&mut |op| {
-        if bad.is_some() {
-            return;
-        }
-        let what = match &op.kind {
-            OpKind::Bid { .. }
-            | OpKind::NumBlocks { .. }
-            | OpKind::Dim { .. }
-            | OpKind::ConstInt(_)
-            | OpKind::ConstFloat(_)
-            | OpKind::Splat(_)
-            | OpKind::Binary(..)
-            | OpKind::Cast(_)
-            | OpKind::Cmp(..)
-            | OpKind::Logic(..)
-            | OpKind::Select { .. }
-            | OpKind::Arange
-            | OpKind::Reshape(_)
-            | OpKind::Permute { .. }
-            | OpKind::ConvertLayout { .. }
-            | OpKind::Gather { .. }
-            | OpKind::Scatter { .. }
-            | OpKind::Element { .. }
-            | OpKind::Rand { .. }
-            | OpKind::TrueDiv { .. }
-            | OpKind::For { .. }
-            | OpKind::If { .. }
-            | OpKind::Broadcast(_)
-            | OpKind::Store { .. } => None,
-            OpKind::Unary(..) | OpKind::Math { .. } => None,
-            OpKind::Reduce { kind, .. } => {
-                matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin).then(|| "argmax/argmin".to_string())
-            }
-            OpKind::Load { order, .. } => order
-                .iter()
-                .enumerate()
-                .any(|(i, &o)| o as usize != i)
-                .then(|| "load(order=…) (transposed loads)".to_string()),
-            other => Some(other.describe().to_string()),
-        };
-        if let Some(w) = what {
-            bad = Some((w, op.span));
-        }
-    });
-    bad.map(|(what, span)| {
-        let mut d = Diagnostic::error("E0900", format!("not lowered yet: {what}")).with_note(
-            "the tile stage of this kernel is valid; the GPU lowering of this construct comes in a later version",
-        );
-        if let Some(s) = span {
-            d = d.with_primary(s, "not supported by the lowering yet");
-        }
-        d
-    })
 }
 
 /// Every op, nested regions included, in definition order.
@@ -113,7 +55,8 @@ fn squeeze(shape: &[i64]) -> Vec<i64> {
 }
 
 pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
-    if let Some(d) = unsupported(func) {
+    // The lowering is the one place that knows what it lowers: ask it before laying out.
+    if let Some(d) = crate::tile_to_llvm::unsupported(func) {
         return Err(d);
     }
     let ops = all_ops(func);
@@ -382,7 +325,7 @@ fn insert_converts(func: &mut Func, ops: Vec<Op>, n: &mut usize) -> Result<Vec<O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tilec_core::tir::Padding;
+    use tilec_core::tir::{Padding, ReduceKind};
     use tilec_core::DType;
 
     #[test]

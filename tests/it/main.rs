@@ -3,4 +3,5 @@
 
 mod frontend_goldens;
 mod opt;
+mod passes;
 mod stages;

@@ -1,0 +1,65 @@
+//! `for` and run-time `if` as blocks, with the carried registers as block arguments.
+
+use super::emit::{ICmp, Reg, Ty};
+use super::regs::Value;
+use super::{err, Lowering};
+use tilec_core::tir::OpKind;
+use tilec_core::Diagnostic;
+
+impl Lowering<'_> {
+    /// `for iv in range(lb, ub, step)`: a header block testing `iv < ub` with the induction
+    /// variable and the carried registers as arguments, the body, the exit.
+    pub(crate) fn for_loop(&mut self, kind: &OpKind) -> Result<(), Diagnostic> {
+        let OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } = kind else {
+            return Err(err("not a for loop"));
+        };
+        let (lb, ub, step) = (self.scalar(*lb)?, self.scalar(*ub)?, self.scalar(*step)?);
+        let (hdr, body_b, exit) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
+        let mut entry = vec![lb];
+        entry.extend(self.flatten(init)?);
+        self.em.br(&hdr, &entry);
+        let ivn = self.em.fresh_reg(Ty::I32);
+        self.vals.insert(*iv, Value::Scalar(ivn.clone()));
+        let mut args = vec![ivn.clone()];
+        args.extend(self.bind_args(iters, init)?);
+        self.em.label(&hdr, &args);
+        let c = self.em.icmp(ICmp::Slt, &ivn, &ub);
+        self.em.cond_br(&c, &body_b, &exit);
+        self.em.label(&body_b, &[]);
+        self.loop_depth += 1;
+        self.ops(body)?;
+        self.loop_depth -= 1;
+        let next = self.em.add(&ivn, &step);
+        let mut back: Vec<Reg> = vec![next];
+        back.extend(self.flatten(yields)?);
+        self.em.br(&hdr, &back);
+        self.em.label(&exit, &[]);
+        // The header's arguments dominate the exit: they are the final values.
+        for (r, it) in results.iter().zip(iters) {
+            let v = self.get(*it)?;
+            self.vals.insert(*r, v);
+        }
+        Ok(())
+    }
+
+    /// A run-time `if`: both branches jump to a join block whose arguments are the results.
+    pub(crate) fn if_op(&mut self, kind: &OpKind) -> Result<(), Diagnostic> {
+        let OpKind::If { cond, then_ops, then_yields, else_ops, else_yields, results } = kind else {
+            return Err(err("not an if"));
+        };
+        let c = self.scalar(*cond)?;
+        let (tb, eb, join) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
+        self.em.cond_br(&c, &tb, &eb);
+        self.em.label(&tb, &[]);
+        self.ops(then_ops)?;
+        let regs = self.flatten(then_yields)?;
+        self.em.br(&join, &regs);
+        self.em.label(&eb, &[]);
+        self.ops(else_ops)?;
+        let regs = self.flatten(else_yields)?;
+        self.em.br(&join, &regs);
+        let args = self.bind_args(results, then_yields)?;
+        self.em.label(&join, &args);
+        Ok(())
+    }
+}

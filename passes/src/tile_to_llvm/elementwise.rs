@@ -1,0 +1,161 @@
+//! Elementwise ops, register by register: arithmetic (floor division and modulo with
+//! Python semantics on integers), casts, comparisons, logic, `where`, and broadcasts (which
+//! only pick registers). Tracks which i32 tiles are affine in the register (`base + c`) for
+//! `rand`.
+
+use super::emit::{Emitter, ICmp, Reg, Ty};
+use super::regs::Value;
+use super::{err, math, Lowering};
+use tilec_core::tir::{BinOp, LogicOp, Op, OpKind, Type, ValueId};
+use tilec_core::{DType, Diagnostic};
+
+/// `a op b` on scalars of dtype `d`.
+pub(crate) fn binop(em: &mut Emitter, op: BinOp, a: &Reg, b: &Reg, d: DType) -> Reg {
+    if d.is_float() {
+        return match op {
+            BinOp::Add => em.fadd(a, b),
+            BinOp::Sub => em.fsub(a, b),
+            BinOp::Mul => em.fmul(a, b),
+            BinOp::Div => em.fdiv(a, b),
+            BinOp::Rem => em.frem(a, b),
+            BinOp::Max => em.intr("maximum", &[a, b]),
+            BinOp::Min => em.intr("minimum", &[a, b]),
+        };
+    }
+    match op {
+        BinOp::Add => em.add(a, b),
+        BinOp::Sub => em.sub(a, b),
+        BinOp::Mul => em.mul(a, b),
+        BinOp::Max => em.intr("smax", &[a, b]),
+        BinOp::Min => em.intr("smin", &[a, b]),
+        BinOp::Div | BinOp::Rem => {
+            // Floor division and modulo (Python semantics): adjust truncating results when
+            // the remainder is non-zero and its sign differs from the divisor's.
+            let t = Ty::of(d);
+            let q = em.sdiv(a, b);
+            let r = em.srem(a, b);
+            let zero = em.cint(0, t.clone());
+            let nz = em.icmp(ICmp::Ne, &r, &zero);
+            let x = em.xor(&r, b);
+            let neg = em.icmp(ICmp::Slt, &x, &zero);
+            let adj = em.and(&nz, &neg);
+            if op == BinOp::Div {
+                let one = em.cint(1, t);
+                let q1 = em.sub(&q, &one);
+                em.select(&adj, &q1, &q)
+            } else {
+                let r1 = em.add(&r, b);
+                em.select(&adj, &r1, &r)
+            }
+        }
+    }
+}
+
+/// Element type conversion (float widths, int ↔ float).
+pub(crate) fn cast(em: &mut Emitter, v: &Reg, from: DType, to: DType) -> Reg {
+    let t = Ty::of(to);
+    let op = match (from.is_float(), to.is_float()) {
+        (true, true) if to.bits() > from.bits() => "fpext",
+        (true, true) if from == DType::F16 && to == DType::BF16 || from == DType::BF16 && to == DType::F16 => {
+            let x = em.convert("fpext", v, Ty::F32);
+            return em.convert("fptrunc", &x, t);
+        }
+        (true, true) => "fptrunc",
+        (false, true) => "sitofp",
+        (true, false) => "fptosi",
+        (false, false) if to.bits() > from.bits() => "sext",
+        (false, false) => "trunc",
+    };
+    em.convert(op, v, t)
+}
+
+impl Lowering<'_> {
+    pub(crate) fn elementwise_op(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let func = self.func;
+        Ok(match &op.kind {
+            OpKind::Binary(b, x, y) => {
+                let d = func.ty(*x).dtype();
+                if let (BinOp::Add, Some(r)) = (b, op.result) {
+                    self.affine_sum(r, *x, *y);
+                }
+                self.elementwise(&[*x, *y], |em, a| Ok(binop(em, *b, &a[0], &a[1], d)))?
+            }
+            OpKind::Unary(u, x) => {
+                let d = func.ty(*x).dtype();
+                self.elementwise(&[*x], |em, a| math::unop(em, *u, &a[0], d, false))?
+            }
+            OpKind::Cast(x) => {
+                let from = func.ty(*x).dtype();
+                let to = rty.map(Type::dtype).unwrap_or(from);
+                self.elementwise(&[*x], |em, a| Ok(cast(em, &a[0], from, to)))?
+            }
+            OpKind::Cmp(p, x, y) => {
+                let float = func.ty(*x).dtype().is_float();
+                let pred = p.mlir(float);
+                self.elementwise(&[*x, *y], |em, a| Ok(em.cmp(float, pred, &a[0], &a[1])))?
+            }
+            OpKind::Logic(l, x, y) => self.elementwise(&[*x, *y], |em, a| {
+                Ok(match l {
+                    LogicOp::And => em.and(&a[0], &a[1]),
+                    LogicOp::Or => em.or(&a[0], &a[1]),
+                    LogicOp::Xor => em.xor(&a[0], &a[1]),
+                })
+            })?,
+            OpKind::Select { cond, a, b } => {
+                self.elementwise(&[*cond, *a, *b], |em, x| Ok(em.select(&x[0], &x[1], &x[2])))?
+            }
+            _ => return Err(err("not an elementwise op")),
+        })
+    }
+
+    /// A broadcast of extent-1 dims: each result register is a register of the operand.
+    pub(crate) fn broadcast(&mut self, op: &Op, x: ValueId, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let xty = self.func.ty(x).clone();
+        let ty = rty.ok_or_else(|| err("broadcast without result"))?;
+        let (Some(xl), Some(l)) = (xty.layout(), ty.layout()) else {
+            return Err(err("broadcast without layouts"));
+        };
+        let src = self.tile(x)?;
+        let n = l.regs_per_thread(ty.shape());
+        let mut idx = Vec::with_capacity(n as usize);
+        for r in 0..n {
+            let mut c = l.reg_coords(ty.shape(), r);
+            for (d, &e) in xty.shape().iter().enumerate() {
+                if e == 1 {
+                    c[d] = 0;
+                }
+            }
+            let i = xl.reg_index(xty.shape(), &c) as usize;
+            if i >= src.len() {
+                return Err(err("broadcast register out of range"));
+            }
+            idx.push(i);
+        }
+        if let (Some(a), Some(res)) = (self.aff.get(&x).cloned(), op.result) {
+            self.aff.insert(res, idx.iter().map(|i| a[*i].clone()).collect());
+        }
+        Ok(Value::Tile(idx.iter().map(|i| src[*i].clone()).collect()))
+    }
+
+    /// Records `r = x + y` as affine when both operands are.
+    fn affine_sum(&mut self, r: ValueId, x: ValueId, y: ValueId) {
+        let (Some(a), Some(b)) = (self.aff.get(&x).cloned(), self.aff.get(&y).cloned()) else { return };
+        if a.len() != b.len() {
+            return;
+        }
+        let mut out = vec![];
+        for ((ba, ca), (bb, cb)) in a.into_iter().zip(b) {
+            let key = (ba.name.clone(), bb.name.clone());
+            let base = match self.base_sums.get(&key) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = self.em.add(&ba, &bb);
+                    self.base_sums.insert(key, s.clone());
+                    s
+                }
+            };
+            out.push((base, ca + cb));
+        }
+        self.aff.insert(r, out);
+    }
+}

@@ -1,0 +1,486 @@
+//! The emitter: typed SSA registers and one constructor per `llvm`/`nvvm` op the lowering
+//! writes, so that the syntax of each op lives in one place and an ill-typed operand is
+//! caught where it is emitted (a debug assertion naming the op) instead of by MLIR's parser.
+//!
+//! Text stays the substrate (verified by MLIR at every stage, readable in snapshots); values
+//! are [`Reg`]s — a name and an LLVM type. Constants are hoisted once per (type, value) into
+//! the prologue, so per-register expansion stays readable. Blocks are numbered in creation
+//! order.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use tilec_core::tir::mlir_float;
+use tilec_core::DType;
+
+/// An LLVM (dialect) type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Ty {
+    I1,
+    I8,
+    I16,
+    I32,
+    I64,
+    F16,
+    BF16,
+    F32,
+    /// `!llvm.ptr<addrspace>`.
+    Ptr(u32),
+    /// `vector<NxT>`.
+    Vector(u32, Box<Ty>),
+    /// `!llvm.struct<(…)>`.
+    Struct(Vec<Ty>),
+}
+
+impl Ty {
+    /// The type of a tile element or scalar of dtype `d` (MLIR's builtin names are LLVM's).
+    pub fn of(d: DType) -> Ty {
+        match d {
+            DType::I1 => Ty::I1,
+            DType::I32 => Ty::I32,
+            DType::I64 => Ty::I64,
+            DType::F16 => Ty::F16,
+            DType::BF16 => Ty::BF16,
+            DType::F32 => Ty::F32,
+        }
+    }
+
+    /// An integer type of `bits` bits.
+    pub fn int(bits: u32) -> Ty {
+        match bits {
+            1 => Ty::I1,
+            8 => Ty::I8,
+            16 => Ty::I16,
+            64 => Ty::I64,
+            _ => Ty::I32,
+        }
+    }
+
+    pub fn text(&self) -> String {
+        match self {
+            Ty::I1 => "i1".into(),
+            Ty::I8 => "i8".into(),
+            Ty::I16 => "i16".into(),
+            Ty::I32 => "i32".into(),
+            Ty::I64 => "i64".into(),
+            Ty::F16 => "f16".into(),
+            Ty::BF16 => "bf16".into(),
+            Ty::F32 => "f32".into(),
+            Ty::Ptr(a) => format!("!llvm.ptr<{a}>"),
+            Ty::Vector(n, t) => format!("vector<{n}x{}>", t.text()),
+            Ty::Struct(ts) => format!("!llvm.struct<({})>", ts.iter().map(Ty::text).collect::<Vec<_>>().join(", ")),
+        }
+    }
+
+    pub fn is_float(&self) -> bool {
+        matches!(self, Ty::F16 | Ty::BF16 | Ty::F32)
+    }
+}
+
+/// An SSA value of the lowered kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reg {
+    pub name: String,
+    pub ty: Ty,
+}
+
+impl Reg {
+    pub fn new(name: impl Into<String>, ty: Ty) -> Reg {
+        Reg { name: name.into(), ty }
+    }
+}
+
+impl std::fmt::Display for Reg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// Integer comparison predicates of `llvm.icmp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ICmp {
+    Eq,
+    Ne,
+    Slt,
+    Sle,
+    Sgt,
+    Sge,
+    Ult,
+}
+
+impl ICmp {
+    fn text(self) -> &'static str {
+        match self {
+            ICmp::Eq => "eq",
+            ICmp::Ne => "ne",
+            ICmp::Slt => "slt",
+            ICmp::Sle => "sle",
+            ICmp::Sgt => "sgt",
+            ICmp::Sge => "sge",
+            ICmp::Ult => "ult",
+        }
+    }
+}
+
+/// The emitter of one kernel: a prologue (constants, thread coordinates) and a body.
+#[derive(Debug, Default)]
+pub struct Emitter {
+    pro: String,
+    body: String,
+    n: u32,
+    blocks: u32,
+    consts: BTreeMap<String, Reg>,
+}
+
+impl Emitter {
+    pub fn new() -> Emitter {
+        Emitter::default()
+    }
+
+    /// The prologue and the body, in order.
+    pub fn finish(self) -> (String, String) {
+        (self.pro, self.body)
+    }
+
+    pub fn fresh(&mut self) -> String {
+        self.n += 1;
+        format!("%v{}", self.n)
+    }
+
+    /// A fresh register of type `ty` (a block argument).
+    pub fn fresh_reg(&mut self, ty: Ty) -> Reg {
+        Reg { name: self.fresh(), ty }
+    }
+
+    /// `%r = <rhs>` in the body.
+    pub fn def(&mut self, ty: Ty, rhs: impl AsRef<str>) -> Reg {
+        let name = self.fresh();
+        let _ = writeln!(self.body, "    {name} = {}", rhs.as_ref());
+        Reg { name, ty }
+    }
+
+    /// `%r = <rhs>` in the prologue (values every later block sees).
+    pub fn def_prologue(&mut self, ty: Ty, rhs: impl AsRef<str>) -> Reg {
+        let name = self.fresh();
+        let _ = writeln!(self.pro, "    {name} = {}", rhs.as_ref());
+        Reg { name, ty }
+    }
+
+    /// An op without a result, in the body.
+    pub fn line(&mut self, s: impl AsRef<str>) {
+        let _ = writeln!(self.body, "    {}", s.as_ref());
+    }
+
+    pub fn cint(&mut self, v: i64, ty: Ty) -> Reg {
+        let t = ty.text();
+        let key = format!("{t}:{v}");
+        if let Some(r) = self.consts.get(&key) {
+            return r.clone();
+        }
+        let r = self.def_prologue(ty, format!("llvm.mlir.constant({v} : {t}) : {t}"));
+        self.consts.insert(key, r.clone());
+        r
+    }
+
+    pub fn ci32(&mut self, v: i64) -> Reg {
+        self.cint(v, Ty::I32)
+    }
+
+    pub fn cfloat(&mut self, v: f64, d: DType) -> Reg {
+        let lit = mlir_float(v, d);
+        let ty = Ty::of(d);
+        let t = ty.text();
+        let key = format!("{t}:{lit}");
+        if let Some(r) = self.consts.get(&key) {
+            return r.clone();
+        }
+        let r = self.def_prologue(ty, format!("llvm.mlir.constant({lit} : {t}) : {t}"));
+        self.consts.insert(key, r.clone());
+        r
+    }
+
+    pub fn cf32(&mut self, v: f64) -> Reg {
+        self.cfloat(v, DType::F32)
+    }
+
+    /// An address of a module global (`@name`) in address space `space`, in the prologue.
+    pub fn addressof(&mut self, global: &str, space: u32) -> Reg {
+        let ty = Ty::Ptr(space);
+        self.def_prologue(ty.clone(), format!("llvm.mlir.addressof @{global} : {}", ty.text()))
+    }
+
+    // --- arithmetic -----------------------------------------------------------------------
+
+    fn bin(&mut self, op: &str, a: &Reg, b: &Reg) -> Reg {
+        debug_assert_eq!(a.ty, b.ty, "{op} of {} and {}", a.ty.text(), b.ty.text());
+        self.def(a.ty.clone(), format!("llvm.{op} {a}, {b} : {}", a.ty.text()))
+    }
+
+    pub fn add(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("add", a, b)
+    }
+    pub fn sub(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("sub", a, b)
+    }
+    pub fn mul(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("mul", a, b)
+    }
+    pub fn sdiv(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("sdiv", a, b)
+    }
+    pub fn srem(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("srem", a, b)
+    }
+    pub fn and(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("and", a, b)
+    }
+    pub fn or(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("or", a, b)
+    }
+    pub fn xor(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("xor", a, b)
+    }
+    pub fn lshr(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("lshr", a, b)
+    }
+    pub fn shl(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("shl", a, b)
+    }
+    pub fn fadd(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("fadd", a, b)
+    }
+    pub fn fsub(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("fsub", a, b)
+    }
+    pub fn fmul(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("fmul", a, b)
+    }
+    pub fn fdiv(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("fdiv", a, b)
+    }
+    pub fn frem(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("frem", a, b)
+    }
+
+    pub fn fneg(&mut self, a: &Reg) -> Reg {
+        self.def(a.ty.clone(), format!("llvm.fneg {a} : {}", a.ty.text()))
+    }
+
+    /// `llvm.intr.<name>(args)`: the type of the result is that of the first argument.
+    pub fn intr(&mut self, name: &str, args: &[&Reg]) -> Reg {
+        let ty = args.first().map(|a| a.ty.clone()).unwrap_or(Ty::F32);
+        self.intr_to(name, args, ty)
+    }
+
+    /// `llvm.intr.<name>(args) : (…) -> ret`.
+    pub fn intr_to(&mut self, name: &str, args: &[&Reg], ret: Ty) -> Reg {
+        let (names, tys) = list(args);
+        self.def(ret.clone(), format!("llvm.intr.{name}({names}) : ({tys}) -> {}", ret.text()))
+    }
+
+    /// `llvm.call_intrinsic "<name>"(args) : (…) -> ret`.
+    pub fn call_intrinsic(&mut self, name: &str, args: &[&Reg], ret: Ty) -> Reg {
+        let (names, tys) = list(args);
+        self.def(ret.clone(), format!("llvm.call_intrinsic \"{name}\"({names}) : ({tys}) -> {}", ret.text()))
+    }
+
+    pub fn icmp(&mut self, p: ICmp, a: &Reg, b: &Reg) -> Reg {
+        debug_assert_eq!(a.ty, b.ty, "icmp of {} and {}", a.ty.text(), b.ty.text());
+        self.def(Ty::I1, format!("llvm.icmp \"{}\" {a}, {b} : {}", p.text(), a.ty.text()))
+    }
+
+    /// `llvm.icmp`/`llvm.fcmp` with a predicate spelled as MLIR spells it.
+    pub fn cmp(&mut self, float: bool, pred: &str, a: &Reg, b: &Reg) -> Reg {
+        let op = if float { "llvm.fcmp" } else { "llvm.icmp" };
+        self.def(Ty::I1, format!("{op} \"{pred}\" {a}, {b} : {}", a.ty.text()))
+    }
+
+    pub fn select(&mut self, c: &Reg, a: &Reg, b: &Reg) -> Reg {
+        debug_assert_eq!(c.ty, Ty::I1);
+        self.def(a.ty.clone(), format!("llvm.select {c}, {a}, {b} : i1, {}", a.ty.text()))
+    }
+
+    /// A conversion op (`sext`, `zext`, `trunc`, `fpext`, `fptrunc`, `sitofp`, `uitofp`,
+    /// `fptosi`, `bitcast`) of `v` to `to`.
+    pub fn convert(&mut self, op: &str, v: &Reg, to: Ty) -> Reg {
+        self.def(to.clone(), format!("llvm.{op} {v} : {} to {}", v.ty.text(), to.text()))
+    }
+
+    /// `v` reinterpreted as `to` (no op when the types agree).
+    pub fn bitcast(&mut self, v: &Reg, to: Ty) -> Reg {
+        if v.ty == to {
+            return v.clone();
+        }
+        self.convert("bitcast", v, to)
+    }
+
+    // --- memory ---------------------------------------------------------------------------
+
+    /// `&base[idx]` in units of `elem`.
+    pub fn gep(&mut self, base: &Reg, idx: &Reg, elem: &Ty) -> Reg {
+        self.def(
+            base.ty.clone(),
+            format!(
+                "llvm.getelementptr {base}[{idx}] : ({}, {}) -> {}, {}",
+                base.ty.text(),
+                idx.ty.text(),
+                base.ty.text(),
+                elem.text()
+            ),
+        )
+    }
+
+    pub fn load(&mut self, ptr: &Reg, ty: Ty, align: i64) -> Reg {
+        let t = ty.text();
+        self.def(ty, format!("llvm.load {ptr} {{alignment = {align} : i64}} : {} -> {t}", ptr.ty.text()))
+    }
+
+    pub fn store(&mut self, v: &Reg, ptr: &Reg, align: i64) {
+        self.line(format!("llvm.store {v}, {ptr} {{alignment = {align} : i64}} : {}, {}", v.ty.text(), ptr.ty.text()));
+    }
+
+    // --- aggregates -----------------------------------------------------------------------
+
+    pub fn extractvalue(&mut self, s: &Reg, i: usize) -> Reg {
+        let Ty::Struct(ts) = &s.ty else {
+            debug_assert!(false, "extractvalue of {}", s.ty.text());
+            return s.clone();
+        };
+        let ty = ts.get(i).cloned().unwrap_or(Ty::I32);
+        self.def(ty, format!("llvm.extractvalue {s}[{i}] : {}", s.ty.text()))
+    }
+
+    pub fn extractelement(&mut self, v: &Reg, i: i64) -> Reg {
+        let Ty::Vector(_, et) = &v.ty else {
+            debug_assert!(false, "extractelement of {}", v.ty.text());
+            return v.clone();
+        };
+        let et = (**et).clone();
+        let ci = self.ci32(i);
+        self.def(et, format!("llvm.extractelement {v}[{ci} : i32] : {}", v.ty.text()))
+    }
+
+    pub fn insertelement(&mut self, v: &Reg, x: &Reg, i: i64) -> Reg {
+        let ci = self.ci32(i);
+        self.def(v.ty.clone(), format!("llvm.insertelement {x}, {v}[{ci} : i32] : {}", v.ty.text()))
+    }
+
+    pub fn undef(&mut self, ty: Ty) -> Reg {
+        let t = ty.text();
+        self.def(ty, format!("llvm.mlir.undef : {t}"))
+    }
+
+    // --- nvvm -----------------------------------------------------------------------------
+
+    /// A special register (`tid.x`, `ctaid.y`, …) read in the prologue.
+    pub fn sreg_prologue(&mut self, name: &str) -> Reg {
+        self.def_prologue(Ty::I32, format!("nvvm.read.ptx.sreg.{name} : i32"))
+    }
+
+    /// A special register read where it is used.
+    pub fn sreg(&mut self, name: &str) -> Reg {
+        self.def(Ty::I32, format!("nvvm.read.ptx.sreg.{name} : i32"))
+    }
+
+    /// `shfl.sync.bfly` of a 32-bit value over the whole warp.
+    pub fn shfl_bfly32(&mut self, v: &Reg, offset: i64) -> Reg {
+        let all = self.ci32(-1);
+        let off = self.ci32(offset);
+        let clamp = self.ci32(31);
+        let t = v.ty.text();
+        self.def(v.ty.clone(), format!("nvvm.shfl.sync bfly {all}, {v}, {off}, {clamp} : {t} -> {t}"))
+    }
+
+    pub fn barrier(&mut self) {
+        self.line("nvvm.barrier0");
+    }
+
+    /// Inline PTX (see `ptx_asm`): `has_side_effects` keeps it in place.
+    pub fn inline_asm(&mut self, asm: &str, constraints: &str, args: &[&Reg], ret: Option<Ty>) -> Option<Reg> {
+        let (names, tys) = list(args);
+        let sep = if names.is_empty() { "" } else { " " };
+        match ret {
+            Some(ty) => Some(self.def(
+                ty.clone(),
+                format!(
+                    "llvm.inline_asm has_side_effects \"{asm}\", \"{constraints}\"{sep}{names} : ({tys}) -> {}",
+                    ty.text()
+                ),
+            )),
+            None => {
+                self.line(format!(
+                    "llvm.inline_asm has_side_effects \"{asm}\", \"{constraints}\"{sep}{names} : ({tys}) -> ()"
+                ));
+                None
+            }
+        }
+    }
+
+    // --- control flow ---------------------------------------------------------------------
+
+    pub fn new_block(&mut self) -> String {
+        self.blocks += 1;
+        format!("^bb{}", self.blocks)
+    }
+
+    /// `llvm.br ^block(args)`.
+    pub fn br(&mut self, block: &str, args: &[Reg]) {
+        if args.is_empty() {
+            self.line(format!("llvm.br {block}"));
+        } else {
+            let refs: Vec<&Reg> = args.iter().collect();
+            let (names, tys) = list(&refs);
+            self.line(format!("llvm.br {block}({names} : {tys})"));
+        }
+    }
+
+    pub fn cond_br(&mut self, c: &Reg, then_block: &str, else_block: &str) {
+        self.line(format!("llvm.cond_br {c}, {then_block}, {else_block}"));
+    }
+
+    /// The label of a block with its arguments.
+    pub fn label(&mut self, block: &str, args: &[Reg]) {
+        if args.is_empty() {
+            let _ = writeln!(self.body, "  {block}:");
+        } else {
+            let a: Vec<String> = args.iter().map(|r| format!("{}: {}", r.name, r.ty.text())).collect();
+            let _ = writeln!(self.body, "  {block}({}):", a.join(", "));
+        }
+    }
+}
+
+/// `a, b, c` and `ta, tb, tc`.
+fn list(args: &[&Reg]) -> (String, String) {
+    let names: Vec<&str> = args.iter().map(|a| a.name.as_str()).collect();
+    let tys: Vec<String> = args.iter().map(|a| a.ty.text()).collect();
+    (names.join(", "), tys.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_are_hoisted_once_and_ops_carry_their_types() {
+        let mut e = Emitter::new();
+        let a = e.ci32(3);
+        let b = e.ci32(3);
+        assert_eq!(a, b);
+        let x = e.cf32(0.5);
+        let y = e.fadd(&x, &x);
+        let c = e.icmp(ICmp::Ult, &a, &b);
+        let s = e.select(&c, &y, &x);
+        assert_eq!(s.ty, Ty::F32);
+        let (pro, body) = e.finish();
+        assert_eq!(pro.matches("llvm.mlir.constant").count(), 2, "{pro}");
+        assert!(body.contains("llvm.fadd %v2, %v2 : f32"), "{body}");
+        assert!(body.contains("llvm.icmp \"ult\" %v1, %v1 : i32"), "{body}");
+        assert!(body.contains("llvm.select %v4, %v3, %v2 : i1, f32"), "{body}");
+    }
+
+    #[test]
+    fn type_text() {
+        assert_eq!(Ty::Struct(vec![Ty::I32, Ty::I32]).text(), "!llvm.struct<(i32, i32)>");
+        assert_eq!(Ty::Vector(2, Box::new(Ty::F16)).text(), "vector<2xf16>");
+        assert_eq!(Ty::Ptr(3).text(), "!llvm.ptr<3>");
+    }
+}

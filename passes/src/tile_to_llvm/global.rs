@@ -1,0 +1,268 @@
+//! Global memory: tile loads and stores (one base coordinate per thread, a constant offset
+//! per register, predicated vector accesses of up to 16 bytes), and element accesses —
+//! gathers, scatters and element reads, one predicated scalar access each, every index
+//! compared unsigned with its extent so that negative indices are out of bounds.
+
+use super::emit::{Emitter, ICmp, Reg, Ty};
+use super::ptx_asm::PtxAsm;
+use super::regs::{TensorArgs, Value};
+use super::{err, Lowering};
+use tilec_core::tir::{OpKind, Padding, Type};
+use tilec_core::{DType, Diagnostic};
+
+/// Bit pattern of the padding of one element, as `u64`.
+fn pad_bits(p: Padding, d: DType) -> u64 {
+    let v = p.value();
+    if d.is_float() {
+        d.float_bits(v)
+    } else {
+        (v as i64 as u64) & if d.bits() >= 64 { u64::MAX } else { (1u64 << d.bits()) - 1 }
+    }
+}
+
+/// One tile access.
+enum Access {
+    Load(Padding),
+    Store(Vec<Reg>),
+}
+
+/// One element's access by a gather, scatter or element read.
+enum ElemAccess {
+    /// Load; out-of-bounds reads these bits.
+    Load(u64),
+    /// Store this value; out-of-bounds writes nothing.
+    Store(Reg),
+}
+
+/// Reads or writes the element at i32 indices `idx` of a tensor, predicated on every index
+/// being in `0..extent`.
+fn element_access(
+    em: &mut Emitter,
+    t: &TensorArgs,
+    idx: &[Reg],
+    d: DType,
+    access: ElemAccess,
+) -> Result<Option<Reg>, Diagnostic> {
+    if idx.len() != t.dims.len() {
+        return Err(err("element access with the wrong number of indices"));
+    }
+    if d == DType::I1 {
+        return Err(err("element access of i1 tensors is not lowered yet"));
+    }
+    let mut pred: Option<Reg> = None;
+    let mut lin: Option<Reg> = None;
+    for (k, i) in idx.iter().enumerate() {
+        let c = em.convert("sext", i, Ty::I64);
+        let ok = em.icmp(ICmp::Ult, &c, &t.dims[k]);
+        pred = Some(match pred {
+            None => ok,
+            Some(p) => em.and(&p, &ok),
+        });
+        let term = em.mul(&c, &t.strides[k]);
+        lin = Some(match lin {
+            None => term,
+            Some(p) => em.add(&p, &term),
+        });
+    }
+    let (Some(pred), Some(lin)) = (pred, lin) else { return Err(err("element access of a rank-0 tensor")) };
+    let ety = Ty::of(d);
+    let addr = em.gep(&t.ptr, &lin, &ety);
+    let bits = d.bits();
+    let wty = Ty::int(bits);
+    let mut asm = PtxAsm::new();
+    Ok(match access {
+        ElemAccess::Load(pad) => {
+            let o = asm.output(wty);
+            let a = asm.input(&addr);
+            let p = asm.input(&pred);
+            asm.push(&format!("mov.b{bits} {o}, 0x{pad:X}; @{p} ld.global.b{bits} {o}, [{a}];"));
+            let w = asm.emit(em).pop().ok_or_else(|| err("inline asm without result"))?;
+            Some(em.bitcast(&w, ety))
+        }
+        ElemAccess::Store(v) => {
+            let w = em.bitcast(&v, wty);
+            let a = asm.input(&addr);
+            let x = asm.input(&w);
+            let p = asm.input(&pred);
+            asm.push(&format!("@{p} st.global.b{bits} [{a}], {x};"));
+            asm.emit(em);
+            None
+        }
+    })
+}
+
+impl Lowering<'_> {
+    /// `load` and `store`; a store has no value.
+    pub(crate) fn global_access(&mut self, kind: &OpKind, rty: Option<&Type>) -> Result<Option<Value>, Diagnostic> {
+        match kind {
+            OpKind::Load { tensor, index, padding, .. } => {
+                let t = self.tensor(*tensor)?;
+                let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
+                let ty = rty.ok_or_else(|| err("load without result"))?.clone();
+                Ok(Some(Value::Tile(self.tile_access(&t, &idx, &ty, Access::Load(*padding))?)))
+            }
+            OpKind::Store { tensor, index, tile } => {
+                let t = self.tensor(*tensor)?;
+                let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
+                let ty = self.func.ty(*tile).clone();
+                let regs = self.tile(*tile)?;
+                self.tile_access(&t, &idx, &ty, Access::Store(regs))?;
+                Ok(None)
+            }
+            _ => Err(err("not a tile access")),
+        }
+    }
+
+    /// Gathers, element reads and scatters; a scatter has no value.
+    pub(crate) fn element_op(&mut self, kind: &OpKind, rty: Option<&Type>) -> Result<Option<Value>, Diagnostic> {
+        match kind {
+            OpKind::Gather { tensor, index, padding } => {
+                let t = self.tensor(*tensor)?;
+                let d = rty.map(Type::dtype).ok_or_else(|| err("gather without result"))?;
+                let pad = pad_bits(*padding, d);
+                let v = self.elementwise(index, |em, idx| {
+                    element_access(em, &t, idx, d, ElemAccess::Load(pad))?.ok_or_else(|| err("gather without value"))
+                })?;
+                Ok(Some(v))
+            }
+            OpKind::Element { tensor, index } => {
+                let t = self.tensor(*tensor)?;
+                let d = rty.map(Type::dtype).ok_or_else(|| err("element read without result"))?;
+                // Out of bounds reads 0.
+                let v = self.elementwise(index, |em, idx| {
+                    element_access(em, &t, idx, d, ElemAccess::Load(0))?.ok_or_else(|| err("read without value"))
+                })?;
+                Ok(Some(v))
+            }
+            OpKind::Scatter { tensor, index, tile } => {
+                let t = self.tensor(*tensor)?;
+                let d = self.func.ty(*tile).dtype();
+                let mut operands = index.clone();
+                operands.push(*tile);
+                let n = index.len();
+                for x in self.registers(&operands)?.0 {
+                    element_access(&mut self.em, &t, &x[..n], d, ElemAccess::Store(x[n].clone()))?;
+                }
+                Ok(None)
+            }
+            _ => Err(err("not an element access")),
+        }
+    }
+
+    /// Loads or stores one tile: per-thread base coordinates, constant per-register offsets,
+    /// predicated vector accesses.
+    fn tile_access(&mut self, t: &TensorArgs, idx: &[Reg], ty: &Type, access: Access) -> Result<Vec<Reg>, Diagnostic> {
+        let shape = ty.shape().to_vec();
+        let d = ty.dtype();
+        let l = ty.layout().ok_or_else(|| err("load/store of a tile without layout"))?.clone();
+        // A sliced tile (a row broadcast later) is read by every thread that holds it: the
+        // duplicate reads hit the same cache lines; a duplicate store writes the same value.
+        let rank = shape.len();
+        let bytes = i64::from(d.bytes());
+        if d == DType::I1 {
+            return Err(err("load/store of i1 tiles is not lowered yet"));
+        }
+        let last = rank - 1;
+        let b = l.blocked().clone();
+        // A slice along the last dim holds one register there: nothing to vectorise.
+        let sliced_last = matches!(&l, tilec_core::layout::Layout::Slice { dim, .. } if *dim == last);
+        let contiguous = b.order.first() == Some(&last) && !sliced_last;
+        let chunk = if t.aligned && contiguous { b.size_per_thread[last].min(16 / bytes).max(1) } else { 1 };
+        // Global coordinate of this thread's first element, per dim (i64).
+        let mut g = vec![];
+        for (dd, &extent) in shape.iter().enumerate() {
+            let s = self.em.ci32(extent);
+            let o = self.em.mul(&idx[dd], &s);
+            let base = self.thread_base(&l, dd);
+            let c = self.em.add(&o, &base);
+            g.push(self.em.convert("sext", &c, Ty::I64));
+        }
+        let regs = l.regs_per_thread(&shape);
+        let mut out: Vec<Option<Reg>> = vec![None; if matches!(access, Access::Load(_)) { regs as usize } else { 0 }];
+        let ety = Ty::of(d);
+        let mut r = 0;
+        while r < regs {
+            let off = l.reg_offset(&shape, r);
+            let mut inb: Option<Reg> = None;
+            let mut lin: Option<Reg> = None;
+            for dd in 0..rank {
+                let o = self.em.cint(off[dd], Ty::I64);
+                let c = self.em.add(&g[dd], &o);
+                let ok = self.em.icmp(ICmp::Ult, &c, &t.dims[dd]);
+                inb = Some(match inb {
+                    None => ok,
+                    Some(p) => self.em.and(&p, &ok),
+                });
+                // With the 16-byte specialisation the last stride is 1 (checked at launch).
+                let term = if dd == last && t.aligned { c } else { self.em.mul(&c, &t.strides[dd]) };
+                lin = Some(match lin {
+                    None => term,
+                    Some(p) => self.em.add(&p, &term),
+                });
+            }
+            let (Some(pred), Some(lin)) = (inb, lin) else { return Err(err("rank-0 access")) };
+            let addr = self.em.gep(&t.ptr, &lin, &ety);
+            let nbytes = chunk * bytes;
+            // Access words: 32-bit when the chunk allows, else one 16-bit (or 64-bit) element.
+            let wbits = if nbytes >= 4 { (bytes * 8).max(32) } else { nbytes * 8 };
+            let nwords = nbytes * 8 / wbits;
+            let wty = Ty::int(wbits as u32);
+            let vsuf = if nwords > 1 { format!(".v{nwords}") } else { String::new() };
+            let per_word = (wbits / 8 / bytes).max(1);
+            let mut asm = PtxAsm::new();
+            match &access {
+                Access::Load(p) => {
+                    let pb = pad_bits(*p, d);
+                    let mut pat: u64 = 0;
+                    for k in 0..per_word {
+                        pat |= pb << (k * bytes * 8);
+                    }
+                    let outs: Vec<String> = (0..nwords).map(|_| asm.output(wty.clone())).collect();
+                    let a = asm.input(&addr);
+                    let pr = asm.input(&pred);
+                    let movs: String = outs.iter().map(|o| format!("mov.b{wbits} {o}, 0x{pat:X}; ")).collect();
+                    let dst = if nwords > 1 { format!("{{{}}}", outs.join(", ")) } else { outs[0].clone() };
+                    asm.push(&format!("{movs}@{pr} ld.global{vsuf}.b{wbits} {dst}, [{a}];"));
+                    let words = asm.emit(&mut self.em);
+                    let mut k = 0;
+                    for w in words {
+                        if per_word == 1 {
+                            out[(r + k) as usize] = Some(self.em.bitcast(&w, ety.clone()));
+                            k += 1;
+                        } else {
+                            let v = self.em.bitcast(&w, Ty::Vector(per_word as u32, Box::new(ety.clone())));
+                            for e in 0..per_word {
+                                out[(r + k) as usize] = Some(self.em.extractelement(&v, e));
+                                k += 1;
+                            }
+                        }
+                    }
+                }
+                Access::Store(vals) => {
+                    let mut words = vec![];
+                    for w in 0..nwords {
+                        let first = (r + w * per_word) as usize;
+                        if per_word == 1 {
+                            words.push(self.em.bitcast(&vals[first], wty.clone()));
+                        } else {
+                            let vty = Ty::Vector(per_word as u32, Box::new(ety.clone()));
+                            let mut v = self.em.undef(vty);
+                            for e in 0..per_word {
+                                v = self.em.insertelement(&v, &vals[first + e as usize], e);
+                            }
+                            words.push(self.em.bitcast(&v, wty.clone()));
+                        }
+                    }
+                    let a = asm.input(&addr);
+                    let ins: Vec<String> = words.iter().map(|w| asm.input(w)).collect();
+                    let pr = asm.input(&pred);
+                    let src = if nwords > 1 { format!("{{{}}}", ins.join(", ")) } else { ins[0].clone() };
+                    asm.push(&format!("@{pr} st.global{vsuf}.b{wbits} [{a}], {src};"));
+                    asm.emit(&mut self.em);
+                }
+            }
+            r += chunk;
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+}

@@ -1,0 +1,411 @@
+//! `tile-to-llvm`: lowers a kernel whose tiles all have layouts (tilegpu) to the `llvm` and
+//! `nvvm` dialects.
+//!
+//! Needs: `tile-layout` (every tile typed with a `#blocked` or `#slice` layout).
+//!
+//! Does: each tile becomes the list of scalar SSA values one thread holds, in the register
+//! order of its layout; every elementwise op (arithmetic, casts, comparisons, `where`, math)
+//! is expanded per register. Memory:
+//! - `load`/`store` compute one base coordinate per thread (from `tid`) and a constant
+//!   offset per register; registers contiguous along the fastest dim are moved as one
+//!   predicated 16-byte (or narrower) access (`@p ld.global.v4.b32`) when the tensor
+//!   parameter is specialised as 16-byte aligned (unit last stride, and extents and other
+//!   strides multiples of 16 bytes), else one element at a time. Out-of-bounds lanes load
+//!   the padding value and store nothing. Sliced tiles (rows to broadcast) are loaded by
+//!   every thread that holds them.
+//! - `reduce` combines in-thread (a tree), then across lanes with `shfl.sync.bfly`, then
+//!   across warps through a shared-memory scratch region of its own (one barrier, two in a
+//!   loop), so every thread ends with the statistic of each row it holds (the `#slice`).
+//! - `convert_layout`, `permute` and reshapes that move elements between threads go through
+//!   shared memory: write at the element's linear index, barrier, read in the new layout
+//!   (scalar accesses, no swizzle yet).
+//! - `for` and run-time `if` become blocks with the carried registers as block arguments.
+//! - `rand` is Philox 4x32-10 (mul.hi/mul.lo rounds, keys computed once per op); offsets
+//!   known to be `base + c` with consecutive `c` (arange, splats and their sums) share the
+//!   Philox blocks they span, with the word picked by `base mod 4` at run time.
+//! - Math: `exp2` is `ex2.approx.f32` (≤ 2 ulp); `exp(x)` is `ex2.approx(x·log2 e)` with the
+//!   rounding error of the product corrected by a factor `1 + e·ln 2` (overflow stays inf,
+//!   never NaN); `sqrt` is `sqrt.rn`; `rsqrt` is
+//!   `1 / sqrt.rn` (`rsqrt.approx` with `rounding="approx"`); `log2`/`log` use `lg2.approx`;
+//!   `truediv` is `div.rn` (`div.approx` with `rounding="approx"`). f16/bf16 math runs in
+//!   f32 and rounds once. `sin`/`cos` reduce by 2π (Cody–Waite) then use `sin/cos.approx`;
+//!   `tanh` is an odd polynomial below 0.3 and `1 − 2/(e^{2|x|}+1)` above;
+//!   `flush_to_zero=true` flushes the f32 operands and result. Not lowered: `mma`, `print`,
+//!   transposed loads.
+//! - Gathers, scatters and element reads are one predicated scalar access per element
+//!   (every index compared unsigned with its extent: negative indices are out of bounds).
+//!
+//! Guarantees: a module with one `llvm.func` marked `nvvm.kernel`, `nvvm.maxntid` set to the
+//! block size, and (with the `occupancy` option) `nvvm.minctasm`; shared memory is one static
+//! `@__tilec_smem` array (at most 48 KiB). The parameter ABI is that of `tilec_core::abi`.
+//!
+//! Options: `arch` (default: the module's `tile.target`), `occupancy`.
+//!
+//! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
+//! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
+//! and one file per op family — [`elementwise`], [`math`], [`rand`], [`global`], [`shared`],
+//! [`reduce`], [`control`]. [`unsupported`] is the one list of what this lowering does not
+//! handle yet; `tile-layout` asks it before laying a kernel out.
+
+mod control;
+mod elementwise;
+pub mod emit;
+mod global;
+mod math;
+mod ptx_asm;
+mod rand;
+mod reduce;
+mod regs;
+mod shared;
+
+use emit::{Emitter, Reg, Ty};
+use regs::{TensorArgs, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use tilec_core::layout::Layout;
+use tilec_core::target::Arch;
+use tilec_core::tir::{Func, Op, OpKind, ReduceKind, Type, ValueId};
+use tilec_core::Diagnostic;
+
+/// Largest static shared memory a kernel may declare (the CUDA static limit).
+const STATIC_SMEM_LIMIT: u32 = 48 * 1024;
+
+/// The lowered kernel.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    pub text: String,
+    pub shared_bytes: u32,
+    pub block_threads: u32,
+}
+
+pub(crate) fn err(msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::error("E0900", msg)
+}
+
+/// The first op this lowering does not handle yet, as an `E0900` diagnostic pointing at it.
+/// This is the one list of what `tile-to-llvm` lowers: `tile-layout` asks it first, so a
+/// kernel that cannot lower fails before any layout work, with the construct's span.
+pub fn unsupported(func: &Func) -> Option<Diagnostic> {
+    let mut bad: Option<(String, Option<tilec_core::Span>)> = None;
+    func.walk(&mut |op| {
+        if bad.is_some() {
+            return;
+        }
+        let what = match &op.kind {
+            OpKind::Mma { .. } => Some("mma".to_string()),
+            OpKind::Print { .. } => Some("print".to_string()),
+            OpKind::Reduce { kind: ReduceKind::Argmax | ReduceKind::Argmin, .. } => Some("argmax/argmin".to_string()),
+            OpKind::Load { order, .. } if order.iter().enumerate().any(|(i, &o)| o as usize != i) => {
+                Some("load(order=…) (transposed loads)".to_string())
+            }
+            _ => None,
+        };
+        if let Some(w) = what {
+            bad = Some((w, op.span));
+        }
+    });
+    bad.map(|(what, span)| {
+        let mut d = Diagnostic::error("E0900", format!("not lowered yet: {what}")).with_note(
+            "the tile stage of this kernel is valid; the GPU lowering of this construct comes in a later version",
+        );
+        if let Some(s) = span {
+            d = d.with_primary(s, "not supported by the lowering yet");
+        }
+        d
+    })
+}
+
+/// The lowering of one kernel: the emitter, the lowered value of each tile-IR value, and
+/// what the family functions share (thread coordinates, the shared-memory buffer).
+pub(crate) struct Lowering<'f> {
+    func: &'f Func,
+    /// The target; family functions ask it what the chip has.
+    #[allow(dead_code)]
+    arch: &'static Arch,
+    em: Emitter,
+    vals: BTreeMap<ValueId, Value>,
+    /// For i32 tiles known to be affine in the register: register r = `base + c` with `base`
+    /// an SSA value and `c` a constant (arange, splats and their sums). `rand` uses it to
+    /// share one Philox call between consecutive offsets.
+    aff: BTreeMap<ValueId, Vec<(Reg, i64)>>,
+    /// Sums of two bases already emitted.
+    base_sums: BTreeMap<(String, String), Reg>,
+    /// Per-layout thread coordinates, cached: (layout text, dim) → i32 value.
+    bases: BTreeMap<(String, usize), Reg>,
+    lane: Reg,
+    warp: Reg,
+    /// Bytes of `@__tilec_smem` handed out so far.
+    smem: u32,
+    smem_ptr: Option<Reg>,
+    /// Loops around the op being lowered (a reduction in a loop must not let the next
+    /// iteration overwrite its shared scratch before every thread has read it).
+    loop_depth: u32,
+}
+
+/// Lowers a kernel with layouts to the `llvm`/`nvvm` dialects.
+pub fn run(func: &Func, arch: &'static Arch, occupancy: Option<u32>) -> Result<Lowered, Diagnostic> {
+    // The pass's precondition, checked once here rather than where each op meets it.
+    let mut unlaid = false;
+    func.walk(&mut |op| unlaid |= op.result.is_some_and(|r| matches!(func.ty(r), Type::Tile { layout: None, .. })));
+    if unlaid {
+        return Err(Diagnostic::error(
+            "E0904",
+            "`tile-to-llvm` needs every tile laid out: run `tile-layout` before it",
+        ));
+    }
+    if let Some(d) = unsupported(func) {
+        return Err(d);
+    }
+    let threads = func.num_warps * 32;
+    let mut em = Emitter::new();
+    let tid = em.sreg_prologue("tid.x");
+    let c31 = em.ci32(31);
+    let c5 = em.ci32(5);
+    let lane = em.def_prologue(Ty::I32, format!("llvm.and {tid}, {c31} : i32"));
+    let warp = em.def_prologue(Ty::I32, format!("llvm.lshr {tid}, {c5} : i32"));
+
+    // Parameters.
+    let mut args: Vec<String> = vec![];
+    let mut vals: BTreeMap<ValueId, Value> = BTreeMap::new();
+    for p in &func.params {
+        match func.ty(p.value) {
+            Type::Tensor { rank, .. } => {
+                let ptr = Reg::new(format!("%{}", p.name), Ty::Ptr(1));
+                args.push(format!("{ptr}: !llvm.ptr<1>"));
+                let dims: Vec<Reg> = (0..*rank).map(|d| Reg::new(format!("%{}_dim{d}", p.name), Ty::I64)).collect();
+                let strides: Vec<Reg> =
+                    (0..*rank).map(|d| Reg::new(format!("%{}_stride{d}", p.name), Ty::I64)).collect();
+                args.extend(dims.iter().map(|d| format!("{d}: i64")));
+                args.extend(strides.iter().map(|s| format!("{s}: i64")));
+                vals.insert(p.value, Value::Tensor(TensorArgs { ptr, dims, strides, aligned: p.divisibility >= 16 }));
+            }
+            Type::Scalar(d) => {
+                let r = Reg::new(format!("%{}", p.name), Ty::of(*d));
+                args.push(format!("{r}: {}", r.ty.text()));
+                vals.insert(p.value, Value::Scalar(r));
+            }
+            Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
+        }
+    }
+    let mut lw = Lowering {
+        func,
+        arch,
+        em,
+        vals,
+        aff: BTreeMap::new(),
+        base_sums: BTreeMap::new(),
+        bases: BTreeMap::new(),
+        lane,
+        warp,
+        smem: 0,
+        smem_ptr: None,
+        loop_depth: 0,
+    };
+    lw.ops(&func.ops)?;
+    let smem = lw.smem;
+    let (pro, body) = lw.em.finish();
+
+    if smem > STATIC_SMEM_LIMIT {
+        return Err(Diagnostic::error(
+            "E0020",
+            format!("the kernel needs {smem} bytes of shared memory; the static limit is {STATIC_SMEM_LIMIT}"),
+        ));
+    }
+    if smem > arch.smem_per_block {
+        return Err(Diagnostic::error(
+            "E0020",
+            format!("the kernel needs {smem} bytes of shared memory; {} has {}", arch.name, arch.smem_per_block),
+        ));
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "module attributes {{tile.target = \"{}\"}} {{", arch.name);
+    if smem > 0 {
+        let _ = writeln!(
+            s,
+            "  llvm.mlir.global internal @__tilec_smem() {{addr_space = 3 : i32, alignment = 16 : i64}} : !llvm.array<{smem} x i8>"
+        );
+    }
+    let mut attrs = format!("nvvm.kernel, nvvm.maxntid = array<i32: {threads}, 1, 1>");
+    if let Some(o) = occupancy {
+        let _ = write!(attrs, ", nvvm.minctasm = {o} : i32");
+    }
+    let _ = writeln!(s, "  llvm.func @{}({}) attributes {{{attrs}}} {{", func.name, args.join(", "));
+    s.push_str(&pro);
+    s.push_str(&body);
+    let _ = writeln!(s, "    llvm.return\n  }}\n}}");
+    Ok(Lowered { text: s, shared_bytes: smem, block_threads: threads })
+}
+
+impl Lowering<'_> {
+    fn ops(&mut self, ops: &[Op]) -> Result<(), Diagnostic> {
+        for op in ops {
+            self.op(op).map_err(|d| match (d.labels.is_empty(), op.span) {
+                (true, Some(s)) => d.with_primary(s, "while lowering this"),
+                _ => d,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Lowers one op: the dispatch to the family functions.
+    fn op(&mut self, op: &Op) -> Result<(), Diagnostic> {
+        let rty = op.result.map(|r| self.func.ty(r).clone());
+        let value = match &op.kind {
+            OpKind::Bid { .. } | OpKind::NumBlocks { .. } | OpKind::Dim { .. } => self.grid_value(&op.kind)?,
+            OpKind::ConstInt(_) | OpKind::ConstFloat(_) | OpKind::Splat(_) | OpKind::Arange => {
+                self.constant(op, rty.as_ref())?
+            }
+            OpKind::Binary(..)
+            | OpKind::Unary(..)
+            | OpKind::Cast(_)
+            | OpKind::Cmp(..)
+            | OpKind::Logic(..)
+            | OpKind::Select { .. } => self.elementwise_op(op, rty.as_ref())?,
+            OpKind::Math { .. } | OpKind::TrueDiv { .. } => self.math_op(&op.kind)?,
+            OpKind::Rand { seed, offsets } => self.rand(*seed, *offsets)?,
+            OpKind::Broadcast(x) => self.broadcast(op, *x, rty.as_ref())?,
+            OpKind::Reduce { kind, axis, value } => {
+                let ty = rty.ok_or_else(|| err("reduce without result"))?;
+                self.reduce(*kind, *axis as usize, *value, &ty)?
+            }
+            OpKind::Load { .. } | OpKind::Store { .. } => match self.global_access(&op.kind, rty.as_ref())? {
+                Some(v) => v,
+                None => return Ok(()),
+            },
+            OpKind::Gather { .. } | OpKind::Element { .. } | OpKind::Scatter { .. } => {
+                match self.element_op(&op.kind, rty.as_ref())? {
+                    Some(v) => v,
+                    None => return Ok(()),
+                }
+            }
+            OpKind::Reshape(_) | OpKind::ConvertLayout { .. } | OpKind::Permute { .. } => {
+                self.exchange_op(op, rty.as_ref())?
+            }
+            OpKind::For { .. } => return self.for_loop(&op.kind),
+            OpKind::If { .. } => return self.if_op(&op.kind),
+            OpKind::Mma { .. } | OpKind::Print { .. } => {
+                return Err(unsupported(self.func).unwrap_or_else(|| err("not lowered yet")))
+            }
+        };
+        if let Some(r) = op.result {
+            self.vals.insert(r, value);
+        }
+        Ok(())
+    }
+
+    /// `bid`, `num_blocks`, `dim`: scalars from special registers and the parameters.
+    fn grid_value(&mut self, kind: &OpKind) -> Result<Value, Diagnostic> {
+        Ok(match kind {
+            OpKind::Bid { axis } | OpKind::NumBlocks { axis } => {
+                let a = ["x", "y", "z"].get(*axis as usize).ok_or_else(|| err("grid axis out of range"))?;
+                let reg = if matches!(kind, OpKind::Bid { .. }) { "ctaid" } else { "nctaid" };
+                Value::Scalar(self.em.sreg(&format!("{reg}.{a}")))
+            }
+            OpKind::Dim { tensor, axis } => {
+                let t = self.tensor(*tensor)?;
+                let d = t.dims.get(*axis as usize).ok_or_else(|| err("dim axis out of range"))?.clone();
+                Value::Scalar(self.em.convert("trunc", &d, Ty::I32))
+            }
+            _ => return Err(err("not a grid value")),
+        })
+    }
+
+    /// Constants, splats and `arange`.
+    fn constant(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let rdtype = rty.map(Type::dtype);
+        Ok(match &op.kind {
+            OpKind::ConstInt(v) => Value::Scalar(self.em.cint(*v, Ty::of(rdtype.unwrap_or(tilec_core::DType::I32)))),
+            OpKind::ConstFloat(v) => Value::Scalar(self.em.cfloat(*v, rdtype.unwrap_or(tilec_core::DType::F32))),
+            OpKind::Splat(s) => {
+                let s = self.scalar(*s)?;
+                let ty = rty.ok_or_else(|| err("splat without result"))?;
+                let l = ty.layout().ok_or_else(|| err("tile without layout (run tile-layout first)"))?;
+                let n = l.regs_per_thread(ty.shape()) as usize;
+                if let (Some(r), tilec_core::DType::I32) = (op.result, ty.dtype()) {
+                    self.aff.insert(r, vec![(s.clone(), 0); n]);
+                }
+                Value::Tile(vec![s; n])
+            }
+            OpKind::Arange => {
+                let ty = rty.ok_or_else(|| err("arange without result"))?;
+                let l = ty.layout().ok_or_else(|| err("arange without layout"))?.clone();
+                let n = l.regs_per_thread(ty.shape());
+                let base = self.thread_base(&l, 0);
+                let mut out = vec![];
+                let mut aff = vec![];
+                for r in 0..n {
+                    let c = l.reg_offset(ty.shape(), r)[0];
+                    let o = self.em.ci32(c);
+                    out.push(self.em.add(&base, &o));
+                    aff.push((base.clone(), c));
+                }
+                if let Some(r) = op.result {
+                    self.aff.insert(r, aff);
+                }
+                Value::Tile(out)
+            }
+            _ => return Err(err("not a constant")),
+        })
+    }
+
+    /// Per-dimension thread coordinate `(warp_d * tpw_d + lane_d) * spt_d` (i32), computed
+    /// once per layout and dim in the prologue.
+    fn thread_base(&mut self, l: &Layout, d: usize) -> Reg {
+        // A slice holds the sliced dim at coordinate 0 in every thread.
+        if matches!(l, Layout::Slice { dim, .. } if *dim == d) {
+            return self.em.ci32(0);
+        }
+        let key = (Layout::Blocked(l.blocked().clone()).to_mlir(), d);
+        if let Some(v) = self.bases.get(&key) {
+            return v.clone();
+        }
+        let b = l.blocked().clone();
+        // Lanes and warps split over dims in `order`, fastest first.
+        let (mut lane_shift, mut warp_shift) = (0u32, 0u32);
+        for &o in &b.order {
+            if o == d {
+                break;
+            }
+            lane_shift += b.threads_per_warp[o].trailing_zeros();
+            warp_shift += b.warps_per_cta[o].trailing_zeros();
+        }
+        let (lane, warp) = (self.lane.clone(), self.warp.clone());
+        let lane_d = self.coord_bits(&lane, lane_shift, b.threads_per_warp[d]);
+        let warp_d = self.coord_bits(&warp, warp_shift, b.warps_per_cta[d]);
+        let tpw = self.em.ci32(b.threads_per_warp[d]);
+        let spt = self.em.ci32(b.size_per_thread[d]);
+        let wt = self.em.def_prologue(Ty::I32, format!("llvm.mul {warp_d}, {tpw} : i32"));
+        let s = self.em.def_prologue(Ty::I32, format!("llvm.add {wt}, {lane_d} : i32"));
+        let r = self.em.def_prologue(Ty::I32, format!("llvm.mul {s}, {spt} : i32"));
+        self.bases.insert(key, r.clone());
+        r
+    }
+
+    /// `(id >> shift) & (extent - 1)` in the prologue (0 for an extent of 1).
+    fn coord_bits(&mut self, id: &Reg, shift: u32, extent: i64) -> Reg {
+        if extent == 1 {
+            return self.em.ci32(0);
+        }
+        let sh = self.em.ci32(i64::from(shift));
+        let mask = self.em.ci32(extent - 1);
+        let s = self.em.def_prologue(Ty::I32, format!("llvm.lshr {id}, {sh} : i32"));
+        self.em.def_prologue(Ty::I32, format!("llvm.and {s}, {mask} : i32"))
+    }
+
+    /// The address of the kernel's shared-memory buffer.
+    fn smem_base(&mut self) -> Reg {
+        if let Some(p) = &self.smem_ptr {
+            return p.clone();
+        }
+        let p = self.em.addressof("__tilec_smem", 3);
+        self.smem_ptr = Some(p.clone());
+        p
+    }
+
+    /// Reserves `bytes` of shared memory, 16-byte aligned; returns the region's offset.
+    fn smem_region(&mut self, bytes: i64) -> Result<i64, Diagnostic> {
+        let region = (i64::from(self.smem) + 15) / 16 * 16;
+        self.smem = u32::try_from(region + bytes).map_err(|_| err("shared memory overflow"))?;
+        Ok(region)
+    }
+}

@@ -1,0 +1,131 @@
+//! The lowered form of a tile-IR value, and the per-register plumbing every family uses:
+//! the operands of each register of an elementwise op, flattening values into block
+//! arguments and binding block arguments back to values.
+
+use super::emit::{Emitter, Reg, Ty};
+use super::{err, Lowering};
+use tilec_core::tir::ValueId;
+use tilec_core::Diagnostic;
+
+/// A tensor parameter: its pointer, extents and strides (in elements).
+#[derive(Clone, Debug)]
+pub(crate) struct TensorArgs {
+    pub ptr: Reg,
+    pub dims: Vec<Reg>,
+    pub strides: Vec<Reg>,
+    /// Specialised as 16-byte aligned (unit last stride, 16-byte multiples elsewhere).
+    pub aligned: bool,
+}
+
+/// The lowered value of a tile-IR value.
+#[derive(Clone, Debug)]
+pub(crate) enum Value {
+    Scalar(Reg),
+    /// The registers one thread holds, in the register order of the tile's layout.
+    Tile(Vec<Reg>),
+    Tensor(TensorArgs),
+}
+
+impl Lowering<'_> {
+    pub(crate) fn get(&self, v: ValueId) -> Result<Value, Diagnostic> {
+        self.vals.get(&v).cloned().ok_or_else(|| err(format!("value %{} used before definition", v.0)))
+    }
+
+    pub(crate) fn scalar(&self, v: ValueId) -> Result<Reg, Diagnostic> {
+        match self.get(v)? {
+            Value::Scalar(s) => Ok(s),
+            _ => Err(err(format!("value %{} is not a scalar", v.0))),
+        }
+    }
+
+    pub(crate) fn tile(&self, v: ValueId) -> Result<Vec<Reg>, Diagnostic> {
+        match self.get(v)? {
+            Value::Tile(r) => Ok(r),
+            _ => Err(err(format!("value %{} is not a tile", v.0))),
+        }
+    }
+
+    pub(crate) fn tensor(&self, v: ValueId) -> Result<TensorArgs, Diagnostic> {
+        match self.get(v)? {
+            Value::Tensor(t) => Ok(t),
+            _ => Err(err(format!("value %{} is not a tensor", v.0))),
+        }
+    }
+
+    /// The operands of each register of an op whose operands are all scalars or all tiles of
+    /// one layout (a scalar among tiles stands for each register): one list per register,
+    /// and whether the operands were tiles at all.
+    pub(crate) fn registers(&self, operands: &[ValueId]) -> Result<(Vec<Vec<Reg>>, bool), Diagnostic> {
+        let vals = operands.iter().map(|v| self.get(*v)).collect::<Result<Vec<_>, _>>()?;
+        let n = vals.iter().find_map(|l| if let Value::Tile(r) = l { Some(r.len()) } else { None });
+        let pick = |l: &Value, i: usize| -> Result<Reg, Diagnostic> {
+            match l {
+                Value::Scalar(s) => Ok(s.clone()),
+                Value::Tile(r) if r.len() == n.unwrap_or(0) => Ok(r[i].clone()),
+                Value::Tile(_) => Err(err("elementwise operands of different layouts")),
+                Value::Tensor(_) => Err(err("elementwise op on a tensor")),
+            }
+        };
+        let regs = (0..n.unwrap_or(1))
+            .map(|i| vals.iter().map(|l| pick(l, i)).collect::<Result<Vec<_>, _>>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((regs, n.is_some()))
+    }
+
+    /// Applies `f` register by register (see [`Lowering::registers`]).
+    pub(crate) fn elementwise(
+        &mut self,
+        operands: &[ValueId],
+        mut f: impl FnMut(&mut Emitter, &[Reg]) -> Result<Reg, Diagnostic>,
+    ) -> Result<Value, Diagnostic> {
+        let (regs, tile) = self.registers(operands)?;
+        let mut out = regs.iter().map(|xs| f(&mut self.em, xs)).collect::<Result<Vec<_>, _>>()?;
+        Ok(match (tile, out.pop()) {
+            (false, Some(x)) => Value::Scalar(x),
+            (_, last) => {
+                out.extend(last);
+                Value::Tile(out)
+            }
+        })
+    }
+
+    /// The registers (or the scalar) of values, flattened.
+    pub(crate) fn flatten(&self, vs: &[ValueId]) -> Result<Vec<Reg>, Diagnostic> {
+        let mut regs = vec![];
+        for v in vs {
+            match self.get(*v)? {
+                Value::Scalar(s) => regs.push(s),
+                Value::Tile(r) => regs.extend(r),
+                Value::Tensor(_) => return Err(err("a tensor cannot be loop-carried")),
+            }
+        }
+        Ok(regs)
+    }
+
+    /// Fresh block arguments shaped like `like` (register counts), bound to `vs`.
+    pub(crate) fn bind_args(&mut self, vs: &[ValueId], like: &[ValueId]) -> Result<Vec<Reg>, Diagnostic> {
+        let mut args = vec![];
+        for (v, l) in vs.iter().zip(like) {
+            let t = Ty::of(self.func.ty(*v).dtype());
+            let value = match self.get(*l)? {
+                Value::Scalar(_) => {
+                    let a = self.em.fresh_reg(t);
+                    args.push(a.clone());
+                    Value::Scalar(a)
+                }
+                Value::Tile(r) => Value::Tile(
+                    r.iter()
+                        .map(|_| {
+                            let a = self.em.fresh_reg(t.clone());
+                            args.push(a.clone());
+                            a
+                        })
+                        .collect(),
+                ),
+                Value::Tensor(_) => return Err(err("a tensor cannot be loop-carried")),
+            };
+            self.vals.insert(*v, value);
+        }
+        Ok(args)
+    }
+}

@@ -1,0 +1,132 @@
+//! Moving a tile between threads through shared memory: `convert_layout`, `permute`, and
+//! reshapes that change more than unit dims. Every thread writes its registers at the
+//! element's offset in a buffer, one barrier, then reads the elements of the new layout.
+
+use super::emit::Reg;
+use super::regs::Value;
+use super::{err, Lowering};
+use tilec_core::layout::{Layout, Shared};
+use tilec_core::tir::{Op, OpKind, Type};
+use tilec_core::Diagnostic;
+
+/// The shared-memory buffer of an exchange: the element strides the source writes with and
+/// the destination reads with, and its size in elements.
+struct Buffer {
+    src_strides: Vec<i64>,
+    dst_strides: Vec<i64>,
+    elems: i64,
+}
+
+fn row_major_strides(shape: &[i64]) -> Vec<i64> {
+    let mut st = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        st[d] = st[d + 1] * shape[d + 1];
+    }
+    st
+}
+
+impl Lowering<'_> {
+    pub(crate) fn exchange_op(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let ty = rty.ok_or_else(|| err("exchange without result"))?.clone();
+        Ok(match &op.kind {
+            OpKind::Reshape(x) => {
+                let xty = self.func.ty(*x).clone();
+                let regs = self.tile(*x)?;
+                let same = |t: &Type| t.layout().and_then(|l| l.squeezed(t.shape()));
+                if same(&xty).is_some() && same(&xty) == same(&ty) {
+                    // Only unit dims change: the same registers hold the same elements.
+                    if let (Some(a), Some(res)) = (self.aff.get(x).cloned(), op.result) {
+                        self.aff.insert(res, a);
+                    }
+                    Value::Tile(regs)
+                } else {
+                    // Row-major linear indices are the same in both shapes (no padding here).
+                    let buf = Buffer {
+                        src_strides: row_major_strides(xty.shape()),
+                        dst_strides: row_major_strides(ty.shape()),
+                        elems: ty.shape().iter().product(),
+                    };
+                    Value::Tile(self.smem_exchange(&xty, &regs, &buf, &ty)?)
+                }
+            }
+            OpKind::ConvertLayout { value: x, scratch } => {
+                let xty = self.func.ty(*x).clone();
+                let regs = self.tile(*x)?;
+                let st = scratch.strides(ty.shape());
+                let buf = Buffer { src_strides: st.clone(), dst_strides: st, elems: scratch.size(ty.shape()) };
+                Value::Tile(self.smem_exchange(&xty, &regs, &buf, &ty)?)
+            }
+            OpKind::Permute { value, perm } => {
+                let xty = self.func.ty(*value).clone();
+                // A padded buffer in the result's shape; source dim perm[i] is result dim i.
+                let scratch = Shared::for_exchange(ty.shape(), ty.dtype().bytes());
+                let dst = scratch.strides(ty.shape());
+                let mut src = vec![0; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    src[p as usize] = dst[i];
+                }
+                let buf = Buffer { src_strides: src, dst_strides: dst, elems: scratch.size(ty.shape()) };
+                let regs = self.tile(*value)?;
+                Value::Tile(self.smem_exchange(&xty, &regs, &buf, &ty)?)
+            }
+            _ => return Err(err("not an exchange")),
+        })
+    }
+
+    /// Byte addresses of the elements of `l` over `shape` with strides `st` in a region at
+    /// `region`: a per-thread part, then a constant per register.
+    fn exchange_addresses(
+        &mut self,
+        l: &Layout,
+        shape: &[i64],
+        st: &[i64],
+        region: i64,
+        bytes: i64,
+        base: &Reg,
+    ) -> Vec<Reg> {
+        let mut lin = self.em.ci32(region);
+        for (dd, s) in st.iter().enumerate() {
+            let tb = self.thread_base(l, dd);
+            let sb = self.em.ci32(s * bytes);
+            let t = self.em.mul(&tb, &sb);
+            lin = self.em.add(&lin, &t);
+        }
+        (0..l.regs_per_thread(shape))
+            .map(|r| {
+                let off: i64 = l.reg_offset(shape, r).iter().zip(st).map(|(o, s)| o * s).sum::<i64>() * bytes;
+                let o = self.em.ci32(off);
+                let a = self.em.add(&lin, &o);
+                self.em.gep(base, &a, &super::emit::Ty::I8)
+            })
+            .collect()
+    }
+
+    /// Moves a tile between layouts through shared memory: every thread writes its registers
+    /// at `Σ coord·src_strides` (a permutation when they are a permuted shape's strides), one
+    /// barrier, then reads the elements of `dst`'s layout at `Σ coord·dst_strides`. A slice
+    /// source writes its replicated elements more than once (the same values).
+    fn smem_exchange(&mut self, src: &Type, regs: &[Reg], buf: &Buffer, dst: &Type) -> Result<Vec<Reg>, Diagnostic> {
+        let ls = src.layout().ok_or_else(|| err("layout conversion of a tile without layout"))?.clone();
+        let ld = dst.layout().ok_or_else(|| err("layout conversion to a tile without layout"))?.clone();
+        let d = dst.dtype();
+        let bytes = i64::from(d.bytes().max(1));
+        let region = self.smem_region(buf.elems * bytes)?;
+        let base = self.smem_base();
+        let src_addrs = self.exchange_addresses(&ls, src.shape(), &buf.src_strides, region, bytes, &base);
+        if src_addrs.len() != regs.len() {
+            return Err(err("layout conversion: register count does not match the layout"));
+        }
+        for (a, v) in src_addrs.iter().zip(regs) {
+            self.em.store(v, a, bytes);
+        }
+        self.em.barrier();
+        let dst_addrs = self.exchange_addresses(&ld, dst.shape(), &buf.dst_strides, region, bytes, &base);
+        let ety = super::emit::Ty::of(d);
+        let out = dst_addrs.iter().map(|a| self.em.load(a, ety.clone(), bytes)).collect();
+        if self.loop_depth > 0 {
+            // The next iteration writes the same scratch: wait until every thread has read.
+            self.em.barrier();
+        }
+        Ok(out)
+    }
+}
