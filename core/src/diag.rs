@@ -89,6 +89,18 @@ impl Source {
         Source { name: name.into(), text: text.into() }
     }
 
+    /// The byte offset of a 1-based (line, column), if the text has it (the inverse of
+    /// [`Source::line_col`]; a column one past the end of a line is the line's end).
+    pub fn offset(&self, line: usize, col: usize) -> Option<usize> {
+        if line == 0 || col == 0 {
+            return None;
+        }
+        let start =
+            if line == 1 { 0 } else { self.text.bytes().enumerate().filter(|(_, b)| *b == b'\n').nth(line - 2)?.0 + 1 };
+        let line_len = self.text[start..].find('\n').unwrap_or(self.text.len() - start);
+        (col - 1 <= line_len).then_some(start + col - 1)
+    }
+
     /// 1-based (line, column) of a byte offset, clamped to the text.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
@@ -187,6 +199,7 @@ pub const CODES: &[CodeInfo] = &[
     ("E0901", "MLIR verification failed", "The IR produced by a stage did not verify in MLIR. This is a compiler bug: please report it with the kernel and the `--emit` output of the stage before."),
     ("E0902", "backend failure", "LLVM could not translate or compile the lowered module to PTX, or ptxas rejected the PTX. This is a compiler bug unless the note says otherwise."),
     ("E0903", "not readable as tile IR", "A tilec pass needs the kernel in the `tile`/`tilegpu` dialects, and the module holds something the tile IR has no form for: an op of another dialect (left by an upstream pass or written by hand), a tensor constant, or a type outside the tile types. Run tilec's passes before the upstream passes that introduce such ops, or feed `tilec opt` a module that `tilec compile --emit tile` or `--emit tilegpu` could have produced."),
+    ("E0905", "ill-formed tile IR", "A tilec pass was given tile IR whose ops break the rules of the dialect that MLIR's definitions cannot check: operand and result types, shapes and dtypes (a store of an f32 tile into an f16 tensor, a broadcast to an incompatible shape), a value used before it is defined, loop-carried values that change type, a tile without a layout after `tile-layout`, a block of 0 warps. The IR came from a `.mlir` file given to `tilec opt`, a hand edit, or a pass: the message names the op and the rule. Every tilec pass checks its input, so such IR is never lowered to wrong code."),
     ("E0904", "bad pass pipeline", "The `--passes` pipeline of `tilec opt` names a pass that does not exist, gives a pass an option it does not have or a value it does not accept, or is not well bracketed. `tilec passes` lists tilec's passes and their options; `tilec passes --upstream` lists MLIR's passes. Items are separated by commas; options are written `pass{name=value name=value}`; upstream items may nest (`func.func(cse)`)."),
 ];
 
@@ -262,6 +275,17 @@ mod tests {
         assert!(text.contains("error[E0002]: unknown name `z`"), "{text}");
         assert!(text.contains("k.tile:2:9"), "{text}");
         assert!(text.contains('^'), "{text}");
+    }
+
+    #[test]
+    fn offsets_invert_line_columns() {
+        let src = Source::new("k.tile", "ab\ncde\n\nf");
+        for off in 0..src.text.len() {
+            let (l, c) = src.line_col(off);
+            assert_eq!(src.offset(l, c), Some(off), "{off}");
+        }
+        assert_eq!(src.offset(2, 9), None);
+        assert_eq!(src.offset(9, 1), None);
     }
 
     #[test]

@@ -138,6 +138,11 @@ impl Layout {
         }
     }
 
+    /// The rank of the tiles this layout lays out.
+    pub fn rank(&self) -> usize {
+        self.blocked().rank()
+    }
+
     /// Registers per thread along each dimension for a tile of `shape`.
     pub fn reg_counts(&self, shape: &[i64]) -> Vec<i64> {
         match self {

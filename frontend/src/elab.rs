@@ -107,7 +107,8 @@ type R<T> = Result<T, Diagnostic>;
 /// Which elementwise op a binary operator becomes.
 #[derive(Clone, Copy, Debug)]
 enum Emit {
-    Bin(BinOp),
+    /// Binary arithmetic, with the math options of `truediv`.
+    Bin(BinOp, MathFlags),
     Cmp(CmpPred),
     Logic(LogicOp),
 }
@@ -959,7 +960,14 @@ impl Cx<'_> {
                 let id = self.value_id(&v);
                 let ty = self.func.ty(id).clone();
                 if ty.dtype().is_float() {
-                    Ok(wrap(&v, self.func.push(OpKind::Unary(UnOp::Neg, id), ty, Some(span))))
+                    Ok(wrap(
+                        &v,
+                        self.func.push(
+                            OpKind::Unary { op: UnOp::Neg, value: id, flags: MathFlags::default() },
+                            ty,
+                            Some(span),
+                        ),
+                    ))
                 } else {
                     self.binary(AB::Sub, Val::Int(0), v, span, span, span)
                 }
@@ -1037,11 +1045,11 @@ impl Cx<'_> {
             }));
         }
         let emit = match op {
-            AB::Add => Emit::Bin(BinOp::Add),
-            AB::Sub => Emit::Bin(BinOp::Sub),
-            AB::Mul => Emit::Bin(BinOp::Mul),
-            AB::Div | AB::FloorDiv => Emit::Bin(BinOp::Div),
-            AB::Rem => Emit::Bin(BinOp::Rem),
+            AB::Add => Emit::Bin(BinOp::Add, MathFlags::default()),
+            AB::Sub => Emit::Bin(BinOp::Sub, MathFlags::default()),
+            AB::Mul => Emit::Bin(BinOp::Mul, MathFlags::default()),
+            AB::Div | AB::FloorDiv => Emit::Bin(BinOp::Div, MathFlags::default()),
+            AB::Rem => Emit::Bin(BinOp::Rem, MathFlags::default()),
             AB::Eq => Emit::Cmp(CmpPred::Eq),
             AB::Ne => Emit::Cmp(CmpPred::Ne),
             AB::Lt => Emit::Cmp(CmpPred::Lt),
@@ -1090,7 +1098,7 @@ impl Cx<'_> {
         }
         let result_dtype = if matches!(emit, Emit::Cmp(_)) { DType::I1 } else { d };
         let make = move |x: ValueId, y: ValueId| match emit {
-            Emit::Bin(b) => OpKind::Binary(b, x, y),
+            Emit::Bin(b, flags) => OpKind::Binary { op: b, lhs: x, rhs: y, flags },
             Emit::Cmp(p) => OpKind::Cmp(p, x, y),
             Emit::Logic(l) => OpKind::Logic(l, x, y),
         };
@@ -1266,7 +1274,7 @@ impl Cx<'_> {
                 if matches!(x, Val::Poison) || matches!(y, Val::Poison) {
                     return Ok(Val::Poison);
                 }
-                self.arith(Emit::Bin(op), x, y, a.span(0), a.span(1), span, AB::Add)
+                self.arith(Emit::Bin(op, MathFlags::default()), x, y, a.span(0), a.span(1), span, AB::Add)
             }
             "exp" | "exp2" | "log" | "log2" | "sqrt" | "rsqrt" | "tanh" | "sin" | "cos" | "abs" => {
                 let a =
@@ -1313,14 +1321,7 @@ impl Cx<'_> {
                             .with_primary(a.span(0), "not a float")
                             .with_note("cast it first: `.astype(f32)`"));
                         }
-                        // exp/exp2 with default options are the lowered elementwise ops; the
-                        // rest (and any flag) keep the language's options on a math op.
-                        let kind = if matches!(op, UnOp::Exp | UnOp::Exp2) && flags == MathFlags::default() {
-                            OpKind::Unary(op, id)
-                        } else {
-                            OpKind::Math { op, value: id, flags }
-                        };
-                        Ok(wrap(&x, self.func.push(kind, ty, Some(span))))
+                        Ok(wrap(&x, self.func.push(OpKind::Unary { op, value: id, flags }, ty, Some(span))))
                     }
                     other => Err(Diagnostic::error(
                         "E0006",
@@ -1341,7 +1342,14 @@ impl Cx<'_> {
                             return Err(Diagnostic::error("E0008", "`sigmoid` needs a float operand")
                                 .with_primary(a.span(0), "not a float"));
                         }
-                        wrap(&neg, self.func.push(OpKind::Unary(UnOp::Exp, id), ty, Some(span)))
+                        wrap(
+                            &neg,
+                            self.func.push(
+                                OpKind::Unary { op: UnOp::Exp, value: id, flags: MathFlags::default() },
+                                ty,
+                                Some(span),
+                            ),
+                        )
                     }
                     Val::Float(f) => Val::Float(f.exp()),
                     Val::Int(i) => Val::Float((i as f64).exp()),
@@ -1363,18 +1371,7 @@ impl Cx<'_> {
                 if matches!(x, Val::Poison) || matches!(y, Val::Poison) {
                     return Ok(Val::Poison);
                 }
-                let q = self.arith(Emit::Bin(BinOp::Div), x, y, a.span(0), a.span(1), span, AB::Div)?;
-                if flags == MathFlags::default() {
-                    return Ok(q);
-                }
-                // Re-emit the division with the options.
-                let Some(Op { kind: OpKind::Binary(BinOp::Div, l, r), result: Some(res), span: sp }) =
-                    self.func.ops.pop()
-                else {
-                    return Ok(q);
-                };
-                let ty = self.func.ty(res).clone();
-                Ok(wrap(&q, self.func.push(OpKind::TrueDiv { lhs: l, rhs: r, flags }, ty, sp)))
+                self.arith(Emit::Bin(BinOp::Div, flags), x, y, a.span(0), a.span(1), span, AB::Div)
             }
             "arange" => {
                 let a = Args::new(self, args, &[("n", true), ("dtype", false)], name, span)?;
@@ -1555,7 +1552,7 @@ impl Cx<'_> {
             }
             _ => {
                 let op = if name == "min" { BinOp::Min } else { BinOp::Max };
-                self.arith(Emit::Bin(op), x, y, sx, sy, span, AB::Add)
+                self.arith(Emit::Bin(op, MathFlags::default()), x, y, sx, sy, span, AB::Add)
             }
         }
     }

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use tilec_core::host::HostTensor;
 pub mod reference;
 
-use tilec_core::tir::{BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::tir::{BinOp, CmpPred, Func, LogicOp, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
 use tilec_core::DType;
 
 /// A launch argument of the interpreter.
@@ -286,16 +286,18 @@ impl Machine<'_> {
                 let n: i64 = self.rty(op)?.shape().iter().product();
                 self.set(op, V::Tile(vec![x; n as usize]))
             }
-            OpKind::Binary(b, x, y) => {
+            OpKind::Binary { op: BinOp::Div, lhs, rhs, flags } if !flags.is_default() => {
+                let f = *flags;
+                let v = self.map2(*lhs, *rhs, |p, q| if f.ftz { ftz(ftz(p) / ftz(q)) } else { p / q })?;
+                self.set(op, v)
+            }
+            OpKind::Binary { op: b, lhs: x, rhs: y, .. } => {
                 let float = self.ty(*x).dtype().is_float();
                 let v = self.map2(*x, *y, |p, q| binop(*b, p, q, float))?;
                 self.set(op, v)
             }
-            OpKind::Unary(u, x) | OpKind::Math { op: u, value: x, .. } => {
-                let flags = match &op.kind {
-                    OpKind::Math { flags, .. } => *flags,
-                    _ => MathFlags::default(),
-                };
+            OpKind::Unary { op: u, value: x, flags } => {
+                let flags = *flags;
                 let v = self.map1(*x, |p| {
                     let p = if flags.ftz { ftz(p) } else { p };
                     let r = unop(*u, p);
@@ -305,11 +307,6 @@ impl Machine<'_> {
                         r
                     }
                 })?;
-                self.set(op, v)
-            }
-            OpKind::TrueDiv { lhs, rhs, flags } => {
-                let f = *flags;
-                let v = self.map2(*lhs, *rhs, |p, q| if f.ftz { ftz(ftz(p) / ftz(q)) } else { p / q })?;
                 self.set(op, v)
             }
             OpKind::Cast(x) => {

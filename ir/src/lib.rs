@@ -11,7 +11,7 @@
 
 pub mod reader;
 
-pub use reader::read_func;
+pub use reader::{read_func, read_func_with};
 
 use melior::dialect::DialectRegistry;
 use melior::ir::operation::OperationLike;
@@ -88,15 +88,28 @@ impl Mlir {
         Ok(module)
     }
 
-    /// Parses, verifies and reads back into tile IR the text of `stage` (see [`reader`]).
-    pub fn read(&self, text: &str, stage: &str) -> Result<tilec_core::tir::Func, Diagnostic> {
-        read_func(&self.parse(text, stage)?)
+    /// Parses, verifies and reads back into tile IR the text of `stage` (see [`reader`]);
+    /// with `source`, ops located in it get their spans back.
+    pub fn read(
+        &self,
+        text: &str,
+        stage: &str,
+        source: Option<&tilec_core::Source>,
+    ) -> Result<tilec_core::tir::Func, Diagnostic> {
+        read_func_with(&self.parse(text, stage)?, source)
     }
 
     /// MLIR's own textual form of a module (`tile` ops in the generic syntax, upstream ops in
     /// their custom syntax).
     pub fn print(&self, module: &Module) -> String {
         module.as_operation().to_string()
+    }
+
+    /// MLIR's textual form with every op's location (`loc(…)`), so that spans survive a
+    /// round trip through upstream passes.
+    pub fn print_with_locations(&self, module: &Module) -> String {
+        let flags = melior::ir::operation::OperationPrintingFlags::new().enable_debug_info(true, false);
+        module.as_operation().to_string_with_flags(flags).unwrap_or_else(|_| self.print(module))
     }
 
     /// Runs an upstream textual pipeline (e.g. `builtin.module(canonicalize,cse)`).

@@ -8,21 +8,36 @@
 //! naming the op, never a guess. Values are matched by MLIR's own value identity, so names in
 //! the text do not matter. MLIR keeps no names of function arguments: parameters come back as
 //! `arg0`, `arg1`, … (the ABI keeps the source names; the reader is for passes).
+//!
+//! Op names, predicates, reduction kinds and paddings are read through the tables of
+//! `tilec_core::tir` (the ones the printer uses). With the source the kernel came from, an
+//! op's `loc("file":line:col to line:col)` becomes its span again, so a diagnostic of a
+//! tilec pass that runs after an upstream one still points at the source line.
 
-use melior::ir::attribute::{DenseI32ArrayAttribute, FloatAttribute, IntegerAttribute, StringAttribute};
+use melior::ir::attribute::{
+    AttributeLike, DenseI32ArrayAttribute, DictionaryAttribute, FloatAttribute, IntegerAttribute, StringAttribute,
+};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::OperationLike;
 use melior::ir::{Attribute, BlockRef, Module, OperationRef, RegionLike, Value, ValueLike};
 use std::collections::HashMap;
-use tilec_core::tir::{BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId};
-use tilec_core::{DType, Diagnostic};
+use tilec_core::tir::{
+    is_cast_op, BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId,
+};
+use tilec_core::{DType, Diagnostic, Source, Span};
 
 fn fail(msg: impl Into<String>) -> Diagnostic {
     Diagnostic::error("E0903", msg.into())
 }
 
-/// The one `func.func` of `module` as tile IR.
+/// The one `func.func` of `module` as tile IR (no spans).
 pub fn read_func(module: &Module) -> Result<Func, Diagnostic> {
+    read_func_with(module, None)
+}
+
+/// The one `func.func` of `module` as tile IR; with `source`, the ops' locations in that
+/// file become their spans.
+pub fn read_func_with(module: &Module, source: Option<&Source>) -> Result<Func, Diagnostic> {
     let top = module.as_operation();
     let target = match top.attribute("tile.target") {
         Ok(a) => string_attr(a).ok_or_else(|| fail("module attribute `tile.target` is not a string"))?,
@@ -41,13 +56,15 @@ pub fn read_func(module: &Module) -> Result<Func, Diagnostic> {
     };
     let name = func_op.attribute("sym_name").ok().and_then(string_attr).ok_or_else(|| fail("func without a name"))?;
     let num_warps = func_op.attribute("tile.num_warps").ok().and_then(int_attr).unwrap_or(4);
-    let mut r = Reader { func: Func::new(name, target, num_warps as u32), ids: HashMap::new() };
+    let num_warps =
+        u32::try_from(num_warps).map_err(|_| fail(format!("`tile.num_warps = {num_warps}` is not a warp count")))?;
+    let mut r = Reader { func: Func::new(name, target, num_warps), ids: HashMap::new(), source };
     let region = func_op.region(0).map_err(|_| fail("func without a body"))?;
     let block = region.first_block().ok_or_else(|| fail("func without a body"))?;
     if block.next_in_region().is_some() {
         return Err(fail("a kernel body is one block (no unstructured control flow)"));
     }
-    let divisibility = arg_divisibility(func_op, block.argument_count());
+    let divisibility = arg_divisibility(func_op, block.argument_count())?;
     for (i, div) in divisibility.into_iter().enumerate() {
         let arg: Value = block.argument(i).map_err(|e| fail(e.to_string()))?.into();
         let ty = r.parse_type(&arg)?;
@@ -63,8 +80,9 @@ pub fn read_func(module: &Module) -> Result<Func, Diagnostic> {
     Ok(r.func)
 }
 
-struct Reader {
+struct Reader<'s> {
     func: Func,
+    source: Option<&'s Source>,
     /// MLIR value identity → tile IR value (a lookup table; never iterated).
     ids: HashMap<usize, ValueId>,
 }
@@ -92,72 +110,59 @@ fn i32_array(a: Attribute) -> Option<Vec<u32>> {
     (0..arr.len()).map(|i| arr.element(i).ok().and_then(|x| u32::try_from(x).ok())).collect()
 }
 
-/// `tile.divisibility` of each argument, from the function's `arg_attrs`.
-fn arg_divisibility(func: &OperationRef, n: usize) -> Vec<u32> {
-    let text = func.attribute("arg_attrs").map(|a| a.to_string()).unwrap_or_default();
+/// `tile.divisibility` of each argument, from the function's `arg_attrs` (one dictionary
+/// per argument, in order).
+fn arg_divisibility(func: &OperationRef, n: usize) -> Result<Vec<u32>, Diagnostic> {
     let mut out = vec![1; n];
-    // `[{tile.divisibility = 16 : i32}, {}]`: one dictionary per argument, in order.
-    for (i, dict) in text.trim_start_matches('[').split('}').enumerate().take(n) {
-        if let Some(rest) = dict.split("tile.divisibility = ").nth(1) {
-            out[i] = rest.split(':').next().and_then(|x| x.trim().parse().ok()).unwrap_or(1);
+    let Ok(attrs) = func.attribute("arg_attrs") else { return Ok(out) };
+    for (i, slot) in out.iter_mut().enumerate() {
+        let Some(dict) = array_element(attrs, i).and_then(|a| DictionaryAttribute::try_from(a).ok()) else { continue };
+        if let Some(v) = dict.element_by_name("tile.divisibility") {
+            let d = int_attr(v)
+                .and_then(|x| u32::try_from(x).ok())
+                .filter(|x| x.is_power_of_two() && *x <= 16)
+                .ok_or_else(|| fail(format!("argument {i}: `tile.divisibility = {v}` is not 1, 2, 4, 8 or 16")))?;
+            *slot = d;
         }
     }
-    out
+    Ok(out)
+}
+
+/// Element `i` of an array attribute. (melior 0.27's `ArrayAttribute` conversion tests for a
+/// dense i64 array instead of an array, so the C API is asked directly.)
+fn array_element(a: Attribute, i: usize) -> Option<Attribute> {
+    // SAFETY: `a` is a live attribute of the module's context; the C API is only asked for
+    // an element after it confirmed that `a` is an array with more than `i` elements.
+    unsafe {
+        let raw = a.to_raw();
+        if !mlir_sys::mlirAttributeIsAArray(raw) || i >= mlir_sys::mlirArrayAttrGetNumElements(raw) as usize {
+            return None;
+        }
+        Some(Attribute::from_raw(mlir_sys::mlirArrayAttrGetElement(raw, i as isize)))
+    }
 }
 
 fn padding(a: Attribute) -> Option<Padding> {
-    Some(match string_attr(a)?.as_str() {
-        "zero" => Padding::Zero,
-        "neg_inf" => Padding::NegInf,
-        "pos_inf" => Padding::PosInf,
-        v => Padding::Value(v.parse().ok()?),
-    })
+    Padding::parse(&string_attr(a)?)
 }
 
-fn binop(name: &str) -> Option<BinOp> {
-    Some(match name {
-        "arith.addf" | "arith.addi" => BinOp::Add,
-        "arith.subf" | "arith.subi" => BinOp::Sub,
-        "arith.mulf" | "arith.muli" => BinOp::Mul,
-        "arith.divf" | "arith.floordivsi" => BinOp::Div,
-        "arith.remf" | "arith.remsi" => BinOp::Rem,
-        "arith.maximumf" | "arith.maxsi" => BinOp::Max,
-        "arith.minimumf" | "arith.minsi" => BinOp::Min,
-        _ => return None,
-    })
-}
+impl Reader<'_> {
+    /// The span of an op's `loc("file":l:c to l2:c2)` in the source, if it names it.
+    fn span(&self, op: &OperationRef) -> Option<Span> {
+        let src = self.source?;
+        let loc = op.location();
+        if !loc.is_file_line_col_range() {
+            return None;
+        }
+        let file = loc.file_line_col_range_filename();
+        if file.as_string_ref().as_str().ok()? != src.name {
+            return None;
+        }
+        let start = src.offset(loc.file_line_col_range_start_line(), loc.file_line_col_range_start_column())?;
+        let end = src.offset(loc.file_line_col_range_end_line(), loc.file_line_col_range_end_column())?;
+        Some(Span::new(start, end.max(start)))
+    }
 
-fn unop(name: &str) -> Option<UnOp> {
-    Some(match name {
-        "arith.negf" => UnOp::Neg,
-        "math.exp" => UnOp::Exp,
-        "math.exp2" => UnOp::Exp2,
-        "math.log" => UnOp::Log,
-        "math.log2" => UnOp::Log2,
-        "math.sqrt" => UnOp::Sqrt,
-        "math.rsqrt" => UnOp::Rsqrt,
-        "math.tanh" => UnOp::Tanh,
-        "math.sin" => UnOp::Sin,
-        "math.cos" => UnOp::Cos,
-        "math.absf" => UnOp::Abs,
-        _ => return None,
-    })
-}
-
-/// `arith.cmpi` / `arith.cmpf` predicates (MLIR's enum values) that tile IR has.
-fn predicate(float: bool, p: i64) -> Option<CmpPred> {
-    Some(match (float, p) {
-        (false, 0) | (true, 1) => CmpPred::Eq,
-        (false, 1) | (true, 13) => CmpPred::Ne,
-        (false, 2) | (true, 4) => CmpPred::Lt,
-        (false, 3) | (true, 5) => CmpPred::Le,
-        (false, 4) | (true, 2) => CmpPred::Gt,
-        (false, 5) | (true, 3) => CmpPred::Ge,
-        _ => return None,
-    })
-}
-
-impl Reader {
     fn parse_type(&self, v: &Value) -> Result<Type, Diagnostic> {
         let text = v.r#type().to_string();
         Type::parse_mlir(&text).ok_or_else(|| fail(format!("type `{text}` has no tile-IR form")))
@@ -196,7 +201,7 @@ impl Reader {
         let u32_attr = |n: &str| -> Result<u32, Diagnostic> {
             int_attr(attr(n)?).and_then(|x| u32::try_from(x).ok()).ok_or_else(|| bad(&format!("bad `{n}`")))
         };
-        let flags = MathFlags { ftz: op.has_attribute("tile.ftz"), approx: op.has_attribute("tile.approx") };
+        let flags = MathFlags { ftz: op.has_attribute(MathFlags::FTZ), approx: op.has_attribute(MathFlags::APPROX) };
         let operand_dtype = |i: usize| operands.get(i).map(|v| self.func.ty(*v).dtype());
         let arity = |n: usize| -> Result<(), Diagnostic> {
             if operands.len() == n {
@@ -205,24 +210,14 @@ impl Reader {
                 Err(bad(&format!("expected {n} operands, found {}", operands.len())))
             }
         };
-        let plain = flags == MathFlags::default();
-        let arith = match (binop(name), unop(name)) {
-            // `truediv` with options prints as `arith.divf` with them.
-            (Some(_), _) if name == "arith.divf" && !plain => {
-                arity(2)?;
-                Some(OpKind::TrueDiv { lhs: operands[0], rhs: operands[1], flags })
-            }
+        let arith = match (BinOp::from_arith(name), UnOp::from_mlir(name)) {
             (Some(b), _) => {
                 arity(2)?;
-                Some(OpKind::Binary(b, operands[0], operands[1]))
+                Some(OpKind::Binary { op: b, lhs: operands[0], rhs: operands[1], flags })
             }
             (_, Some(u)) => {
                 arity(1)?;
-                Some(if plain {
-                    OpKind::Unary(u, operands[0])
-                } else {
-                    OpKind::Math { op: u, value: operands[0], flags }
-                })
+                Some(OpKind::Unary { op: u, value: operands[0], flags })
             }
             (None, None) => None,
         };
@@ -254,20 +249,18 @@ impl Reader {
                     arity(1)?;
                     OpKind::Splat(operands[0])
                 }
-                "arith.extf" | "arith.truncf" | "arith.sitofp" | "arith.fptosi" | "arith.extsi" | "arith.trunci" => {
+                n if is_cast_op(n) => {
                     arity(1)?;
                     OpKind::Cast(operands[0])
                 }
                 "tile.reduce" => {
                     arity(1)?;
-                    let kind = match string_attr(attr("kind")?).as_deref() {
-                        Some("max") => ReduceKind::Max,
-                        Some("min") => ReduceKind::Min,
-                        Some("sum") => ReduceKind::Sum,
-                        Some("argmax") => ReduceKind::Argmax,
-                        Some("argmin") => ReduceKind::Argmin,
-                        _ => return Err(bad("unknown reduction kind")),
-                    };
+                    let kind = string_attr(attr("kind")?).as_deref().and_then(ReduceKind::parse).ok_or_else(|| {
+                        bad(&format!(
+                            "unknown reduction kind (one of {})",
+                            ReduceKind::names().collect::<Vec<_>>().join(", ")
+                        ))
+                    })?;
                     OpKind::Reduce { kind, axis: u32_attr("axis")?, value: operands[0] }
                 }
                 "tile.broadcast" => {
@@ -324,19 +317,16 @@ impl Reader {
                     arity(2)?;
                     let float = name == "arith.cmpf";
                     let p = int_attr(attr("predicate")?).ok_or_else(|| bad("bad predicate"))?;
-                    let pred = predicate(float, p).ok_or_else(|| bad(&format!("predicate {p} has no tile-IR form")))?;
+                    let pred = CmpPred::from_mlir_number(float, p)
+                        .ok_or_else(|| bad(&format!("predicate {p} has no tile-IR form")))?;
                     OpKind::Cmp(pred, operands[0], operands[1])
                 }
-                "arith.andi" | "arith.ori" | "arith.xori" => {
+                n if LogicOp::from_mlir(n).is_some() => {
                     arity(2)?;
                     if operand_dtype(0) != Some(DType::I1) {
                         return Err(bad("bitwise ops on integers have no tile-IR form (only on i1)"));
                     }
-                    let l = match name {
-                        "arith.andi" => LogicOp::And,
-                        "arith.ori" => LogicOp::Or,
-                        _ => LogicOp::Xor,
-                    };
+                    let l = LogicOp::from_mlir(n).ok_or_else(|| bad("not a logical op"))?;
                     OpKind::Logic(l, operands[0], operands[1])
                 }
                 "arith.select" => {
@@ -366,7 +356,7 @@ impl Reader {
             1 => Some(self.define(op.result(0).map_err(|e| fail(e.to_string()))?.into())?),
             n => return Err(bad(&format!("{n} results"))),
         };
-        Ok(Op { kind, result, span: None })
+        Ok(Op { kind, result, span: self.span(op) })
     }
 
     fn results(&mut self, op: &OperationRef) -> Result<Vec<ValueId>, Diagnostic> {
@@ -399,7 +389,7 @@ impl Reader {
             yields: term.operands,
             results,
         };
-        Ok(Op { kind, result: None, span: None })
+        Ok(Op { kind, result: None, span: self.span(op) })
     }
 
     fn if_op(&mut self, op: &OperationRef, operands: Vec<ValueId>) -> Result<Op, Diagnostic> {
@@ -425,6 +415,6 @@ impl Reader {
             return Err(bad("each branch yields one value per result"));
         }
         let kind = OpKind::If { cond: *cond, then_ops, then_yields, else_ops, else_yields, results };
-        Ok(Op { kind, result: None, span: None })
+        Ok(Op { kind, result: None, span: self.span(op) })
     }
 }

@@ -81,7 +81,8 @@ irdl.dialect @tile {
     irdl.operands(value: %a)
     irdl.results(result: %r)
   }
-  // Reduction along `axis` (kept with extent 1); kind is "max", "min" or "sum".
+  // Reduction along `axis` (kept with extent 1); kind is "max", "min", "sum", "argmax" or
+  // "argmin" (the two index reductions give i32).
   irdl.operation @reduce {
     %a = irdl.base "!builtin.tensor"
     %r = irdl.base "!builtin.tensor"

@@ -16,7 +16,8 @@
 use crate::{PassInfo, PASSES};
 use std::collections::BTreeMap;
 use tilec_core::diag::close_matches;
-use tilec_core::tir::Func;
+use tilec_core::tir::verify::{verify, Level};
+use tilec_core::tir::{Func, PrintOptions};
 use tilec_core::Diagnostic;
 use tilec_ir::Mlir;
 
@@ -217,11 +218,20 @@ pub struct Driver<'m> {
     mlir: &'m Mlir,
     ir: Ir,
     pub facts: Facts,
+    /// The source the kernel's spans index: with it, upstream passes see (and keep) every
+    /// op's location, and the reader turns locations back into spans.
+    source: Option<tilec_core::Source>,
 }
 
 impl<'m> Driver<'m> {
     pub fn new(mlir: &'m Mlir, ir: Ir) -> Driver<'m> {
-        Driver { mlir, ir, facts: Facts::default() }
+        Driver { mlir, ir, facts: Facts::default(), source: None }
+    }
+
+    /// The driver over a kernel whose spans index `source`.
+    pub fn with_source(mut self, source: tilec_core::Source) -> Driver<'m> {
+        self.source = Some(source);
+        self
     }
 
     /// The kernel's current text.
@@ -232,24 +242,35 @@ impl<'m> Driver<'m> {
         }
     }
 
-    fn take_func(&mut self, pass: &str) -> Result<Func, Diagnostic> {
-        match std::mem::replace(&mut self.ir, Ir::Text(String::new())) {
-            Ir::Tile(f) => Ok(f),
+    /// The kernel as tile IR for a tilec pass, checked against the rules of the stage it
+    /// must be in (`E0905`): a pass never works on ill-formed IR.
+    fn take_func(&mut self, pass: &str, level: Level) -> Result<Func, Diagnostic> {
+        let f = match std::mem::replace(&mut self.ir, Ir::Text(String::new())) {
+            Ir::Tile(f) => f,
             Ir::Text(t) => {
-                let f = self.mlir.read(&t, &format!("input of {pass}"));
+                let f = self.mlir.read(&t, &format!("input of {pass}"), self.source.as_ref());
                 self.ir = Ir::Text(t);
-                f
+                f?
             }
-        }
+        };
+        verify(&f, level).map_err(|d| d.with_note(format!("in the input of `{pass}`")))?;
+        Ok(f)
     }
 
     /// Runs one step and verifies its result.
     pub fn run(&mut self, step: &Step) -> Result<(), Diagnostic> {
         match step {
             Step::Upstream { name, text } => {
-                let mut module = self.mlir.parse(&self.text(), &format!("input of {name}"))?;
+                let input = match (&self.ir, &self.source) {
+                    (Ir::Tile(f), Some(src)) => f.to_mlir_with(PrintOptions { locations: Some(src) }),
+                    _ => self.text(),
+                };
+                let mut module = self.mlir.parse(&input, &format!("input of {name}"))?;
                 self.mlir.run_pipeline(&mut module, &format!("builtin.module({text})"))?;
-                self.ir = Ir::Text(self.mlir.print(&module));
+                self.ir = Ir::Text(match self.source {
+                    Some(_) => self.mlir.print_with_locations(&module),
+                    None => self.mlir.print(&module),
+                });
                 Ok(())
             }
             Step::Tilec { pass, .. } => (pass.run)(self, step),
@@ -259,7 +280,7 @@ impl<'m> Driver<'m> {
 
 /// The driver entry of `tile-layout`.
 pub(crate) fn run_tile_layout(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let mut func = d.take_func(step.name())?;
+    let mut func = d.take_func(step.name(), Level::Tile)?;
     if let Ok(n) = step.option("num-warps").parse::<u32>() {
         func.num_warps = n;
     }
@@ -269,6 +290,8 @@ pub(crate) fn run_tile_layout(d: &mut Driver, step: &Step) -> Result<(), Diagnos
     d.facts.report.push(format!("tile-layout: {} warps{note}", r.num_warps));
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-layout: {l}")));
     d.facts.block_threads = Some(r.num_warps * 32);
+    // What the pass guarantees, checked on its output before MLIR sees it.
+    verify(&func, Level::TileGpu).map_err(|e| e.with_note("in the output of `tile-layout` (a compiler bug)"))?;
     d.mlir.parse(&func.to_mlir(), "tilegpu")?;
     d.ir = Ir::Tile(func);
     Ok(())
@@ -276,7 +299,7 @@ pub(crate) fn run_tile_layout(d: &mut Driver, step: &Step) -> Result<(), Diagnos
 
 /// The driver entry of `tile-to-llvm`.
 pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let func = d.take_func(step.name())?;
+    let func = d.take_func(step.name(), Level::TileGpu)?;
     let arch_name = match step.option("arch") {
         "" => func.target.clone(),
         a => a.to_string(),

@@ -369,7 +369,13 @@ mod tests {
         let small = load(&mut f, vec![2, 256]);
         for (t, h) in [(big, 64), (small, 2)] {
             let bc = f.push(OpKind::Broadcast(row), Type::tile(vec![h, 256], DType::F32), None);
-            f.push(OpKind::Binary(tilec_core::tir::BinOp::Add, t, bc), Type::tile(vec![h, 256], DType::F32), None);
+            let add = OpKind::Binary {
+                op: tilec_core::tir::BinOp::Add,
+                lhs: t,
+                rhs: bc,
+                flags: tilec_core::tir::MathFlags::default(),
+            };
+            f.push(add, Type::tile(vec![h, 256], DType::F32), None);
         }
         let rep = run(&mut f).unwrap();
         assert!(rep.lines.iter().any(|l| l == "1 layout conversion(s) through shared memory"), "{rep:?}");

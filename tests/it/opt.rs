@@ -72,3 +72,66 @@ fn the_upstream_list_matches_the_linked_mlir() {
         passes.iter().filter(|u| mlir.check_pipeline(&nested(u)).is_err()).map(|u| u.name).collect();
     assert!(missing.is_empty(), "listed but not registered here: {missing:?}");
 }
+
+#[test]
+fn spans_survive_upstream_passes_as_locations() {
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul.tile");
+    let src = tilec::Source::new("kernels/matmul.tile", std::fs::read_to_string(path).unwrap());
+    let req = tilec_frontend::Request { target: "sm_90a".into(), ..Default::default() };
+    let el = tilec_frontend::check(&src.text, &req).unwrap();
+    // Printed with locations, canonicalised upstream, printed with locations, read back: the
+    // loads keep their spans.
+    let text = el.func.to_mlir_with(tilec_core::tir::PrintOptions { locations: Some(&src) });
+    assert!(text.contains("loc(\"kernels/matmul.tile\":"), "{text}");
+    let mut m = mlir.parse(&text, "tile with locations").unwrap();
+    mlir.run_pipeline(&mut m, "builtin.module(canonicalize,cse)").unwrap();
+    let back =
+        tilec_ir::read_func_with(&mlir.parse(&mlir.print_with_locations(&m), "again").unwrap(), Some(&src)).unwrap();
+    let spans = |f: &tilec_core::tir::Func| {
+        let mut v = vec![];
+        f.walk(&mut |op| {
+            if let tilec_core::tir::OpKind::Load { .. } = op.kind {
+                v.push(op.span)
+            }
+        });
+        v
+    };
+    assert_eq!(spans(&back), spans(&el.func));
+    assert!(spans(&back).iter().all(Option::is_some));
+    // A tilec pass after an upstream one reports at the source line.
+    let steps = parse_pipeline(&mlir, "canonicalize,tile-layout").unwrap();
+    let mut d = Driver::new(&mlir, Ir::Tile(el.func)).with_source(src.clone());
+    d.run(&steps[0]).unwrap();
+    let e = d.run(&steps[1]).unwrap_err();
+    assert_eq!(e.code, "E0900");
+    let rendered = tilec_core::diag::render(&[e], &src);
+    assert!(rendered.contains("kernels/matmul.tile:") && rendered.contains("mma(a, b, acc)"), "{rendered}");
+}
+
+#[test]
+fn the_dialect_definition_and_the_printer_name_the_same_ops() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let irdl = std::fs::read_to_string(root.join("ir/src/tile.irdl.mlir")).unwrap();
+    let mut defined = std::collections::BTreeSet::new();
+    let mut dialect = "";
+    for line in irdl.lines().map(str::trim) {
+        if let Some(d) = line.strip_prefix("irdl.dialect @") {
+            dialect = d.trim_end_matches(" {");
+        }
+        if let Some(op) = line.strip_prefix("irdl.operation @") {
+            defined.insert(format!("{dialect}.{}", op.trim_end_matches(" {")));
+        }
+    }
+    let printer = std::fs::read_to_string(root.join("core/src/tir/print.rs")).unwrap();
+    let printed: std::collections::BTreeSet<String> = printer
+        .split("\\\"")
+        .filter(|s| {
+            (s.starts_with("tile.") || s.starts_with("tilegpu."))
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+        })
+        .map(str::to_string)
+        .collect();
+    assert!(printed.len() >= 18, "{printed:?}");
+    assert_eq!(defined, printed, "ops defined in IRDL vs printed by tir");
+}

@@ -5,7 +5,7 @@
 
 use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::regs::Value;
-use super::{err, math, Lowering};
+use super::{err, Lowering};
 use tilec_core::tir::{BinOp, LogicOp, Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
@@ -73,16 +73,12 @@ impl Lowering<'_> {
     pub(crate) fn elementwise_op(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
         let func = self.func;
         Ok(match &op.kind {
-            OpKind::Binary(b, x, y) => {
+            OpKind::Binary { op: b, lhs: x, rhs: y, .. } => {
                 let d = func.ty(*x).dtype();
                 if let (BinOp::Add, Some(r)) = (b, op.result) {
                     self.affine_sum(r, *x, *y);
                 }
                 self.elementwise(&[*x, *y], |em, a| Ok(binop(em, *b, &a[0], &a[1], d)))?
-            }
-            OpKind::Unary(u, x) => {
-                let d = func.ty(*x).dtype();
-                self.elementwise(&[*x], |em, a| math::unop(em, *u, &a[0], d, false))?
             }
             OpKind::Cast(x) => {
                 let from = func.ty(*x).dtype();

@@ -147,11 +147,11 @@ pub(crate) fn unop(em: &mut Emitter, op: UnOp, a: &Reg, d: DType, approx: bool) 
 }
 
 impl Lowering<'_> {
-    /// `Math` (a unary op with the language's flags) and `TrueDiv`.
+    /// Unary ops with the language's flags, and a division with them (`truediv`).
     pub(crate) fn math_op(&mut self, kind: &OpKind) -> Result<Value, Diagnostic> {
         let func = self.func;
         match kind {
-            OpKind::Math { op: u, value, flags } => {
+            OpKind::Unary { op: u, value, flags } => {
                 let d = func.ty(*value).dtype();
                 self.elementwise(&[*value], |em, a| {
                     if !flags.ftz {
@@ -165,7 +165,7 @@ impl Lowering<'_> {
                     Ok(round_from_f32(em, &r, d))
                 })
             }
-            OpKind::TrueDiv { lhs, rhs, flags } => {
+            OpKind::Binary { op: BinOp::Div, lhs, rhs, flags } => {
                 let d = func.ty(*lhs).dtype();
                 self.elementwise(&[*lhs, *rhs], |em, a| {
                     if !flags.approx && !flags.ftz {

@@ -64,7 +64,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use tilec_core::layout::Layout;
 use tilec_core::target::Arch;
-use tilec_core::tir::{Func, Op, OpKind, ReduceKind, Type, ValueId};
+use tilec_core::tir::{BinOp, Func, Op, OpKind, ReduceKind, Type, ValueId};
 use tilec_core::Diagnostic;
 
 /// Largest static shared memory a kernel may declare (the CUDA static limit).
@@ -255,13 +255,11 @@ impl Lowering<'_> {
             OpKind::ConstInt(_) | OpKind::ConstFloat(_) | OpKind::Splat(_) | OpKind::Arange => {
                 self.constant(op, rty.as_ref())?
             }
-            OpKind::Binary(..)
-            | OpKind::Unary(..)
-            | OpKind::Cast(_)
-            | OpKind::Cmp(..)
-            | OpKind::Logic(..)
-            | OpKind::Select { .. } => self.elementwise_op(op, rty.as_ref())?,
-            OpKind::Math { .. } | OpKind::TrueDiv { .. } => self.math_op(&op.kind)?,
+            OpKind::Binary { op: BinOp::Div, flags, .. } if !flags.is_default() => self.math_op(&op.kind)?,
+            OpKind::Unary { .. } => self.math_op(&op.kind)?,
+            OpKind::Binary { .. } | OpKind::Cast(_) | OpKind::Cmp(..) | OpKind::Logic(..) | OpKind::Select { .. } => {
+                self.elementwise_op(op, rty.as_ref())?
+            }
             OpKind::Rand { seed, offsets } => self.rand(*seed, *offsets)?,
             OpKind::Broadcast(x) => self.broadcast(op, *x, rty.as_ref())?,
             OpKind::Reduce { kind, axis, value } => {

@@ -1,0 +1,294 @@
+//! The small enums of the tile IR and their MLIR spellings, one table each. The printer and
+//! the MLIR reader both read these tables, so an op name or a predicate number is written in
+//! exactly one place.
+
+use crate::dtype::DType;
+
+/// Binary arithmetic. On integers `Div` and `Rem` are floor division and modulo (Python).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Max,
+    Min,
+}
+
+/// (op, the `arith` op on floats, the `arith` op on integers).
+const BINOPS: &[(BinOp, &str, &str)] = &[
+    (BinOp::Add, "arith.addf", "arith.addi"),
+    (BinOp::Sub, "arith.subf", "arith.subi"),
+    (BinOp::Mul, "arith.mulf", "arith.muli"),
+    (BinOp::Div, "arith.divf", "arith.floordivsi"),
+    (BinOp::Rem, "arith.remf", "arith.remsi"),
+    (BinOp::Max, "arith.maximumf", "arith.maxsi"),
+    (BinOp::Min, "arith.minimumf", "arith.minsi"),
+];
+
+impl BinOp {
+    /// The `arith` op for this operation on values of `d`.
+    pub fn arith_name(self, d: DType) -> &'static str {
+        let row = BINOPS.iter().find(|r| r.0 == self).unwrap_or(&BINOPS[0]);
+        if d.is_float() {
+            row.1
+        } else {
+            row.2
+        }
+    }
+
+    /// The operation an `arith` op name stands for.
+    pub fn from_arith(name: &str) -> Option<BinOp> {
+        BINOPS.iter().find(|r| r.1 == name || r.2 == name).map(|r| r.0)
+    }
+}
+
+/// Unary arithmetic and the math list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Sin,
+    Cos,
+    Abs,
+}
+
+const UNOPS: &[(UnOp, &str)] = &[
+    (UnOp::Neg, "arith.negf"),
+    (UnOp::Exp, "math.exp"),
+    (UnOp::Exp2, "math.exp2"),
+    (UnOp::Log, "math.log"),
+    (UnOp::Log2, "math.log2"),
+    (UnOp::Sqrt, "math.sqrt"),
+    (UnOp::Rsqrt, "math.rsqrt"),
+    (UnOp::Tanh, "math.tanh"),
+    (UnOp::Sin, "math.sin"),
+    (UnOp::Cos, "math.cos"),
+    (UnOp::Abs, "math.absf"),
+];
+
+impl UnOp {
+    pub fn mlir_name(self) -> &'static str {
+        UNOPS.iter().find(|r| r.0 == self).map(|r| r.1).unwrap_or("math.exp")
+    }
+
+    pub fn from_mlir(name: &str) -> Option<UnOp> {
+        UNOPS.iter().find(|r| r.1 == name).map(|r| r.0)
+    }
+}
+
+/// Per-op math options of the language: `flush_to_zero=true`, `rounding="approx"`.
+/// Printed as discardable attributes `tile.ftz` / `tile.approx` on the arith/math op.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MathFlags {
+    pub ftz: bool,
+    pub approx: bool,
+}
+
+impl MathFlags {
+    /// The attribute names, as printed (`tile.approx` first).
+    pub const APPROX: &'static str = "tile.approx";
+    pub const FTZ: &'static str = "tile.ftz";
+
+    /// ` {tile.approx, tile.ftz}`, or nothing for the defaults.
+    pub fn attr(self) -> String {
+        let mut a = vec![];
+        if self.approx {
+            a.push(Self::APPROX);
+        }
+        if self.ftz {
+            a.push(Self::FTZ);
+        }
+        if a.is_empty() {
+            String::new()
+        } else {
+            format!(" {{{}}}", a.join(", "))
+        }
+    }
+
+    pub fn is_default(self) -> bool {
+        self == MathFlags::default()
+    }
+}
+
+/// Comparison predicates (signed for integers, ordered for floats; `Ne` is unordered on
+/// floats, so that NaN != NaN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpPred {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// (predicate, `arith.cmpf` name, its enum number, `arith.cmpi` name, its enum number).
+const PREDICATES: &[(CmpPred, &str, i64, &str, i64)] = &[
+    (CmpPred::Eq, "oeq", 1, "eq", 0),
+    (CmpPred::Ne, "une", 13, "ne", 1),
+    (CmpPred::Lt, "olt", 4, "slt", 2),
+    (CmpPred::Le, "ole", 5, "sle", 3),
+    (CmpPred::Gt, "ogt", 2, "sgt", 4),
+    (CmpPred::Ge, "oge", 3, "sge", 5),
+];
+
+impl CmpPred {
+    pub fn mlir(self, float: bool) -> &'static str {
+        let row = PREDICATES.iter().find(|r| r.0 == self).unwrap_or(&PREDICATES[0]);
+        if float {
+            row.1
+        } else {
+            row.3
+        }
+    }
+
+    /// The predicate of MLIR's enum number `n` of `arith.cmpf` (`float`) or `arith.cmpi`.
+    pub fn from_mlir_number(float: bool, n: i64) -> Option<CmpPred> {
+        PREDICATES.iter().find(|r| if float { r.2 == n } else { r.4 == n }).map(|r| r.0)
+    }
+}
+
+/// Logical ops on i1 values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogicOp {
+    And,
+    Or,
+    Xor,
+}
+
+const LOGIC: &[(LogicOp, &str)] =
+    &[(LogicOp::And, "arith.andi"), (LogicOp::Or, "arith.ori"), (LogicOp::Xor, "arith.xori")];
+
+impl LogicOp {
+    pub fn mlir_name(self) -> &'static str {
+        LOGIC.iter().find(|r| r.0 == self).map(|r| r.1).unwrap_or("arith.andi")
+    }
+
+    pub fn from_mlir(name: &str) -> Option<LogicOp> {
+        LOGIC.iter().find(|r| r.1 == name).map(|r| r.0)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceKind {
+    Max,
+    Min,
+    Sum,
+    /// Index (i32) of the first maximum.
+    Argmax,
+    /// Index (i32) of the first minimum.
+    Argmin,
+}
+
+const REDUCE_KINDS: &[(ReduceKind, &str)] = &[
+    (ReduceKind::Max, "max"),
+    (ReduceKind::Min, "min"),
+    (ReduceKind::Sum, "sum"),
+    (ReduceKind::Argmax, "argmax"),
+    (ReduceKind::Argmin, "argmin"),
+];
+
+impl ReduceKind {
+    pub fn name(self) -> &'static str {
+        REDUCE_KINDS.iter().find(|r| r.0 == self).map(|r| r.1).unwrap_or("sum")
+    }
+
+    pub fn parse(name: &str) -> Option<ReduceKind> {
+        REDUCE_KINDS.iter().find(|r| r.1 == name).map(|r| r.0)
+    }
+
+    /// Every kind's name, for messages and the dialect definition.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        REDUCE_KINDS.iter().map(|r| r.1)
+    }
+}
+
+/// What an out-of-bounds element of a `load` or `gather` reads as.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Padding {
+    Zero,
+    NegInf,
+    PosInf,
+    Value(f64),
+}
+
+const PADDINGS: &[(&str, Padding)] =
+    &[("zero", Padding::Zero), ("neg_inf", Padding::NegInf), ("pos_inf", Padding::PosInf)];
+
+impl Padding {
+    pub fn value(self) -> f64 {
+        match self {
+            Padding::Zero => 0.0,
+            Padding::NegInf => f64::NEG_INFINITY,
+            Padding::PosInf => f64::INFINITY,
+            Padding::Value(v) => v,
+        }
+    }
+
+    /// The attribute's string: a name, or a float literal for any other value.
+    pub fn name(self) -> String {
+        match PADDINGS.iter().find(|r| r.1 == self) {
+            Some(r) => r.0.to_string(),
+            None => super::float_literal(self.value()),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Padding> {
+        match PADDINGS.iter().find(|r| r.0 == s) {
+            Some(r) => Some(r.1),
+            None => s.parse().ok().map(Padding::Value),
+        }
+    }
+}
+
+/// The `arith` conversion op from `from` to `to`.
+pub fn cast_op(from: DType, to: DType) -> &'static str {
+    match (from.is_float(), to.is_float()) {
+        (true, true) if to.bits() > from.bits() => "arith.extf",
+        (true, true) => "arith.truncf",
+        (false, true) => "arith.sitofp",
+        (true, false) => "arith.fptosi",
+        (false, false) if to.bits() > from.bits() => "arith.extsi",
+        (false, false) => "arith.trunci",
+    }
+}
+
+/// Whether `name` is one of the conversion ops [`cast_op`] produces.
+pub fn is_cast_op(name: &str) -> bool {
+    DType::ALL.iter().any(|&a| DType::ALL.iter().any(|&b| a != b && cast_op(a, b) == name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_table_inverts() {
+        for (op, f, i) in BINOPS {
+            assert_eq!(BinOp::from_arith(f), Some(*op));
+            assert_eq!(BinOp::from_arith(i), Some(*op));
+        }
+        for (op, n) in UNOPS {
+            assert_eq!(UnOp::from_mlir(n), Some(*op));
+        }
+        for (p, _, fnum, _, inum) in PREDICATES {
+            assert_eq!(CmpPred::from_mlir_number(true, *fnum), Some(*p));
+            assert_eq!(CmpPred::from_mlir_number(false, *inum), Some(*p));
+        }
+        for k in ReduceKind::names() {
+            assert_eq!(ReduceKind::parse(k).map(ReduceKind::name), Some(k));
+        }
+        for p in [Padding::Zero, Padding::NegInf, Padding::PosInf, Padding::Value(-2.5)] {
+            assert_eq!(Padding::parse(&p.name()), Some(p));
+        }
+        assert!(is_cast_op("arith.extf") && !is_cast_op("arith.addf"));
+    }
+}

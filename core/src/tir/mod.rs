@@ -1,0 +1,285 @@
+//! The Rust form of a kernel in the `tile` dialect (and, with layouts, `tilegpu`).
+//!
+//! The frontend builds a [`Func`]; [`Func::to_mlir`] prints it in the dialect's textual form,
+//! which MLIR parses and verifies against the IRDL definitions of `tilec-ir`. Passes read and
+//! rewrite this form and print the next stage. Ops are kept in one straight-line list in
+//! definition order; values are numbered densely so that printing is deterministic.
+
+mod attrs;
+mod ops;
+mod print;
+pub mod verify;
+
+pub use attrs::{cast_op, is_cast_op, BinOp, CmpPred, LogicOp, MathFlags, Padding, ReduceKind, UnOp};
+pub use ops::OpKind;
+pub use print::PrintOptions;
+
+use crate::diag::Span;
+use crate::dtype::DType;
+use crate::layout::Layout;
+
+/// An SSA value: an index into [`Func::values`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueId(pub u32);
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Type {
+    /// A global-memory tensor parameter: dynamic shape and strides (in elements).
+    Tensor { dtype: DType, rank: usize },
+    /// A scalar value held by every thread.
+    Scalar(DType),
+    /// A tile: a value-semantics block of elements, with a layout from `tilegpu` on.
+    Tile { shape: Vec<i64>, dtype: DType, layout: Option<Layout> },
+}
+
+impl Type {
+    pub fn tile(shape: Vec<i64>, dtype: DType) -> Type {
+        Type::Tile { shape, dtype, layout: None }
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            Type::Tensor { dtype, .. } | Type::Scalar(dtype) | Type::Tile { dtype, .. } => *dtype,
+        }
+    }
+
+    pub fn shape(&self) -> &[i64] {
+        match self {
+            Type::Tile { shape, .. } => shape,
+            _ => &[],
+        }
+    }
+
+    pub fn layout(&self) -> Option<&Layout> {
+        match self {
+            Type::Tile { layout, .. } => layout.as_ref(),
+            _ => None,
+        }
+    }
+
+    pub fn with_dtype(&self, d: DType) -> Type {
+        match self {
+            Type::Tile { shape, layout, .. } => Type::Tile { shape: shape.clone(), dtype: d, layout: layout.clone() },
+            Type::Scalar(_) => Type::Scalar(d),
+            Type::Tensor { rank, .. } => Type::Tensor { dtype: d, rank: *rank },
+        }
+    }
+
+    /// Reads a type as MLIR prints it (the inverse of [`Type::to_mlir`]); `None` for a type
+    /// the tile IR has no form for.
+    pub fn parse_mlir(text: &str) -> Option<Type> {
+        let text = text.trim();
+        if let Some(inner) = text.strip_prefix("memref<").and_then(|t| t.strip_suffix('>')) {
+            let (shape, _strides) = inner.split_once(", strided<")?;
+            let mut dims: Vec<&str> = shape.split('x').collect();
+            let dtype = DType::parse(dims.pop()?)?;
+            return dims.iter().all(|d| *d == "?").then_some(Type::Tensor { dtype, rank: dims.len() });
+        }
+        if let Some(inner) = text.strip_prefix("tensor<").and_then(|t| t.strip_suffix('>')) {
+            let (shape, layout) = match inner.split_once(", ") {
+                Some((s, l)) => (s, Some(crate::layout::parse_layout(l)?)),
+                None => (inner, None),
+            };
+            let mut dims: Vec<&str> = shape.split('x').collect();
+            let dtype = DType::parse(dims.pop()?)?;
+            let shape = dims.iter().map(|d| d.parse::<i64>().ok().filter(|n| *n > 0)).collect::<Option<Vec<_>>>()?;
+            return Some(Type::Tile { shape, dtype, layout });
+        }
+        match DType::parse(text)? {
+            d if d.name() == text => Some(Type::Scalar(d)),
+            _ => None,
+        }
+    }
+
+    pub fn to_mlir(&self) -> String {
+        match self {
+            Type::Scalar(d) => d.name().to_string(),
+            Type::Tensor { dtype, rank } => {
+                let dims = vec!["?"; *rank].join("x");
+                let strides = vec!["?"; *rank].join(", ");
+                format!("memref<{dims}x{dtype}, strided<[{strides}]>>")
+            }
+            Type::Tile { shape, dtype, layout } => {
+                let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+                match layout {
+                    None => format!("tensor<{}x{dtype}>", dims.join("x")),
+                    Some(l) => format!("tensor<{}x{dtype}, {}>", dims.join("x"), l.to_mlir()),
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Op {
+    pub kind: OpKind,
+    pub result: Option<ValueId>,
+    pub span: Option<Span>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub value: ValueId,
+    /// Largest power of two (in bytes, up to 16) the compiled code may assume divides a
+    /// tensor's base address, extents·itemsize and strides·itemsize but the last (which is 1).
+    /// 1 assumes nothing. Printed as `{tile.divisibility = 16 : i32}`.
+    pub divisibility: u32,
+}
+
+/// One kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Func {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub ops: Vec<Op>,
+    /// Type of each value, indexed by `ValueId`.
+    pub values: Vec<Type>,
+    /// Warps per block requested by the kernel (the layout pass may use fewer).
+    pub num_warps: u32,
+    /// Target the constants were specialised for (`sm_90a`, …).
+    pub target: String,
+}
+
+impl Func {
+    pub fn new(name: impl Into<String>, target: impl Into<String>, num_warps: u32) -> Func {
+        Func { name: name.into(), params: vec![], ops: vec![], values: vec![], num_warps, target: target.into() }
+    }
+
+    pub fn new_value(&mut self, ty: Type) -> ValueId {
+        self.values.push(ty);
+        ValueId(self.values.len() as u32 - 1)
+    }
+
+    pub fn ty(&self, v: ValueId) -> &Type {
+        &self.values[v.0 as usize]
+    }
+
+    pub fn add_param(&mut self, name: &str, ty: Type) -> ValueId {
+        let v = self.new_value(ty);
+        self.params.push(Param { name: name.to_string(), value: v, divisibility: 1 });
+        v
+    }
+
+    /// Appends an op with a result of type `ty`.
+    pub fn push(&mut self, kind: OpKind, ty: Type, span: Option<Span>) -> ValueId {
+        let v = self.new_value(ty);
+        self.ops.push(Op { kind, result: Some(v), span });
+        v
+    }
+
+    pub fn push_void(&mut self, kind: OpKind, span: Option<Span>) {
+        self.ops.push(Op { kind, result: None, span });
+    }
+
+    /// The defining op of each value (params have none).
+    pub fn def_map(&self) -> Vec<Option<usize>> {
+        let mut m = vec![None; self.values.len()];
+        for (i, op) in self.ops.iter().enumerate() {
+            if let Some(r) = op.result {
+                m[r.0 as usize] = Some(i);
+            }
+        }
+        m
+    }
+
+    /// All ops, nested regions included, in printing order.
+    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Op)) {
+        fn go<'a>(ops: &'a [Op], f: &mut impl FnMut(&'a Op)) {
+            for op in ops {
+                f(op);
+                match &op.kind {
+                    OpKind::For { body, .. } => go(body, f),
+                    OpKind::If { then_ops, else_ops, .. } => {
+                        go(then_ops, f);
+                        go(else_ops, f);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        go(&self.ops, f);
+    }
+}
+
+/// A float literal MLIR accepts for `d`: decimal when finite, the bit pattern otherwise.
+pub fn mlir_float(v: f64, d: DType) -> String {
+    if v.is_finite() {
+        float_literal(v)
+    } else {
+        let digits = (d.bits() / 4) as usize;
+        format!("0x{:0digits$X}", d.float_bits(v))
+    }
+}
+
+/// Shortest decimal form that always has a `.` (MLIR's float literal grammar needs one).
+pub fn float_literal(v: f64) -> String {
+    if !v.is_finite() {
+        return if v.is_nan() {
+            "nan".into()
+        } else if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    let s = format!("{v:?}");
+    if s.contains('.') {
+        if let Some((m, e)) = s.split_once('e') {
+            return format!("{m}e{e}");
+        }
+        s
+    } else if let Some((m, e)) = s.split_once('e') {
+        format!("{m}.0e{e}")
+    } else {
+        format!("{s}.0")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_literals_always_have_a_dot() {
+        assert_eq!(float_literal(1.0), "1.0");
+        assert_eq!(float_literal(1e-6), "1e-6".replace("1e", "1.0e"));
+        assert_eq!(float_literal(0.5), "0.5");
+        assert_eq!(mlir_float(f64::NEG_INFINITY, DType::F32), "0xFF800000");
+        assert_eq!(mlir_float(f64::NEG_INFINITY, DType::F16), "0xFC00");
+    }
+
+    #[test]
+    fn type_text_round_trips() {
+        let (b, _) = crate::layout::Blocked::row_major(&[1, 64], 2, 1).unwrap();
+        for t in [
+            Type::Scalar(DType::BF16),
+            Type::Tensor { dtype: DType::F16, rank: 3 },
+            Type::tile(vec![16, 1], DType::I1),
+            Type::Tile { shape: vec![1, 64], dtype: DType::F16, layout: Some(Layout::Blocked(b)) },
+        ] {
+            assert_eq!(Type::parse_mlir(&t.to_mlir()), Some(t.clone()));
+        }
+        for bad in ["tensor<?x4xf32>", "memref<4xf32>", "float", "vector<4xf32>", "tensor<4xf32, #foo>"] {
+            assert_eq!(Type::parse_mlir(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn prints_a_load_store_kernel() {
+        let mut f = Func::new("copy", "sm_90a", 4);
+        let x = f.add_param("x", Type::Tensor { dtype: DType::F16, rank: 2 });
+        let y = f.add_param("y", Type::Tensor { dtype: DType::F16, rank: 2 });
+        let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
+        let z = f.push(OpKind::ConstInt(0), Type::Scalar(DType::I32), None);
+        let t = f.push(
+            OpKind::Load { tensor: x, index: vec![b, z], padding: Padding::Zero, order: vec![0, 1], latency: 0 },
+            Type::tile(vec![1, 128], DType::F16),
+            None,
+        );
+        f.push_void(OpKind::Store { tensor: y, index: vec![b, z], tile: t }, None);
+        let text = f.to_mlir();
+        assert!(text.contains("func.func @copy(%x: memref<?x?xf16, strided<[?, ?]>>"), "{text}");
+        assert!(text.contains("\"tile.store\"(%y, %2, %3, %4)"), "{text}");
+    }
+}

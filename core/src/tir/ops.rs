@@ -1,0 +1,145 @@
+//! The ops of the tile IR (`tile` and `tilegpu` dialects), with their meaning.
+
+use super::attrs::{BinOp, CmpPred, LogicOp, MathFlags, Padding, ReduceKind, UnOp};
+use super::{Op, ValueId};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpKind {
+    /// Block index along an axis of the grid.
+    Bid {
+        axis: u32,
+    },
+    /// Extent of dimension `axis` of a tensor parameter.
+    Dim {
+        tensor: ValueId,
+        axis: u32,
+    },
+    ConstInt(i64),
+    ConstFloat(f64),
+    /// A scalar broadcast to every element of a tile.
+    Splat(ValueId),
+    /// Binary arithmetic; `flags` are the language's math options (`truediv(…, rounding=…)`),
+    /// the defaults for plain operators.
+    Binary {
+        op: BinOp,
+        lhs: ValueId,
+        rhs: ValueId,
+        flags: MathFlags,
+    },
+    /// Unary arithmetic and the math list, with the language's per-op options.
+    Unary {
+        op: UnOp,
+        value: ValueId,
+        flags: MathFlags,
+    },
+    /// Element type conversion (float widths, int↔float).
+    Cast(ValueId),
+    /// Reduction along `axis`, keeping it with extent 1.
+    Reduce {
+        kind: ReduceKind,
+        axis: u32,
+        value: ValueId,
+    },
+    /// Broadcast of extent-1 dimensions to the result shape.
+    Broadcast(ValueId),
+    /// Tile `index` (in units of the tile shape) of the tensor viewed with its dims in
+    /// `order`; out-of-bounds reads `padding`. `latency` (0: none) is the pipelining hint.
+    Load {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        padding: Padding,
+        order: Vec<u32>,
+        latency: u32,
+    },
+    /// Tile `index` of a tensor; out-of-bounds elements are not written.
+    Store {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        tile: ValueId,
+    },
+    /// The elements at per-dimension element-index tiles (broadcast together): a gather.
+    Gather {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        padding: Padding,
+    },
+    /// Writes `tile` at per-dimension element-index tiles; out-of-bounds (e.g. negative)
+    /// indices are skipped, which is how a scatter is masked.
+    Scatter {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        tile: ValueId,
+    },
+    /// `a · b + acc` (a: M×K, b: K×N, acc: M×N).
+    Mma {
+        a: ValueId,
+        b: ValueId,
+        acc: ValueId,
+    },
+    /// `[0, 1, …, N-1]` as an i32 tile.
+    Arange,
+    /// One element of a tensor, as a scalar (`t[i, j]`); out of bounds reads 0.
+    Element {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+    },
+    /// Number of blocks along grid axis `axis`.
+    NumBlocks {
+        axis: u32,
+    },
+    Cmp(CmpPred, ValueId, ValueId),
+    Logic(LogicOp, ValueId, ValueId),
+    /// Elementwise `cond ? a : b`.
+    Select {
+        cond: ValueId,
+        a: ValueId,
+        b: ValueId,
+    },
+    /// Same elements, new shape (row-major order).
+    Reshape(ValueId),
+    /// The same tile in another layout (`tilegpu` only; inserted by `tile-layout` where a
+    /// use needs a layout its operand does not have).
+    ConvertLayout {
+        value: ValueId,
+        /// The shared-memory buffer the tile passes through.
+        scratch: crate::layout::Shared,
+    },
+    Permute {
+        value: ValueId,
+        perm: Vec<u32>,
+    },
+    /// Uniform f32 in [0, 1) from a counter-based RNG (Philox 4x32-10) keyed by `seed`,
+    /// counters from the i32 `offsets` tile.
+    Rand {
+        seed: ValueId,
+        offsets: ValueId,
+    },
+    /// Debug print of scalars and tiles, with a prefix.
+    Print {
+        prefix: String,
+        values: Vec<ValueId>,
+    },
+    /// `for iv in range(lb, ub, step)`, with loop-carried values: `iters` are the block
+    /// arguments inside `body` (initialised from `init`), `yields` their next values,
+    /// `results` their final values.
+    For {
+        lb: ValueId,
+        ub: ValueId,
+        step: ValueId,
+        iv: ValueId,
+        init: Vec<ValueId>,
+        iters: Vec<ValueId>,
+        body: Vec<Op>,
+        yields: Vec<ValueId>,
+        results: Vec<ValueId>,
+    },
+    /// A run-time `if`; each branch yields the values of `results`.
+    If {
+        cond: ValueId,
+        then_ops: Vec<Op>,
+        then_yields: Vec<ValueId>,
+        else_ops: Vec<Op>,
+        else_yields: Vec<ValueId>,
+        results: Vec<ValueId>,
+    },
+}

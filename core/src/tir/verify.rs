@@ -1,0 +1,464 @@
+//! The invariants of the tile IR that MLIR's IRDL definitions cannot state: operand and
+//! result types, shapes and dtypes of each op, definition before use, the structure of
+//! loops and branches, and — from `tilegpu` on — a layout on every tile.
+//!
+//! Every tilec pass verifies its input with [`verify`] before it runs, so IR from a `.mlir`
+//! file, a hand edit or a broken pass is rejected with a diagnostic naming the op and the
+//! rule (`E0905`), never lowered into wrong code: an f32 tile stored into an f16 tensor
+//! would write past the buffer; a block of zero warps would launch nothing.
+
+use super::{Func, Op, OpKind, ReduceKind, Type, ValueId};
+use crate::diag::Diagnostic;
+use crate::dtype::DType;
+
+/// Largest tile the IR may hold, in elements: far above what one block keeps in registers
+/// (256 per thread × 1024 threads), far below what would exhaust memory in a pass.
+pub const MAX_TILE_ELEMENTS: i64 = 1 << 22;
+
+/// The stage a kernel is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// `tile`: no layouts.
+    Tile,
+    /// `tilegpu`: every tile has a layout.
+    TileGpu,
+}
+
+/// Checks `func` against the rules of its ops at `level`.
+pub fn verify(func: &Func, level: Level) -> Result<(), Diagnostic> {
+    if !(1..=32).contains(&func.num_warps) || !func.num_warps.is_power_of_two() {
+        return Err(bad(
+            None,
+            format!("the kernel asks for {} warps; a block has 1, 2, 4, 8, 16 or 32", func.num_warps),
+        ));
+    }
+    for (i, t) in func.values.iter().enumerate() {
+        check_type(func, t, level).map_err(|m| bad(None, format!("value %{i}: {m}")))?;
+    }
+    let mut defined = vec![false; func.values.len()];
+    for p in &func.params {
+        let ok = matches!(func.values.get(p.value.0 as usize), Some(Type::Tensor { .. } | Type::Scalar(_)));
+        if !ok {
+            return Err(bad(None, format!("parameter `{}` is not a tensor or a scalar", p.name)));
+        }
+        define(&mut defined, p.value, None)?;
+    }
+    ops(func, &func.ops, &mut defined)
+}
+
+fn bad(op: Option<&Op>, msg: String) -> Diagnostic {
+    let d = Diagnostic::error("E0905", format!("ill-formed tile IR: {msg}"));
+    match op.and_then(|o| o.span) {
+        Some(s) => d.with_primary(s, "in this operation"),
+        None => d,
+    }
+}
+
+fn check_type(func: &Func, t: &Type, level: Level) -> Result<(), String> {
+    let _ = func;
+    match t {
+        Type::Tensor { rank, .. } if *rank == 0 || *rank > 8 => Err(format!("a tensor of rank {rank}")),
+        Type::Tile { shape, layout, .. } => {
+            if shape.is_empty() || shape.iter().any(|&d| d <= 0) {
+                return Err(format!("a tile of shape {shape:?}"));
+            }
+            let n = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d));
+            if n.is_none_or(|n| n > MAX_TILE_ELEMENTS) {
+                return Err(format!("a tile of shape {shape:?} has more than {MAX_TILE_ELEMENTS} elements"));
+            }
+            match (level, layout) {
+                (Level::TileGpu, None) => {
+                    Err(format!("a tile of shape {shape:?} has no layout: run `tile-layout` before it"))
+                }
+                (Level::TileGpu, Some(l)) if l.rank() != shape.len() => {
+                    Err(format!("a tile of shape {shape:?} with a layout of rank {}", l.rank()))
+                }
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+fn define(defined: &mut [bool], v: ValueId, op: Option<&Op>) -> Result<(), Diagnostic> {
+    match defined.get_mut(v.0 as usize) {
+        Some(d) if !*d => {
+            *d = true;
+            Ok(())
+        }
+        Some(_) => Err(bad(op, format!("%{} is defined twice", v.0))),
+        None => Err(bad(op, format!("%{} has no type", v.0))),
+    }
+}
+
+fn ops(func: &Func, list: &[Op], defined: &mut Vec<bool>) -> Result<(), Diagnostic> {
+    for op in list {
+        check_op(func, op, defined)?;
+    }
+    Ok(())
+}
+
+/// A value is usable where it was defined before, in this region or an enclosing one.
+fn used(func: &Func, defined: &[bool], op: &Op, v: ValueId) -> Result<Type, Diagnostic> {
+    if !defined.get(v.0 as usize).copied().unwrap_or(false) {
+        return Err(bad(Some(op), format!("%{} is used before it is defined", v.0)));
+    }
+    Ok(func.values[v.0 as usize].clone())
+}
+
+fn shape_of(t: &Type) -> Option<&[i64]> {
+    match t {
+        Type::Tile { shape, .. } => Some(shape),
+        _ => None,
+    }
+}
+
+/// Scalars and tiles an elementwise op may combine: equal types (a scalar stands for every
+/// element only through `splat`, so operands agree exactly).
+fn same(a: &Type, b: &Type) -> bool {
+    a.dtype() == b.dtype()
+        && shape_of(a) == shape_of(b)
+        && matches!((a, b), (Type::Scalar(_), Type::Scalar(_)) | (Type::Tile { .. }, Type::Tile { .. }))
+}
+
+fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnostic> {
+    let u = |v: ValueId| used(func, defined, op, v);
+    let fail = |m: String| Err(bad(Some(op), m));
+    let rty = op
+        .result
+        .map(|r| func.values.get(r.0 as usize).cloned().ok_or_else(|| bad(Some(op), "result without a type".into())))
+        .transpose()?;
+    let want_result = !matches!(
+        op.kind,
+        OpKind::Store { .. } | OpKind::Scatter { .. } | OpKind::Print { .. } | OpKind::For { .. } | OpKind::If { .. }
+    );
+    if want_result != rty.is_some() {
+        return fail(if want_result {
+            "the op has no result".into()
+        } else {
+            "the op has a result it cannot have".into()
+        });
+    }
+    let r = rty.clone().unwrap_or(Type::Scalar(DType::I32));
+    let scalar_i32 = |t: &Type| matches!(t, Type::Scalar(DType::I32));
+    match &op.kind {
+        OpKind::Bid { axis } | OpKind::NumBlocks { axis } => {
+            if *axis > 2 || !scalar_i32(&r) {
+                return fail(format!("grid axis {axis} (0, 1 or 2) with an i32 result"));
+            }
+        }
+        OpKind::Dim { tensor, axis } => match u(*tensor)? {
+            Type::Tensor { rank, .. } if (*axis as usize) < rank && scalar_i32(&r) => {}
+            t => return fail(format!("dim {axis} of {} to i32", t.to_mlir())),
+        },
+        OpKind::ConstInt(_) => {
+            if !matches!(r, Type::Scalar(d) if !d.is_float()) {
+                return fail(format!("an integer constant of type {}", r.to_mlir()));
+            }
+        }
+        OpKind::ConstFloat(_) => {
+            if !matches!(r, Type::Scalar(d) if d.is_float()) {
+                return fail(format!("a float constant of type {}", r.to_mlir()));
+            }
+        }
+        OpKind::Splat(x) => {
+            let t = u(*x)?;
+            if !matches!(t, Type::Scalar(d) if d == r.dtype()) || shape_of(&r).is_none() {
+                return fail(format!("splat of {} to {}", t.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Binary { lhs, rhs, flags, .. } => {
+            let (a, b) = (u(*lhs)?, u(*rhs)?);
+            if !same(&a, &b) || !same(&a, &r) {
+                return fail(format!("operands {} and {} to {}", a.to_mlir(), b.to_mlir(), r.to_mlir()));
+            }
+            if !flags.is_default() && !a.dtype().is_float() {
+                return fail("math options (ftz, approx) on integers".into());
+            }
+        }
+        OpKind::Unary { value, .. } => {
+            let a = u(*value)?;
+            if !same(&a, &r) || !a.dtype().is_float() {
+                return fail(format!("a unary op from {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Cast(x) => {
+            let a = u(*x)?;
+            if shape_of(&a) != shape_of(&r) || matches!(a, Type::Tensor { .. }) {
+                return fail(format!("a cast from {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Reduce { kind, axis, value } => {
+            let a = u(*value)?;
+            let Some(s) = shape_of(&a) else { return fail("a reduction of a non-tile".into()) };
+            let mut want = s.to_vec();
+            if (*axis as usize) >= want.len() {
+                return fail(format!("reduction axis {axis} of a rank-{} tile", want.len()));
+            }
+            want[*axis as usize] = 1;
+            let d = if matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin) { DType::I32 } else { a.dtype() };
+            if shape_of(&r) != Some(&want[..]) || r.dtype() != d {
+                return fail(format!("{} of {} along {axis} to {}", kind.name(), a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Broadcast(x) => {
+            let a = u(*x)?;
+            let ok = match (shape_of(&a), shape_of(&r)) {
+                (Some(s), Some(t)) => s.len() == t.len() && s.iter().zip(t).all(|(x, y)| x == y || *x == 1),
+                _ => false,
+            };
+            if !ok || a.dtype() != r.dtype() {
+                return fail(format!("broadcast of {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Load { tensor, index, order, .. } => {
+            let (d, rank) = tensor_of(func, defined, op, *tensor)?;
+            indices(func, defined, op, index, rank)?;
+            let mut o = order.clone();
+            o.sort_unstable();
+            if o != (0..rank as u32).collect::<Vec<_>>() {
+                return fail(format!("order {order:?} is not a permutation of the tensor's {rank} dims"));
+            }
+            if shape_of(&r).map(<[i64]>::len) != Some(rank) || r.dtype() != d {
+                return fail(format!("a load from a rank-{rank} {d} tensor to {}", r.to_mlir()));
+            }
+        }
+        OpKind::Store { tensor, index, tile } => {
+            let (d, rank) = tensor_of(func, defined, op, *tensor)?;
+            indices(func, defined, op, index, rank)?;
+            let t = u(*tile)?;
+            if shape_of(&t).map(<[i64]>::len) != Some(rank) || t.dtype() != d {
+                return fail(format!("a store of {} into a rank-{rank} {d} tensor", t.to_mlir()));
+            }
+        }
+        OpKind::Gather { tensor, index, .. } | OpKind::Element { tensor, index } => {
+            let (d, rank) = tensor_of(func, defined, op, *tensor)?;
+            if index.len() != rank {
+                return fail(format!("{} indices for a rank-{rank} tensor", index.len()));
+            }
+            for i in index {
+                if u(*i)?.dtype() != DType::I32 {
+                    return fail("indices are i32".into());
+                }
+            }
+            if r.dtype() != d {
+                return fail(format!("a {} read from a {d} tensor", r.dtype()));
+            }
+        }
+        OpKind::Scatter { tensor, index, tile } => {
+            let (d, rank) = tensor_of(func, defined, op, *tensor)?;
+            if index.len() != rank {
+                return fail(format!("{} indices for a rank-{rank} tensor", index.len()));
+            }
+            for i in index {
+                if u(*i)?.dtype() != DType::I32 {
+                    return fail("indices are i32".into());
+                }
+            }
+            if u(*tile)?.dtype() != d {
+                return fail(format!("a scatter into a {d} tensor of another dtype"));
+            }
+        }
+        OpKind::Mma { a, b, acc } => {
+            let (ta, tb, tc) = (u(*a)?, u(*b)?, u(*acc)?);
+            let ok = match (shape_of(&ta), shape_of(&tb), shape_of(&tc)) {
+                (Some([m, k]), Some([k2, n]), Some([m2, n2])) => m == m2 && k == k2 && n == n2,
+                _ => false,
+            };
+            if !ok || ta.dtype() != tb.dtype() || !same(&tc, &r) {
+                return fail(format!(
+                    "mma of {}, {} and {} to {}",
+                    ta.to_mlir(),
+                    tb.to_mlir(),
+                    tc.to_mlir(),
+                    r.to_mlir()
+                ));
+            }
+        }
+        OpKind::Arange => {
+            if shape_of(&r).map(<[i64]>::len) != Some(1) || r.dtype() != DType::I32 {
+                return fail(format!("arange to {}", r.to_mlir()));
+            }
+        }
+        OpKind::Cmp(_, x, y) => {
+            let (a, b) = (u(*x)?, u(*y)?);
+            if !same(&a, &b) || shape_of(&a) != shape_of(&r) || r.dtype() != DType::I1 {
+                return fail(format!("a comparison of {} and {} to {}", a.to_mlir(), b.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Logic(_, x, y) => {
+            let (a, b) = (u(*x)?, u(*y)?);
+            if !same(&a, &b) || !same(&a, &r) || a.dtype() != DType::I1 {
+                return fail(format!("a logical op on {} and {}", a.to_mlir(), b.to_mlir()));
+            }
+        }
+        OpKind::Select { cond, a, b } => {
+            let (c, x, y) = (u(*cond)?, u(*a)?, u(*b)?);
+            if c.dtype() != DType::I1 || shape_of(&c) != shape_of(&x) || !same(&x, &y) || !same(&x, &r) {
+                return fail(format!("where({}, {}, {})", c.to_mlir(), x.to_mlir(), y.to_mlir()));
+            }
+        }
+        OpKind::Reshape(x) => {
+            let a = u(*x)?;
+            let n = |t: &Type| shape_of(t).map(|s| s.iter().product::<i64>());
+            if n(&a).is_none() || n(&a) != n(&r) || a.dtype() != r.dtype() {
+                return fail(format!("a reshape of {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::ConvertLayout { value, .. } => {
+            let a = u(*value)?;
+            if shape_of(&a) != shape_of(&r) || a.dtype() != r.dtype() {
+                return fail(format!("a layout conversion of {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Permute { value, perm } => {
+            let a = u(*value)?;
+            let Some(s) = shape_of(&a) else { return fail("a permute of a non-tile".into()) };
+            let mut p = perm.clone();
+            p.sort_unstable();
+            if p != (0..s.len() as u32).collect::<Vec<_>>() {
+                return fail(format!("perm {perm:?} is not a permutation of {} dims", s.len()));
+            }
+            let want: Vec<i64> = perm.iter().map(|&i| s[i as usize]).collect();
+            if shape_of(&r) != Some(&want[..]) || a.dtype() != r.dtype() {
+                return fail(format!("permute {perm:?} of {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Rand { seed, offsets } => {
+            let (s, o) = (u(*seed)?, u(*offsets)?);
+            if !matches!(s, Type::Scalar(d) if !d.is_float())
+                || o.dtype() != DType::I32
+                || shape_of(&o) != shape_of(&r)
+                || r.dtype() != DType::F32
+            {
+                return fail(format!("rand({}, {}) to {}", s.to_mlir(), o.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Print { values, .. } => {
+            for v in values {
+                u(*v)?;
+            }
+        }
+        OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } => {
+            for b in [lb, ub, step] {
+                if !scalar_i32(&u(*b)?) {
+                    return fail("loop bounds and step are i32 scalars".into());
+                }
+            }
+            if init.len() != iters.len() || yields.len() != iters.len() || results.len() != iters.len() {
+                return fail("a loop carries as many values in as out".into());
+            }
+            let init_t = init.iter().map(|v| u(*v)).collect::<Result<Vec<_>, _>>()?;
+            define(defined, *iv, Some(op))?;
+            for it in iters {
+                define(defined, *it, Some(op))?;
+            }
+            ops(func, body, defined)?;
+            for ((i, y), it) in init_t.iter().zip(yields).zip(iters) {
+                let (yt, itt) = (used(func, defined, op, *y)?, func.values[it.0 as usize].clone());
+                if i != &itt || yt != itt {
+                    return fail(format!(
+                        "a loop-carried value changes type: {} in, {} carried, {} yielded",
+                        i.to_mlir(),
+                        itt.to_mlir(),
+                        yt.to_mlir()
+                    ));
+                }
+            }
+            for (res, it) in results.iter().zip(iters) {
+                if func.values.get(res.0 as usize) != func.values.get(it.0 as usize) {
+                    return fail("a loop result has another type than its carried value".into());
+                }
+                define(defined, *res, Some(op))?;
+            }
+        }
+        OpKind::If { cond, then_ops, then_yields, else_ops, else_yields, results } => {
+            if !matches!(u(*cond)?, Type::Scalar(DType::I1)) {
+                return fail("a run-time if tests an i1 scalar".into());
+            }
+            if then_yields.len() != results.len() || else_yields.len() != results.len() {
+                return fail("each branch yields one value per result".into());
+            }
+            ops(func, then_ops, defined)?;
+            ops(func, else_ops, defined)?;
+            for ((t, e), res) in then_yields.iter().zip(else_yields).zip(results) {
+                let (tt, et) = (used(func, defined, op, *t)?, used(func, defined, op, *e)?);
+                let rt = func.values.get(res.0 as usize).cloned();
+                if Some(&tt) != rt.as_ref() || Some(&et) != rt.as_ref() {
+                    return fail("the branches of an if yield values of another type than its results".into());
+                }
+                define(defined, *res, Some(op))?;
+            }
+        }
+    }
+    if let Some(res) = op.result {
+        define(defined, res, Some(op))?;
+    }
+    Ok(())
+}
+
+fn tensor_of(func: &Func, defined: &[bool], op: &Op, t: ValueId) -> Result<(DType, usize), Diagnostic> {
+    match used(func, defined, op, t)? {
+        Type::Tensor { dtype, rank } => Ok((dtype, rank)),
+        other => Err(bad(Some(op), format!("{} is not a tensor", other.to_mlir()))),
+    }
+}
+
+fn indices(func: &Func, defined: &[bool], op: &Op, index: &[ValueId], rank: usize) -> Result<(), Diagnostic> {
+    if index.len() != rank {
+        return Err(bad(Some(op), format!("{} indices for a rank-{rank} tensor", index.len())));
+    }
+    for i in index {
+        if !matches!(used(func, defined, op, *i)?, Type::Scalar(DType::I32)) {
+            return Err(bad(Some(op), "tile indices are i32 scalars".into()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tir::Padding;
+
+    fn kernel(store_dtype: DType) -> Func {
+        let mut f = Func::new("k", "sm_90a", 4);
+        let x = f.add_param("x", Type::Tensor { dtype: DType::F16, rank: 1 });
+        let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
+        let t = f.push(
+            OpKind::Load { tensor: x, index: vec![b], padding: Padding::Zero, order: vec![0], latency: 0 },
+            Type::tile(vec![64], DType::F16),
+            None,
+        );
+        let c = f.push(OpKind::Cast(t), Type::tile(vec![64], store_dtype), None);
+        f.push_void(OpKind::Store { tensor: x, index: vec![b], tile: c }, None);
+        f
+    }
+
+    #[test]
+    fn accepts_a_well_formed_kernel() {
+        verify(&kernel(DType::F16), Level::Tile).unwrap();
+    }
+
+    #[test]
+    fn rejects_a_store_of_another_dtype_and_missing_layouts() {
+        let e = verify(&kernel(DType::F32), Level::Tile).unwrap_err();
+        assert_eq!(e.code, "E0905");
+        assert!(e.message.contains("store of tensor<64xf32> into a rank-1 f16 tensor"), "{}", e.message);
+        let e = verify(&kernel(DType::F16), Level::TileGpu).unwrap_err();
+        assert!(e.message.contains("has no layout"), "{}", e.message);
+    }
+
+    #[test]
+    fn rejects_zero_warps_use_before_definition_and_huge_tiles() {
+        let mut f = kernel(DType::F16);
+        f.num_warps = 0;
+        assert!(verify(&f, Level::Tile).unwrap_err().message.contains("0 warps"));
+        let mut f = kernel(DType::F16);
+        f.ops.swap(0, 1);
+        assert!(verify(&f, Level::Tile).unwrap_err().message.contains("used before it is defined"));
+        let mut f = kernel(DType::F16);
+        f.values[2] = Type::tile(vec![1 << 30, 1 << 30], DType::F16);
+        assert!(verify(&f, Level::Tile).unwrap_err().message.contains("more than"));
+    }
+}
