@@ -2,10 +2,12 @@
 //!
 //! Needs: a kernel in the `tile` dialect whose tile dims are powers of two.
 //!
-//! Does: picks one `#blocked` layout per full tile shape — 16-byte vectors of the narrowest
-//! dtype that shape (or a shape differing only in unit dims) is loaded or stored with, lanes
-//! along the contiguous dim, warps along the slowest dims first (so that row reductions stay
-//! inside a warp when there are enough rows) — and gives a keepdims reduction result the
+//! Does: picks one `#blocked` layout per full tile shape over all the warps the kernel asks
+//! for — 16-byte vectors of the narrowest dtype that shape (or a shape differing only in unit
+//! dims) is loaded or stored with (narrower when the tile has fewer than 16 bytes per thread),
+//! lanes along the contiguous dim, warps along the slowest dims first (so that row reductions
+//! stay inside a warp when there are enough rows); a tile smaller than the block is replicated
+//! over the lanes and warps it does not fill — and gives a keepdims reduction result the
 //! `#slice` of its operand's layout. A tile with extent-1 dims that is not a reduction result
 //! (a `full((R, 1), …)`, a row of cos values) takes the slice of a full shape it matches.
 //! Every tile of one shape gets the same layout, loop-carried values and `if` results
@@ -15,10 +17,10 @@
 //! where that is not enough (or a loop-carried value or an `if` result changes layout), a
 //! `tilegpu.convert_layout` is inserted before the use (lowered through shared memory).
 //!
-//! Guarantees: every tile type carries a layout; every broadcast's operand layout is (equivalent
-//! to) the slice of its result's layout; loop-carried and `if` values keep one layout; the
-//! kernel's `num_warps` is the number of warps the layouts use (the hint, or fewer when the
-//! tiles are too small to give each warp its own elements).
+//! Guarantees: every tile type carries a layout; every broadcast's operand places its
+//! elements like the slice of its result's layout; loop-carried and `if` values keep one
+//! layout; every layout spreads over the kernel's `num_warps` warps. Errors point at the op
+//! that produced the offending tile.
 //!
 //! Reports: the layout of each shape, the vector width in bytes, registers per thread, the
 //! number of conversions, ignored load latency hints (no software pipelining yet).
@@ -30,7 +32,7 @@
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout};
 use tilec_core::tir::{Func, Op, OpKind, Type, ValueId};
-use tilec_core::Diagnostic;
+use tilec_core::{Diagnostic, Span};
 
 /// Registers a thread may hold for one tile before the lowering refuses (spills otherwise).
 pub const MAX_REGS_PER_TILE: i64 = 256;
@@ -42,28 +44,30 @@ pub struct LayoutReport {
     pub lines: Vec<String>,
 }
 
-/// Every op, nested regions included, in definition order.
-fn all_ops(func: &Func) -> Vec<Op> {
-    let mut v = vec![];
-    func.walk(&mut |op| v.push(op.clone()));
-    v
-}
-
 /// `shape` without its extent-1 dims (the key under which reshapes share a vector width).
 fn squeeze(shape: &[i64]) -> Vec<i64> {
     shape.iter().copied().filter(|&d| d != 1).collect()
 }
 
-pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
-    // The lowering is the one place that knows what it lowers: ask it before laying out.
-    if let Some(d) = crate::tile_to_llvm::unsupported(func) {
-        return Err(d);
-    }
-    let ops = all_ops(func);
-    // Narrowest memory dtype per shape (loads and stores decide the vector width), keyed by
-    // the squeezed shape so that tiles a reshape connects get the same vectors.
-    let mut mem_bytes: BTreeMap<Vec<i64>, u32> = BTreeMap::new();
-    for op in &ops {
+/// What the pass needs to know about the kernel's ops, gathered in one walk.
+#[derive(Default)]
+struct Facts {
+    /// Narrowest memory dtype per squeezed shape (loads and stores decide the vector width).
+    mem_bytes: BTreeMap<Vec<i64>, u32>,
+    /// Reduction results: value → (operand, axis).
+    reduced: BTreeMap<ValueId, (ValueId, u32)>,
+    /// Broadcasts: (operand, result).
+    broadcasts: Vec<(ValueId, ValueId)>,
+    /// Tile values in definition order, with the operand and axis when a reduction defines them.
+    defined: Vec<(ValueId, Option<(u32, ValueId)>)>,
+    /// The span of the first op producing a tile of each shape (for errors about a shape).
+    shape_spans: BTreeMap<Vec<i64>, Span>,
+    latency_hints: bool,
+}
+
+fn facts(func: &Func) -> Facts {
+    let mut f = Facts::default();
+    func.walk(&mut |op| {
         let t = match &op.kind {
             OpKind::Load { .. } => op.result,
             OpKind::Store { tile, .. } => Some(*tile),
@@ -71,23 +75,53 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         };
         if let Some(t) = t {
             let ty = func.ty(t);
-            let e = mem_bytes.entry(squeeze(ty.shape())).or_insert(16);
+            let e = f.mem_bytes.entry(squeeze(ty.shape())).or_insert(16);
             *e = (*e).min(ty.dtype().bytes());
         }
+        f.latency_hints |= matches!(op.kind, OpKind::Load { latency, .. } if latency > 0);
+        if let (Some(r), Some(span)) = (op.result, op.span) {
+            if let Type::Tile { shape, .. } = func.ty(r) {
+                f.shape_spans.entry(shape.clone()).or_insert(span);
+            }
+        }
+        match &op.kind {
+            OpKind::Reduce { axis, value, .. } => {
+                if let Some(r) = op.result {
+                    f.reduced.insert(r, (*value, *axis));
+                    f.defined.push((r, Some((*axis, *value))));
+                }
+            }
+            OpKind::Broadcast(x) => {
+                if let Some(r) = op.result {
+                    f.broadcasts.push((*x, r));
+                    f.defined.push((r, None));
+                }
+            }
+            OpKind::For { iters, results, .. } => f.defined.extend(iters.iter().chain(results).map(|v| (*v, None))),
+            OpKind::If { results, .. } => f.defined.extend(results.iter().map(|v| (*v, None))),
+            _ => f.defined.extend(op.result.map(|r| (r, None))),
+        }
+    });
+    f
+}
+
+pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
+    // The lowering is the one place that knows what it lowers: ask it before laying out.
+    if let Some(d) = crate::tile_to_llvm::unsupported(func) {
+        return Err(d);
     }
-    let bytes_of = |s: &[i64]| mem_bytes.get(&squeeze(s)).copied().unwrap_or(4).min(4);
+    let facts = facts(func);
+    let at = |d: Diagnostic, shape: &[i64]| match facts.shape_spans.get(shape) {
+        Some(s) => d.with_primary(*s, "this tile"),
+        None => d,
+    };
+    let bytes_of = |s: &[i64]| facts.mem_bytes.get(&squeeze(s)).copied().unwrap_or(4).min(4);
     // Shapes that need a layout of their own: every tile shape that is not the keepdims
     // result of a reduction or an extent-1 operand of a broadcast.
-    let mut reduced = vec![false; func.values.len()];
-    for op in &ops {
-        if let (OpKind::Reduce { .. }, Some(r)) = (&op.kind, op.result) {
-            reduced[r.0 as usize] = true;
-        }
-    }
     let mut full_shapes: Vec<Vec<i64>> = vec![];
     for (i, ty) in func.values.iter().enumerate() {
         if let Type::Tile { shape, .. } = ty {
-            if !reduced[i] && !full_shapes.contains(shape) {
+            if !facts.reduced.contains_key(&ValueId(i as u32)) && !full_shapes.contains(shape) {
                 full_shapes.push(shape.clone());
             }
         }
@@ -107,14 +141,12 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     full_shapes.sort();
 
     // Broadcasts as (full shape the operand is a slice of, sliced dim, result shape).
-    let def_of = |v: ValueId| ops.iter().find(|o| o.result == Some(v));
     let mut broadcasts: Vec<(Vec<i64>, usize, Vec<i64>)> = vec![];
-    for op in &ops {
-        let (OpKind::Broadcast(x), Some(r)) = (&op.kind, op.result) else { continue };
-        let (sx, sr) = (func.ty(*x).shape().to_vec(), func.ty(r).shape().to_vec());
-        let parent = match def_of(*x).map(|o| &o.kind) {
-            Some(OpKind::Reduce { value, axis, .. }) => Some((func.ty(*value).shape().to_vec(), *axis as usize)),
-            _ => slice_parent(&sx, &full_shapes).map(|(d, f)| (f, d)),
+    for (x, r) in &facts.broadcasts {
+        let (sx, sr) = (func.ty(*x).shape().to_vec(), func.ty(*r).shape().to_vec());
+        let parent = match facts.reduced.get(x) {
+            Some((value, axis)) => Some((func.ty(*value).shape().to_vec(), *axis as usize)),
+            None => slice_parent(&sx, &full_shapes).map(|(d, f)| (f, d)),
         };
         if let Some((p, d)) = parent {
             if p != sr {
@@ -123,38 +155,30 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         }
     }
 
-    // Vector widths are capped (as a larger element size) where a row broadcast to tiles of
-    // different heights needs both parents to agree along the row; the first attempt
-    // uses the widest vectors.
+    // Every tile is laid out over all the warps the kernel asks for (tiles smaller than the
+    // block are replicated). Vector widths are capped (as a larger element size) where a row
+    // broadcast to tiles of different heights needs both parents to place the row alike;
+    // the first attempt uses the widest vectors.
+    let warps = i64::from(func.num_warps);
     let mut caps: BTreeMap<Vec<i64>, u32> = BTreeMap::new();
-    let mut warps = i64::from(func.num_warps);
     let mut layouts: BTreeMap<Vec<i64>, Blocked> = BTreeMap::new();
     for _attempt in 0..4 {
-        warps = i64::from(func.num_warps);
-        // Two rounds: the second re-derives every layout with the smallest warp count any
-        // shape could use, so that all tiles of the kernel agree on the block size.
-        for _ in 0..2 {
-            layouts.clear();
-            let mut min_used = warps;
-            for s in &full_shapes {
-                let bytes = bytes_of(s).max(caps.get(&squeeze(s)).copied().unwrap_or(0));
-                let (b, used) = Blocked::row_major(s, bytes, warps).map_err(|e| {
-                    Diagnostic::error("E0020", format!("no layout for tile {s:?}: {e}"))
-                        .with_note("tiles need power-of-two dims and at least 32 elements")
-                })?;
-                min_used = min_used.min(used);
-                layouts.insert(s.clone(), b);
-            }
-            if min_used == warps {
-                break;
-            }
-            warps = min_used;
+        layouts.clear();
+        for s in &full_shapes {
+            let bytes = bytes_of(s).max(caps.get(&squeeze(s)).copied().unwrap_or(0));
+            let b = Blocked::row_major(s, bytes, warps).map_err(|e| {
+                at(Diagnostic::error("E0020", format!("no layout for tile {s:?}: {e}")), s)
+                    .with_note("tiles need power-of-two dims")
+            })?;
+            layouts.insert(s.clone(), b);
         }
         let mut changed = false;
         for (p, d, r) in &broadcasts {
             let (Some(lp), Some(lr)) = (layouts.get(p), layouts.get(r)) else { continue };
             let slice = |b: &Blocked| Layout::Slice { dim: *d, parent: Box::new(Layout::Blocked(b.clone())) };
-            if slice(lp).slice_equivalent(&slice(lr)) {
+            let mut row = p.clone();
+            row[*d] = 1;
+            if slice(lp).same_placement(&slice(lr), &row) {
                 continue;
             }
             let vec = lp.size_per_thread.last().min(lr.size_per_thread.last()).copied().unwrap_or(1);
@@ -174,16 +198,16 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     }
 
     let mut report = LayoutReport { num_warps: warps as u32, lines: vec![] };
-    if ops.iter().any(|op| matches!(op.kind, OpKind::Load { latency, .. } if latency > 0)) {
+    if facts.latency_hints {
         report.lines.push("load latency hints ignored: no software pipelining yet".into());
     }
     for (s, b) in &layouts {
         let l = Layout::Blocked(b.clone());
         let regs = l.regs_per_thread(s);
         if regs > MAX_REGS_PER_TILE {
-            return Err(Diagnostic::error(
-                "E0020",
-                format!("tile {s:?} needs {regs} registers per thread with {warps} warps"),
+            return Err(at(
+                Diagnostic::error("E0020", format!("tile {s:?} needs {regs} registers per thread with {warps} warps")),
+                s,
             )
             .with_note(format!(
                 "the limit is {MAX_REGS_PER_TILE}; use more warps (hints {{ num_warps = … }}) or a smaller tile"
@@ -204,39 +228,32 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         slice_parent(shape, &full)
             .map(|(d, f)| Layout::Slice { dim: d, parent: Box::new(Layout::Blocked(layouts[&f].clone())) })
     };
-    let no_layout = |shape: &[i64]| {
-        Diagnostic::error(
-            "E0900",
-            format!("tile {shape:?} has no layout: a layout conversion would be needed, which is not lowered yet"),
-        )
-    };
 
     // Assign in definition order: reductions take the slice of their operand's layout;
     // every other tile (op results, loop-carried values) the layout of its shape.
-    let mut defined: Vec<(ValueId, Option<(u32, ValueId)>)> = vec![];
-    for op in &ops {
-        match &op.kind {
-            OpKind::Reduce { axis, value, .. } => defined.extend(op.result.map(|r| (r, Some((*axis, *value))))),
-            OpKind::For { iters, results, .. } => defined.extend(iters.iter().chain(results).map(|v| (*v, None))),
-            OpKind::If { results, .. } => defined.extend(results.iter().map(|v| (*v, None))),
-            _ => defined.extend(op.result.map(|r| (r, None))),
-        }
-    }
-    for (value, reduce_of) in defined {
-        let ty = func.ty(value).clone();
+    for (value, reduce_of) in &facts.defined {
+        let ty = func.ty(*value).clone();
         let Type::Tile { shape, dtype, .. } = ty else { continue };
         let layout = match reduce_of {
-            Some((axis, value)) => {
-                let parent = func.ty(value).layout().cloned().ok_or_else(|| {
-                    Diagnostic::error("E0900", "reduction of a tile without a layout is not lowered yet")
+            Some((axis, operand)) => {
+                let parent = func.ty(*operand).layout().cloned().ok_or_else(|| {
+                    at(Diagnostic::error("E0900", "reduction of a tile without a layout is not lowered yet"), &shape)
                 })?;
-                Layout::Slice { dim: axis as usize, parent: Box::new(parent) }
+                Layout::Slice { dim: *axis as usize, parent: Box::new(parent) }
             }
-            None => layout_of(&shape).ok_or_else(|| no_layout(&shape))?,
+            None => layout_of(&shape).ok_or_else(|| {
+                at(
+                    Diagnostic::error(
+                        "E0900",
+                        format!("tile {shape:?} has no layout: a layout conversion would be needed, which is not lowered yet"),
+                    ),
+                    &shape,
+                )
+            })?,
         };
         func.values[value.0 as usize] = Type::Tile { shape, dtype, layout: Some(layout) };
     }
-    // What the lowering relies on: broadcast operands are (equivalent to) the slice of the
+    // What the lowering relies on: broadcast operands have the placement of the slice of the
     // result, loop-carried and `if` values keep one layout. Where they do not, a
     // `convert_layout` (through shared memory) gives the use the layout it needs.
     let ops = std::mem::take(&mut func.ops);
@@ -245,7 +262,6 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     if converts > 0 {
         report.lines.push(format!("{converts} layout conversion(s) through shared memory"));
     }
-    func.num_warps = warps as u32;
     Ok(report)
 }
 
@@ -296,7 +312,7 @@ fn insert_converts(func: &mut Func, ops: Vec<Op>, n: &mut usize) -> Result<Vec<O
                         return Err(d);
                     }
                 };
-                if !func.ty(*x).layout().is_some_and(|l| l.slice_equivalent(&want)) {
+                if !func.ty(*x).layout().is_some_and(|l| l.same_placement(&want, &xs)) {
                     *x = convert(func, &mut out, *x, &want, span);
                     *n += 1;
                 }
@@ -345,10 +361,10 @@ mod tests {
         );
         let _ = f.push(OpKind::Broadcast(r), Type::tile(vec![2, 256], DType::F16), None);
         let rep = run(&mut f).unwrap();
-        assert_eq!(
-            rep.num_warps, 2,
-            "a [2, 256] f16 tile has room for two warps of 8-wide vectors along rows... {rep:?}"
-        );
+        // The block keeps its 4 warps: 512 elements over 128 threads, 4-wide vectors.
+        assert_eq!(rep.num_warps, 4, "{rep:?}");
+        let l = f.ty(t).layout().unwrap().to_linear(&[2, 256]);
+        assert_eq!((l.num_regs(), l.replicated_lanes(), l.replicated_warps()), (4, 0, 0));
         assert!(matches!(f.ty(r).layout(), Some(Layout::Slice { dim: 1, .. })));
     }
 
@@ -385,7 +401,7 @@ mod tests {
         for op in &f.ops {
             if let (OpKind::Broadcast(x), Some(r)) = (&op.kind, op.result) {
                 let want = Layout::Slice { dim: 0, parent: Box::new(f.ty(r).layout().unwrap().clone()) };
-                assert!(f.ty(*x).layout().unwrap().slice_equivalent(&want));
+                assert!(f.ty(*x).layout().unwrap().same_placement(&want, &[1, 256]));
             }
         }
         // The tilegpu text (with its #tilegpu.shared scratch) verifies and reads back.
@@ -404,15 +420,27 @@ mod tests {
     }
 
     #[test]
-    fn tiny_tile_is_rejected() {
+    fn a_tiny_tile_is_replicated_and_stored_once() {
         let mut f = Func::new("k", "sm_90a", 4);
         let x = f.add_param("x", Type::Tensor { dtype: DType::F32, rank: 1 });
         let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
-        f.push(
+        let t = f.push(
             OpKind::Load { tensor: x, index: vec![b], padding: Padding::Zero, order: vec![0], latency: 0 },
             Type::tile(vec![16], DType::F32),
             None,
         );
-        assert_eq!(run(&mut f).unwrap_err().code, "E0020");
+        f.push_void(OpKind::Store { tensor: x, index: vec![b], tile: t }, None);
+        let rep = run(&mut f).unwrap();
+        assert_eq!(rep.num_warps, 4);
+        let l = f.ty(t).layout().unwrap().to_linear(&[16]);
+        assert_eq!((l.replicated_lanes(), l.replicated_warps()), (0b10000, 0b11));
+        let (arch, _) = tilec_core::target::resolve("sm_90a").unwrap();
+        let low = crate::tile_to_llvm::run(&f, arch, None).unwrap();
+        // Only lanes 0-15 of warp 0 store: (lane & 16) == 0 and (warp & 3) == 0.
+        assert!(
+            low.text.contains("llvm.mlir.constant(16 : i32)") && low.text.contains("llvm.mlir.constant(3 : i32)"),
+            "{}",
+            low.text
+        );
     }
 }

@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn type_text_round_trips() {
-        let (b, _) = crate::layout::Blocked::row_major(&[1, 64], 2, 1).unwrap();
+        let b = crate::layout::Blocked::row_major(&[1, 64], 2, 1).unwrap();
         for t in [
             Type::Scalar(DType::BF16),
             Type::Tensor { dtype: DType::F16, rank: 3 },

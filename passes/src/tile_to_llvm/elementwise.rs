@@ -112,16 +112,23 @@ impl Lowering<'_> {
             return Err(err("broadcast without layouts"));
         };
         let src = self.tile(x)?;
-        let n = l.regs_per_thread(ty.shape());
-        let mut idx = Vec::with_capacity(n as usize);
-        for r in 0..n {
-            let mut c = l.reg_coords(ty.shape(), r);
+        // Result register r holds the element of the operand register at the same offset
+        // with the broadcast dims at 0 (tile-layout gave the operand the slice placement).
+        let (lr, lx) = (l.to_linear(ty.shape()), xl.to_linear(xty.shape()));
+        let by_offset = lx.reg_of_offset();
+        let mut idx = Vec::with_capacity(lr.num_regs() as usize);
+        for r in 0..lr.num_regs() {
+            let mut c = lr.reg_offset(r);
             for (d, &e) in xty.shape().iter().enumerate() {
                 if e == 1 {
                     c[d] = 0;
                 }
             }
-            let i = xl.reg_index(xty.shape(), &c) as usize;
+            let i = by_offset
+                .get(&c)
+                .copied()
+                .ok_or_else(|| err("broadcast of a tile whose layout is not the slice of the result's"))?
+                as usize;
             if i >= src.len() {
                 return Err(err("broadcast register out of range"));
             }

@@ -92,6 +92,26 @@ fn element_access(
 }
 
 impl Lowering<'_> {
+    /// Whether this thread is the one that stores a replicated element: its replicated lane
+    /// and warp bits are all clear.
+    pub(crate) fn owner(&mut self, rep_lanes: i64, rep_warps: i64) -> Reg {
+        let zero = self.em.ci32(0);
+        let mut pred: Option<Reg> = None;
+        for (id, mask) in [(self.lane.clone(), rep_lanes), (self.warp.clone(), rep_warps)] {
+            if mask == 0 {
+                continue;
+            }
+            let m = self.em.ci32(mask);
+            let bits = self.em.and(&id, &m);
+            let ok = self.em.icmp(ICmp::Eq, &bits, &zero);
+            pred = Some(match pred {
+                None => ok,
+                Some(p) => self.em.and(&p, &ok),
+            });
+        }
+        pred.unwrap_or_else(|| self.em.cint(1, Ty::I1))
+    }
+
     /// `load` and `store`; a store has no value.
     pub(crate) fn global_access(&mut self, kind: &OpKind, rty: Option<&Type>) -> Result<Option<Value>, Diagnostic> {
         match kind {
@@ -163,17 +183,27 @@ impl Lowering<'_> {
             return Err(err("load/store of i1 tiles is not lowered yet"));
         }
         let last = rank - 1;
-        let b = l.blocked().clone();
-        // A slice along the last dim holds one register there: nothing to vectorise.
-        let sliced_last = matches!(&l, tilec_core::layout::Layout::Slice { dim, .. } if *dim == last);
-        let contiguous = b.order.first() == Some(&last) && !sliced_last;
-        let chunk = if t.aligned && contiguous { b.size_per_thread[last].min(16 / bytes).max(1) } else { 1 };
+        let map = l.to_linear(&shape);
+        // Registers contiguous along the last dim: the leading register bases 1, 2, 4, … there.
+        let contiguous = map
+            .regs
+            .iter()
+            .enumerate()
+            .take_while(|(k, b)| b.iter().enumerate().all(|(d, &x)| x == if d == last { 1 << k } else { 0 }))
+            .count();
+        let chunk = if t.aligned { (1i64 << contiguous).min(16 / bytes).max(1) } else { 1 };
+        // Threads holding copies of the tile (a tile smaller than the block) do not store.
+        let (rep_lanes, rep_warps) = (map.replicated_lanes(), map.replicated_warps());
+        let owner = match (&access, rep_lanes | rep_warps) {
+            (Access::Store(_), m) if m != 0 => Some(self.owner(rep_lanes, rep_warps)),
+            _ => None,
+        };
         // Global coordinate of this thread's first element, per dim (i64).
         let mut g = vec![];
         for (dd, &extent) in shape.iter().enumerate() {
             let s = self.em.ci32(extent);
             let o = self.em.mul(&idx[dd], &s);
-            let base = self.thread_base(&l, dd);
+            let base = self.thread_base(&l, &shape, dd);
             let c = self.em.add(&o, &base);
             g.push(self.em.convert("sext", &c, Ty::I64));
         }
@@ -200,7 +230,10 @@ impl Lowering<'_> {
                     Some(p) => self.em.add(&p, &term),
                 });
             }
-            let (Some(pred), Some(lin)) = (inb, lin) else { return Err(err("rank-0 access")) };
+            let (Some(mut pred), Some(lin)) = (inb, lin) else { return Err(err("rank-0 access")) };
+            if let Some(o) = &owner {
+                pred = self.em.and(&pred, o);
+            }
             let addr = self.em.gep(&t.ptr, &lin, &ety);
             let nbytes = chunk * bytes;
             // Access words: 32-bit when the chunk allows, else one 16-bit (or 64-bit) element.

@@ -130,8 +130,8 @@ pub(crate) struct Lowering<'f> {
     aff: BTreeMap<ValueId, Vec<(Reg, i64)>>,
     /// Sums of two bases already emitted.
     base_sums: BTreeMap<(String, String), Reg>,
-    /// Per-layout thread coordinates, cached: (layout text, dim) → i32 value.
-    bases: BTreeMap<(String, usize), Reg>,
+    /// Per-layout thread coordinates, cached: (layout text, dim and its terms) → i32 value.
+    bases: BTreeMap<(String, String), Reg>,
     lane: Reg,
     warp: Reg,
     /// Bytes of `@__tilec_smem` handed out so far.
@@ -328,7 +328,7 @@ impl Lowering<'_> {
                 let ty = rty.ok_or_else(|| err("arange without result"))?;
                 let l = ty.layout().ok_or_else(|| err("arange without layout"))?.clone();
                 let n = l.regs_per_thread(ty.shape());
-                let base = self.thread_base(&l, 0);
+                let base = self.thread_base(&l, ty.shape(), 0);
                 let mut out = vec![];
                 let mut aff = vec![];
                 for r in 0..n {
@@ -346,35 +346,51 @@ impl Lowering<'_> {
         })
     }
 
-    /// Per-dimension thread coordinate `(warp_d * tpw_d + lane_d) * spt_d` (i32), computed
-    /// once per layout and dim in the prologue.
-    fn thread_base(&mut self, l: &Layout, d: usize) -> Reg {
+    /// The thread part of coordinate `d` of a tile of `shape` in layout `l` (i32), computed
+    /// once per layout and dim in the prologue: `(warp_d · 2^lane_bits + lane_d) · unit` when
+    /// the dim's lane bits and warp bits are one run each (every `#blocked` layout), else the
+    /// sum of each run's `((id >> shift) & mask) · base`.
+    fn thread_base(&mut self, l: &Layout, shape: &[i64], d: usize) -> Reg {
         // A slice holds the sliced dim at coordinate 0 in every thread.
-        if matches!(l, Layout::Slice { dim, .. } if *dim == d) {
-            return self.em.ci32(0);
+        let Some(t) = l.dim_terms(shape, d) else { return self.em.ci32(0) };
+        let mut root = l;
+        while let Layout::Slice { parent, .. } = root {
+            root = parent;
         }
-        let key = (Layout::Blocked(l.blocked().clone()).to_mlir(), d);
+        let key = (root.to_mlir(), format!("{d} {t:?}"));
         if let Some(v) = self.bases.get(&key) {
             return v.clone();
         }
-        let b = l.blocked().clone();
-        // Lanes and warps split over dims in `order`, fastest first.
-        let (mut lane_shift, mut warp_shift) = (0u32, 0u32);
-        for &o in &b.order {
-            if o == d {
-                break;
-            }
-            lane_shift += b.threads_per_warp[o].trailing_zeros();
-            warp_shift += b.warps_per_cta[o].trailing_zeros();
-        }
         let (lane, warp) = (self.lane.clone(), self.warp.clone());
-        let lane_d = self.coord_bits(&lane, lane_shift, b.threads_per_warp[d]);
-        let warp_d = self.coord_bits(&warp, warp_shift, b.warps_per_cta[d]);
-        let tpw = self.em.ci32(b.threads_per_warp[d]);
-        let spt = self.em.ci32(b.size_per_thread[d]);
-        let wt = self.em.def_prologue(Ty::I32, format!("llvm.mul {warp_d}, {tpw} : i32"));
-        let s = self.em.def_prologue(Ty::I32, format!("llvm.add {wt}, {lane_d} : i32"));
-        let r = self.em.def_prologue(Ty::I32, format!("llvm.mul {s}, {spt} : i32"));
+        let lane_bits = t.lane.first().map(|r| r.bits).unwrap_or(0);
+        let factored = t.lane.len() <= 1
+            && t.warp.len() <= 1
+            && t.lane.first().is_none_or(|r| r.base == t.unit)
+            && t.warp.first().is_none_or(|r| r.base == t.unit << lane_bits);
+        let r = if factored {
+            let lane_d = match t.lane.first() {
+                Some(r) => self.coord_bits(&lane, r.shift, 1 << r.bits),
+                None => self.em.ci32(0),
+            };
+            let warp_d = match t.warp.first() {
+                Some(r) => self.coord_bits(&warp, r.shift, 1 << r.bits),
+                None => self.em.ci32(0),
+            };
+            let tpw = self.em.ci32(1 << lane_bits);
+            let spt = self.em.ci32(t.unit);
+            let wt = self.em.def_prologue(Ty::I32, format!("llvm.mul {warp_d}, {tpw} : i32"));
+            let s = self.em.def_prologue(Ty::I32, format!("llvm.add {wt}, {lane_d} : i32"));
+            self.em.def_prologue(Ty::I32, format!("llvm.mul {s}, {spt} : i32"))
+        } else {
+            let mut acc = self.em.ci32(0);
+            for (id, run) in t.lane.iter().map(|r| (&lane, r)).chain(t.warp.iter().map(|r| (&warp, r))) {
+                let bits = self.coord_bits(id, run.shift, 1 << run.bits);
+                let base = self.em.ci32(run.base);
+                let term = self.em.def_prologue(Ty::I32, format!("llvm.mul {bits}, {base} : i32"));
+                acc = self.em.def_prologue(Ty::I32, format!("llvm.add {acc}, {term} : i32"));
+            }
+            acc
+        };
         self.bases.insert(key, r.clone());
         r
     }

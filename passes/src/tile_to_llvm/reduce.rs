@@ -7,7 +7,6 @@ use super::elementwise::binop;
 use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::regs::Value;
 use super::{err, Lowering};
-use tilec_core::layout::Layout;
 use tilec_core::tir::{BinOp, ReduceKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
@@ -53,7 +52,9 @@ fn shfl_bfly(em: &mut Emitter, v: &Reg, d: DType, offset: i64) -> Reg {
 
 impl Lowering<'_> {
     /// Reduces a tile along `axis`: in-thread tree, butterfly shuffles, shared memory across
-    /// warps.
+    /// warps. Works on any layout: the register, lane and warp bits whose bases lie along
+    /// `axis` are the ones combined; bits of copies (zero bases) are not, so a replicated
+    /// tile is not counted twice.
     pub(crate) fn reduce(
         &mut self,
         kind: ReduceKind,
@@ -64,24 +65,28 @@ impl Lowering<'_> {
         let xty = self.func.ty(value).clone();
         let src = self.tile(value)?;
         let xl = xty.layout().ok_or_else(|| err("reduce of a tile without layout"))?.clone();
-        let Layout::Blocked(b) = &xl else { return Err(err("reduction of a sliced tile is not lowered yet")) };
         let l = ty.layout().ok_or_else(|| err("reduce result without layout"))?.clone();
         let (xs, s) = (xty.shape().to_vec(), ty.shape().to_vec());
         let d = ty.dtype();
         let op = combine_op(kind)?;
-        let counts = xl.reg_counts(&xs);
-        let n = l.regs_per_thread(&s);
-        // 1. In-thread: a balanced tree over the registers along `axis`.
+        let (lx, lr) = (xl.to_linear(&xs), l.to_linear(&s));
+        let n = lr.num_regs();
+        // 1. In-thread: a balanced tree over the registers that differ only along `axis`, in
+        //    increasing order along it.
+        let mut groups: std::collections::BTreeMap<Vec<i64>, Vec<(i64, i64)>> = std::collections::BTreeMap::new();
+        for r in 0..lx.num_regs() {
+            let mut o = lx.reg_offset(r);
+            let along = o[axis];
+            o[axis] = 0;
+            groups.entry(o).or_default().push((along, r));
+        }
         let mut vals = vec![];
         for sr in 0..n {
-            let c = l.reg_coords(&s, sr);
-            let mut items: Vec<Reg> = (0..counts[axis])
-                .map(|k| {
-                    let mut cc = c.clone();
-                    cc[axis] = k;
-                    src[xl.reg_index(&xs, &cc) as usize].clone()
-                })
-                .collect();
+            let o = lr.reg_offset(sr);
+            let mut members =
+                groups.get(&o).cloned().ok_or_else(|| err("reduction result register without operand registers"))?;
+            members.sort_unstable();
+            let mut items: Vec<Reg> = members.iter().map(|&(_, r)| src[r as usize].clone()).collect();
             while items.len() > 1 {
                 let mut next = vec![];
                 for pair in items.chunks(2) {
@@ -95,56 +100,46 @@ impl Lowering<'_> {
             }
             vals.push(items.pop().ok_or_else(|| err("empty reduction"))?);
         }
-        // 2. Across lanes: xor-butterfly over the lane bits of `axis`.
-        let mut lane_stride = 1i64;
-        for &o in &b.order {
-            if o == axis {
-                break;
+        // 2. Across lanes: xor-butterfly over the lane bits along `axis`.
+        for (k, b) in lx.lanes.iter().enumerate() {
+            if b[axis] == 0 {
+                continue;
             }
-            lane_stride *= b.threads_per_warp[o];
-        }
-        let mut off = 1;
-        while off < b.threads_per_warp[axis] {
             for v in vals.iter_mut() {
-                let other = shfl_bfly(&mut self.em, v, d, off * lane_stride);
+                let other = shfl_bfly(&mut self.em, v, d, 1 << k);
                 *v = binop(&mut self.em, op, v, &other, d);
             }
-            off *= 2;
         }
         // 3. Across warps: each warp's partials go to shared memory, then every thread
         //    combines the partials of its rows in warp order (deterministic).
-        let w = b.warps_per_cta[axis];
-        if w <= 1 {
-            return Ok(Value::Tile(vals));
+        let terms = lx.dim_terms(axis);
+        let Some(wrun) = terms.warp.first().copied() else { return Ok(Value::Tile(vals)) };
+        if terms.warp.len() > 1 {
+            return Err(err("a reduction across warps whose warp bits along the axis are not contiguous"));
         }
+        let w = 1i64 << wrun.bits;
         let bytes = i64::from(d.bytes());
         let rows: i64 = s.iter().product();
         let region = self.smem_region(rows * w * bytes)?;
         let base = self.smem_base();
         // This thread's coordinate along `axis` among warps, and whether it is lane 0 there.
-        let mut warp_shift = 0u32;
-        let mut lane_shift = 0u32;
-        for &o in &b.order {
-            if o == axis {
-                break;
-            }
-            warp_shift += b.warps_per_cta[o].trailing_zeros();
-            lane_shift += b.threads_per_warp[o].trailing_zeros();
-        }
         let (warp, lane) = (self.warp.clone(), self.lane.clone());
-        let warp_a = self.coord_bits(&warp, warp_shift, w);
-        let lane_a = self.coord_bits(&lane, lane_shift, b.threads_per_warp[axis]);
+        let warp_a = self.coord_bits(&warp, wrun.shift, w);
+        let lane_a = match terms.lane.first() {
+            Some(r) => self.coord_bits(&lane, r.shift, 1 << r.bits),
+            None => self.coord_bits(&lane, 0, 1),
+        };
         let zero = self.em.ci32(0);
         let writer = self.em.icmp(ICmp::Eq, &lane_a, &zero);
         // Linear row index of each result register (row-major over the result shape).
         let mut row_idx = vec![];
         for sr in 0..n {
-            let off = l.reg_offset(&s, sr);
+            let off = lr.reg_offset(sr);
             let mut lin: Option<Reg> = None;
             let mut stride = 1i64;
             for dd in (0..s.len()).rev() {
                 if dd != axis && s[dd] > 1 {
-                    let tb = self.thread_base(&l, dd);
+                    let tb = self.thread_base(&l, &s, dd);
                     let o = self.em.ci32(off[dd]);
                     let c = self.em.add(&tb, &o);
                     let st = self.em.ci32(stride);

@@ -32,7 +32,7 @@ impl Lowering<'_> {
             OpKind::Reshape(x) => {
                 let xty = self.func.ty(*x).clone();
                 let regs = self.tile(*x)?;
-                let same = |t: &Type| t.layout().and_then(|l| l.squeezed(t.shape()));
+                let same = |t: &Type| t.layout().map(|l| l.to_linear(t.shape()).squeezed());
                 if same(&xty).is_some() && same(&xty) == same(&ty) {
                     // Only unit dims change: the same registers hold the same elements.
                     if let (Some(a), Some(res)) = (self.aff.get(x).cloned(), op.result) {
@@ -86,7 +86,7 @@ impl Lowering<'_> {
     ) -> Vec<Reg> {
         let mut lin = self.em.ci32(region);
         for (dd, s) in st.iter().enumerate() {
-            let tb = self.thread_base(l, dd);
+            let tb = self.thread_base(l, shape, dd);
             let sb = self.em.ci32(s * bytes);
             let t = self.em.mul(&tb, &sb);
             lin = self.em.add(&lin, &t);

@@ -643,3 +643,62 @@ pub const GELU: Spec = Spec {
     },
     peer_config: no_peer,
 };
+
+/// Row maxima and the maximum per block of ROWS rows (kernels/row_max.tile).
+pub const ROW_MAX: Spec = Spec {
+    name: "row_max",
+    file: "row_max.tile",
+    kernel: "row_max",
+    class: Class::Membound,
+    peer_kernel: "row_max",
+    interp_cases: || {
+        vec![
+            Case::new(DType::F32, &[20, 700]).with("ROWS", 8),
+            Case::new(DType::F16, &[5, 33]).with("ROWS", 2).with("BLOCK_N", 64),
+            Case::new(DType::BF16, &[3, 16]).with("ROWS", 1).with("BLOCK_N", 16),
+        ]
+    },
+    gpu_cases: || {
+        let c = |d, m, n, rows| Case::new(d, &[m, n]).with("ROWS", rows);
+        vec![
+            c(DType::F32, 1, 1, 1),
+            c(DType::F16, 7, 33, 8),
+            c(DType::F32, 1000, 999, 8),
+            c(DType::BF16, 4097, 1024, 4),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        let mut m = t_const(c);
+        m.insert("BLOCK_N".into(), ConstArg::Int(pow2_clamped(c.dims[1], 1, i64::MAX)));
+        m
+    },
+    inputs: |c, rng| {
+        let rows = c.konst("ROWS", 8).max(1);
+        let blocks = (c.dims[0] + rows - 1) / rows;
+        vec![
+            normal_tensor(rng, c.dtype, &c.dims, 3.0),
+            poisoned(c.dtype, &[c.dims[0], 1]),
+            poisoned(c.dtype, &[blocks, 1]),
+        ]
+    },
+    outputs: &[1, 2],
+    exact: &[1, 2],
+    reference: |c, a| {
+        let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+        let rows = c.konst("ROWS", 8).max(1) as usize;
+        let x = values(a, 0);
+        let row: Vec<f64> =
+            (0..m).map(|i| x[i * n..(i + 1) * n].iter().copied().fold(f64::NEG_INFINITY, f64::max)).collect();
+        let block = row.chunks(rows).map(|ch| ch.iter().copied().fold(f64::NEG_INFINITY, f64::max)).collect();
+        vec![row, block]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| (c.dims[0] * c.dims[1] + c.dims[0]) as f64 * f64::from(c.dtype.bytes()),
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, n] if *m >= 1 && *n >= 1 => Ok(Case::new(dtype, dims).with("ROWS", 8)),
+        _ => Err(format!("row_max takes MxN, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};

@@ -6,7 +6,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 26] = [
+pub(crate) static ALL: [&Spec; 27] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -19,6 +19,7 @@ pub(crate) static ALL: [&Spec; 26] = [
     &membound::EMBEDDING,
     &membound::GELU,
     &membound::ROPE_TABLE,
+    &membound::ROW_MAX,
     &compute::MATMUL,
     &compute::BMM,
     &compute::GROUP_GEMM,

@@ -1,0 +1,242 @@
+//! Distributed layouts: which thread of a block holds which element of a tile.
+//!
+//! A tile at the `tilegpu` level carries one layout. Each kind is written in the terms its
+//! users know (`#blocked<sizePerThread, threadsPerWarp, warpsPerCTA, order>`, the `#slice` of a
+//! reduction) and converts, for a tile shape, to one generic map ([`LinearLayout`]): bases of
+//! the register, lane and warp bits. The lowering asks only that map — how many registers a
+//! thread holds, the offset of each, the thread part of each dimension, which threads hold
+//! copies — so a new kind (the tensor-core layouts) is a constructor and a conversion, not a
+//! new arm in every lowering helper.
+//!
+//! Tiles smaller than the threads that hold them are replicated (Triton's rule): the bases
+//! that would point past the tile are zero, so several lanes or warps hold the same element.
+//! A `#slice` is replicated along its reduced dimension, which is what lets a row statistic
+//! meet its row again without moving data.
+//!
+//! The element coordinate of register `r` in thread (warp, lane) is a run-time part that
+//! depends only on the thread plus a compile-time part that depends only on the register
+//! (the bits they use are disjoint, [`LinearLayout::check`]). The lowering relies on this
+//! split: addresses are one base pointer per thread plus constant offsets.
+
+mod linear;
+mod shared;
+mod text;
+
+pub use linear::{DimTerms, LinearLayout, Run};
+pub use shared::Shared;
+pub use text::{parse_layout, split_top};
+
+use serde::Serialize;
+
+/// `#tilegpu.blocked<sizePerThread, threadsPerWarp, warpsPerCTA, order>`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Blocked {
+    pub size_per_thread: Vec<i64>,
+    pub threads_per_warp: Vec<i64>,
+    pub warps_per_cta: Vec<i64>,
+    /// Dimensions from fastest to slowest varying (row-major 2-D: `[1, 0]`).
+    pub order: Vec<usize>,
+}
+
+/// A tile layout.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Layout {
+    Blocked(Blocked),
+    /// The parent layout with `dim` reduced to extent 1 (keepdims reduction result),
+    /// replicated along `dim`.
+    Slice {
+        dim: usize,
+        parent: Box<Layout>,
+    },
+}
+
+/// Why no layout could be built for a shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LayoutError {
+    NotPowerOfTwo(Vec<i64>),
+}
+
+impl std::fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LayoutError::NotPowerOfTwo(s) => write!(f, "tile shape {s:?} has a dimension that is not a power of two"),
+        }
+    }
+}
+
+fn is_pow2(x: i64) -> bool {
+    x > 0 && x & (x - 1) == 0
+}
+
+fn log2(x: i64) -> u32 {
+    x.max(1).trailing_zeros()
+}
+
+impl Blocked {
+    /// The default coalesced layout of a row-major tile over `warps` warps: vectors of up to
+    /// 16 bytes along the last dimension (narrower when the tile has fewer elements than 16
+    /// bytes per thread), lanes along the last dimension first, warps along the slowest
+    /// dimensions first (so that rows reduce inside a warp whenever there are enough rows).
+    /// Lanes and warps left over when the tile is smaller than the block hold copies.
+    pub fn row_major(shape: &[i64], elem_bytes: u32, warps: i64) -> Result<Blocked, LayoutError> {
+        if shape.is_empty() || shape.iter().any(|&d| !is_pow2(d)) || !is_pow2(warps) {
+            return Err(LayoutError::NotPowerOfTwo(shape.to_vec()));
+        }
+        let rank = shape.len();
+        let total: i64 = shape.iter().product();
+        let threads = 32 * warps;
+        let vec = (16 / i64::from(elem_bytes.max(1))).clamp(1, shape[rank - 1]).min((total / threads).max(1));
+        let mut spt = vec![1; rank];
+        spt[rank - 1] = vec;
+        let mut tpw = vec![1; rank];
+        let mut left = 32i64;
+        for d in (0..rank).rev() {
+            let t = left.min(shape[d] / spt[d]);
+            tpw[d] = t;
+            left /= t;
+        }
+        // Lanes past the tile hold copies.
+        tpw[0] *= left;
+        let mut wpc = vec![1; rank];
+        let mut wleft = warps;
+        for d in 0..rank {
+            let cap = (shape[d] / (spt[d] * tpw[d])).max(1);
+            let w = wleft.min(cap);
+            wpc[d] = w;
+            wleft /= w;
+        }
+        wpc[0] *= wleft;
+        let order = (0..rank).rev().collect();
+        Ok(Blocked { size_per_thread: spt, threads_per_warp: tpw, warps_per_cta: wpc, order })
+    }
+
+    pub fn rank(&self) -> usize {
+        self.size_per_thread.len()
+    }
+
+    pub fn num_warps(&self) -> i64 {
+        self.warps_per_cta.iter().product()
+    }
+
+    /// Elements covered by one pass of all threads, per dimension.
+    pub fn cta_tile(&self) -> Vec<i64> {
+        (0..self.rank()).map(|d| self.size_per_thread[d] * self.threads_per_warp[d] * self.warps_per_cta[d]).collect()
+    }
+
+    /// The linear map of this layout over a tile of `shape`. Registers: within a vector
+    /// first, then repetitions of the block's tile, dims in `order`; lanes and warps in
+    /// `order`. Bases past the tile are dropped (registers) or zero (lanes, warps: copies).
+    pub fn to_linear(&self, shape: &[i64]) -> LinearLayout {
+        let rank = self.rank();
+        let cta = self.cta_tile();
+        let unit = |d: usize, v: i64| {
+            let mut b = vec![0; rank];
+            if v < shape[d] {
+                b[d] = v;
+            }
+            b
+        };
+        let mut regs = vec![];
+        for &d in &self.order {
+            let reps = (shape[d] / cta[d]).max(1);
+            for k in 0..log2(self.size_per_thread[d]) {
+                regs.push(unit(d, 1 << k));
+            }
+            for k in 0..log2(reps) {
+                regs.push(unit(d, cta[d] << k));
+            }
+        }
+        regs.retain(|b| b.iter().any(|&x| x != 0));
+        let mut lanes = vec![];
+        let mut warps = vec![];
+        for &d in &self.order {
+            for k in 0..log2(self.threads_per_warp[d]) {
+                lanes.push(unit(d, self.size_per_thread[d] << k));
+            }
+            for k in 0..log2(self.warps_per_cta[d]) {
+                warps.push(unit(d, (self.size_per_thread[d] * self.threads_per_warp[d]) << k));
+            }
+        }
+        LinearLayout { shape: shape.to_vec(), regs, lanes, warps }
+    }
+}
+
+impl Layout {
+    /// The rank of the tiles this layout lays out.
+    pub fn rank(&self) -> usize {
+        match self {
+            Layout::Blocked(b) => b.rank(),
+            Layout::Slice { parent, .. } => parent.rank(),
+        }
+    }
+
+    /// Warps the layout spreads a tile over.
+    pub fn num_warps(&self) -> i64 {
+        match self {
+            Layout::Blocked(b) => b.num_warps(),
+            Layout::Slice { parent, .. } => parent.num_warps(),
+        }
+    }
+
+    /// The generic map of this layout over a tile of `shape`.
+    pub fn to_linear(&self, shape: &[i64]) -> LinearLayout {
+        match self {
+            Layout::Blocked(b) => b.to_linear(shape),
+            Layout::Slice { dim, parent } => {
+                let mut pshape = shape.to_vec();
+                pshape[*dim] = 1;
+                parent.to_linear(&pshape).sliced(*dim)
+            }
+        }
+    }
+
+    /// Whether `d` is a dimension this layout reduced away (every thread holds coordinate 0).
+    pub fn is_sliced(&self, d: usize) -> bool {
+        match self {
+            Layout::Blocked(_) => false,
+            Layout::Slice { dim, parent } => *dim == d || parent.is_sliced(d),
+        }
+    }
+
+    /// How the thread part of dimension `d` of a tile of `shape` is computed from the lane
+    /// and warp ids (`None` for a dimension the layout reduced away: coordinate 0 in every
+    /// thread). For `#blocked` layouts the unit is `sizePerThread`.
+    pub fn dim_terms(&self, shape: &[i64], d: usize) -> Option<DimTerms> {
+        if self.is_sliced(d) {
+            return None;
+        }
+        let mut t = self.to_linear(shape).dim_terms(d);
+        let mut l = self;
+        while let Layout::Slice { parent, .. } = l {
+            l = parent;
+        }
+        if let Layout::Blocked(b) = l {
+            t.unit = b.size_per_thread[d];
+        }
+        Some(t)
+    }
+
+    /// Registers one thread holds for a tile of `shape`.
+    pub fn regs_per_thread(&self, shape: &[i64]) -> i64 {
+        self.to_linear(shape).num_regs()
+    }
+
+    /// The compile-time part of the coordinates of register `reg`.
+    pub fn reg_offset(&self, shape: &[i64], reg: i64) -> Vec<i64> {
+        self.to_linear(shape).reg_offset(reg)
+    }
+
+    /// Full coordinates of register `reg` of thread (warp, lane).
+    pub fn coord(&self, shape: &[i64], warp: i64, lane: i64, reg: i64) -> Vec<i64> {
+        self.to_linear(shape).coord(warp, lane, reg)
+    }
+
+    /// Whether two layouts place every element of a tile of `shape` in the same (thread,
+    /// register): then a value moves between them without moving data.
+    pub fn same_placement(&self, other: &Layout, shape: &[i64]) -> bool {
+        self == other || self.to_linear(shape) == other.to_linear(shape)
+    }
+}
+
+#[cfg(test)]
+mod tests;

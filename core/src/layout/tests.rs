@@ -1,0 +1,176 @@
+use super::*;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn shape_strategy() -> impl Strategy<Value = (Vec<i64>, u32, i64)> {
+    (0u32..6, 0u32..14, prop::sample::select(vec![2u32, 4]), prop::sample::select(vec![1i64, 2, 4, 8, 16]))
+        .prop_map(|(r, c, b, w)| (vec![1i64 << r, 1i64 << c], b, w))
+}
+
+/// Every element is held by some thread; a thread holds each of its elements once; the
+/// threads that hold an element are exactly those that differ from one holder in the
+/// replicated lane and warp bits.
+fn check_cover(l: &LinearLayout) -> Result<(), TestCaseError> {
+    prop_assert!(l.check().is_ok(), "{:?}: {}", l, l.check().unwrap_err());
+    let total: i64 = l.shape.iter().product();
+    let (rep_l, rep_w) = (l.replicated_lanes(), l.replicated_warps());
+    let mut owners: BTreeMap<Vec<i64>, Vec<(i64, i64, i64)>> = BTreeMap::new();
+    for w in 0..l.num_warps() {
+        for lane in 0..32 {
+            let mut seen = std::collections::BTreeSet::new();
+            for r in 0..l.num_regs() {
+                let c = l.coord(w, lane, r);
+                prop_assert!(c.iter().zip(&l.shape).all(|(x, s)| *x < *s), "{c:?} outside {:?}", l.shape);
+                prop_assert!(seen.insert(c.clone()), "thread ({w}, {lane}) holds {c:?} twice");
+                owners.entry(c).or_default().push((w, lane, r));
+            }
+        }
+    }
+    prop_assert_eq!(owners.len() as i64, total);
+    let copies = (1i64 << rep_l.count_ones()) * (1i64 << rep_w.count_ones());
+    for (c, holders) in &owners {
+        prop_assert_eq!(holders.len() as i64, copies, "{:?} held {} times", c, holders.len());
+        // Exactly one holder has every replicated bit clear: the one that stores.
+        let canonical = holders.iter().filter(|(w, lane, _)| w & rep_w == 0 && lane & rep_l == 0).count();
+        prop_assert_eq!(canonical, 1);
+    }
+    Ok(())
+}
+
+proptest! {
+    // Every tile of power-of-two dims gets a layout over all the warps asked for; small
+    // tiles are replicated, every element has one storing owner.
+    #[test]
+    fn blocked_covers_every_element((shape, bytes, warps) in shape_strategy()) {
+        let b = Blocked::row_major(&shape, bytes, warps).unwrap();
+        prop_assert_eq!(b.num_warps(), warps);
+        let l = b.to_linear(&shape);
+        check_cover(&l)?;
+        let total: i64 = shape.iter().product();
+        if total >= 32 * warps {
+            // Big enough: no copies, and vectors contiguous along the last dim.
+            prop_assert_eq!(l.replicated_lanes() + l.replicated_warps(), 0);
+            prop_assert_eq!(l.num_regs() * 32 * warps, total);
+            let vec = b.size_per_thread[1];
+            for r in 0..l.num_regs() {
+                prop_assert_eq!(l.reg_offset(r)[1] % vec.max(1), r % vec.max(1));
+            }
+        }
+    }
+
+    // A slice holds, in each thread, exactly the parent rows that thread touches, once.
+    #[test]
+    fn slice_matches_parent_rows((shape, bytes, warps) in shape_strategy()) {
+        let b = Blocked::row_major(&shape, bytes, warps).unwrap();
+        let parent = Layout::Blocked(b);
+        let s = Layout::Slice { dim: 1, parent: Box::new(parent.clone()) };
+        let sshape = vec![shape[0], 1];
+        let (pl, sl) = (parent.to_linear(&shape), s.to_linear(&sshape));
+        check_cover(&sl)?;
+        for w in 0..warps { for lane in 0..32 {
+            let mut rows_parent: Vec<i64> = (0..pl.num_regs()).map(|r| pl.coord(w, lane, r)[0]).collect();
+            rows_parent.sort(); rows_parent.dedup();
+            let mut rows_slice: Vec<i64> = (0..sl.num_regs()).map(|r| sl.coord(w, lane, r)[0]).collect();
+            rows_slice.sort();
+            prop_assert_eq!(&rows_parent, &rows_slice);
+        }}
+        // A slice of a slice (the max of a column of row maxima) is a layout too.
+        let ss = Layout::Slice { dim: 0, parent: Box::new(s) };
+        check_cover(&ss.to_linear(&[1, 1]))?;
+    }
+
+    // Unit dims do not change the default layout: a reshape that adds or drops them is free.
+    #[test]
+    fn row_major_ignores_unit_dims((shape, bytes, warps) in shape_strategy(), at in 0usize..3) {
+        let mut wide = shape.clone();
+        wide.insert(at.min(1), 1);
+        let a = Blocked::row_major(&shape, bytes, warps).unwrap().to_linear(&shape);
+        let b = Blocked::row_major(&wide, bytes, warps).unwrap().to_linear(&wide);
+        prop_assert_eq!(a.squeezed(), b.squeezed());
+    }
+
+    // Every element of a tile has its own slot inside the padded buffer.
+    #[test]
+    fn shared_is_injective_and_in_bounds(dims in prop::collection::vec(1i64..9, 1..4), bytes in prop::sample::select(vec![2u32, 4])) {
+        let s = Shared::for_exchange(&dims, bytes);
+        let st = s.strides(&dims);
+        let mut seen = std::collections::BTreeSet::new();
+        let n: i64 = dims.iter().product();
+        for lin in 0..n {
+            let mut rest = lin;
+            let mut off = 0;
+            for d in (0..dims.len()).rev() {
+                off += (rest % dims[d]) * st[d];
+                rest /= dims[d];
+            }
+            prop_assert!(off < s.size(&dims), "{off} outside {}", s.size(&dims));
+            prop_assert!(seen.insert(off));
+        }
+        prop_assert_eq!(Shared::parse(&s.to_mlir()), Some(s));
+    }
+}
+
+#[test]
+fn softmax_row_layout() {
+    let b = Blocked::row_major(&[1, 4096], 2, 4).unwrap();
+    assert_eq!(b.size_per_thread, vec![1, 8]);
+    assert_eq!(b.threads_per_warp, vec![1, 32]);
+    assert_eq!(b.warps_per_cta, vec![1, 4]);
+    assert_eq!(Layout::Blocked(b).to_mlir(), "#tilegpu.blocked<[1, 8], [1, 32], [1, 4], [1, 0]>");
+}
+
+#[test]
+fn small_tiles_keep_the_warps_and_replicate() {
+    // 1024 f16 over 8 warps: 8-byte vectors instead of 4 idle warps.
+    let b = Blocked::row_major(&[1, 1024], 2, 8).unwrap();
+    assert_eq!((b.size_per_thread[1], b.num_warps()), (4, 8));
+    // A [8] tile over 4 warps: lanes 8..31 and warps 1..3 hold copies.
+    let l = Blocked::row_major(&[8], 4, 4).unwrap().to_linear(&[8]);
+    assert_eq!((l.num_regs(), l.replicated_lanes(), l.replicated_warps()), (1, 0b11000, 0b11));
+    let one = Blocked::row_major(&[1], 4, 2).unwrap().to_linear(&[1]);
+    assert_eq!((one.num_regs(), one.replicated_lanes(), one.replicated_warps()), (1, 31, 1));
+}
+
+#[test]
+fn rope_tables_place_alike() {
+    // cos/sin rows broadcast to q (32 heads) and k (8 heads) with the same warp count.
+    let q = Layout::Blocked(Blocked::row_major(&[32, 64], 2, 2).unwrap());
+    let k = Layout::Blocked(Blocked::row_major(&[8, 64], 2, 2).unwrap());
+    let sq = Layout::Slice { dim: 0, parent: Box::new(q) };
+    let sk = Layout::Slice { dim: 0, parent: Box::new(k) };
+    assert!(sq.same_placement(&sk, &[1, 64]));
+    let q4 = Blocked::row_major(&[1, 1, 32, 64], 2, 2).unwrap().to_linear(&[1, 1, 32, 64]);
+    let q2 = Blocked::row_major(&[32, 64], 2, 2).unwrap().to_linear(&[32, 64]);
+    assert_eq!(q4.squeezed(), q2.squeezed());
+}
+
+#[test]
+fn dim_terms_are_one_lane_and_one_warp_run_for_blocked() {
+    let b = Blocked::row_major(&[16, 256], 2, 8).unwrap();
+    let l = Layout::Blocked(b.clone());
+    for d in 0..2 {
+        let t = l.dim_terms(&[16, 256], d).unwrap();
+        assert!(t.lane.len() <= 1 && t.warp.len() <= 1, "{t:?}");
+        if let Some(r) = t.lane.first() {
+            assert_eq!(r.base, b.size_per_thread[d]);
+            assert_eq!(1 << r.bits, b.threads_per_warp[d]);
+        }
+        assert_eq!(t.unit, b.size_per_thread[d]);
+    }
+}
+
+#[test]
+fn layout_text_round_trips() {
+    let l = Layout::Blocked(Blocked::row_major(&[16, 256], 2, 8).unwrap());
+    let s = Layout::Slice { dim: 1, parent: Box::new(l.clone()) };
+    for x in [l, s] {
+        assert_eq!(parse_layout(&x.to_mlir()), Some(x.clone()));
+    }
+    assert_eq!(parse_layout("#tilegpu.blocked<[1], [32], [1]>"), None);
+    assert_eq!(parse_layout("#tilegpu.blocked<[1, 2], [32], [1], [0]>"), None);
+}
+
+#[test]
+fn rejects_non_power_of_two() {
+    assert!(matches!(Blocked::row_major(&[1, 96], 2, 4), Err(LayoutError::NotPowerOfTwo(_))));
+}
