@@ -173,4 +173,25 @@ pub enum ExprKind {
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
+    /// Height of the expression tree (a leaf is 1), computed as the parser builds it so that
+    /// too deep an expression is rejected before anything recurses over it.
+    pub depth: u32,
+}
+
+impl Expr {
+    /// A node over `kind`, its depth one more than its deepest child's.
+    pub fn new(kind: ExprKind, span: Span) -> Expr {
+        let child = match &kind {
+            ExprKind::Unary(_, e) | ExprKind::Field(e, _) => e.depth,
+            ExprKind::Binary(_, a, b) => a.depth.max(b.depth),
+            ExprKind::Call(f, args) => args.iter().map(|a| a.value.depth).fold(f.depth, u32::max),
+            ExprKind::Index(e, items) => {
+                items.iter().map(|i| if let IndexItem::Expr(x) = i { x.depth } else { 0 }).fold(e.depth, u32::max)
+            }
+            ExprKind::Tuple(es) => es.iter().map(|e| e.depth).max().unwrap_or(0),
+            ExprKind::ByTarget(kvs) => kvs.iter().map(|(_, e)| e.depth).max().unwrap_or(0),
+            _ => 0,
+        };
+        Expr { kind, span, depth: child + 1 }
+    }
 }

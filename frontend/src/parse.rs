@@ -112,6 +112,7 @@ type R<T> = Result<T, Diagnostic>;
 
 /// Parses a whole file.
 pub fn parse_file(text: &str) -> Result<File, Vec<Diagnostic>> {
+    check_nesting(text).map_err(|d| vec![d])?;
     let mut pairs = TileParser::parse(Rule::file, text).map_err(|e| vec![syntax_error(e, text.len())])?;
     let file = pairs.next().ok_or_else(|| vec![internal(Span::default(), "file")])?;
     let mut kernels = vec![];
@@ -260,13 +261,27 @@ fn stmt(p: Pair<Rule>) -> R<Stmt> {
 }
 
 fn expr(p: Pair<Rule>) -> R<Expr> {
+    // The Pratt parser recurses on runs of prefix operators before any node exists to
+    // measure: bound them (and the expression's length) first.
+    let span = span_of(&p);
+    let (mut run, mut longest, mut parts) = (0u32, 0u32, 0u32);
+    for q in p.clone().into_inner() {
+        parts += 1;
+        run = if matches!(q.as_rule(), Rule::neg | Rule::not) { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    if longest > MAX_EXPR_DEPTH || parts > 4 * MAX_EXPR_DEPTH {
+        return Err(Diagnostic::error("E0001", format!("expression nested deeper than {MAX_EXPR_DEPTH} operations"))
+            .with_primary(span, "this expression")
+            .with_note("split it into several `let` statements"));
+    }
     pratt()
         .map_primary(primary)
         .map_prefix(|op, rhs| {
             let rhs = rhs?;
             let span = span_of(&op).to(rhs.span);
             let u = if op.as_rule() == Rule::neg { UnaryOp::Neg } else { UnaryOp::Not };
-            Ok(Expr { kind: ExprKind::Unary(u, Box::new(rhs)), span })
+            node(ExprKind::Unary(u, Box::new(rhs)), span)
         })
         .map_postfix(|lhs, op| {
             let lhs = lhs?;
@@ -286,7 +301,7 @@ fn expr(p: Pair<Rule>) -> R<Expr> {
                 }
                 _ => return Err(internal(span, "postfix")),
             };
-            Ok(Expr { kind, span })
+            node(kind, span)
         })
         .map_infix(|lhs, op, rhs| {
             let (lhs, rhs) = (lhs?, rhs?);
@@ -313,7 +328,7 @@ fn expr(p: Pair<Rule>) -> R<Expr> {
                 Rule::rem => BinOp::Rem,
                 _ => return Err(internal(span, "operator")),
             };
-            Ok(Expr { kind: ExprKind::Binary(b, Box::new(lhs), Box::new(rhs)), span })
+            node(ExprKind::Binary(b, Box::new(lhs), Box::new(rhs)), span)
         })
         .parse(p.into_inner())
 }
@@ -372,7 +387,59 @@ fn primary(p: Pair<Rule>) -> R<Expr> {
         Rule::expr => return expr(p),
         _ => return Err(internal(span, "expression")),
     };
-    Ok(Expr { kind, span })
+    node(kind, span)
+}
+
+/// The deepest expression the parser builds. The elaborator recurses over expressions (and
+/// dropping a tree recurses too): far deeper than any kernel writes, well inside a thread's
+/// stack.
+pub const MAX_EXPR_DEPTH: u32 = 200;
+
+/// The deepest nesting of brackets (`(`, `[`, `{`) the parser accepts: pest's parser recurses
+/// on it, and so do blocks in the elaborator.
+pub const MAX_NESTING: usize = 64;
+
+/// An expression node, or an error when it is deeper than [`MAX_EXPR_DEPTH`].
+fn node(kind: ExprKind, span: Span) -> R<Expr> {
+    let e = Expr::new(kind, span);
+    if e.depth > MAX_EXPR_DEPTH {
+        return Err(Diagnostic::error("E0001", format!("expression nested deeper than {MAX_EXPR_DEPTH} operations"))
+            .with_primary(span, "this expression")
+            .with_note("split it into several `let` statements"));
+    }
+    Ok(e)
+}
+
+/// Rejects bracket nesting deeper than [`MAX_NESTING`] before the parser recurses into it
+/// (strings and comments are skipped).
+fn check_nesting(text: &str) -> Result<(), Diagnostic> {
+    let (mut depth, mut in_str, mut in_comment) = (0usize, false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            '\n' => {
+                in_comment = false;
+                in_str = false;
+            }
+            _ if in_comment => {}
+            '"' => in_str = !in_str,
+            _ if in_str => {}
+            '#' => in_comment = true,
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(Diagnostic::error(
+                        "E0001",
+                        format!("brackets nested deeper than {MAX_NESTING} levels"),
+                    )
+                    .with_primary(Span::new(i, i + 1), "too deep")
+                    .with_note("split the expression with `let`, or the block into several"));
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

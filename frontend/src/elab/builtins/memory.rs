@@ -1,0 +1,304 @@
+//! Memory builtins: `load`, `store`, `gather`, `scatter`, and their index arguments.
+
+use super::super::*;
+
+/// `load(tensor, index, shape, …)`.
+pub(super) fn load(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    cx.load(args, span)
+}
+
+/// `store(tensor, index, tile)`.
+pub(super) fn store(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    cx.store(args, span)
+}
+
+/// `gather(tensor, index)`.
+pub(super) fn gather(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    cx.gather(args, span)
+}
+
+/// `scatter(tensor, index, tile)`.
+pub(super) fn scatter(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    cx.scatter(args, span)
+}
+
+impl Cx<'_> {
+    pub(crate) fn index_values(&mut self, v: Option<&Val>, rank: usize, span: Span) -> R<Vec<ValueId>> {
+        let items = match v {
+            Some(Val::Tuple(t)) => t.clone(),
+            Some(v @ (Val::Int(_) | Val::Scalar(_))) => vec![v.clone()],
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0006",
+                    format!("an index is a tuple of integers, found {}", kind_name(other)),
+                )
+                .with_primary(span, "here"))
+            }
+            None => return Err(Diagnostic::error("E0004", "missing index").with_primary(span, "here")),
+        };
+        if items.len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("index has {} components but the tensor has rank {rank}", items.len()),
+            )
+            .with_primary(span, "here"));
+        }
+        let mut out = vec![];
+        for it in items {
+            match &it {
+                Val::Scalar(id) if self.func.ty(*id).dtype() != DType::I32 => {
+                    return Err(Diagnostic::error(
+                        "E0008",
+                        format!("index components are i32, found {}", self.func.ty(*id).dtype()),
+                    )
+                    .with_primary(span, "cast with .astype(i32)"))
+                }
+                Val::Int(_) | Val::Scalar(_) => out.push(self.materialize(it, DType::I32, span)?),
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0006",
+                        format!("index components are integers, found {}", kind_name(other)),
+                    )
+                    .with_primary(span, "here"))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn tensor_arg(&self, v: Option<&Val>, span: Span) -> R<(ValueId, DType, usize)> {
+        match v {
+            Some(Val::Tensor { value, .. }) => match self.func.ty(*value) {
+                Type::Tensor { dtype, rank } => Ok((*value, *dtype, *rank)),
+                _ => Err(Diagnostic::error("E0006", "expected a tensor").with_primary(span, "here")),
+            },
+            Some(other) => {
+                Err(Diagnostic::error("E0006", format!("expected a tensor parameter, found {}", kind_name(other)))
+                    .with_primary(span, "here"))
+            }
+            None => Err(Diagnostic::error("E0004", "missing tensor").with_primary(span, "here")),
+        }
+    }
+
+    pub(crate) fn load(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
+        let a = Args::new(
+            self,
+            args,
+            &[
+                ("tensor", true),
+                ("index", true),
+                ("shape", true),
+                ("padding", false),
+                ("order", false),
+                ("latency", false),
+            ],
+            "load",
+            span,
+        )?;
+        if a.any_poison() {
+            return Ok(Val::Poison);
+        }
+        let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let order = match a.get(4) {
+            None => (0..rank as u32).collect(),
+            Some(v) => self.permutation(Some(v), rank, a.span(4))?,
+        };
+        let latency = match a.get(5) {
+            None => 0,
+            Some(Val::Int(l)) if (1..=16).contains(l) => *l as u32,
+            Some(v) => {
+                return Err(Diagnostic::error(
+                    "E0014",
+                    format!("latency must be a constant from 1 to 16, found {}", const_text(v)),
+                )
+                .with_primary(a.span(5), "here")
+                .with_note("the hint is the number of loop iterations a load is issued ahead"))
+            }
+        };
+        let index = self.index_values(a.get(1), rank, a.span(1))?;
+        let shape = self.tile_shape(a.get(2), a.span(2))?;
+        if shape.len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("tile shape has rank {} but the tensor has rank {rank}", shape.len()),
+            )
+            .with_primary(a.span(2), "here"));
+        }
+        let padding = match a.get(3) {
+            None => Padding::Zero,
+            Some(Val::Int(0)) => Padding::Zero,
+            Some(Val::Float(f)) if *f == 0.0 => Padding::Zero,
+            Some(Val::Float(f)) if *f == f64::NEG_INFINITY => Padding::NegInf,
+            Some(Val::Float(f)) if *f == f64::INFINITY => Padding::PosInf,
+            Some(Val::Float(f)) => Padding::Value(*f),
+            Some(Val::Int(i)) => Padding::Value(*i as f64),
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0009",
+                    format!("padding must be a constant number, found {}", kind_name(other)),
+                )
+                .with_primary(a.span(3), "here"))
+            }
+        };
+        if !d.is_float() && matches!(padding, Padding::NegInf | Padding::PosInf) {
+            return Err(Diagnostic::error("E0008", format!("infinite padding needs a float tensor; this one is {d}"))
+                .with_primary(a.span(3), "here"));
+        }
+        Ok(Val::Tile(self.func.push(
+            OpKind::Load { tensor: t, index, padding, order, latency },
+            Type::tile(shape, d),
+            Some(span),
+        )))
+    }
+
+    pub(crate) fn store(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
+        let a = Args::new(self, args, &[("tensor", true), ("index", true), ("tile", true)], "store", span)?;
+        if a.any_poison() {
+            return Ok(Val::Tuple(vec![]));
+        }
+        let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let index = self.index_values(a.get(1), rank, a.span(1))?;
+        let tile = match a.get(2) {
+            Some(Val::Tile(id)) => *id,
+            Some(other) => {
+                return Err(Diagnostic::error("E0006", format!("store needs a tile, found {}", kind_name(other)))
+                    .with_primary(a.span(2), "here"))
+            }
+            None => return Err(Diagnostic::error("E0004", "missing tile").with_primary(span, "here")),
+        };
+        let tt = self.func.ty(tile).clone();
+        if tt.shape().len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("a tile of rank {} cannot be stored into a tensor of rank {rank}", tt.shape().len()),
+            )
+            .with_primary(a.span(2), format!("shape {:?}", tt.shape())));
+        }
+        if tt.dtype() != d {
+            return Err(Diagnostic::error("E0008", format!("storing a {} tile into a {d} tensor", tt.dtype()))
+                .with_primary(a.span(2), format!("this tile is {}", tt.dtype()))
+                .with_note(format!("cast it: `.astype({d})`")));
+        }
+        self.func.push_void(OpKind::Store { tensor: t, index, tile }, Some(span));
+        Ok(Val::Tuple(vec![]))
+    }
+
+    pub(crate) fn gather(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
+        let a = Args::new(self, args, &[("tensor", true), ("index", true), ("padding", false)], "gather", span)?;
+        if a.any_poison() {
+            return Ok(Val::Poison);
+        }
+        let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let items = match a.get(1) {
+            Some(Val::Tuple(t)) => t.clone(),
+            Some(v) => vec![v.clone()],
+            None => vec![],
+        };
+        if items.len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("gather needs {rank} index tiles (one per dim), got {}", items.len()),
+            )
+            .with_primary(a.span(1), "here"));
+        }
+        let mut ids = vec![];
+        let mut shape: Vec<i64> = vec![];
+        for it in items {
+            let id = match it {
+                Val::Tile(id) | Val::Scalar(id) if self.func.ty(id).dtype() == DType::I32 => id,
+                v @ Val::Int(_) => self.materialize(v, DType::I32, a.span(1))?,
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0008",
+                        format!("gather indices are i32 tiles, found {}", kind_name(&other)),
+                    )
+                    .with_primary(a.span(1), "here"))
+                }
+            };
+            shape = broadcast_shape(&shape, self.func.ty(id).shape()).ok_or_else(|| {
+                Diagnostic::error("E0007", "gather's index tiles do not broadcast together")
+                    .with_primary(a.span(1), "here")
+            })?;
+            ids.push(id);
+        }
+        if shape.is_empty() {
+            return Err(
+                Diagnostic::error("E0006", "gather needs at least one index tile").with_primary(a.span(1), "here")
+            );
+        }
+        let ids = ids.into_iter().map(|i| self.as_tile(i, &shape, span)).collect::<R<Vec<_>>>()?;
+        let padding = match a.get(2) {
+            None | Some(Val::Int(0)) => Padding::Zero,
+            Some(Val::Float(f)) if *f == f64::NEG_INFINITY => Padding::NegInf,
+            Some(Val::Float(f)) if *f == f64::INFINITY => Padding::PosInf,
+            Some(Val::Float(f)) => Padding::Value(*f),
+            Some(Val::Int(i)) => Padding::Value(*i as f64),
+            Some(_) => {
+                return Err(
+                    Diagnostic::error("E0009", "padding must be a constant number").with_primary(a.span(2), "here")
+                )
+            }
+        };
+        Ok(Val::Tile(self.func.push(
+            OpKind::Gather { tensor: t, index: ids, padding },
+            Type::tile(shape, d),
+            Some(span),
+        )))
+    }
+
+    pub(crate) fn scatter(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
+        let a = Args::new(self, args, &[("tensor", true), ("index", true), ("tile", true)], "scatter", span)?;
+        if a.any_poison() {
+            return Ok(Val::Tuple(vec![]));
+        }
+        let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let Some(Val::Tile(tile)) = a.get(2) else {
+            return Err(Diagnostic::error("E0006", "scatter writes a tile").with_primary(a.span(2), "here"));
+        };
+        let tile = *tile;
+        let tt = self.func.ty(tile).clone();
+        if tt.dtype() != d {
+            return Err(Diagnostic::error("E0008", format!("scattering a {} tile into a {d} tensor", tt.dtype()))
+                .with_primary(a.span(2), "here")
+                .with_note(format!("cast it: `.astype({d})`")));
+        }
+        let items = match a.get(1) {
+            Some(Val::Tuple(t)) => t.clone(),
+            Some(v) => vec![v.clone()],
+            None => vec![],
+        };
+        if items.len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("scatter needs {rank} index tiles (one per dim), got {}", items.len()),
+            )
+            .with_primary(a.span(1), "here"));
+        }
+        let shape = tt.shape().to_vec();
+        let mut ids = vec![];
+        for it in items {
+            let id = match it {
+                Val::Tile(id) | Val::Scalar(id) if self.func.ty(id).dtype() == DType::I32 => id,
+                v @ Val::Int(_) => self.materialize(v, DType::I32, a.span(1))?,
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0008",
+                        format!("scatter indices are i32 tiles, found {}", kind_name(&other)),
+                    )
+                    .with_primary(a.span(1), "here"))
+                }
+            };
+            let s = self.func.ty(id).shape().to_vec();
+            if broadcast_shape(&s, &shape).as_deref() != Some(shape.as_slice()) {
+                return Err(Diagnostic::error(
+                    "E0007",
+                    format!("scatter index of shape {s:?} does not broadcast to the tile {shape:?}"),
+                )
+                .with_primary(a.span(1), "here"));
+            }
+            ids.push(self.as_tile(id, &shape, span)?);
+        }
+        self.func.push_void(OpKind::Scatter { tensor: t, index: ids, tile }, Some(span));
+        Ok(Val::Tuple(vec![]))
+    }
+}

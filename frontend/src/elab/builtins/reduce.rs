@@ -1,0 +1,87 @@
+//! Reductions: `max`, `min`, `sum`, `argmax`, `argmin` along an axis.
+
+use super::super::*;
+
+/// `max`/`min`/`sum(x, axis, keepdims)`; `max(a, b)`/`min(a, b)` of two positional values are the integer functions.
+pub(super) fn reduce(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    if args.len() == 2 && args.iter().all(|a| a.name.is_none()) && name != "sum" {
+        return super::misc::cdiv(cx, name, args, span);
+    }
+    let a = Args::new(cx, args, &[("x", true), ("axis", true), ("keepdims", false)], name, span)?;
+    let kind = match name {
+        "max" => ReduceKind::Max,
+        "min" => ReduceKind::Min,
+        _ => ReduceKind::Sum,
+    };
+    cx.reduce(kind, &a, span)
+}
+
+/// `argmax`/`argmin(x, axis, keepdims)`.
+pub(super) fn argreduce(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(cx, args, &[("x", true), ("axis", true), ("keepdims", false)], name, span)?;
+    cx.reduce(if name == "argmax" { ReduceKind::Argmax } else { ReduceKind::Argmin }, &a, span)
+}
+
+impl Cx<'_> {
+    pub(crate) fn reduce(&mut self, kind: ReduceKind, a: &Args, span: Span) -> R<Val> {
+        if a.any_poison() {
+            return Ok(Val::Poison);
+        }
+        let id = match a.get(0) {
+            Some(Val::Tile(id)) => *id,
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0006",
+                    format!("`{}` over an axis needs a tile, found {}", kind.name(), kind_name(other)),
+                )
+                .with_primary(a.span(0), "here")
+                .with_note("for two scalars use min(a, b) / max(a, b) with two arguments"))
+            }
+            None => return Err(Diagnostic::error("E0004", "missing operand").with_primary(span, "here")),
+        };
+        let ty = self.func.ty(id).clone();
+        let rank = ty.shape().len() as i64;
+        let axis = match a.get(1) {
+            Some(Val::Int(ax)) if (-rank..rank).contains(ax) => {
+                if *ax < 0 {
+                    ax + rank
+                } else {
+                    *ax
+                }
+            }
+            Some(Val::Int(ax)) => {
+                return Err(Diagnostic::error("E0011", format!("axis {ax} is out of range for a tile of rank {rank}"))
+                    .with_primary(a.span(1), "here"))
+            }
+            _ => {
+                return Err(Diagnostic::error("E0009", "the reduction axis must be a constant integer")
+                    .with_primary(a.span(1), "here"))
+            }
+        };
+        let keep = match a.get(2) {
+            None => false,
+            Some(Val::Bool(b)) => *b,
+            Some(_) => {
+                return Err(
+                    Diagnostic::error("E0009", "keepdims must be a constant bool").with_primary(a.span(2), "here")
+                )
+            }
+        };
+        let mut shape = ty.shape().to_vec();
+        shape[axis as usize] = 1;
+        let rd = if matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin) { DType::I32 } else { ty.dtype() };
+        let r = self.func.push(
+            OpKind::Reduce { kind, axis: axis as u32, value: id },
+            Type::tile(shape.clone(), rd),
+            Some(span),
+        );
+        if keep {
+            return Ok(Val::Tile(r));
+        }
+        shape.remove(axis as usize);
+        if shape.is_empty() {
+            shape.push(1);
+        }
+        Ok(Val::Tile(self.func.push(OpKind::Reshape(r), Type::tile(shape, rd), Some(span))))
+    }
+}

@@ -1,0 +1,171 @@
+//! Shape builtins: `arange`, `full`/`zeros`, `reshape`, `permute`, and tile shapes.
+
+use super::super::*;
+
+/// `arange(n)`.
+pub(super) fn arange(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(cx, args, &[("n", true), ("dtype", false)], name, span)?;
+    let n = a.const_int(cx, 0)?;
+    let shape = cx.tile_shape(Some(&Val::Int(n)), a.span(0))?;
+    if let Some(v) = a.get(1) {
+        if !matches!(v, Val::DType(DType::I32)) {
+            return Err(Diagnostic::error("E0008", "arange produces i32")
+                .with_primary(a.span(1), "use dtype=i32 or cast with .astype"));
+        }
+    }
+    Ok(Val::Tile(cx.func.push(OpKind::Arange, Type::tile(shape, DType::I32), Some(span))))
+}
+
+/// `permute(x, perm)`.
+pub(super) fn permute(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(cx, args, &[("x", true), ("perm", true)], name, span)?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let Some(Val::Tile(id)) = a.get(0) else {
+        return Err(Diagnostic::error("E0006", "permute needs a tile").with_primary(a.span(0), "here"));
+    };
+    let ty = cx.func.ty(*id).clone();
+    let perm = cx.permutation(a.get(1), ty.shape().len(), a.span(1))?;
+    let shape: Vec<i64> = perm.iter().map(|&p| ty.shape()[p as usize]).collect();
+    Ok(Val::Tile(cx.func.push(OpKind::Permute { value: *id, perm }, Type::tile(shape, ty.dtype()), Some(span))))
+}
+
+/// `reshape(x, shape)`.
+pub(super) fn reshape(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(cx, args, &[("x", true), ("shape", true)], name, span)?;
+    let x = a.get(0).cloned().unwrap_or(Val::Poison);
+    cx.reshape(x, a.get(1), a.span(1), span)
+}
+
+/// `full(shape, value, dtype)` and `zeros(shape, dtype)`.
+pub(super) fn full(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let spec: &[(&str, bool)] = if name == "full" {
+        &[("shape", true), ("value", true), ("dtype", true)]
+    } else {
+        &[("shape", true), ("dtype", true)]
+    };
+    let a = Args::new(cx, args, spec, name, span)?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let shape = cx.tile_shape(a.get(0), a.span(0))?;
+    let (value, d) = if name == "full" {
+        (a.get(1).cloned().unwrap_or(Val::Poison), a.dtype(cx, 2)?)
+    } else {
+        (Val::Float(0.0), a.dtype(cx, 1)?)
+    };
+    let value = match value {
+        Val::Int(i) if !d.is_float() => Val::Int(i),
+        Val::Int(i) => Val::Float(i as f64),
+        v => v,
+    };
+    let s = cx.materialize(value, d, a.span(if name == "full" { 1 } else { 0 }))?;
+    Ok(Val::Tile(cx.func.push(OpKind::Splat(s), Type::tile(shape, d), Some(span))))
+}
+
+impl Cx<'_> {
+    pub(crate) fn tile_shape(&mut self, v: Option<&Val>, span: Span) -> R<Vec<i64>> {
+        let items = match v {
+            Some(Val::Tuple(t)) => t.clone(),
+            Some(v @ Val::Int(_)) => vec![v.clone()],
+            Some(other) => {
+                return Err(Diagnostic::error(
+                    "E0009",
+                    format!("a tile shape is a tuple of constant integers, found {}", kind_name(other)),
+                )
+                .with_primary(span, "here"))
+            }
+            None => return Err(Diagnostic::error("E0004", "missing tile shape").with_primary(span, "here")),
+        };
+        if items.is_empty() {
+            return Err(
+                Diagnostic::error("E0009", "a tile shape needs at least one dimension").with_primary(span, "empty")
+            );
+        }
+        let mut shape = vec![];
+        for it in items {
+            match it {
+                Val::Int(d) if d > 0 && d & (d - 1) == 0 => shape.push(d),
+                Val::Int(d) if d > 0 => {
+                    return Err(Diagnostic::error("E0010", format!("tile dim {d} is not a power of two"))
+                        .with_primary(span, "in this shape")
+                        .with_note(pow2_suggestion(d)))
+                }
+                Val::Int(d) => {
+                    return Err(Diagnostic::error("E0014", format!("tile dim {d} must be positive"))
+                        .with_primary(span, "in this shape"))
+                }
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0009",
+                        format!("tile dims must be constant integers, found {}", kind_name(&other)),
+                    )
+                    .with_primary(span, "in this shape")
+                    .with_note("use a `const` parameter or a literal"))
+                }
+            }
+        }
+        let total = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d));
+        if total.is_none_or(|t| t > (1 << 24)) {
+            return Err(Diagnostic::error("E0020", format!("tile {shape:?} has more than 2^24 elements"))
+                .with_primary(span, "too large"));
+        }
+        Ok(shape)
+    }
+
+    /// A constant permutation of `0..rank`.
+    pub(crate) fn permutation(&mut self, v: Option<&Val>, rank: usize, span: Span) -> R<Vec<u32>> {
+        let bad = |what: String| {
+            Diagnostic::error("E0011", format!("{what} is not a permutation of the {rank} axes"))
+                .with_primary(span, format!("needs each axis 0..{} exactly once", rank.saturating_sub(1)))
+        };
+        let items = match v {
+            Some(Val::Tuple(t)) => t.clone(),
+            _ => {
+                return Err(
+                    Diagnostic::error("E0009", "a permutation is a tuple of constant axes").with_primary(span, "here")
+                )
+            }
+        };
+        let mut perm = vec![];
+        for it in &items {
+            match it {
+                Val::Int(i) if (0..rank as i64).contains(i) => perm.push(*i as u32),
+                other => return Err(bad(const_text(other))),
+            }
+        }
+        let mut sorted = perm.clone();
+        sorted.sort_unstable();
+        if sorted != (0..rank as u32).collect::<Vec<_>>() {
+            let text = perm.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+            return Err(bad(format!("({text})")));
+        }
+        Ok(perm)
+    }
+
+    pub(crate) fn reshape(&mut self, x: Val, shape: Option<&Val>, sspan: Span, span: Span) -> R<Val> {
+        let id = match x {
+            Val::Poison => return Ok(Val::Poison),
+            Val::Tile(id) => id,
+            other => {
+                return Err(Diagnostic::error("E0006", format!("reshape needs a tile, found {}", kind_name(&other)))
+                    .with_primary(span, "here"))
+            }
+        };
+        if matches!(shape, Some(Val::Poison)) {
+            return Ok(Val::Poison);
+        }
+        let ty = self.func.ty(id).clone();
+        let new = self.tile_shape(shape, sspan)?;
+        let (a, b): (i64, i64) = (ty.shape().iter().product(), new.iter().product());
+        if a != b {
+            return Err(Diagnostic::error(
+                "E0007",
+                format!("cannot reshape {:?} ({a} elements) to {new:?} ({b} elements)", ty.shape()),
+            )
+            .with_primary(sspan, "element counts differ"));
+        }
+        Ok(Val::Tile(self.func.push(OpKind::Reshape(id), Type::tile(new, ty.dtype()), Some(span))))
+    }
+}

@@ -1,0 +1,396 @@
+//! The kernel: constants, hints, runtime parameters (the ABI), the tune space and the grid.
+
+use super::*;
+
+/// The kernel hints: name, the rule its values follow, and the setter (false: out of range).
+type HintSetter = fn(i64, &mut Hints) -> bool;
+const HINTS: &[(&str, &str, HintSetter)] = &[
+    ("num_warps", "num_warps must be 1, 2, 4, 8, 16 or 32", |n, h| {
+        let ok = [1, 2, 4, 8, 16, 32].contains(&n);
+        if ok {
+            h.num_warps = n as u32;
+        }
+        ok
+    }),
+    ("occupancy", "occupancy must be between 1 and 32", |n, h| {
+        let ok = (1..=32).contains(&n);
+        if ok {
+            h.occupancy = Some(n as u32);
+        }
+        ok
+    }),
+    ("opt_level", "opt_level must be between 0 and 3", |n, h| {
+        let ok = (0..=3).contains(&n);
+        if ok {
+            h.opt_level = n as u32;
+        }
+        ok
+    }),
+];
+
+pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnostic>> {
+    let mut cx = Cx {
+        func: Func::new(&k.name.name, &req.target, 4),
+        scopes: vec![BTreeMap::new()],
+        target: &req.target,
+        diags: vec![],
+        host: false,
+        param_names: vec![],
+    };
+    // Builtin names.
+    cx.bind("inf", Val::Float(f64::INFINITY));
+    cx.bind("nan", Val::Float(f64::NAN));
+    for d in DType::ALL {
+        cx.bind(d.name(), Val::DType(d));
+    }
+    cx.bind("int32", Val::DType(DType::I32));
+    cx.bind("float32", Val::DType(DType::F32));
+    cx.bind("float16", Val::DType(DType::F16));
+    cx.bind("bfloat16", Val::DType(DType::BF16));
+    cx.scopes.push(BTreeMap::new());
+
+    // Duplicate parameter names.
+    for (i, p) in k.params.iter().enumerate() {
+        if let Some(prev) = k.params[..i].iter().find(|q| q.name.name == p.name.name) {
+            cx.diags.push(
+                Diagnostic::error("E0003", format!("parameter `{}` is declared twice", p.name.name))
+                    .with_primary(p.name.span, "second declaration")
+                    .with_secondary(prev.name.span, "first declaration"),
+            );
+        }
+    }
+
+    // Constants first (tensor types may name them), in declaration order.
+    let mut constants = BTreeMap::new();
+    for p in k.params.iter().filter(|p| p.is_const) {
+        let v = match cx.const_param(p, req) {
+            Ok(v) => v,
+            Err(d) => {
+                cx.diags.push(d);
+                Val::Poison
+            }
+        };
+        constants.insert(p.name.name.clone(), const_text(&v));
+        cx.bind(&p.name.name, v);
+    }
+    for name in req.consts.keys() {
+        if !k.params.iter().any(|p| p.is_const && &p.name.name == name) {
+            let consts: Vec<&str> = k.params.iter().filter(|p| p.is_const).map(|p| p.name.name.as_str()).collect();
+            let mut d = Diagnostic::error("E0019", format!("kernel `{}` has no constant `{name}`", k.name.name));
+            let close = close_matches(name, consts.iter().copied());
+            if !close.is_empty() {
+                d = d.with_note(format!("did you mean: {}", close.join(", ")));
+            }
+            cx.diags.push(d.with_note(format!("its constants: {}", consts.join(", "))));
+        }
+    }
+
+    // Hints.
+    let mut hints = Hints::default();
+    for (i, (key, e)) in k.hints.iter().enumerate() {
+        if let Some((prev, _)) = k.hints[..i].iter().find(|(p, _)| p.name == key.name) {
+            cx.diags.push(
+                Diagnostic::error("E0015", format!("hint `{}` is given twice", key.name))
+                    .with_primary(key.span, "second value")
+                    .with_secondary(prev.span, "first value"),
+            );
+            continue;
+        }
+        let v = match cx.expr(e) {
+            Ok(v) => v,
+            Err(d) => {
+                cx.diags.push(d);
+                continue;
+            }
+        };
+        let n = match v {
+            Val::Int(n) => n,
+            Val::Poison => continue,
+            other => {
+                cx.diags.push(
+                    Diagnostic::error("E0015", format!("hint `{}` needs a constant integer", key.name))
+                        .with_primary(e.span, format!("this is {}", kind_name(&other))),
+                );
+                continue;
+            }
+        };
+        match HINTS.iter().find(|h| h.0 == key.name) {
+            Some((_, rule, set)) => {
+                if !set(n, &mut hints) {
+                    cx.diags.push(
+                        Diagnostic::error("E0015", format!("bad value {n} for hint `{}`", key.name))
+                            .with_primary(e.span, rule.to_string()),
+                    );
+                }
+            }
+            None => {
+                let names: Vec<&str> = HINTS.iter().map(|h| h.0).collect();
+                let close = close_matches(&key.name, names.iter().copied());
+                let mut d = Diagnostic::error("E0015", format!("unknown hint `{}`", key.name))
+                    .with_primary(key.span, "not a hint")
+                    .with_note(format!("known hints: {}", names.join(", ")));
+                if !close.is_empty() {
+                    d = d.with_note(format!("did you mean `{}`?", close[0]));
+                }
+                cx.diags.push(d);
+            }
+        }
+    }
+    cx.func.num_warps = hints.num_warps;
+
+    // Runtime parameters: the ABI.
+    let mut sig_params = vec![];
+    for p in k.params.iter().filter(|p| !p.is_const) {
+        match cx.runtime_param(p, req) {
+            Ok((val, sig)) => {
+                cx.param_names.push(p.name.name.clone());
+                sig_params.push(sig);
+                cx.bind(&p.name.name, val);
+            }
+            Err(d) => {
+                cx.diags.push(d);
+                cx.bind(&p.name.name, Val::Poison);
+            }
+        }
+    }
+    for name in &req.unaligned {
+        let is_tensor = |p: &&ast::ParamDecl| !p.is_const && matches!(p.ty, TypeExpr::Tensor { .. });
+        if !k.params.iter().filter(is_tensor).any(|p| &p.name.name == name) {
+            let tensors: Vec<&str> = k.params.iter().filter(is_tensor).map(|p| p.name.name.as_str()).collect();
+            let mut d = Diagnostic::error(
+                "E0019",
+                format!("kernel `{}` has no tensor parameter `{name}` to compile unaligned", k.name.name),
+            );
+            let close = close_matches(name, tensors.iter().copied());
+            if !close.is_empty() {
+                d = d.with_note(format!("did you mean: {}", close.join(", ")));
+            }
+            cx.diags.push(d.with_note(format!("its tensor parameters: {}", tensors.join(", "))));
+        }
+    }
+
+    // The tune space: each key a constant of the kernel, each value a non-empty tuple of
+    // candidates of that constant's kind; each `require` a constant bool (evaluated with the
+    // current constants — the autotuner re-elaborates every point and drops those that fail).
+    let mut tune = vec![];
+    for (key, e) in &k.tune {
+        let Some(decl) = k.params.iter().find(|p| p.is_const && p.name.name == key.name) else {
+            cx.diags.push(
+                Diagnostic::error("E0019", format!("tune names `{}`, which is not a constant of the kernel", key.name))
+                    .with_primary(key.span, "not a constant"),
+            );
+            continue;
+        };
+        let kind = match &decl.ty {
+            TypeExpr::Named(t) => t.name.clone(),
+            TypeExpr::Tensor { .. } => String::new(),
+        };
+        match cx.expr(e) {
+            Ok(Val::Tuple(items)) if !items.is_empty() => {
+                let mut cands = vec![];
+                for it in items {
+                    match (kind.as_str(), it) {
+                        ("int", Val::Int(v)) => cands.push(ConstArg::Int(v)),
+                        ("bool", Val::Bool(v)) => cands.push(ConstArg::Bool(v)),
+                        ("float", Val::Float(v)) => cands.push(ConstArg::Float(v)),
+                        ("dtype", Val::DType(v)) => cands.push(ConstArg::DType(v)),
+                        (_, other) => {
+                            cx.diags.push(
+                                Diagnostic::error(
+                                    "E0006",
+                                    format!(
+                                        "tune candidate for `{}` is {}, but the constant is `{kind}`",
+                                        key.name,
+                                        kind_name(&other)
+                                    ),
+                                )
+                                .with_primary(e.span, "in this list"),
+                            );
+                        }
+                    }
+                }
+                tune.push((key.name.clone(), cands));
+            }
+            Ok(Val::Poison) => {}
+            Ok(other) => cx.diags.push(
+                Diagnostic::error(
+                    "E0006",
+                    format!("a tune entry is a non-empty tuple of candidates, found {}", kind_name(&other)),
+                )
+                .with_primary(e.span, "write `(64, 128)`"),
+            ),
+            Err(d) => cx.diags.push(d),
+        }
+    }
+    let mut tune_ok = true;
+    for r in &k.tune_require {
+        match cx.expr(r) {
+            Ok(Val::Bool(b)) => tune_ok &= b,
+            Ok(Val::Poison) => {}
+            Ok(other) => cx.diags.push(
+                Diagnostic::error(
+                    "E0009",
+                    format!("a tune `require` must be a constant bool, found {}", kind_name(&other)),
+                )
+                .with_primary(r.span, "not a constant bool"),
+            ),
+            Err(d) => cx.diags.push(d),
+        }
+    }
+
+    // Grid (host expressions).
+    let mut grid = vec![];
+    if let Some(g) = &k.grid {
+        cx.host = true;
+        match cx.expr(g) {
+            Ok(v) => {
+                let items = match v {
+                    Val::Tuple(items) => items,
+                    v => vec![v],
+                };
+                if items.is_empty() || items.len() > 3 {
+                    cx.diags.push(
+                        Diagnostic::error("E0006", "the grid has 1 to 3 dimensions")
+                            .with_primary(g.span, format!("{} given", items.len())),
+                    );
+                }
+                for it in items.into_iter().take(3) {
+                    match it {
+                        Val::Int(v) => grid.push(HostExpr::Int(v)),
+                        Val::Host(h) => grid.push(h),
+                        Val::Poison => {}
+                        other => cx.diags.push(
+                            Diagnostic::error("E0006", "grid dimensions must be integers")
+                                .with_primary(g.span, format!("found {}", kind_name(&other))),
+                        ),
+                    }
+                }
+                while grid.len() < 3 {
+                    grid.push(HostExpr::Int(1));
+                }
+            }
+            Err(d) => cx.diags.push(d),
+        }
+        cx.host = false;
+    }
+
+    // Body.
+    cx.block(&k.body);
+
+    if cx.diags.iter().any(|d| d.is_error()) {
+        return Err(cx.diags);
+    }
+    let signature = Signature {
+        name: k.name.name.clone(),
+        target: req.target.clone(),
+        params: sig_params,
+        grid,
+        block_threads: hints.num_warps * 32,
+        shared_bytes: 0,
+        constants,
+    };
+    Ok(Elaborated { func: cx.func, signature, hints, tune, tune_ok })
+}
+
+impl Cx<'_> {
+    pub(crate) fn const_param(&mut self, p: &ast::ParamDecl, req: &Request) -> R<Val> {
+        let TypeExpr::Named(ty) = &p.ty else {
+            return Err(Diagnostic::error("E0016", "a constant cannot be a tensor")
+                .with_primary(p.span, "declared `const` here"));
+        };
+        let kind = ty.name.as_str();
+        if !["int", "bool", "dtype", "float"].contains(&kind) {
+            return Err(Diagnostic::error(
+                "E0016",
+                format!("constants are `int`, `bool`, `float` or `dtype`, not `{kind}`"),
+            )
+            .with_primary(ty.span, "unknown constant kind"));
+        }
+        let v = if let Some(o) = req.consts.get(&p.name.name) {
+            o.to_val()
+        } else if let Some(d) = &p.default {
+            self.expr(d)?
+        } else {
+            return Err(Diagnostic::error(
+                "E0009",
+                format!("constant `{}` has no default and no value was given", p.name.name),
+            )
+            .with_primary(p.span, "needs `= value` or --const")
+            .with_note(format!("pass one with `--const {}=VALUE`", p.name.name)));
+        };
+        let ok = matches!(
+            (kind, &v),
+            ("int", Val::Int(_))
+                | ("bool", Val::Bool(_))
+                | ("dtype", Val::DType(_))
+                | ("float", Val::Float(_))
+                | ("float", Val::Int(_))
+                | (_, Val::Poison)
+        );
+        if !ok {
+            let code = if req.consts.contains_key(&p.name.name) { "E0019" } else { "E0006" };
+            return Err(Diagnostic::error(
+                code,
+                format!("constant `{}` is declared `{kind}` but its value is {}", p.name.name, kind_name(&v)),
+            )
+            .with_primary(p.span, "declared here"));
+        }
+        Ok(match (kind, v) {
+            ("float", Val::Int(i)) => Val::Float(i as f64),
+            (_, v) => v,
+        })
+    }
+
+    pub(crate) fn runtime_param(&mut self, p: &ast::ParamDecl, req: &Request) -> R<(Val, ParamSig)> {
+        if let Some(d) = &p.default {
+            return Err(Diagnostic::error("E0006", "only `const` parameters take defaults")
+                .with_primary(d.span, "run-time parameters are given at launch")
+                .with_note(format!("write `const {}: …` to make it a compile-time constant", p.name.name)));
+        }
+        let name = p.name.name.clone();
+        let index = self.param_names.len();
+        match &p.ty {
+            TypeExpr::Tensor { dtype, rank, span } => {
+                let d = self.dtype_named(dtype)?;
+                if !(1..=8).contains(rank) {
+                    return Err(Diagnostic::error("E0016", format!("tensor rank {rank} is outside 1..=8"))
+                        .with_primary(*span, "bad rank"));
+                }
+                let rank = *rank as usize;
+                let value = self.func.add_param(&name, Type::Tensor { dtype: d, rank });
+                let aligned16 = !req.unaligned.contains(&name);
+                if let Some(p) = self.func.params.last_mut() {
+                    p.divisibility = if aligned16 { 16 } else { 1 };
+                }
+                Ok((Val::Tensor { value, param: index }, ParamSig::Tensor { name, dtype: d, rank, aligned16 }))
+            }
+            TypeExpr::Named(t) => {
+                let d = DType::parse(&t.name).ok_or_else(|| {
+                    Diagnostic::error("E0016", format!("unknown scalar type `{}`", t.name))
+                        .with_primary(t.span, "expected i32, i64, f32, f16, bf16 or bool")
+                })?;
+                let value = self.func.add_param(&name, Type::Scalar(d));
+                Ok((Val::Scalar(value), ParamSig::Scalar { name, dtype: d }))
+            }
+        }
+    }
+
+    pub(crate) fn dtype_named(&mut self, id: &ast::Ident) -> R<DType> {
+        if let Some(d) = DType::parse(&id.name) {
+            return Ok(d);
+        }
+        match self.lookup(&id.name) {
+            Some(Val::DType(d)) => Ok(*d),
+            Some(Val::Poison) => {
+                Err(Diagnostic::error("E0016", "dtype depends on an erroneous constant").with_primary(id.span, "here"))
+            }
+            Some(other) => {
+                Err(Diagnostic::error("E0016", format!("`{}` is {}, not a dtype", id.name, kind_name(other)))
+                    .with_primary(id.span, "expected a dtype"))
+            }
+            None => Err(self
+                .unknown_name(&id.name, id.span)
+                .with_note("tensor element types are f16, bf16, f32, i32, i64, i1 or a `dtype` constant")),
+        }
+    }
+}
