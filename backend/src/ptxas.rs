@@ -1,12 +1,16 @@
 //! Running `ptxas` on generated PTX and reading its resource report.
 //!
-//! `ptxas` is found, in order, at `$TILEC_PTXAS`, in the project-local tools folder the
-//! set-up script fills (`.tools/cuda/bin/ptxas` of the current directory or any parent),
-//! on `PATH`, and in `/usr/local/cuda/bin`.
+//! `ptxas` is found at `$TILEC_PTXAS`, else in the tools folder `scripts/setup.sh` fills
+//! (`.tools/cuda/bin/ptxas` of the repository tilec was built from, or beside the executable
+//! in a checkout: the folders above the executable's), else on `PATH`, else in
+//! `/usr/local/cuda/bin`. Nothing is looked up relative to the current directory. It runs
+//! with a timeout (`$TILEC_PTXAS_TIMEOUT` seconds, default 300) in a fresh folder under the
+//! temporary directory, which must exist.
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 use tilec_core::Diagnostic;
 
 use tilec_core::target::Arch;
@@ -23,18 +27,24 @@ pub struct PtxasReport {
     pub log: String,
 }
 
-/// The `ptxas` executable to use, if any.
+/// The `ptxas` executable to use, if any (see the module documentation for the order).
 pub fn find_ptxas() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TILEC_PTXAS") {
         return Some(PathBuf::from(p));
     }
-    let mut dir = std::env::current_dir().ok();
-    while let Some(d) = dir {
-        let cand = d.join(".tools/cuda/bin/ptxas");
-        if cand.is_file() {
-            return Some(cand);
+    let tools = Path::new(".tools/cuda/bin/ptxas");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(tools);
+    if repo.is_file() {
+        return Some(repo);
+    }
+    if let Some(exe_dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf)) {
+        // target/<profile>/tilec or target/<profile>/deps/<test>: the checkout is a few levels up.
+        for d in exe_dir.ancestors().take(5) {
+            let cand = d.join(tools);
+            if cand.is_file() {
+                return Some(cand);
+            }
         }
-        dir = d.parent().map(Path::to_path_buf);
     }
     if let Some(path) = std::env::var_os("PATH") {
         for d in std::env::split_paths(&path) {
@@ -46,6 +56,12 @@ pub fn find_ptxas() -> Option<PathBuf> {
     }
     let cand = PathBuf::from("/usr/local/cuda/bin/ptxas");
     cand.is_file().then_some(cand)
+}
+
+/// How long ptxas may run.
+fn timeout() -> Duration {
+    let secs = std::env::var("TILEC_PTXAS_TIMEOUT").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(300);
+    Duration::from_secs(secs.max(1))
 }
 
 fn number_before(line: &str, key: &str) -> Option<u32> {
@@ -82,24 +98,62 @@ pub fn ptxas(ptx: &str, arch: &Arch) -> Result<PtxasReport, Diagnostic> {
         Diagnostic::error("E0902", "ptxas not found")
             .with_note("run scripts/setup.sh, or set TILEC_PTXAS to a ptxas of CUDA 13.0 or later")
     })?;
-    let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{}", std::process::id(), unique()));
-    std::fs::create_dir_all(&dir)
+    let tmp = std::env::temp_dir();
+    if !tmp.is_dir() {
+        return Err(Diagnostic::error(
+            "E0902",
+            format!("the temporary directory {} does not exist (set TMPDIR to a folder that does)", tmp.display()),
+        ));
+    }
+    let dir = tmp.join(format!("tilec-ptxas-{}-{}", std::process::id(), unique()));
+    std::fs::create_dir(&dir)
         .map_err(|e| Diagnostic::error("E0902", format!("cannot create {}: {e}", dir.display())))?;
     let src = dir.join("k.ptx");
     let out = dir.join("k.cubin");
     let result = (|| {
         std::fs::write(&src, ptx)
             .map_err(|e| Diagnostic::error("E0902", format!("cannot write {}: {e}", src.display())))?;
-        let o = Command::new(&exe)
+        let mut child = Command::new(&exe)
             .arg(format!("-arch={}", arch.name))
             .arg("-v")
             .arg("-o")
             .arg(&out)
             .arg(&src)
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .map_err(|e| Diagnostic::error("E0902", format!("cannot run {}: {e}", exe.display())))?;
-        let log = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        if !o.status.success() {
+        // Drain both pipes while waiting, so a chatty ptxas never blocks on a full pipe.
+        let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let out_t = drain(child.stdout.take().map(|x| Box::new(x) as Box<dyn std::io::Read + Send>));
+        let err_t = drain(child.stderr.take().map(|x| Box::new(x) as Box<dyn std::io::Read + Send>));
+        let (start, limit) = (Instant::now(), timeout());
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(st)) => break st,
+                Ok(None) if start.elapsed() > limit => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(Diagnostic::error(
+                        "E0902",
+                        format!("ptxas did not finish in {} s (TILEC_PTXAS_TIMEOUT sets the limit)", limit.as_secs()),
+                    ));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(Diagnostic::error("E0902", format!("waiting for ptxas: {e}"))),
+            }
+        };
+        let (stdout, stderr) = (out_t.join().unwrap_or_default(), err_t.join().unwrap_or_default());
+        let log = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
+        if !status.success() {
             let mut d = Diagnostic::error("E0902", format!("ptxas rejected the PTX for {}", arch.name));
             for l in log.lines().take(20) {
                 d = d.with_note(l.to_string());

@@ -319,3 +319,69 @@ fn passes_upstream_lists_every_upstream_pass() {
     assert_eq!(code, 0);
     assert!(out.lines().count() == n && out.contains("loop-invariant-code-motion"));
 }
+
+/// `tilec opt` on IR that would crash, hang or be lowered into wrong code: an error each.
+#[test]
+fn opt_rejects_what_would_crash_or_miscompile() {
+    let dir = temp_dir("hard");
+    let tile = tile_text("softmax", "softmax");
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        ("nul.mlir", format!("{tile}\0"), "cse", "NUL byte"),
+        (
+            "deep.mlir",
+            format!(
+                "module {{ func.func @f() {{ {}{} return }} }}",
+                "scf.execute_region { ".repeat(5000),
+                "} ".repeat(5000)
+            ),
+            "cse",
+            "deeper than 256",
+        ),
+        // A store of an f32 tile into an f16 tensor would write past the buffer.
+        (
+            "store.mlir",
+            tile.replace(r#""tile.store"(%y, %2, %14, %13)"#, r#""tile.store"(%y, %2, %14, %12)"#)
+                .replace("i32, i32, tensor<1x1024xf16>) -> ()", "i32, i32, tensor<1x1024xf32>) -> ()"),
+            "tile-layout",
+            "store of tensor<1x1024xf32> into a rank-2 f16 tensor",
+        ),
+        ("warps.mlir", tile.replace("tile.num_warps = 4 : i32", "tile.num_warps = 0 : i32"), "tile-layout", "0 warps"),
+        ("refused.mlir", tile.clone(), "xegpu-propagate-layout", "segfaults"),
+    ];
+    for (name, text, passes, want) in cases {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        let (code, _, err) = tilec(&["opt", f.to_str().unwrap(), "--passes", passes]);
+        assert_eq!(code, 1, "{name}: {err}");
+        assert!(err.contains(want) && !err.contains("panicked"), "{name}: wants `{want}` in {err}");
+    }
+    // A pass on the wrong stage says which stage the module is in.
+    let llvm = dir.join("llvm.mlir");
+    let (code, out, _) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--emit", "llvm"]);
+    assert_eq!(code, 0);
+    std::fs::write(&llvm, out).unwrap();
+    let (code, _, err) = tilec(&["opt", llvm.to_str().unwrap(), "--passes", "tile-layout"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("already lowered to the llvm dialect"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The interpreter's limits: a runaway kernel stops with an error naming the flag.
+#[test]
+fn run_stops_at_its_limits() {
+    let dir = temp_dir("limits");
+    let f = dir.join("spin.tile");
+    std::fs::write(
+        &f,
+        "kernel spin(n: i32) grid = (1,) {\n    let x = 0;\n    for i in range(0, n) {\n        x = x + 1;\n    }\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = tilec(&["run", f.to_str().unwrap(), "--arg", "2000000000", "--max-work", "100000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--max-work"), "{err}");
+    // A tensor where a scalar goes is described, not dumped.
+    let (code, _, err) = tilec(&["run", f.to_str().unwrap(), "--arg", "zeros:4096x4096:f32"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("a f32 tensor of shape [4096, 4096]") && err.len() < 400, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,6 +14,25 @@ use crate::dtype::DType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// How a kernel uses a tensor parameter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Only read (`load`, `gather`, element reads).
+    #[default]
+    Read,
+    /// Only written (`store`, `scatter`).
+    Write,
+    /// Read and written (in place).
+    ReadWrite,
+}
+
+impl Access {
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ParamSig {
@@ -24,6 +43,9 @@ pub enum ParamSig {
         /// Compiled assuming the base address and every stride but the last are multiples of
         /// 16 bytes, and the last stride is 1 (the precondition of 16-byte vector access).
         aligned16: bool,
+        /// Whether the kernel reads, writes or updates the tensor.
+        #[serde(default)]
+        access: Access,
     },
     Scalar {
         name: String,
@@ -38,6 +60,9 @@ impl ParamSig {
         }
     }
 }
+
+/// The most bytes of parameters a kernel launch passes (CUDA 12.1+, Volta and later).
+pub const MAX_PARAM_BYTES: usize = 32764;
 
 /// An integer expression of the launch arguments, evaluated on the host (grid sizes).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,11 +95,13 @@ pub trait HostArgs {
 }
 
 impl HostExpr {
-    /// Evaluates the expression; `Err` names what is missing or divides by zero.
+    /// Evaluates the expression with checked arithmetic; `Err` names what is missing, what
+    /// divides by zero or what overflows 64 bits.
     pub fn eval(&self, args: &dyn HostArgs) -> Result<i64, String> {
         use HostExpr::*;
         let bin = |a: &HostExpr, b: &HostExpr| -> Result<(i64, i64), String> { Ok((a.eval(args)?, b.eval(args)?)) };
         let nz = |b: i64| if b == 0 { Err("division by zero in a grid expression".to_string()) } else { Ok(b) };
+        let of = |what: &str, a: i64, b: i64| format!("{a} {what} {b} overflows 64 bits in a grid expression");
         Ok(match self {
             Int(v) => *v,
             Dim { param, axis } => {
@@ -83,21 +110,31 @@ impl HostExpr {
             Arg { param } => {
                 args.int_arg(*param).ok_or_else(|| format!("parameter {param} is not an integer scalar"))?
             }
-            Add(a, b) => bin(a, b).map(|(a, b)| a.saturating_add(b))?,
-            Sub(a, b) => bin(a, b).map(|(a, b)| a.saturating_sub(b))?,
-            Mul(a, b) => bin(a, b).map(|(a, b)| a.saturating_mul(b))?,
+            Add(a, b) => {
+                let (a, b) = bin(a, b)?;
+                a.checked_add(b).ok_or_else(|| of("+", a, b))?
+            }
+            Sub(a, b) => {
+                let (a, b) = bin(a, b)?;
+                a.checked_sub(b).ok_or_else(|| of("-", a, b))?
+            }
+            Mul(a, b) => {
+                let (a, b) = bin(a, b)?;
+                a.checked_mul(b).ok_or_else(|| of("*", a, b))?
+            }
             FloorDiv(a, b) => {
                 let (a, b) = bin(a, b)?;
-                a.div_euclid(nz(b)?)
+                a.checked_div_euclid(nz(b)?).ok_or_else(|| of("//", a, b))?
             }
             Rem(a, b) => {
                 let (a, b) = bin(a, b)?;
-                a.rem_euclid(nz(b)?)
+                a.checked_rem_euclid(nz(b)?).ok_or_else(|| of("%", a, b))?
             }
             CeilDiv(a, b) => {
                 let (a, b) = bin(a, b)?;
                 let b = nz(b)?;
-                -((-a).div_euclid(b))
+                let q = a.checked_neg().and_then(|n| n.checked_div_euclid(b)).and_then(i64::checked_neg);
+                q.ok_or_else(|| of("cdiv", a, b))?
             }
             Min(a, b) => bin(a, b).map(|(a, b)| a.min(b))?,
             Max(a, b) => bin(a, b).map(|(a, b)| a.max(b))?,
@@ -146,6 +183,12 @@ mod tests {
         assert_eq!(e.eval(&A), Ok(448));
         assert!(FloorDiv(Box::new(Int(1)), Box::new(Int(0))).eval(&A).is_err());
         assert!(Dim { param: 0, axis: 5 }.eval(&A).is_err());
+        // Overflow is an error, never a panic or a wrapped grid.
+        let min = || Box::new(Int(i64::MIN));
+        assert!(FloorDiv(min(), Box::new(Int(-1))).eval(&A).unwrap_err().contains("overflows"));
+        assert!(CeilDiv(min(), Box::new(Int(-1))).eval(&A).is_err());
+        assert!(Mul(min(), Box::new(Int(2))).eval(&A).is_err());
+        assert!(Rem(min(), Box::new(Int(-1))).eval(&A).is_err());
     }
 
     #[test]
@@ -154,7 +197,13 @@ mod tests {
             name: "k".into(),
             target: "sm_90a".into(),
             params: vec![
-                ParamSig::Tensor { name: "x".into(), dtype: DType::F16, rank: 2, aligned16: true },
+                ParamSig::Tensor {
+                    name: "x".into(),
+                    dtype: DType::F16,
+                    rank: 2,
+                    aligned16: true,
+                    access: Access::Read,
+                },
                 ParamSig::Scalar { name: "n".into(), dtype: DType::I32 },
             ],
             grid: vec![HostExpr::Int(4), HostExpr::Int(1), HostExpr::Int(1)],

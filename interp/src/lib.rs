@@ -45,6 +45,56 @@ pub enum InterpError {
     BadArgument { name: String, reason: String },
     #[error("the interpreter met an ill-formed kernel: {0}")]
     IllFormed(String),
+    #[error("the interpreter stopped: {0}")]
+    Limit(String),
+}
+
+/// What one run may use, so that no input runs for hours or exhausts memory; each limit is
+/// an error naming itself (and `tilec run` has a flag to raise it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Element operations over the whole grid (every op counts the elements it produces).
+    pub work: u64,
+    /// Elements one block may hold in live values at once.
+    pub live_elements: u64,
+    /// Bytes of `print` output.
+    pub print_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { work: 1 << 33, live_elements: 1 << 27, print_bytes: 1 << 20 }
+    }
+}
+
+/// Work and memory spent so far against the [`Limits`].
+#[derive(Debug)]
+struct Budget {
+    limits: Limits,
+    work: u64,
+    live: u64,
+    printed: usize,
+    truncated: bool,
+}
+
+impl Budget {
+    fn spend(&mut self, elements: u64) -> Result<(), InterpError> {
+        self.work += elements.max(1);
+        if self.work > self.limits.work {
+            return Err(InterpError::Limit(format!(
+                "more than {} element operations (raise the limit with --max-work)",
+                self.limits.work
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn elements(v: &V) -> u64 {
+    match v {
+        V::Tile(t) => t.len() as u64,
+        _ => 1,
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -141,6 +191,7 @@ pub fn rand_uniform(seed: u32, offset: u32) -> f32 {
 struct Machine<'a> {
     func: &'a Func,
     vals: BTreeMap<ValueId, V>,
+    budget: &'a mut Budget,
     tensors: &'a mut [HostTensor],
     bid: [i64; 3],
     nblocks: [i64; 3],
@@ -262,7 +313,21 @@ impl Machine<'_> {
             (V::Tile(t), d) => V::Tile(t.into_iter().map(|x| round_to(x, d)).collect()),
             (v, _) => v,
         };
-        self.vals.insert(r, v);
+        self.bind(r, v)
+    }
+
+    /// Binds a value, counting its work and the elements held live.
+    fn bind(&mut self, r: ValueId, v: V) -> Result<(), InterpError> {
+        let n = elements(&v);
+        self.budget.spend(n)?;
+        let old = self.vals.insert(r, v).map(|o| elements(&o)).unwrap_or(0);
+        self.budget.live = (self.budget.live + n).saturating_sub(old);
+        if self.budget.live > self.budget.limits.live_elements {
+            return Err(InterpError::Limit(format!(
+                "a block holds more than {} live elements (raise the limit with --max-memory)",
+                self.budget.limits.live_elements
+            )));
+        }
         Ok(())
     }
 
@@ -502,7 +567,13 @@ impl Machine<'_> {
                         V::Tensor(_) => line.push_str(" <tensor>"),
                     }
                 }
-                self.prints.push(format!("block {:?}: {line}", self.bid));
+                let line = format!("block {:?}: {line}", self.bid);
+                if self.budget.printed + line.len() > self.budget.limits.print_bytes {
+                    self.budget.truncated = true;
+                } else {
+                    self.budget.printed += line.len();
+                    self.prints.push(line);
+                }
                 Ok(())
             }
             OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } => {
@@ -513,9 +584,9 @@ impl Machine<'_> {
                 let mut cur: Vec<V> = init.iter().map(|v| self.get(*v).cloned()).collect::<Result<_, _>>()?;
                 let mut i = lo;
                 while i < hi {
-                    self.vals.insert(*iv, V::Scalar(i as f64));
+                    self.bind(*iv, V::Scalar(i as f64))?;
                     for (it, v) in iters.iter().zip(&cur) {
-                        self.vals.insert(*it, v.clone());
+                        self.bind(*it, v.clone())?;
                     }
                     self.exec(body)?;
                     cur = yields.iter().map(|v| self.get(*v).cloned()).collect::<Result<_, _>>()?;
@@ -639,6 +710,29 @@ pub fn run(func: &Func, grid: [u32; 3], args: Vec<Arg>) -> Result<Output, Interp
 
 /// [`run`] with a chosen block order.
 pub fn run_ordered(func: &Func, grid: [u32; 3], args: Vec<Arg>, order: BlockOrder) -> Result<Output, InterpError> {
+    run_with(func, grid, args, order, Limits::default())
+}
+
+/// A short description of an argument for messages (never its data).
+fn describe(a: &Arg) -> String {
+    match a {
+        Arg::Tensor(t) => format!("a {} tensor of shape {:?}", t.dtype, t.shape),
+        Arg::I32(v) => format!("the i32 {v}"),
+        Arg::I64(v) => format!("the i64 {v}"),
+        Arg::F32(v) => format!("the f32 {v}"),
+    }
+}
+
+/// [`run_ordered`] within explicit [`Limits`].
+pub fn run_with(
+    func: &Func,
+    grid: [u32; 3],
+    args: Vec<Arg>,
+    order: BlockOrder,
+    limits: Limits,
+) -> Result<Output, InterpError> {
+    tilec_core::tir::verify::verify(func, tilec_core::tir::verify::Level::Tile)
+        .map_err(|d| InterpError::IllFormed(d.message))?;
     if args.len() != func.params.len() {
         return Err(InterpError::ArgCount {
             kernel: func.name.clone(),
@@ -653,7 +747,34 @@ pub fn run_ordered(func: &Func, grid: [u32; 3], args: Vec<Arg>, order: BlockOrde
         match (func.ty(p.value), a) {
             (Type::Tensor { dtype, rank }, Arg::Tensor(t)) => {
                 if t.dtype != *dtype || t.shape.len() != *rank || t.strides.len() != *rank {
-                    return Err(bad(format!("expected a rank-{rank} {dtype} tensor, got {} {:?}", t.dtype, t.shape)));
+                    return Err(bad(format!(
+                        "expected a rank-{rank} {dtype} tensor, got {}",
+                        describe(&Arg::Tensor(t))
+                    )));
+                }
+                // Every element the shape and strides address must lie in the data.
+                if t.shape.iter().chain(&t.strides).any(|&x| x < 0) {
+                    return Err(bad(format!(
+                        "negative extent or stride: shape {:?}, strides {:?}",
+                        t.shape, t.strides
+                    )));
+                }
+                if t.shape.iter().all(|&d| d > 0) {
+                    let last = t
+                        .shape
+                        .iter()
+                        .zip(&t.strides)
+                        .try_fold(0i64, |acc, (d, s)| acc.checked_add((d - 1).checked_mul(*s)?));
+                    let need =
+                        last.and_then(|l| l.checked_add(1)).and_then(|n| n.checked_mul(i64::from(t.dtype.bytes())));
+                    if need.is_none_or(|n| n as u64 > t.data.len() as u64) {
+                        return Err(bad(format!(
+                            "shape {:?} with strides {:?} addresses more than its {} bytes",
+                            t.shape,
+                            t.strides,
+                            t.data.len()
+                        )));
+                    }
                 }
                 vals.insert(p.value, V::Tensor(tensors.len()));
                 tensors.push(t);
@@ -667,10 +788,11 @@ pub fn run_ordered(func: &Func, grid: [u32; 3], args: Vec<Arg>, order: BlockOrde
             (Type::Scalar(DType::F32), Arg::F32(v)) => {
                 vals.insert(p.value, V::Scalar(f64::from(v)));
             }
-            (t, a) => return Err(bad(format!("expected {}, got {a:?}", t.to_mlir()))),
+            (t, a) => return Err(bad(format!("expected {}, got {}", t.to_mlir(), describe(&a)))),
         }
     }
     let mut prints = vec![];
+    let mut budget = Budget { limits, work: 0, live: 0, printed: 0, truncated: false };
     let nblocks = grid.map(i64::from);
     let total = nblocks[0] * nblocks[1] * nblocks[2];
     for i in 0..total {
@@ -678,9 +800,11 @@ pub fn run_ordered(func: &Func, grid: [u32; 3], args: Vec<Arg>, order: BlockOrde
         let (x, y, z) = (lin % nblocks[0], (lin / nblocks[0]) % nblocks[1], lin / (nblocks[0] * nblocks[1]));
         {
             {
+                budget.live = 0;
                 let mut m = Machine {
                     func,
                     vals: vals.clone(),
+                    budget: &mut budget,
                     tensors: &mut tensors,
                     bid: [x, y, z],
                     nblocks,
@@ -689,6 +813,9 @@ pub fn run_ordered(func: &Func, grid: [u32; 3], args: Vec<Arg>, order: BlockOrde
                 m.exec(&func.ops)?;
             }
         }
+    }
+    if budget.truncated {
+        prints.push(format!("(print output past {} bytes left out)", limits.print_bytes));
     }
     Ok(Output { tensors, prints })
 }
@@ -717,6 +844,50 @@ mod tests {
             let u = rand_uniform(42, o);
             assert!((0.0..1.0).contains(&u));
         }
+    }
+
+    #[test]
+    fn runaway_grids_and_loops_stop_at_the_work_limit() {
+        let mut f = Func::new("k", "sm_90a", 1);
+        let z = f.push(OpKind::ConstInt(0), Type::Scalar(DType::I32), None);
+        let big = f.push(OpKind::ConstInt(i64::from(i32::MAX)), Type::Scalar(DType::I32), None);
+        let one = f.push(OpKind::ConstInt(1), Type::Scalar(DType::I32), None);
+        let iv = f.new_value(Type::Scalar(DType::I32));
+        f.push_void(
+            OpKind::For {
+                lb: z,
+                ub: big,
+                step: one,
+                iv,
+                init: vec![],
+                iters: vec![],
+                body: vec![],
+                yields: vec![],
+                results: vec![],
+            },
+            None,
+        );
+        let small = Limits { work: 1000, ..Limits::default() };
+        let e = run_with(&f, [1, 1, 1], vec![], BlockOrder::Forward, small).unwrap_err();
+        assert!(matches!(e, InterpError::Limit(_)) && e.to_string().contains("--max-work"), "{e}");
+        // A 2^31-block grid of a kernel that does almost nothing stops too.
+        let mut g = Func::new("g", "sm_90a", 1);
+        g.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
+        assert!(run_with(&g, [u32::MAX, 1, 1], vec![], BlockOrder::Forward, small).is_err());
+    }
+
+    #[test]
+    fn arguments_are_checked_and_described_briefly() {
+        let mut f = Func::new("k", "sm_90a", 1);
+        f.add_param("n", Type::Scalar(DType::I32));
+        let big = HostTensor::from_f64(DType::F32, &[1000, 1000], &vec![0.0; 1_000_000]);
+        let e = run(&f, [1, 1, 1], vec![Arg::Tensor(big)]).unwrap_err().to_string();
+        assert!(e.contains("a f32 tensor of shape [1000, 1000]") && e.len() < 200, "{e}");
+        let mut g = Func::new("g", "sm_90a", 1);
+        g.add_param("x", Type::Tensor { dtype: DType::F32, rank: 1 });
+        let mut short = HostTensor::from_f64(DType::F32, &[4], &[0.0; 4]);
+        short.shape = vec![100];
+        assert!(run(&g, [1, 1, 1], vec![Arg::Tensor(short)]).unwrap_err().to_string().contains("addresses more"));
     }
 
     #[test]

@@ -77,8 +77,11 @@ impl Mlir {
         std::mem::take(&mut *self.messages.borrow_mut())
     }
 
-    /// Parses and verifies the text of `stage`.
+    /// Parses and verifies the text of `stage`. Text MLIR's parser must not see — a NUL
+    /// byte, nesting deeper than [`MAX_NESTING`] (its parser recurses and would overflow the
+    /// stack) — is an error first.
     pub fn parse(&self, text: &str, stage: &str) -> Result<Module<'_>, Diagnostic> {
+        check_text(text, stage)?;
         self.take();
         let module = Module::parse(&self.ctx, text)
             .ok_or_else(|| mlir_failure("E0901", format!("the {stage} stage does not parse in MLIR"), self.take()))?;
@@ -114,6 +117,7 @@ impl Mlir {
 
     /// Runs an upstream textual pipeline (e.g. `builtin.module(canonicalize,cse)`).
     pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<(), Diagnostic> {
+        check_text(pipeline, "pass pipeline")?;
         self.take();
         let pm = PassManager::new(&self.ctx);
         pm.enable_verifier(true);
@@ -124,6 +128,7 @@ impl Mlir {
 
     /// Whether MLIR accepts `pipeline` (names, options, nesting), with its message if not.
     pub fn check_pipeline(&self, pipeline: &str) -> Result<(), String> {
+        check_text(pipeline, "pass pipeline").map_err(|d| d.message)?;
         self.take();
         let pm = PassManager::new(&self.ctx);
         melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline).map_err(|e| {
@@ -155,6 +160,45 @@ impl Mlir {
     }
 }
 
+/// The deepest nesting of regions, parentheses and brackets the MLIR text may have: far more
+/// than any kernel's IR, far less than what overflows MLIR's recursive parser.
+pub const MAX_NESTING: usize = 256;
+
+/// Rejects text MLIR's C API must not be handed: a NUL byte (the strings cross as C strings
+/// in places) or nesting deeper than [`MAX_NESTING`] (strings skipped).
+fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
+    if let Some(i) = text.find('\0') {
+        return Err(Diagnostic::error("E0901", format!("the {what} holds a NUL byte (at byte {i})")));
+    }
+    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+    for (i, c) in text.char_indices() {
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '{' | '(' | '[' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(Diagnostic::error(
+                        "E0901",
+                        format!("the {what} nests regions or brackets deeper than {MAX_NESTING} levels (at byte {i})"),
+                    ));
+                }
+            }
+            '}' | ')' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 unsafe extern "C" {
     #[link_name = "free"]
     fn libc_free(p: *mut std::ffi::c_void);
@@ -174,6 +218,19 @@ func.func @k(%x: memref<?x?xf16, strided<[?, ?]>>) {
   return
 }"#;
         m.parse(text, "test").unwrap();
+    }
+
+    #[test]
+    fn nul_bytes_and_deep_nesting_are_errors() {
+        let m = Mlir::new().unwrap();
+        assert!(m.parse("module {}\0", "test").unwrap_err().message.contains("NUL"));
+        let deep = format!(
+            "module {{ func.func @f() {{ {}{} return }} }}",
+            "scf.execute_region { ".repeat(5000),
+            "} ".repeat(5000)
+        );
+        assert!(m.parse(&deep, "test").unwrap_err().message.contains("deeper than 256"));
+        assert!(m.check_pipeline("builtin.module(cse\0)").is_err());
     }
 
     #[test]

@@ -52,7 +52,20 @@ pub fn read_func_with(module: &Module, source: Option<&Source>) -> Result<Func, 
         op = o.next_in_block();
     }
     let [func_op] = funcs.as_slice() else {
-        return Err(fail(format!("tile IR holds one kernel; the module has {} functions", funcs.len())));
+        let mut op = module.body().first_operation();
+        let mut lowered = None;
+        while let Some(o) = op {
+            if o.name().as_string_ref().as_str() == Ok("llvm.func") {
+                lowered = o.attribute("sym_name").ok().and_then(string_attr);
+            }
+            op = o.next_in_block();
+        }
+        return Err(match lowered {
+            Some(name) => fail(format!(
+                "the module is already lowered to the llvm dialect (`llvm.func @{name}`): tilec's passes run on the tile and tilegpu stages"
+            )),
+            None => fail(format!("tile IR holds one kernel (`func.func`); the module has {}", funcs.len())),
+        });
     };
     let name = func_op.attribute("sym_name").ok().and_then(string_attr).ok_or_else(|| fail("func without a name"))?;
     let num_warps = func_op.attribute("tile.num_warps").ok().and_then(int_attr).unwrap_or(4);

@@ -110,7 +110,24 @@ impl HostArgs for Args<'_> {
     }
 }
 
+/// The bytes `[first, end)` a tensor's shape and strides address (`None` when it is empty).
+fn byte_range(t: &TensorDesc) -> Option<(u128, u128)> {
+    if t.shape.iter().any(|&d| d <= 0) {
+        return None;
+    }
+    let last: i128 = t.shape.iter().zip(&t.strides).map(|(&d, &s)| i128::from(d - 1) * i128::from(s)).sum();
+    let b = u128::from(t.dtype.bytes());
+    let start = u128::from(t.addr);
+    Some((start, start + (last as u128 + 1) * b))
+}
+
 /// Checks a launch of `sig` with `args` and `grid` (the signature's grid when `None`).
+///
+/// Beyond each argument against its parameter: a tensor the kernel writes must not overlap
+/// another tensor argument (the kernel's reads and writes would race or depend on the order
+/// of blocks), and must not address one element twice (a stride of 0 along a dimension of
+/// more than one element); every tensor is aligned to its element size. An explicit `grid`
+/// is checked like a computed one.
 pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Result<LaunchPlan, RuntimeError> {
     if args.len() != sig.params.len() {
         return Err(RuntimeError::ArgCount { kernel: sig.name.clone(), expected: sig.params.len(), given: args.len() });
@@ -119,7 +136,7 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
     for (index, (p, a)) in sig.params.iter().zip(args).enumerate() {
         let bad = |reason: String| RuntimeError::BadArgument { index, name: p.name().to_string(), reason };
         match (p, a) {
-            (ParamSig::Tensor { dtype, rank, aligned16, .. }, ArgDesc::Tensor(t)) => {
+            (ParamSig::Tensor { dtype, rank, aligned16, access, .. }, ArgDesc::Tensor(t)) => {
                 if t.dtype != *dtype {
                     return Err(bad(format!("expected a {dtype} tensor, got {}", t.dtype)));
                 }
@@ -149,6 +166,20 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
                         )));
                     }
                 }
+                if !t.addr.is_multiple_of(u64::from(t.dtype.bytes())) {
+                    return Err(bad(format!(
+                        "address {:#x} is not aligned to its {}-byte elements",
+                        t.addr,
+                        t.dtype.bytes()
+                    )));
+                }
+                if access.writes() {
+                    if let Some((d, _)) = t.shape.iter().zip(&t.strides).find(|(&d, &s)| d > 1 && s == 0) {
+                        return Err(bad(format!(
+                            "the kernel writes this tensor, and a stride of 0 over an extent of {d} addresses one element several times"
+                        )));
+                    }
+                }
                 if *aligned16 && !t.aligned16() {
                     return Err(bad(format!(
                         "the kernel was compiled for 16-byte aligned tensors (unit last stride, last extent and other strides multiples of 16 bytes); shape {:?} strides {:?} address {:#x} is not — compile with this parameter unaligned",
@@ -173,8 +204,39 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
             }
         }
     }
+    // A tensor the kernel writes must not overlap another tensor argument.
+    for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
+        let (ParamSig::Tensor { access, .. }, ArgDesc::Tensor(t)) = (p, a) else { continue };
+        let Some((s1, e1)) = byte_range(t).filter(|_| access.writes()) else { continue };
+        for (j, (q, b)) in sig.params.iter().zip(args).enumerate() {
+            let ArgDesc::Tensor(u) = b else { continue };
+            if i == j {
+                continue;
+            }
+            if let Some((s2, e2)) = byte_range(u) {
+                if s1 < e2 && s2 < e1 {
+                    return Err(RuntimeError::BadArgument {
+                        index: i,
+                        name: p.name().to_string(),
+                        reason: format!(
+                            "the kernel writes this tensor and its memory overlaps argument {j} (`{}`): pass separate buffers",
+                            q.name()
+                        ),
+                    });
+                }
+            }
+        }
+    }
     let grid = match grid {
-        Some(g) => g,
+        Some(g) => {
+            for (i, &v) in g.iter().enumerate() {
+                let max = if i == 0 { i32::MAX as u32 } else { 65535 };
+                if v > max {
+                    return Err(RuntimeError::BadGrid(format!("grid dimension {i} is {v}, outside 0..={max}")));
+                }
+            }
+            g
+        }
         None => {
             if sig.grid.is_empty() {
                 return Err(RuntimeError::BadGrid(format!("kernel `{}` declares no grid; pass one", sig.name)));
@@ -266,6 +328,21 @@ impl Device {
     }
 
     pub fn load(&self, ptx: &str, signature: Signature) -> Result<Kernel, RuntimeError> {
+        let target = self.target()?;
+        if signature.target != target.name {
+            return Err(RuntimeError::Unsupported(format!(
+                "kernel `{}` was compiled for {}; {} is {}",
+                signature.name, signature.target, self.name, target.name
+            )));
+        }
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let smem = self.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(drv)?;
+        if i64::from(signature.shared_bytes) > i64::from(smem) {
+            return Err(RuntimeError::Unsupported(format!(
+                "kernel `{}` needs {} bytes of shared memory; {} gives a block at most {smem}",
+                signature.name, signature.shared_bytes, self.name
+            )));
+        }
         let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(drv)?;
         let func = module.load_function(&signature.name).map_err(drv)?;
         Ok(Kernel { func, signature })
@@ -384,15 +461,27 @@ pub fn median(v: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tilec_core::abi::HostExpr;
+    use tilec_core::abi::{Access, HostExpr};
 
     fn sig() -> Signature {
         Signature {
             name: "softmax".into(),
             target: "sm_90a".into(),
             params: vec![
-                ParamSig::Tensor { name: "x".into(), dtype: DType::F16, rank: 2, aligned16: true },
-                ParamSig::Tensor { name: "y".into(), dtype: DType::F16, rank: 2, aligned16: true },
+                ParamSig::Tensor {
+                    name: "x".into(),
+                    dtype: DType::F16,
+                    rank: 2,
+                    aligned16: true,
+                    access: Access::Read,
+                },
+                ParamSig::Tensor {
+                    name: "y".into(),
+                    dtype: DType::F16,
+                    rank: 2,
+                    aligned16: true,
+                    access: Access::Write,
+                },
             ],
             grid: vec![
                 HostExpr::CeilDiv(Box::new(HostExpr::Dim { param: 0, axis: 0 }), Box::new(HostExpr::Int(4))),
@@ -450,6 +539,26 @@ mod tests {
         });
         let e = validate(&sig(), &[a, t(vec![10, 64], 0)], None).unwrap_err();
         assert!(e.to_string().contains("addresses"), "{e}");
+    }
+
+    #[test]
+    fn rejects_aliasing_outputs_zero_strides_misalignment_and_bad_grids() {
+        // y overlaps x.
+        let e = validate(&sig(), &[t(vec![10, 64], 256), t(vec![10, 64], 256 + 128)], None).unwrap_err();
+        assert!(e.to_string().contains("overlaps argument 0"), "{e}");
+        // Adjacent buffers do not overlap.
+        validate(&sig(), &[t(vec![10, 64], 0), t(vec![10, 64], 1280)], None).unwrap();
+        // A written tensor with a zero stride writes one element from several places.
+        let mut y = t(vec![10, 64], 4096);
+        if let ArgDesc::Tensor(x) = &mut y {
+            x.strides = vec![0, 1];
+        }
+        let e = validate(&sig(), &[t(vec![10, 64], 0), y], None).unwrap_err();
+        assert!(e.to_string().contains("stride of 0"), "{e}");
+        let e = validate(&sig(), &[t(vec![10, 64], 1), t(vec![10, 64], 4096)], None).unwrap_err();
+        assert!(e.to_string().contains("not aligned to its 2-byte elements"), "{e}");
+        let e = validate(&sig(), &[t(vec![10, 64], 0), t(vec![10, 64], 4096)], Some([1, 70000, 1])).unwrap_err();
+        assert!(e.to_string().contains("grid dimension 1 is 70000"), "{e}");
     }
 
     #[test]

@@ -82,8 +82,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         out::err(&format!("time: {:>9.3} ms  total", total * 1e3));
     }
     if a.ptxas {
-        let r = tilec_backend::ptxas(compiled.ptx(), compiled.arch)
-            .map_err(|d| anyhow::anyhow!("{}", tilec_core::Diagnostics(vec![d])))?;
+        let r = match tilec_backend::ptxas(compiled.ptx(), compiled.arch) {
+            Ok(r) => r,
+            Err(d) => {
+                out::err(tilec_core::diag::render(&[d], &source).trim_end());
+                return Ok(ExitCode::from(1));
+            }
+        };
         out::err(&format!(
             "ptxas {}: {} registers, {} bytes smem, {} bytes stack, {} bytes spill stores, {} bytes spill loads",
             compiled.arch.name, r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads

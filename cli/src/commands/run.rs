@@ -29,6 +29,12 @@ pub struct Args {
     /// Seed of the random tensors.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Most element operations the run may do (over the whole grid).
+    #[arg(long, value_name = "N", default_value_t = tilec_interp::Limits::default().work)]
+    max_work: u64,
+    /// Most elements one block may hold in live values.
+    #[arg(long, value_name = "N", default_value_t = tilec_interp::Limits::default().live_elements)]
+    max_memory: u64,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -68,7 +74,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let iargs = crate::interp_args::parse(&a.args, a.seed)?;
     let grid = tilec_interp::grid(&el.signature, &iargs).map_err(anyhow::Error::msg)?;
-    let result = tilec_interp::run(&el.func, grid, iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let limits =
+        tilec_interp::Limits { work: a.max_work, live_elements: a.max_memory, ..tilec_interp::Limits::default() };
+    let result = tilec_interp::run_with(&el.func, grid, iargs, tilec_interp::BlockOrder::Forward, limits)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut s = String::new();
     for p in &result.prints {
         s.push_str(p);

@@ -254,9 +254,21 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
                             .with_primary(g.span, format!("{} given", items.len())),
                     );
                 }
-                for it in items.into_iter().take(3) {
+                for (axis, it) in items.into_iter().take(3).enumerate() {
                     match it {
-                        Val::Int(v) => grid.push(HostExpr::Int(v)),
+                        Val::Int(v) => {
+                            let max = if axis == 0 { i64::from(i32::MAX) } else { 65535 };
+                            if !(0..=max).contains(&v) {
+                                cx.diags.push(
+                                    Diagnostic::error(
+                                        "E0014",
+                                        format!("grid dimension {axis} is {v}, outside 0..={max}"),
+                                    )
+                                    .with_primary(g.span, "this grid"),
+                                );
+                            }
+                            grid.push(HostExpr::Int(v))
+                        }
                         Val::Host(h) => grid.push(h),
                         Val::Poison => {}
                         other => cx.diags.push(
@@ -277,6 +289,54 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
     // Body.
     cx.block(&k.body);
 
+    // How the body uses each tensor: the runtime checks that no written tensor overlaps
+    // another argument.
+    let (mut read, mut written) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    cx.func.walk(&mut |op| match &op.kind {
+        OpKind::Load { tensor, .. } | OpKind::Gather { tensor, .. } | OpKind::Element { tensor, .. } => {
+            read.insert(*tensor);
+        }
+        OpKind::Store { tensor, .. } | OpKind::Scatter { tensor, .. } => {
+            written.insert(*tensor);
+        }
+        _ => {}
+    });
+    let tensor_values: Vec<ValueId> =
+        cx.func.params.iter().filter(|p| matches!(cx.func.ty(p.value), Type::Tensor { .. })).map(|p| p.value).collect();
+    let mut tensors = tensor_values.iter();
+    for p in sig_params.iter_mut() {
+        if let ParamSig::Tensor { access, .. } = p {
+            if let Some(v) = tensors.next() {
+                *access = match (read.contains(v), written.contains(v)) {
+                    (true, true) => tilec_core::abi::Access::ReadWrite,
+                    (_, true) => tilec_core::abi::Access::Write,
+                    _ => tilec_core::abi::Access::Read,
+                };
+            }
+        }
+    }
+
+    // The parameter space of a launch (CUDA 12.1+ on Volta and later: 32764 bytes).
+    let param_bytes: usize = sig_params
+        .iter()
+        .map(|p| match p {
+            ParamSig::Tensor { rank, .. } => 8 + 16 * rank,
+            ParamSig::Scalar { dtype, .. } => dtype.bytes() as usize,
+        })
+        .sum();
+    if param_bytes > tilec_core::abi::MAX_PARAM_BYTES {
+        cx.diags.push(
+            Diagnostic::error(
+                "E0016",
+                format!(
+                    "the kernel's parameters take {param_bytes} bytes; a launch passes at most {}",
+                    tilec_core::abi::MAX_PARAM_BYTES
+                ),
+            )
+            .with_primary(k.name.span, "this kernel")
+            .with_note("a tensor takes 8 bytes plus 16 per dimension: pass fewer or lower-rank tensors"),
+        );
+    }
     if cx.diags.iter().any(|d| d.is_error()) {
         return Err(cx.diags);
     }
@@ -362,13 +422,22 @@ impl Cx<'_> {
                 if let Some(p) = self.func.params.last_mut() {
                     p.divisibility = if aligned16 { 16 } else { 1 };
                 }
-                Ok((Val::Tensor { value, param: index }, ParamSig::Tensor { name, dtype: d, rank, aligned16 }))
+                let sig = ParamSig::Tensor { name, dtype: d, rank, aligned16, access: Default::default() };
+                Ok((Val::Tensor { value, param: index }, sig))
             }
             TypeExpr::Named(t) => {
                 let d = DType::parse(&t.name).ok_or_else(|| {
                     Diagnostic::error("E0016", format!("unknown scalar type `{}`", t.name))
-                        .with_primary(t.span, "expected i32, i64, f32, f16, bf16 or bool")
+                        .with_primary(t.span, "expected i32, i64 or f32")
                 })?;
+                if !matches!(d, DType::I32 | DType::I64 | DType::F32) {
+                    return Err(Diagnostic::error("E0016", format!("a run-time scalar parameter cannot be {d}"))
+                        .with_primary(t.span, "the kernel ABI passes i32, i64 and f32 scalars")
+                        .with_note(format!(
+                            "take an f32 (or i32) and convert it in the kernel: `{}.astype({d})`",
+                            p.name.name
+                        )));
+                }
                 let value = self.func.add_param(&name, Type::Scalar(d));
                 Ok((Val::Scalar(value), ParamSig::Scalar { name, dtype: d }))
             }

@@ -8,24 +8,39 @@ use tilec_core::Diagnostic;
 
 impl Lowering<'_> {
     /// `for iv in range(lb, ub, step)`: a header block testing `iv < ub` with the induction
-    /// variable and the carried registers as arguments, the body, the exit.
+    /// variable and the carried registers as arguments, the body, the exit. The counter is
+    /// 64-bit, so `iv + step` never wraps (an i32 counter near 2^31 would loop 2^32 times);
+    /// a step that is not positive traps, as the interpreter stops with an error.
     pub(crate) fn for_loop(&mut self, kind: &OpKind) -> Result<(), Diagnostic> {
         let OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } = kind else {
             return Err(err("not a for loop"));
         };
         let (lb, ub, step) = (self.scalar(*lb)?, self.scalar(*ub)?, self.scalar(*step)?);
+        let zero = self.em.ci32(0);
+        let bad_step = self.em.icmp(ICmp::Sle, &step, &zero);
+        let (trap, pre) = (self.em.new_block(), self.em.new_block());
+        self.em.cond_br(&bad_step, &trap, &pre);
+        self.em.label(&trap, &[]);
+        self.em.trap();
+        self.em.label(&pre, &[]);
+        let (lb, ub, step) = (
+            self.em.convert("sext", &lb, Ty::I64),
+            self.em.convert("sext", &ub, Ty::I64),
+            self.em.convert("sext", &step, Ty::I64),
+        );
         let (hdr, body_b, exit) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
         let mut entry = vec![lb];
         entry.extend(self.flatten(init)?);
         self.em.br(&hdr, &entry);
-        let ivn = self.em.fresh_reg(Ty::I32);
-        self.vals.insert(*iv, Value::Scalar(ivn.clone()));
+        let ivn = self.em.fresh_reg(Ty::I64);
         let mut args = vec![ivn.clone()];
         args.extend(self.bind_args(iters, init)?);
         self.em.label(&hdr, &args);
         let c = self.em.icmp(ICmp::Slt, &ivn, &ub);
         self.em.cond_br(&c, &body_b, &exit);
         self.em.label(&body_b, &[]);
+        let iv32 = self.em.convert("trunc", &ivn, Ty::I32);
+        self.vals.insert(*iv, Value::Scalar(iv32));
         self.loop_depth += 1;
         self.ops(body)?;
         self.loop_depth -= 1;

@@ -390,6 +390,12 @@ impl Emitter {
         self.def(v.ty.clone(), format!("nvvm.shfl.sync bfly {all}, {v}, {off}, {clamp} : {t} -> {t}"))
     }
 
+    /// Stops the kernel (`trap`): the launch fails with an error instead of going on wrong.
+    pub fn trap(&mut self) {
+        self.line("llvm.intr.trap");
+        self.line("llvm.unreachable");
+    }
+
     pub fn barrier(&mut self) {
         self.line("nvvm.barrier0");
     }

@@ -198,14 +198,16 @@ impl Lowering<'_> {
             (Access::Store(_), m) if m != 0 => Some(self.owner(rep_lanes, rep_warps)),
             _ => None,
         };
-        // Global coordinate of this thread's first element, per dim (i64).
+        // Global coordinate of this thread's first element, per dim, in 64 bits: a tile index
+        // times the tile's extent can pass 2^31 and must not wrap back into the tensor.
         let mut g = vec![];
         for (dd, &extent) in shape.iter().enumerate() {
-            let s = self.em.ci32(extent);
-            let o = self.em.mul(&idx[dd], &s);
+            let s = self.em.cint(extent, Ty::I64);
+            let i = self.em.convert("sext", &idx[dd], Ty::I64);
+            let o = self.em.mul(&i, &s);
             let base = self.thread_base(&l, &shape, dd);
-            let c = self.em.add(&o, &base);
-            g.push(self.em.convert("sext", &c, Ty::I64));
+            let b = self.em.convert("sext", &base, Ty::I64);
+            g.push(self.em.add(&o, &b));
         }
         let regs = l.regs_per_thread(&shape);
         let mut out: Vec<Option<Reg>> = vec![None; if matches!(access, Access::Load(_)) { regs as usize } else { 0 }];
