@@ -46,11 +46,75 @@ pub enum ParamSig {
         /// Whether the kernel reads, writes or updates the tensor.
         #[serde(default)]
         access: Access,
+        /// The extents the kernel declares (`tensor<T, [M, 64, _]>`), one per dimension;
+        /// empty when it declares only the rank.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        extents: Vec<Extent>,
     },
     Scalar {
         name: String,
         dtype: DType,
     },
+}
+
+/// One declared extent of a tensor parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Extent {
+    /// Exactly this many elements.
+    Fixed(i64),
+    /// A shape name: every tensor naming it has the same extent there.
+    Named(String),
+    /// Anything (`_`; JSON `null`).
+    Any,
+}
+
+impl std::fmt::Display for Extent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Extent::Fixed(n) => write!(f, "{n}"),
+            Extent::Named(s) => f.write_str(s),
+            Extent::Any => f.write_str("_"),
+        }
+    }
+}
+
+/// Checks the extents a signature declares against the shapes of the arguments (`shape(i)`
+/// of tensor parameter `i`; parameters whose shape it does not give are skipped): fixed
+/// extents match, and a shape name has one value across all tensors naming it. `Err` holds
+/// the index of the offending parameter and the reason.
+pub fn check_extents<'a>(
+    params: &[ParamSig],
+    shape: impl Fn(usize) -> Option<&'a [i64]>,
+) -> Result<(), (usize, String)> {
+    // name -> (value, parameter, axis) of its first occurrence; a Vec keeps it deterministic.
+    let mut seen: Vec<(&str, i64, usize, usize)> = vec![];
+    for (i, p) in params.iter().enumerate() {
+        let ParamSig::Tensor { extents, .. } = p else { continue };
+        let Some(shape) = shape(i) else { continue };
+        for (axis, (e, &got)) in extents.iter().zip(shape).enumerate() {
+            match e {
+                Extent::Fixed(n) if *n != got => {
+                    return Err((i, format!("dimension {axis} must be {n} (the kernel declares it), got {got}")));
+                }
+                Extent::Named(name) => match seen.iter().find(|s| s.0 == name) {
+                    Some(&(_, v, j, a)) if v != got => {
+                        return Err((
+                            i,
+                            format!(
+                                "dimension {axis} is {got}, but the kernel names it `{name}`, which is {v} in `{}` (dimension {a})",
+                                params[j].name()
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                    None => seen.push((name, got, i, axis)),
+                },
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 impl ParamSig {
@@ -203,6 +267,15 @@ mod tests {
                     rank: 2,
                     aligned16: true,
                     access: Access::Read,
+                    extents: vec![Extent::Named("M".into()), Extent::Fixed(64)],
+                },
+                ParamSig::Tensor {
+                    name: "y".into(),
+                    dtype: DType::F16,
+                    rank: 2,
+                    aligned16: true,
+                    access: Access::Write,
+                    extents: vec![Extent::Named("M".into()), Extent::Any],
                 },
                 ParamSig::Scalar { name: "n".into(), dtype: DType::I32 },
             ],
@@ -213,5 +286,14 @@ mod tests {
         };
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<Signature>(&j).unwrap(), s);
+        // Declared extents: M agrees across x and y, x's second extent is 64, y's anything.
+        let shapes: [&[i64]; 3] = [&[5, 64], &[5, 7], &[]];
+        assert_eq!(check_extents(&s.params, |i| Some(shapes[i])), Ok(()));
+        let shapes: [&[i64]; 3] = [&[5, 64], &[6, 7], &[]];
+        let (i, why) = check_extents(&s.params, |i| Some(shapes[i])).unwrap_err();
+        assert_eq!(i, 1);
+        assert!(why.contains("names it `M`, which is 5 in `x` (dimension 0)"), "{why}");
+        let shapes: [&[i64]; 3] = [&[5, 63], &[5, 7], &[]];
+        assert!(check_extents(&s.params, |i| Some(shapes[i])).unwrap_err().1.contains("must be 64"));
     }
 }

@@ -77,75 +77,113 @@ impl Diagnostic {
     }
 }
 
-/// A source file as the diagnostics see it.
+/// A source file as the diagnostics see it. The text is fixed once made: the line index
+/// built beside it keeps position lookups logarithmic, so a file with 100,000 ops and as
+/// many locations or diagnostics stays linear to print and read back.
 #[derive(Clone, Debug)]
 pub struct Source {
     pub name: String,
     pub text: String,
+    line_starts: Vec<usize>,
 }
 
 impl Source {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        Source { name: name.into(), text: text.into() }
+        let text = text.into();
+        let line_starts = std::iter::once(0)
+            .chain(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1))
+            .collect();
+        Source { name: name.into(), text, line_starts }
+    }
+
+    /// The byte range of a 0-based line, without its newline.
+    fn line_range(&self, line: usize) -> Option<std::ops::Range<usize>> {
+        let start = *self.line_starts.get(line)?;
+        let end = self.line_starts.get(line + 1).map_or(self.text.len(), |next| next - 1);
+        Some(start..end)
     }
 
     /// The byte offset of a 1-based (line, column), if the text has it (the inverse of
     /// [`Source::line_col`]; a column one past the end of a line is the line's end).
     pub fn offset(&self, line: usize, col: usize) -> Option<usize> {
-        if line == 0 || col == 0 {
-            return None;
-        }
-        let start =
-            if line == 1 { 0 } else { self.text.bytes().enumerate().filter(|(_, b)| *b == b'\n').nth(line - 2)?.0 + 1 };
-        let line_len = self.text[start..].find('\n').unwrap_or(self.text.len() - start);
-        (col - 1 <= line_len).then_some(start + col - 1)
+        let range = self.line_range(line.checked_sub(1)?)?;
+        let col = col.checked_sub(1)?;
+        (col <= range.len()).then_some(range.start + col)
     }
 
     /// 1-based (line, column) of a byte offset, clamped to the text.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let before = &self.text.as_bytes()[..offset];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let col = offset - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
-        (line, col)
+        let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
+        (line + 1, offset - self.line_starts[line] + 1)
+    }
+
+    /// The length in bytes of the line holding `offset`.
+    fn line_len_at(&self, offset: usize) -> usize {
+        let (line, _) = self.line_col(offset);
+        self.line_range(line - 1).map_or(0, |r| r.len())
     }
 }
+
+/// At most this many diagnostics are rendered; the rest are counted (rustc stops early too:
+/// a generated file with 100,000 mistakes must not print 100,000 snippets).
+pub const MAX_RENDERED: usize = 50;
+
+/// A label on a line longer than this is shown as `file:line:col` in a note instead of a
+/// snippet: a snippet prints its whole line, and one-line generated sources are common.
+pub const MAX_SNIPPET_LINE: usize = 400;
 
 /// Renders diagnostics like rustc, without colour (snapshots and logs stay plain).
 pub fn render(diags: &[Diagnostic], source: &Source) -> String {
     let file = SimpleFile::new(source.name.as_str(), source.text.as_str());
     let config = term::Config::default();
     let mut out = NoColor::new(Vec::new());
-    for d in diags {
+    let len = source.text.len();
+    for d in diags.iter().take(MAX_RENDERED) {
         let sev = match d.severity {
             Severity::Error => cs::Severity::Error,
             Severity::Warning => cs::Severity::Warning,
         };
-        let len = source.text.len();
-        let labels = d
-            .labels
-            .iter()
-            .map(|l| {
-                let range = l.span.start.min(len)..l.span.end.min(len).max(l.span.start.min(len));
-                let style = if l.primary { cs::LabelStyle::Primary } else { cs::LabelStyle::Secondary };
-                cs::Label::new(style, (), range).with_message(l.message.clone())
-            })
-            .collect();
+        let mut labels = vec![];
+        let mut notes = vec![];
+        for l in &d.labels {
+            let start = l.span.start.min(len);
+            let range = start..l.span.end.min(len).max(start);
+            if source.line_len_at(start) > MAX_SNIPPET_LINE {
+                let (line, col) = source.line_col(start);
+                let what = if l.message.is_empty() { String::new() } else { format!(": {}", l.message) };
+                notes.push(format!("at {}:{line}:{col}{what} (the line is too long to show)", source.name));
+                continue;
+            }
+            let style = if l.primary { cs::LabelStyle::Primary } else { cs::LabelStyle::Secondary };
+            labels.push(cs::Label::new(style, (), range).with_message(l.message.clone()));
+        }
+        notes.extend(d.notes.iter().cloned());
         let diag = cs::Diagnostic::new(sev)
             .with_code(d.code)
             .with_message(d.message.clone())
             .with_labels(labels)
-            .with_notes(d.notes.clone());
+            .with_notes(notes);
         // Writing into a Vec cannot fail; a span outside the file is clamped above.
         let _ = term::emit(&mut out, &config, &file, &diag);
     }
-    String::from_utf8_lossy(&out.into_inner()).into_owned()
+    let mut text = String::from_utf8_lossy(&out.into_inner()).into_owned();
+    if let Some(hidden) = diags.len().checked_sub(MAX_RENDERED).filter(|&n| n > 0) {
+        let errors = diags.iter().filter(|d| d.is_error()).count();
+        text.push_str(&format!(
+            "error: {hidden} more diagnostics not shown ({errors} errors in all; the first {MAX_RENDERED} are above)\n"
+        ));
+    }
+    text
 }
 
-/// Diagnostics as JSON lines-free array, with line/column added for editors.
+/// Diagnostics as a JSON array, with line/column added for editors. Like [`render`], it holds
+/// at most [`MAX_RENDERED`] of them; when some were left out, a last item
+/// `{"omitted": N}` says how many.
 pub fn render_json(diags: &[Diagnostic], source: &Source) -> String {
-    let items: Vec<serde_json::Value> = diags
+    let mut items: Vec<serde_json::Value> = diags
         .iter()
+        .take(MAX_RENDERED)
         .map(|d| {
             let labels: Vec<serde_json::Value> = d
                 .labels
@@ -166,6 +204,9 @@ pub fn render_json(diags: &[Diagnostic], source: &Source) -> String {
             })
         })
         .collect();
+    if diags.len() > MAX_RENDERED {
+        items.push(serde_json::json!({ "omitted": diags.len() - MAX_RENDERED }));
+    }
     serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_string())
 }
 
@@ -286,6 +327,24 @@ mod tests {
         }
         assert_eq!(src.offset(2, 9), None);
         assert_eq!(src.offset(9, 1), None);
+    }
+
+    #[test]
+    fn many_diagnostics_on_one_long_line_render_briefly() {
+        let text = "let a = zz; ".repeat(20_000);
+        let src = Source::new("gen.tile", text);
+        let diags: Vec<Diagnostic> = (0..20_000)
+            .map(|i| {
+                Diagnostic::error("E0002", "unknown name `zz`").with_primary(Span::new(i * 12 + 8, i * 12 + 10), "here")
+            })
+            .collect();
+        let out = render(&diags, &src);
+        assert!(out.len() < 20_000, "{} bytes", out.len());
+        assert!(out.contains("gen.tile:1:20"), "{out}");
+        assert!(out.contains("19950 more diagnostics not shown (20000 errors in all"), "{out}");
+        let json: serde_json::Value = serde_json::from_str(&render_json(&diags, &src)).unwrap();
+        assert_eq!(json.as_array().unwrap().len(), MAX_RENDERED + 1);
+        assert_eq!(json[MAX_RENDERED]["omitted"], 19_950);
     }
 
     #[test]

@@ -37,10 +37,22 @@ pub struct ParamDecl {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum TypeExpr {
-    /// `tensor<DTYPE, RANK>`; DTYPE is a dtype name or a `dtype` constant.
-    Tensor { dtype: Ident, rank: i64, span: Span },
+    /// `tensor<DTYPE, RANK>` or `tensor<DTYPE, [EXTENT, …]>`; DTYPE is a dtype name or a
+    /// `dtype` constant. `extents` is empty when only the rank is written.
+    Tensor { dtype: Ident, rank: i64, extents: Vec<ExtentDecl>, span: Span },
     /// `int`, `bool`, `dtype`, `f32`, …
     Named(Ident),
+}
+
+/// One extent of `tensor<T, [M, 64, _]>`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExtentDecl {
+    /// `_`: any extent.
+    Any(Span),
+    /// A shape name: every tensor that names it has the same extent there.
+    Named(Ident),
+    /// A fixed extent.
+    Fixed(i64, Span),
 }
 
 #[derive(Clone, Debug, PartialEq)]

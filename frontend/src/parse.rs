@@ -199,10 +199,30 @@ fn param(p: Pair<Rule>) -> R<ParamDecl> {
             let mut ti = inner.into_inner();
             let dtype = ident(next(&mut ti, ts, "tensor type")?);
             let rp = next(&mut ti, ts, "tensor rank")?;
-            let rank = rp.as_str().parse::<i64>().map_err(|_| {
-                Diagnostic::error("E0016", "tensor rank is too large").with_primary(span_of(&rp), "not a valid rank")
-            })?;
-            TypeExpr::Tensor { dtype, rank, span: ts }
+            let mut extents = vec![];
+            let rank = if rp.as_rule() == Rule::extents {
+                for e in rp.into_inner() {
+                    let sp = span_of(&e);
+                    let v = next(&mut e.into_inner(), sp, "extent")?;
+                    extents.push(match v.as_rule() {
+                        Rule::int => ExtentDecl::Fixed(
+                            v.as_str().parse::<i64>().map_err(|_| {
+                                Diagnostic::error("E0016", "tensor extent is too large").with_primary(sp, "here")
+                            })?,
+                            sp,
+                        ),
+                        _ if v.as_str() == "_" => ExtentDecl::Any(sp),
+                        _ => ExtentDecl::Named(ident(v)),
+                    });
+                }
+                extents.len() as i64
+            } else {
+                rp.as_str().parse::<i64>().map_err(|_| {
+                    Diagnostic::error("E0016", "tensor rank is too large")
+                        .with_primary(span_of(&rp), "not a valid rank")
+                })?
+            };
+            TypeExpr::Tensor { dtype, rank, extents, span: ts }
         }
         _ => TypeExpr::Named(ident(inner)),
     };

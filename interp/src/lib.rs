@@ -155,6 +155,11 @@ pub fn grid(sig: &tilec_core::abi::Signature, args: &[Arg]) -> Result<[u32; 3], 
             }
         }
     }
+    tilec_core::abi::check_extents(&sig.params, |i| match args.get(i)? {
+        Arg::Tensor(t) => Some(t.shape.as_slice()),
+        _ => None,
+    })
+    .map_err(|(i, why)| format!("argument `{}`: {why}", sig.params[i].name()))?;
     let mut grid = [1u32; 3];
     for (i, g) in sig.grid.iter().enumerate().take(3) {
         let v = g.eval(&A(args))?;
@@ -723,16 +728,10 @@ fn describe(a: &Arg) -> String {
     }
 }
 
-/// [`run_ordered`] within explicit [`Limits`].
-pub fn run_with(
-    func: &Func,
-    grid: [u32; 3],
-    args: Vec<Arg>,
-    order: BlockOrder,
-    limits: Limits,
-) -> Result<Output, InterpError> {
-    tilec_core::tir::verify::verify(func, tilec_core::tir::verify::Level::Tile)
-        .map_err(|d| InterpError::IllFormed(d.message))?;
+/// Checks arguments against a kernel's parameters (count, kinds, dtypes, ranks, and that
+/// every element a tensor's shape and strides address lies in its data) before anything
+/// reads them: the grid's host expressions included.
+pub fn check_args(func: &Func, args: &[Arg]) -> Result<(), InterpError> {
     if args.len() != func.params.len() {
         return Err(InterpError::ArgCount {
             kernel: func.name.clone(),
@@ -740,17 +739,12 @@ pub fn run_with(
             given: args.len(),
         });
     }
-    let mut tensors = vec![];
-    let mut vals = BTreeMap::new();
     for (p, a) in func.params.iter().zip(args) {
         let bad = |reason: String| InterpError::BadArgument { name: p.name.clone(), reason };
         match (func.ty(p.value), a) {
             (Type::Tensor { dtype, rank }, Arg::Tensor(t)) => {
                 if t.dtype != *dtype || t.shape.len() != *rank || t.strides.len() != *rank {
-                    return Err(bad(format!(
-                        "expected a rank-{rank} {dtype} tensor, got {}",
-                        describe(&Arg::Tensor(t))
-                    )));
+                    return Err(bad(format!("expected a rank-{rank} {dtype} tensor, got {}", describe(a))));
                 }
                 // Every element the shape and strides address must lie in the data.
                 if t.shape.iter().chain(&t.strides).any(|&x| x < 0) {
@@ -776,20 +770,44 @@ pub fn run_with(
                         )));
                     }
                 }
-                vals.insert(p.value, V::Tensor(tensors.len()));
-                tensors.push(t);
             }
-            (Type::Scalar(DType::I32), Arg::I32(v)) => {
-                vals.insert(p.value, V::Scalar(f64::from(v)));
+            (Type::Scalar(DType::I32), Arg::I32(_))
+            | (Type::Scalar(DType::I64), Arg::I64(_))
+            | (Type::Scalar(DType::F32), Arg::F32(_)) => {}
+            (Type::Tensor { dtype, rank }, a) => {
+                return Err(bad(format!("expected a rank-{rank} {dtype} tensor, got {}", describe(a))))
             }
-            (Type::Scalar(DType::I64), Arg::I64(v)) => {
-                vals.insert(p.value, V::Scalar(v as f64));
-            }
-            (Type::Scalar(DType::F32), Arg::F32(v)) => {
-                vals.insert(p.value, V::Scalar(f64::from(v)));
-            }
-            (t, a) => return Err(bad(format!("expected {}, got {}", t.to_mlir(), describe(&a)))),
+            (Type::Scalar(d), a) => return Err(bad(format!("expected an {d} scalar, got {}", describe(a)))),
+            (t, _) => return Err(bad(format!("a parameter of type {} cannot be passed", t.to_mlir()))),
         }
+    }
+    Ok(())
+}
+
+/// [`run_ordered`] within explicit [`Limits`].
+pub fn run_with(
+    func: &Func,
+    grid: [u32; 3],
+    args: Vec<Arg>,
+    order: BlockOrder,
+    limits: Limits,
+) -> Result<Output, InterpError> {
+    tilec_core::tir::verify::verify(func, tilec_core::tir::verify::Level::Tile)
+        .map_err(|d| InterpError::IllFormed(d.message))?;
+    check_args(func, &args)?;
+    let mut tensors = vec![];
+    let mut vals = BTreeMap::new();
+    for (p, a) in func.params.iter().zip(args) {
+        let v = match a {
+            Arg::Tensor(t) => {
+                tensors.push(t);
+                V::Tensor(tensors.len() - 1)
+            }
+            Arg::I32(v) => V::Scalar(f64::from(v)),
+            Arg::I64(v) => V::Scalar(v as f64),
+            Arg::F32(v) => V::Scalar(f64::from(v)),
+        };
+        vals.insert(p.value, v);
     }
     let mut prints = vec![];
     let mut budget = Budget { limits, work: 0, live: 0, printed: 0, truncated: false };

@@ -204,6 +204,15 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
             }
         }
     }
+    tilec_core::abi::check_extents(&sig.params, |i| match &args[i] {
+        ArgDesc::Tensor(t) => Some(t.shape.as_slice()),
+        _ => None,
+    })
+    .map_err(|(index, reason)| RuntimeError::BadArgument {
+        index,
+        name: sig.params[index].name().to_string(),
+        reason,
+    })?;
     // A tensor the kernel writes must not overlap another tensor argument.
     for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
         let (ParamSig::Tensor { access, .. }, ArgDesc::Tensor(t)) = (p, a) else { continue };
@@ -461,7 +470,7 @@ pub fn median(v: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tilec_core::abi::{Access, HostExpr};
+    use tilec_core::abi::{Access, Extent, HostExpr};
 
     fn sig() -> Signature {
         Signature {
@@ -474,6 +483,7 @@ mod tests {
                     rank: 2,
                     aligned16: true,
                     access: Access::Read,
+                    extents: vec![Extent::Named("M".into()), Extent::Named("N".into())],
                 },
                 ParamSig::Tensor {
                     name: "y".into(),
@@ -481,6 +491,7 @@ mod tests {
                     rank: 2,
                     aligned16: true,
                     access: Access::Write,
+                    extents: vec![Extent::Named("M".into()), Extent::Named("N".into())],
                 },
             ],
             grid: vec![
@@ -559,6 +570,9 @@ mod tests {
         assert!(e.to_string().contains("not aligned to its 2-byte elements"), "{e}");
         let e = validate(&sig(), &[t(vec![10, 64], 0), t(vec![10, 64], 4096)], Some([1, 70000, 1])).unwrap_err();
         assert!(e.to_string().contains("grid dimension 1 is 70000"), "{e}");
+        // x and y are both declared [M, N]: a y of other rows is refused.
+        let e = validate(&sig(), &[t(vec![10, 64], 0), t(vec![12, 64], 4096)], None).unwrap_err();
+        assert!(e.to_string().contains("names it `M`, which is 10 in `x`"), "{e}");
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub fn read_input(file: &Path) -> Result<String> {
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!("{what} is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())
     })?;
+    if let Some(at) = text.find('\0') {
+        bail!("{what} holds a NUL byte at offset {at}: it is not a text file");
+    }
     let text = text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text);
     Ok(normalize_line_endings(text))
 }

@@ -73,6 +73,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         );
     }
     let iargs = crate::interp_args::parse(&a.args, a.seed)?;
+    tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let grid = tilec_interp::grid(&el.signature, &iargs).map_err(anyhow::Error::msg)?;
     let limits =
         tilec_interp::Limits { work: a.max_work, live_elements: a.max_memory, ..tilec_interp::Limits::default() };

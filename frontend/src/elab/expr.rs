@@ -11,6 +11,7 @@ impl Cx<'_> {
             ExprKind::Bool(v) => Ok(Val::Bool(*v)),
             ExprKind::Str(s) => Ok(Val::Str(s.clone())),
             ExprKind::Name(n) => match self.lookup(n) {
+                Some(&Val::Extent { value, param, axis }) => Ok(self.extent(value, param, axis, e.span)),
                 Some(v) => {
                     let v = v.clone();
                     if self.host {
@@ -128,6 +129,20 @@ impl Cx<'_> {
         }
     }
 
+    /// Extent `axis` of tensor parameter `param`: a host expression in the grid, an i32 in
+    /// the kernel.
+    fn extent(&mut self, value: ValueId, param: usize, axis: usize, span: Span) -> Val {
+        if self.host {
+            Val::Host(HostExpr::Dim { param, axis })
+        } else {
+            Val::Scalar(self.func.push(
+                OpKind::Dim { tensor: value, axis: axis as u32 },
+                Type::Scalar(DType::I32),
+                Some(span),
+            ))
+        }
+    }
+
     pub(crate) fn index(&mut self, v: Val, items: &[IndexItem], span: Span) -> R<Val> {
         let single = |items: &[IndexItem]| -> R<Expr> {
             match items {
@@ -144,15 +159,7 @@ impl Cx<'_> {
                     _ => 0,
                 };
                 let axis = self.const_axis(&e, rank)?;
-                if self.host {
-                    Ok(Val::Host(HostExpr::Dim { param, axis: axis as usize }))
-                } else {
-                    Ok(Val::Scalar(self.func.push(
-                        OpKind::Dim { tensor: value, axis: axis as u32 },
-                        Type::Scalar(DType::I32),
-                        Some(span),
-                    )))
-                }
+                Ok(self.extent(value, param, axis as usize, span))
             }
             Val::Tensor { value, .. } => {
                 let (d, rank) = match self.func.ty(value) {

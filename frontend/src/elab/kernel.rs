@@ -144,6 +144,23 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         match cx.runtime_param(p, req) {
             Ok((val, sig)) => {
                 cx.param_names.push(p.name.name.clone());
+                if let (Val::Tensor { value, param }, TypeExpr::Tensor { extents, .. }) = (&val, &p.ty) {
+                    for (axis, e) in extents.iter().enumerate() {
+                        let ExtentDecl::Named(id) = e else { continue };
+                        if let Some(other) = k.params.iter().find(|q| q.name.name == id.name) {
+                            cx.diags.push(
+                                Diagnostic::error(
+                                    "E0003",
+                                    format!("`{}` names both an extent and a parameter", id.name),
+                                )
+                                .with_primary(id.span, "a shape name")
+                                .with_secondary(other.name.span, "a parameter"),
+                            );
+                        } else if !matches!(cx.lookup(&id.name), Some(Val::Extent { .. })) {
+                            cx.bind(&id.name, Val::Extent { value: *value, param: *param, axis });
+                        }
+                    }
+                }
                 sig_params.push(sig);
                 cx.bind(&p.name.name, val);
             }
@@ -410,19 +427,38 @@ impl Cx<'_> {
         let name = p.name.name.clone();
         let index = self.param_names.len();
         match &p.ty {
-            TypeExpr::Tensor { dtype, rank, span } => {
+            TypeExpr::Tensor { dtype, rank, extents, span } => {
                 let d = self.dtype_named(dtype)?;
                 if !(1..=8).contains(rank) {
                     return Err(Diagnostic::error("E0016", format!("tensor rank {rank} is outside 1..=8"))
                         .with_primary(*span, "bad rank"));
                 }
                 let rank = *rank as usize;
+                let mut sig_extents = vec![];
+                for e in extents {
+                    sig_extents.push(match e {
+                        ExtentDecl::Any(_) => Extent::Any,
+                        ExtentDecl::Named(id) => Extent::Named(id.name.clone()),
+                        ExtentDecl::Fixed(n, _) if (0..=i64::from(i32::MAX)).contains(n) => Extent::Fixed(*n),
+                        ExtentDecl::Fixed(n, sp) => {
+                            return Err(Diagnostic::error("E0016", format!("tensor extent {n} is outside 0..=2^31-1"))
+                                .with_primary(*sp, "bad extent"))
+                        }
+                    });
+                }
                 let value = self.func.add_param(&name, Type::Tensor { dtype: d, rank });
                 let aligned16 = !req.unaligned.contains(&name);
                 if let Some(p) = self.func.params.last_mut() {
                     p.divisibility = if aligned16 { 16 } else { 1 };
                 }
-                let sig = ParamSig::Tensor { name, dtype: d, rank, aligned16, access: Default::default() };
+                let sig = ParamSig::Tensor {
+                    name,
+                    dtype: d,
+                    rank,
+                    aligned16,
+                    access: Default::default(),
+                    extents: sig_extents,
+                };
                 Ok((Val::Tensor { value, param: index }, sig))
             }
             TypeExpr::Named(t) => {

@@ -14,9 +14,11 @@ mod fold;
 mod kernel;
 mod stmt;
 
-use crate::ast::{self, AssignOp, BinOp as AB, Expr, ExprKind, IndexItem, Kernel, StmtKind, TypeExpr, UnaryOp};
+use crate::ast::{
+    self, AssignOp, BinOp as AB, Expr, ExprKind, ExtentDecl, IndexItem, Kernel, StmtKind, TypeExpr, UnaryOp,
+};
 use std::collections::{BTreeMap, BTreeSet};
-use tilec_core::abi::{HostExpr, ParamSig, Signature};
+use tilec_core::abi::{Extent, HostExpr, ParamSig, Signature};
 use tilec_core::tir::{
     self, BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId,
 };
@@ -109,6 +111,13 @@ pub(crate) enum Val {
     },
     Scalar(ValueId),
     Tile(ValueId),
+    /// A shape name of a tensor parameter's type (`tensor<T, [M, N]>`): reads as
+    /// `x.shape[axis]` of the first tensor naming it.
+    Extent {
+        value: ValueId,
+        param: usize,
+        axis: usize,
+    },
     /// A run-time integer of the host (grid expressions).
     Host(HostExpr),
 }
@@ -135,6 +144,7 @@ fn kind_name(v: &Val) -> &'static str {
         Val::Tuple(_) => "a tuple",
         Val::Tensor { .. } => "a tensor",
         Val::Shape { .. } => "a tensor shape",
+        Val::Extent { .. } => "a tensor extent",
         Val::Scalar(_) => "a run-time scalar",
         Val::Tile(_) => "a tile",
         Val::Host(_) => "a launch-time integer",
