@@ -14,12 +14,25 @@ use tilec_interp::Arg;
 /// Largest tensor `--arg` builds, in elements (the interpreter keeps f64 copies).
 pub const MAX_ELEMENTS: u64 = 1 << 26;
 
+/// Largest number of elements all `--arg` tensors together hold.
+pub const MAX_TOTAL_ELEMENTS: u64 = 1 << 27;
+
 pub fn parse(args: &[String], seed: u64) -> Result<Vec<Arg>> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    args.iter().map(|a| parse_one(a, &mut rng)).collect()
+    let mut total = 0u64;
+    let mut out = vec![];
+    for a in args {
+        let arg = parse_one(a, &mut rng, MAX_TOTAL_ELEMENTS - total)?;
+        if let Arg::Tensor(t) = &arg {
+            total += t.shape.iter().product::<i64>() as u64;
+        }
+        out.push(arg);
+    }
+    Ok(out)
 }
 
-fn parse_one(a: &str, rng: &mut rand::rngs::StdRng) -> Result<Arg> {
+/// One argument; a tensor holds at most `room` elements (what the earlier ones left).
+fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, room: u64) -> Result<Arg> {
     if let Ok(v) = a.parse::<i32>() {
         return Ok(Arg::I32(v));
     }
@@ -57,6 +70,9 @@ fn parse_one(a: &str, rng: &mut rand::rngs::StdRng) -> Result<Arg> {
         .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
         .filter(|n| *n <= MAX_ELEMENTS)
         .with_context(|| format!("--arg {a}: more than {MAX_ELEMENTS} elements is too many for the interpreter"))?;
+    if n > room {
+        bail!("--arg {a}: the tensors of all --arg together may hold {MAX_TOTAL_ELEMENTS} elements");
+    }
     let vals: Vec<f64> = (0..n)
         .map(|_| {
             if zeros {
@@ -87,6 +103,9 @@ mod tests {
         // The element count is checked before it can wrap.
         let e = parse(&["zeros:3x6148914691236517206:f16".into()], 0).unwrap_err().to_string();
         assert!(e.contains("too many"), "{e}");
+        let big: Vec<String> = (0..3).map(|_| "zeros:8192x8192:f16".to_string()).collect();
+        let e = parse(&big, 0).unwrap_err().to_string();
+        assert!(e.contains("all --arg together"), "{e}");
         assert!(parse(&["3x-2:f32".into()], 0).is_err());
         assert!(parse(&["i32:x".into()], 0).is_err());
     }

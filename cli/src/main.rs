@@ -8,6 +8,7 @@
 
 mod bench_report;
 mod commands;
+mod fuzz;
 mod gpu;
 mod interp_args;
 mod out;
@@ -56,6 +57,9 @@ enum Cmd {
     Check(commands::check::Args),
     /// Time kernels on the GPU (each checked first), beside the copy ceiling and the peers.
     Bench(commands::bench::Args),
+    /// Fuzz the compiler, `tilec opt`, the `--arg` parser and the launch validator: mutated
+    /// inputs in watched worker processes; crashes, hangs and runaway memory are written out.
+    Fuzz(fuzz::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Cmd::Opt(a) => commands::opt::run(a),
         Cmd::Check(a) => commands::check::run(a),
         Cmd::Bench(a) => commands::bench::run(a),
+        Cmd::Fuzz(a) => fuzz::run(a),
     };
     match r {
         Ok(code) => code,

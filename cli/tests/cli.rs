@@ -406,3 +406,77 @@ fn run_stops_at_its_limits() {
     assert!(err.contains("a f32 tensor of shape [4096, 4096]") && err.len() < 400, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The fuzz slice CI runs: a fixed count of inputs per target, in watched workers; any crash,
+/// hang over 10 s or allocation over 4 GiB fails it (the findings are written beside).
+#[test]
+fn fuzz_slice_finds_nothing() {
+    let dir = temp_dir("fuzz");
+    let json = dir.join("fuzz.json");
+    let (code, out, err) = tilec(&[
+        "fuzz",
+        "--target",
+        "tile=3000",
+        "--target",
+        "mlir=2000",
+        "--target",
+        "args=2000",
+        "--target",
+        "launch=20000",
+        "--seed",
+        "1",
+        "--chunk",
+        "1000",
+        "--out",
+        dir.join("findings").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    println!("{out}");
+    assert_eq!(code, 0, "{out}\n{err}");
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["inputs"], 27_000);
+    assert_eq!(j["crashes"], 0);
+    // Every target gets past its first gate on some inputs: the slice is not all rejections.
+    for (t, reached) in [
+        ("tile", "lowered to the llvm dialect"),
+        ("mlir", "passed the pipeline"),
+        ("args", "ran on the interpreter"),
+        ("launch", "valid launch"),
+    ] {
+        assert!(j["targets"][t]["outcomes"][reached].as_u64().unwrap_or(0) > 0, "{t}: {out}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The watchdog sees each way a worker can go: a panic, an abort, a hang and a runaway
+/// allocation are each a finding at the right input, and the inputs after them still run.
+#[test]
+fn fuzz_watchdog_records_crashes_hangs_and_memory() {
+    let dir = temp_dir("fuzzdog");
+    let (code, out, err) = tilec(&[
+        "fuzz",
+        "--target",
+        "launch=40",
+        "--inject",
+        "panic@3,abort@11,hang@17,oom@25",
+        "--timeout",
+        "2",
+        "--jobs",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    for want in ["panic at input 3", "crash at input 11", "hang at input 17", "out of memory at input 25"] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    assert!(
+        out.contains("fuzz: 40 inputs (seed 1), 2 crashes, 1 hangs over 2 s, 1 over the 4 GiB memory limit"),
+        "{out}"
+    );
+    let finding = std::fs::read_to_string(dir.join("launch-seed1-input3.txt")).unwrap();
+    assert!(finding.contains("replay: tilec fuzz --target launch --seed 1 --replay 3"), "{finding}");
+    assert!(finding.contains("injected panic at input 3"), "{finding}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

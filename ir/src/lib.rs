@@ -164,8 +164,14 @@ impl Mlir {
 /// than any kernel's IR, far less than what overflows MLIR's recursive parser.
 pub const MAX_NESTING: usize = 256;
 
+/// The largest result number (`%x#N`) or count (`%x:N = …`) the MLIR text may write. MLIR's
+/// parser sizes a table by it before it checks it against the op, and aborts the process
+/// when `%r#2147483648` asks for 32 GB (found by `tilec fuzz --target mlir`).
+pub const MAX_RESULTS: u64 = 65_535;
+
 /// Rejects text MLIR's C API must not be handed: a NUL byte (the strings cross as C strings
-/// in places) or nesting deeper than [`MAX_NESTING`] (strings skipped).
+/// in places), nesting deeper than [`MAX_NESTING`], or result numbers past [`MAX_RESULTS`]
+/// (strings skipped).
 fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
     if let Some(i) = text.find('\0') {
         return Err(Diagnostic::error("E0901", format!("the {what} holds a NUL byte (at byte {i})")));
@@ -183,6 +189,24 @@ fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
         }
         match c {
             '"' => in_str = true,
+            '%' => {
+                let rest = &text[i + 1..];
+                let name =
+                    rest.find(|c: char| !(c.is_ascii_alphanumeric() || "_$.-".contains(c))).unwrap_or(rest.len());
+                let after = &rest[name..];
+                if let Some(num) = after.strip_prefix('#').or_else(|| after.strip_prefix(':')) {
+                    let digits = num.find(|c: char| !c.is_ascii_digit()).unwrap_or(num.len());
+                    if digits > 0 && !num[..digits].parse::<u64>().is_ok_and(|n| n <= MAX_RESULTS) {
+                        return Err(Diagnostic::error(
+                            "E0901",
+                            format!(
+                                "the {what} numbers a result `%{}` past {MAX_RESULTS} (at byte {i}): no op has that many",
+                                &rest[..name + 1 + digits]
+                            ),
+                        ));
+                    }
+                }
+            }
             '{' | '(' | '[' => {
                 depth += 1;
                 if depth > MAX_NESTING {
@@ -207,6 +231,19 @@ unsafe extern "C" {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_result_numbers_are_refused_before_mlir_parses_them() {
+        // Each made MLIR 22's parser abort the process ("LLVM ERROR: out of memory").
+        for text in [
+            "func.func @f() { %0:2 = \"t.op\"() : () -> (i32, i32)\n \"t.use\"(%0#2147483648) : (i32) -> () return }",
+            "func.func @f() { %0:4294967296 = \"t.op\"() : () -> (i32) return }",
+        ] {
+            let e = check_text(text, "module").unwrap_err();
+            assert!(e.message.contains("past 65535"), "{}", e.message);
+        }
+        check_text("%0:2 = x %0#1 \"%a#99999999\"", "module").unwrap();
+    }
 
     #[test]
     fn irdl_loads_and_verifies_tile_ops() {

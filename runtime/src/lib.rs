@@ -53,13 +53,14 @@ impl TensorDesc {
     /// Whether the tensor meets the 16-byte specialisation: base address and every stride
     /// but the last a multiple of 16 bytes, last stride 1, last extent a multiple of 16 bytes.
     pub fn aligned16(&self) -> bool {
-        let b = i64::from(self.dtype.bytes());
+        // In i128: extents and strides come from the caller and may be anything.
+        let b = i128::from(self.dtype.bytes());
         let Some((&last_stride, rest)) = self.strides.split_last() else { return false };
-        let last_dim = self.shape.last().copied().unwrap_or(0);
+        let last_dim = i128::from(self.shape.last().copied().unwrap_or(0));
         self.addr.is_multiple_of(16)
             && last_stride == 1
             && (last_dim * b) % 16 == 0
-            && rest.iter().all(|s| (s * b) % 16 == 0)
+            && rest.iter().all(|&s| (i128::from(s) * b) % 16 == 0)
     }
 }
 
@@ -537,6 +538,21 @@ mod tests {
             validate(&sig(), &[ArgDesc::I32(3), t(vec![1, 64], 0)], None),
             Err(RuntimeError::BadArgument { index: 0, .. })
         ));
+    }
+
+    #[test]
+    fn huge_extents_and_strides_are_refused_without_overflow() {
+        // Found by `tilec fuzz --target launch` (seed 1, input 2044): the 16-byte check
+        // multiplied an extent of 2^62 by the element size in i64.
+        let x = ArgDesc::Tensor(TensorDesc {
+            dtype: DType::F16,
+            shape: vec![2, 1 << 62],
+            strides: vec![i64::MAX, 1],
+            addr: 1 << 20,
+            len_bytes: (1 << 62) - 1,
+        });
+        let e = validate(&sig(), &[x, t(vec![2, 64], 1 << 40)], None).unwrap_err();
+        assert!(matches!(e, RuntimeError::BadArgument { index: 0, .. }), "{e}");
     }
 
     #[test]
