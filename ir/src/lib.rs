@@ -169,9 +169,12 @@ pub const MAX_NESTING: usize = 256;
 /// when `%r#2147483648` asks for 32 GB (found by `tilec fuzz --target mlir`).
 pub const MAX_RESULTS: u64 = 65_535;
 
-/// Rejects text MLIR's C API must not be handed: a NUL byte (the strings cross as C strings
-/// in places), nesting deeper than [`MAX_NESTING`], or result numbers past [`MAX_RESULTS`]
-/// (strings skipped).
+/// Rejects text MLIR's C API must not be handed (strings skipped): a NUL byte (the strings
+/// cross as C strings in places), nesting deeper than [`MAX_NESTING`], result numbers past
+/// [`MAX_RESULTS`], and two forms MLIR 22's parser crashes on instead of reporting (found by
+/// `tilec fuzz --target mlir`): a struct position of 2^32 or more (`llvm.extractvalue
+/// %v[4294967296]`) and a dense array of an element type other than an integer or a float
+/// (`array<index>`).
 fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
     if let Some(i) = text.find('\0') {
         return Err(Diagnostic::error("E0901", format!("the {what} holds a NUL byte (at byte {i})")));
@@ -189,11 +192,42 @@ fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
         }
         match c {
             '"' => in_str = true,
+            'a' if text[i..].starts_with("array<")
+                && !text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.') =>
+            {
+                let elem = text[i + 6..].trim_start();
+                let ty = &elem[..elem.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(elem.len())];
+                let int = ["i", "si", "ui"].iter().any(|p| {
+                    ty.strip_prefix(p).is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()))
+                });
+                if !int && !["bf16", "f16", "f32", "f64", "tf32", "f80", "f128"].contains(&ty) {
+                    return Err(Diagnostic::error(
+                        "E0901",
+                        format!("the {what} has a dense array of `{ty}` elements (at byte {i}): arrays hold integers or floats"),
+                    ));
+                }
+            }
             '%' => {
                 let rest = &text[i + 1..];
                 let name =
                     rest.find(|c: char| !(c.is_ascii_alphanumeric() || "_$.-".contains(c))).unwrap_or(rest.len());
                 let after = &rest[name..];
+                // `%v[1, 2]`: the positions of llvm.extractvalue / insertvalue.
+                if let Some(list) = after.strip_prefix('[') {
+                    let list = &list[..list.find(']').unwrap_or(list.len())];
+                    for n in
+                        list.split(',').map(str::trim).filter(|n| n.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+                    {
+                        if !n.is_empty() && n.parse::<i64>().map_or(true, |v| v > i64::from(u32::MAX)) {
+                            return Err(Diagnostic::error(
+                                "E0901",
+                                format!(
+                                    "the {what} has the struct position {n} (at byte {i}): positions are below 2^32"
+                                ),
+                            ));
+                        }
+                    }
+                }
                 if let Some(num) = after.strip_prefix('#').or_else(|| after.strip_prefix(':')) {
                     let digits = num.find(|c: char| !c.is_ascii_digit()).unwrap_or(num.len());
                     if digits > 0 && !num[..digits].parse::<u64>().is_ok_and(|n| n <= MAX_RESULTS) {
@@ -233,7 +267,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn huge_result_numbers_are_refused_before_mlir_parses_them() {
+    fn forms_that_crash_the_mlir_parser_are_refused_first() {
         // Each made MLIR 22's parser abort the process ("LLVM ERROR: out of memory").
         for text in [
             "func.func @f() { %0:2 = \"t.op\"() : () -> (i32, i32)\n \"t.use\"(%0#2147483648) : (i32) -> () return }",
@@ -243,6 +277,24 @@ mod tests {
             assert!(e.message.contains("past 65535"), "{}", e.message);
         }
         check_text("%0:2 = x %0#1 \"%a#99999999\"", "module").unwrap();
+        // The parser segfaulted on each (a struct position of 2^32, an array of `index`).
+        let bad = [
+            "%b = llvm.extractvalue %a[4294967296] : !llvm.struct<(i32)>",
+            "%b = llvm.insertvalue %x, %a[0, 99999999999999999999] : !llvm.struct<(i32)>",
+            "\"t.op\"() {order = array< index i32: , 1>} : () -> ()",
+            "\"t.op\"() {order = array<index>} : () -> ()",
+        ];
+        for text in bad {
+            assert!(check_text(text, "module").is_err(), "{text}");
+        }
+        let good = [
+            "%b = llvm.extractvalue %a[4294967295, 0] : !llvm.struct<(i32)>",
+            "\"t.op\"() {o = array<i32: 0, 1>, p = array<i64>, q = array<f32: 1.0>, r = array<i1: true>} : () -> ()",
+            "memref.load %m[%i, %j] : memref<?x?xf32>",
+        ];
+        for text in good {
+            check_text(text, "module").unwrap();
+        }
     }
 
     #[test]
