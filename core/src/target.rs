@@ -26,6 +26,11 @@ pub enum Feature {
     Fp4Mma,
 }
 
+/// Shared memory a kernel may declare statically (CUDA's limit). A kernel that needs more
+/// uses dynamic shared memory: the lowering declares it so, and the runtime passes the size at
+/// launch and raises the function's limit to it.
+pub const STATIC_SMEM_LIMIT: u32 = 48 * 1024;
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Arch {
     /// Canonical name, the LLVM cpu and the ptxas `-arch` (`sm_90a`, …).

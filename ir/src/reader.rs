@@ -290,6 +290,14 @@ impl Reader<'_> {
                     let scratch = tilec_core::layout::Shared::parse(&text).ok_or_else(|| bad("bad scratch layout"))?;
                     OpKind::ConvertLayout { value: operands[0], scratch }
                 }
+                "tilegpu.local_alloc" => {
+                    arity(1)?;
+                    OpKind::LocalAlloc { value: operands[0] }
+                }
+                "tilegpu.local_load" => {
+                    arity(1)?;
+                    OpKind::LocalLoad { buf: operands[0] }
+                }
                 "tile.arange" => OpKind::Arange,
                 "tile.load" => {
                     let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;

@@ -24,6 +24,41 @@ irdl.dialect @tilegpu {
     %pad = irdl.base "#builtin.integer"
     irdl.parameters(pad: %pad)
   }
+  // #tilegpu.mma<[wm, wn]>: the accumulator of mma.sync m16n8k16 over wm x wn warps.
+  irdl.attribute @mma {
+    %w = irdl.base "#builtin.array"
+    irdl.parameters(warps_per_cta: %w)
+  }
+  // #tilegpu.dot_operand<op_idx : i32, #tilegpu.mma<...>>: operand A (0) or B (1).
+  irdl.attribute @dot_operand {
+    %i = irdl.base "#builtin.integer"
+    %p = irdl.any
+    irdl.parameters(op_idx: %i, parent: %p)
+  }
+  // #tilegpu.swizzled_shared<vec : i64, perPhase : i64, maxPhase : i64, order>: a 2-D tile in
+  // shared memory, vectors of a row XOR-permuted by the row's phase. It stands in the
+  // memory-space slot of the memref type of a shared buffer.
+  irdl.attribute @swizzled_shared {
+    %v = irdl.base "#builtin.integer"
+    %pp = irdl.base "#builtin.integer"
+    %mp = irdl.base "#builtin.integer"
+    %o = irdl.base "#builtin.array"
+    irdl.parameters(vec: %v, per_phase: %pp, max_phase: %mp, order: %o)
+  }
+  // A shared-memory buffer holding a tile (every thread writes its registers).
+  irdl.operation @local_alloc {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.memref"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
+  }
+  // The tile of a shared-memory buffer in the result's layout (ldmatrix for a dot operand).
+  irdl.operation @local_load {
+    %a = irdl.base "!builtin.memref"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(buf: %a)
+    irdl.results(result: %r)
+  }
   // The same tile in another layout, through a shared-memory buffer laid out as `scratch`.
   irdl.operation @convert_layout {
     %a = irdl.base "!builtin.tensor"

@@ -355,6 +355,13 @@ impl Device {
         }
         let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(drv)?;
         let func = module.load_function(&signature.name).map_err(drv)?;
+        if signature.shared_bytes > tilec_core::target::STATIC_SMEM_LIMIT {
+            // Dynamic shared memory past 48 KiB needs the function's opt-in.
+            use cudarc::driver::sys::CUfunction_attribute as F;
+            let bytes = i32::try_from(signature.shared_bytes)
+                .map_err(|_| RuntimeError::Unsupported(format!("{} bytes of shared memory", signature.shared_bytes)))?;
+            func.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes).map_err(drv)?;
+        }
         Ok(Kernel { func, signature })
     }
 
@@ -393,7 +400,12 @@ impl Device {
         let cfg = LaunchConfig {
             grid_dim: (plan.grid[0], plan.grid[1], plan.grid[2]),
             block_dim: (plan.block, 1, 1),
-            shared_mem_bytes: 0,
+            // Kernels over the static limit declare their shared memory dynamic.
+            shared_mem_bytes: if plan.shared_bytes > tilec_core::target::STATIC_SMEM_LIMIT {
+                plan.shared_bytes
+            } else {
+                0
+            },
         };
         let mut b = self.stream.launch_builder(&k.func);
         for w in &plan.words {

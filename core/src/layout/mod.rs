@@ -19,11 +19,15 @@
 //! split: addresses are one base pointer per thread plus constant offsets.
 
 mod linear;
+mod mma;
 mod shared;
+mod swizzle;
 mod text;
 
 pub use linear::{DimTerms, LinearLayout, Run};
+pub use mma::{Mma, MMA_K, MMA_M, MMA_N};
 pub use shared::Shared;
+pub use swizzle::SwizzledShared;
 pub use text::{parse_layout, split_top};
 
 use serde::Serialize;
@@ -47,6 +51,14 @@ pub enum Layout {
     Slice {
         dim: usize,
         parent: Box<Layout>,
+    },
+    /// The accumulator of a tensor-core `mma` (`#tilegpu.mma<[wm, wn]>`).
+    Mma(Mma),
+    /// Operand `op_idx` (0: A, 1: B) of an `mma` whose accumulator is laid out as `parent`
+    /// (`#tilegpu.dot_operand<op_idx : i32, #tilegpu.mma<…>>`).
+    DotOperand {
+        op_idx: u32,
+        parent: Mma,
     },
 }
 
@@ -79,35 +91,49 @@ impl Blocked {
     /// dimensions first (so that rows reduce inside a warp whenever there are enough rows).
     /// Lanes and warps left over when the tile is smaller than the block hold copies.
     pub fn row_major(shape: &[i64], elem_bytes: u32, warps: i64) -> Result<Blocked, LayoutError> {
-        if shape.is_empty() || shape.iter().any(|&d| !is_pow2(d)) || !is_pow2(warps) {
+        let order: Vec<usize> = (0..shape.len()).rev().collect();
+        Blocked::coalesced(shape, elem_bytes, warps, &order)
+    }
+
+    /// [`Blocked::row_major`] for a tile whose dims are contiguous in memory in `order`
+    /// (fastest first): vectors along `order[0]`, lanes along the fastest dims first, warps
+    /// along the slowest first; leftover lanes and warps (copies) on the slowest dim.
+    pub fn coalesced(shape: &[i64], elem_bytes: u32, warps: i64, order: &[usize]) -> Result<Blocked, LayoutError> {
+        let rank = shape.len();
+        let mut sorted = order.to_vec();
+        sorted.sort_unstable();
+        if shape.is_empty()
+            || shape.iter().any(|&d| !is_pow2(d))
+            || !is_pow2(warps)
+            || sorted != (0..rank).collect::<Vec<_>>()
+        {
             return Err(LayoutError::NotPowerOfTwo(shape.to_vec()));
         }
-        let rank = shape.len();
+        let (fast, slow) = (order[0], order[rank - 1]);
         let total: i64 = shape.iter().product();
         let threads = 32 * warps;
-        let vec = (16 / i64::from(elem_bytes.max(1))).clamp(1, shape[rank - 1]).min((total / threads).max(1));
+        let vec = (16 / i64::from(elem_bytes.max(1))).clamp(1, shape[fast]).min((total / threads).max(1));
         let mut spt = vec![1; rank];
-        spt[rank - 1] = vec;
+        spt[fast] = vec;
         let mut tpw = vec![1; rank];
         let mut left = 32i64;
-        for d in (0..rank).rev() {
+        for &d in order {
             let t = left.min(shape[d] / spt[d]);
             tpw[d] = t;
             left /= t;
         }
         // Lanes past the tile hold copies.
-        tpw[0] *= left;
+        tpw[slow] *= left;
         let mut wpc = vec![1; rank];
         let mut wleft = warps;
-        for d in 0..rank {
+        for &d in order.iter().rev() {
             let cap = (shape[d] / (spt[d] * tpw[d])).max(1);
             let w = wleft.min(cap);
             wpc[d] = w;
             wleft /= w;
         }
-        wpc[0] *= wleft;
-        let order = (0..rank).rev().collect();
-        Ok(Blocked { size_per_thread: spt, threads_per_warp: tpw, warps_per_cta: wpc, order })
+        wpc[slow] *= wleft;
+        Ok(Blocked { size_per_thread: spt, threads_per_warp: tpw, warps_per_cta: wpc, order: order.to_vec() })
     }
 
     pub fn rank(&self) -> usize {
@@ -167,6 +193,7 @@ impl Layout {
         match self {
             Layout::Blocked(b) => b.rank(),
             Layout::Slice { parent, .. } => parent.rank(),
+            Layout::Mma(_) | Layout::DotOperand { .. } => 2,
         }
     }
 
@@ -175,6 +202,7 @@ impl Layout {
         match self {
             Layout::Blocked(b) => b.num_warps(),
             Layout::Slice { parent, .. } => parent.num_warps(),
+            Layout::Mma(m) | Layout::DotOperand { parent: m, .. } => m.num_warps(),
         }
     }
 
@@ -187,13 +215,15 @@ impl Layout {
                 pshape[*dim] = 1;
                 parent.to_linear(&pshape).sliced(*dim)
             }
+            Layout::Mma(m) => m.to_linear(shape),
+            Layout::DotOperand { op_idx, parent } => parent.operand_linear(*op_idx, shape),
         }
     }
 
     /// Whether `d` is a dimension this layout reduced away (every thread holds coordinate 0).
     pub fn is_sliced(&self, d: usize) -> bool {
         match self {
-            Layout::Blocked(_) => false,
+            Layout::Blocked(_) | Layout::Mma(_) | Layout::DotOperand { .. } => false,
             Layout::Slice { dim, parent } => *dim == d || parent.is_sliced(d),
         }
     }
@@ -229,6 +259,15 @@ impl Layout {
     /// Full coordinates of register `reg` of thread (warp, lane).
     pub fn coord(&self, shape: &[i64], warp: i64, lane: i64, reg: i64) -> Vec<i64> {
         self.to_linear(shape).coord(warp, lane, reg)
+    }
+
+    /// Whether this is a tensor-core layout or a slice of one.
+    pub fn is_mma_family(&self) -> bool {
+        match self {
+            Layout::Blocked(_) => false,
+            Layout::Slice { parent, .. } => parent.is_mma_family(),
+            Layout::Mma(_) | Layout::DotOperand { .. } => true,
+        }
     }
 
     /// Whether two layouts place every element of a tile of `shape` in the same (thread,

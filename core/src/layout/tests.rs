@@ -174,3 +174,83 @@ fn layout_text_round_trips() {
 fn rejects_non_power_of_two() {
     assert!(matches!(Blocked::row_major(&[1, 96], 2, 4), Err(LayoutError::NotPowerOfTwo(_))));
 }
+
+fn mma_strategy() -> impl Strategy<Value = (i64, i64, i64, i64)> {
+    // M, N, K as powers of two the instruction fits, and a warp count.
+    (4u32..8, 3u32..8, 4u32..8, prop::sample::select(vec![1i64, 2, 4, 8]))
+        .prop_map(|(m, n, k, w)| (1i64 << m, 1i64 << n, 1i64 << k, w))
+}
+
+/// The element of the mma.m16n8k16 fragment a lane's register holds, from the PTX ISA tables
+/// (written out independently of the linear maps): accumulator c0..c3, A a0..a7, B b0..b3.
+fn isa_fragment(kind: u32, lane: i64, reg: i64) -> (i64, i64) {
+    let (g, t) = (lane / 4, lane % 4);
+    match kind {
+        2 => (g + 8 * ((reg / 2) % 2), 2 * t + reg % 2),
+        0 => (g + 8 * ((reg / 2) % 2), 2 * t + reg % 2 + 8 * (reg / 4)),
+        _ => (2 * t + reg % 2 + 8 * (reg / 2), g),
+    }
+}
+
+proptest! {
+    // Accumulator and operands cover their tiles with one storing owner per element, and
+    // the first registers of warp 0 are the ISA's fragments.
+    #[test]
+    fn mma_layouts_cover_and_match_the_isa((m, n, k, warps) in mma_strategy(), balanced: bool) {
+        let mma = if balanced { Mma::balanced(&[m, n], warps) } else { Mma::for_shape(&[m, n], warps) };
+        prop_assert_eq!(mma.num_warps(), warps);
+        let acc = Layout::Mma(mma).to_linear(&[m, n]);
+        check_cover(&acc)?;
+        let a = Layout::DotOperand { op_idx: 0, parent: mma }.to_linear(&[m, k]);
+        let b = Layout::DotOperand { op_idx: 1, parent: mma }.to_linear(&[k, n]);
+        check_cover(&a)?;
+        check_cover(&b)?;
+        for lane in 0..32 {
+            for r in 0..4 {
+                let (row, col) = isa_fragment(2, lane, r);
+                prop_assert_eq!(acc.coord(0, lane, r), vec![row, col]);
+                let (kk, nn) = isa_fragment(1, lane, r);
+                prop_assert_eq!(b.coord(0, lane, r), vec![kk, nn]);
+            }
+            for r in 0..8 {
+                let (row, col) = isa_fragment(0, lane, r);
+                prop_assert_eq!(a.coord(0, lane, r), vec![row, col]);
+            }
+        }
+        // FlashAttention-2's P: an [M, K] accumulator over one N warp is the A operand.
+        if mma.warps_per_cta[1] == 1 && k >= 16 {
+            let (p, a0) = (Layout::Mma(mma), Layout::DotOperand { op_idx: 0, parent: mma });
+            prop_assert!(p.same_placement(&a0, &[m, k]), "P is not the A operand");
+        }
+        for l in [Layout::Mma(mma), Layout::DotOperand { op_idx: 1, parent: mma }] {
+            prop_assert_eq!(parse_layout(&l.to_mlir()), Some(l.clone()));
+        }
+    }
+
+    // A swizzled buffer is a permutation within each row, and an ldmatrix phase (one vector
+    // column of 8 consecutive rows) touches 8 distinct 16-byte bank groups.
+    #[test]
+    fn swizzle_permutes_rows_and_spreads_ldmatrix_phases(r in 3u32..8, c in 3u32..9, transposed: bool) {
+        let (rows, cols) = (1i64 << r, 1i64 << c);
+        let order = if transposed { [0, 1] } else { [1, 0] };
+        let shape = if transposed { vec![cols, rows] } else { vec![rows, cols] };
+        let s = SwizzledShared::for_ldmatrix(cols, 2, order);
+        let at = |row: i64, col: i64| if transposed { vec![col, row] } else { vec![row, col] };
+        for row in 0..rows {
+            let mut offs: Vec<i64> = (0..cols).map(|col| s.offset(&shape, &at(row, col))).collect();
+            offs.sort();
+            prop_assert_eq!(offs, (row * cols..(row + 1) * cols).collect::<Vec<_>>());
+        }
+        if cols >= 8 {
+            for r0 in (0..rows - 7).step_by(8) {
+                for v in 0..cols / 8 {
+                    let mut groups: Vec<i64> = (0..8).map(|i| (s.offset(&shape, &at(r0 + i, v * 8)) * 2 / 16) % 8).collect();
+                    groups.sort();
+                    groups.dedup();
+                    prop_assert_eq!(groups.len(), 8, "rows {}.. vector {}", r0, v);
+                }
+            }
+        }
+        prop_assert_eq!(SwizzledShared::parse(&s.to_mlir()), Some(s));
+    }
+}

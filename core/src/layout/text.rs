@@ -1,7 +1,7 @@
 //! The text of layout attributes, as MLIR prints them: `#tilegpu.blocked<…>`,
 //! `#tilegpu.slice<dim : i32, parent>`.
 
-use super::{Blocked, Layout};
+use super::{Blocked, Layout, Mma};
 
 impl Layout {
     /// The text of the layout as an MLIR attribute.
@@ -19,7 +19,25 @@ impl Layout {
                 list(&b.order)
             ),
             Layout::Slice { dim, parent } => format!("#tilegpu.slice<{dim} : i32, {}>", parent.to_mlir()),
+            Layout::Mma(m) => mma_text(m),
+            Layout::DotOperand { op_idx, parent } => {
+                format!("#tilegpu.dot_operand<{op_idx} : i32, {}>", mma_text(parent))
+            }
         }
+    }
+}
+
+fn mma_text(m: &Mma) -> String {
+    format!("#tilegpu.mma<[{}, {}]>", m.warps_per_cta[0], m.warps_per_cta[1])
+}
+
+fn parse_mma(text: &str) -> Option<Mma> {
+    let inner = text.trim().strip_prefix("#tilegpu.mma<")?.strip_suffix('>')?;
+    match int_list(inner)?.as_slice() {
+        [wm, wn] if *wm >= 1 && *wn >= 1 && (wm & (wm - 1)) == 0 && (wn & (wn - 1)) == 0 && wm * wn <= 32 => {
+            Some(Mma { warps_per_cta: [*wm, *wn] })
+        }
+        _ => None,
     }
 }
 
@@ -40,6 +58,14 @@ pub fn parse_layout(text: &str) -> Option<Layout> {
         let rank = b.size_per_thread.len();
         let same = b.threads_per_warp.len() == rank && b.warps_per_cta.len() == rank && b.order.len() == rank;
         return same.then_some(Layout::Blocked(b));
+    }
+    if text.starts_with("#tilegpu.mma<") {
+        return parse_mma(text).map(Layout::Mma);
+    }
+    if let Some(inner) = text.strip_prefix("#tilegpu.dot_operand<").and_then(|t| t.strip_suffix('>')) {
+        let (idx, parent) = inner.split_once(',')?;
+        let op_idx: u32 = idx.trim().strip_suffix(": i32")?.trim().parse().ok().filter(|i| *i <= 1)?;
+        return Some(Layout::DotOperand { op_idx, parent: parse_mma(parent)? });
     }
     let inner = text.strip_prefix("#tilegpu.slice<")?.strip_suffix('>')?;
     let (dim, parent) = inner.split_once(',')?;

@@ -16,7 +16,7 @@ pub use print::PrintOptions;
 
 use crate::diag::Span;
 use crate::dtype::DType;
-use crate::layout::Layout;
+use crate::layout::{Layout, SwizzledShared};
 
 /// An SSA value: an index into [`Func::values`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,6 +30,10 @@ pub enum Type {
     Scalar(DType),
     /// A tile: a value-semantics block of elements, with a layout from `tilegpu` on.
     Tile { shape: Vec<i64>, dtype: DType, layout: Option<Layout> },
+    /// A tile held in shared memory (`tilegpu` only), laid out by a swizzle: printed as
+    /// `memref<MxNxT, #tilegpu.swizzled_shared<…>>` (the layout in the memory-space slot,
+    /// which MLIR allows for any non-builtin attribute).
+    Smem { shape: Vec<i64>, dtype: DType, layout: SwizzledShared },
 }
 
 impl Type {
@@ -39,13 +43,15 @@ impl Type {
 
     pub fn dtype(&self) -> DType {
         match self {
-            Type::Tensor { dtype, .. } | Type::Scalar(dtype) | Type::Tile { dtype, .. } => *dtype,
+            Type::Tensor { dtype, .. } | Type::Scalar(dtype) | Type::Tile { dtype, .. } | Type::Smem { dtype, .. } => {
+                *dtype
+            }
         }
     }
 
     pub fn shape(&self) -> &[i64] {
         match self {
-            Type::Tile { shape, .. } => shape,
+            Type::Tile { shape, .. } | Type::Smem { shape, .. } => shape,
             _ => &[],
         }
     }
@@ -62,6 +68,7 @@ impl Type {
             Type::Tile { shape, layout, .. } => Type::Tile { shape: shape.clone(), dtype: d, layout: layout.clone() },
             Type::Scalar(_) => Type::Scalar(d),
             Type::Tensor { rank, .. } => Type::Tensor { dtype: d, rank: *rank },
+            Type::Smem { shape, layout, .. } => Type::Smem { shape: shape.clone(), dtype: d, layout: layout.clone() },
         }
     }
 
@@ -70,6 +77,14 @@ impl Type {
     pub fn parse_mlir(text: &str) -> Option<Type> {
         let text = text.trim();
         if let Some(inner) = text.strip_prefix("memref<").and_then(|t| t.strip_suffix('>')) {
+            if let Some((shape, layout)) = inner.split_once(", #tilegpu.swizzled_shared") {
+                let layout = SwizzledShared::parse(&format!("#tilegpu.swizzled_shared{layout}"))?;
+                let mut dims: Vec<&str> = shape.split('x').collect();
+                let dtype = DType::parse(dims.pop()?)?;
+                let shape =
+                    dims.iter().map(|d| d.parse::<i64>().ok().filter(|n| *n > 0)).collect::<Option<Vec<_>>>()?;
+                return (shape.len() == 2).then_some(Type::Smem { shape, dtype, layout });
+            }
             let (shape, _strides) = inner.split_once(", strided<")?;
             let mut dims: Vec<&str> = shape.split('x').collect();
             let dtype = DType::parse(dims.pop()?)?;
@@ -105,6 +120,10 @@ impl Type {
                     None => format!("tensor<{}x{dtype}>", dims.join("x")),
                     Some(l) => format!("tensor<{}x{dtype}, {}>", dims.join("x"), l.to_mlir()),
                 }
+            }
+            Type::Smem { shape, dtype, layout } => {
+                let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+                format!("memref<{}x{dtype}, {}>", dims.join("x"), layout.to_mlir())
             }
         }
     }

@@ -104,6 +104,19 @@ pub enum OpKind {
         /// The shared-memory buffer the tile passes through.
         scratch: crate::layout::Shared,
     },
+    /// A shared-memory buffer holding `value` (`tilegpu` only): every thread writes its
+    /// registers into the swizzled buffer of the result type. Inserted by `tile-layout` for
+    /// the operands of an `mma`; its shared memory is placed by the lowering's allocation.
+    LocalAlloc {
+        value: ValueId,
+    },
+    /// The tile of a shared-memory buffer, read in the result's layout (`tilegpu` only): into
+    /// a `#dot_operand` it is `ldmatrix` (`.trans` when the buffer's contiguous dim is not the
+    /// operand's K for A / is K for B… see the lowering), issued per K step by the `mma` that
+    /// uses it.
+    LocalLoad {
+        buf: ValueId,
+    },
     Permute {
         value: ValueId,
         perm: Vec<u32>,

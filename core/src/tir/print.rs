@@ -258,6 +258,8 @@ impl Printer<'_> {
                 scratch.to_mlir(),
                 t(x)
             ),
+            OpKind::LocalAlloc { value } => format!("\"tilegpu.local_alloc\"({}) : ({}) -> {rty}", n(value), t(value)),
+            OpKind::LocalLoad { buf } => format!("\"tilegpu.local_load\"({}) : ({}) -> {rty}", n(buf), t(buf)),
             OpKind::Permute { value, perm } => {
                 let p: Vec<String> = perm.iter().map(|o| o.to_string()).collect();
                 format!(

@@ -121,6 +121,33 @@ fn same(a: &Type, b: &Type) -> bool {
         && matches!((a, b), (Type::Scalar(_), Type::Scalar(_)) | (Type::Tile { .. }, Type::Tile { .. }))
 }
 
+/// In `tilegpu`, the tiles an op pairs element by element (operands of elementwise ops with
+/// their result, gather indices with the result, scatter indices with the tile) must place
+/// every element alike: the lowering pairs them register by register.
+fn placement_mismatch(func: &Func, op: &Op) -> Option<String> {
+    let (reference, operands): (ValueId, Vec<ValueId>) = match &op.kind {
+        OpKind::Binary { lhs, rhs, .. } => (op.result?, vec![*lhs, *rhs]),
+        OpKind::Unary { value, .. } | OpKind::Cast(value) => (op.result?, vec![*value]),
+        OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => (op.result?, vec![*a, *b]),
+        OpKind::Select { cond, a, b } => (op.result?, vec![*cond, *a, *b]),
+        OpKind::Gather { index, .. } => (op.result?, index.clone()),
+        OpKind::Rand { offsets, .. } => (op.result?, vec![*offsets]),
+        OpKind::Scatter { index, tile, .. } => (*tile, index.clone()),
+        _ => return None,
+    };
+    let rt = func.values.get(reference.0 as usize)?;
+    let rl = rt.layout()?;
+    for v in operands {
+        let t = func.values.get(v.0 as usize)?;
+        if let (Some(l), true) = (t.layout(), t.shape() == rt.shape()) {
+            if !l.same_placement(rl, rt.shape()) {
+                return Some(format!("operand %{} is laid out as {}, not as {}", v.0, l.to_mlir(), rl.to_mlir()));
+            }
+        }
+    }
+    None
+}
+
 fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnostic> {
     let u = |v: ValueId| used(func, defined, op, v);
     let fail = |m: String| Err(bad(Some(op), m));
@@ -140,6 +167,9 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
         });
     }
     let r = rty.clone().unwrap_or(Type::Scalar(DType::I32));
+    if let Some(m) = placement_mismatch(func, op) {
+        return fail(m);
+    }
     let scalar_i32 = |t: &Type| matches!(t, Type::Scalar(DType::I32));
     match &op.kind {
         OpKind::Bid { axis } | OpKind::NumBlocks { axis } => {
@@ -309,6 +339,20 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             let a = u(*value)?;
             if shape_of(&a) != shape_of(&r) || a.dtype() != r.dtype() {
                 return fail(format!("a layout conversion of {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::LocalAlloc { value } => {
+            let a = u(*value)?;
+            let ok = matches!(&r, Type::Smem { shape, dtype, .. } if shape_of(&a) == Some(&shape[..]) && a.dtype() == *dtype);
+            if !ok {
+                return fail(format!("a shared buffer {} of {}", r.to_mlir(), a.to_mlir()));
+            }
+        }
+        OpKind::LocalLoad { buf } => {
+            let a = u(*buf)?;
+            let ok = matches!(&a, Type::Smem { shape, dtype, .. } if shape_of(&r) == Some(&shape[..]) && r.dtype() == *dtype);
+            if !ok {
+                return fail(format!("a read of {} into {}", a.to_mlir(), r.to_mlir()));
             }
         }
         OpKind::Permute { value, perm } => {

@@ -487,7 +487,7 @@ impl Cx<'_> {
                 }
                 Ok(self.func.push(OpKind::Broadcast(v), Type::tile(shape.to_vec(), *dtype), Some(span)))
             }
-            Type::Tensor { .. } => {
+            Type::Tensor { .. } | Type::Smem { .. } => {
                 Err(Diagnostic::error("E0006", "a tensor is not a tile; load it first").with_primary(span, "here"))
             }
         }

@@ -396,6 +396,48 @@ impl Emitter {
         self.line("llvm.unreachable");
     }
 
+    /// `ldmatrix` of `num` (2 or 4) 8×8 b16 matrices from shared memory, `.trans` when
+    /// `trans`: one 32-bit register per matrix. (`nvvm.ldmatrix` on the raw shared pointer:
+    /// `nvgpu.ldmatrix` indexes a memref row-major and cannot address a swizzled buffer,
+    /// whose per-lane addresses the layout map computes.)
+    pub fn ldmatrix(&mut self, ptr: &Reg, num: usize, trans: bool) -> Vec<Reg> {
+        let layout = if trans { "col" } else { "row" };
+        let ty = Ty::Struct(vec![Ty::I32; num]);
+        let s = self.def(
+            ty.clone(),
+            format!(
+                "nvvm.ldmatrix {ptr} {{num = {num} : i32, layout = #nvvm.mma_layout<{layout}>, eltType = #nvvm.ld_st_matrix_elt_type<b16>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}} : (!llvm.ptr<3>) -> {}",
+                ty.text()
+            ),
+        );
+        (0..num).map(|i| self.extractvalue(&s, i)).collect()
+    }
+
+    /// `mma.sync.m16n8k16.row.col.f32` of packed 16-bit operands (4 A, 2 B registers) and an
+    /// f32 accumulator (4 registers); `bf16` selects the bf16 multiplicands (i32 registers,
+    /// with the PTX type given: MLIR 22's `nvgpu.mma.sync` miscompiles bf16 silently, see
+    /// TOOLCHAIN.md), else f16 (`vector<2xf16>` registers).
+    pub fn mma_m16n8k16(&mut self, a: &[Reg], b: &[Reg], c: &[Reg], bf16: bool) -> Vec<Reg> {
+        let ty = Ty::Struct(vec![Ty::F32; 4]);
+        let names = |rs: &[Reg]| rs.iter().map(|r| r.name.clone()).collect::<Vec<_>>().join(", ");
+        let (types, op_ty) = if bf16 {
+            (", multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>", "i32")
+        } else {
+            ("", "vector<2xf16>")
+        };
+        let s = self.def(
+            ty.clone(),
+            format!(
+                "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>{types}, shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : ({op_ty}, {op_ty}, f32) -> {}",
+                names(a),
+                names(b),
+                names(c),
+                ty.text()
+            ),
+        );
+        (0..4).map(|i| self.extractvalue(&s, i)).collect()
+    }
+
     pub fn barrier(&mut self) {
         self.line("nvvm.barrier0");
     }

@@ -91,6 +91,25 @@ fn element_access(
     })
 }
 
+/// The tensor viewed with its dims in `order` (view dim i is tensor dim `order[i]`), the
+/// dim that has unit stride recorded.
+fn view(t: &TensorArgs, order: &[u32]) -> Result<TensorArgs, Diagnostic> {
+    if order.iter().enumerate().all(|(i, &o)| o as usize == i) {
+        return Ok(t.clone());
+    }
+    let pick = |v: &[Reg]| -> Result<Vec<Reg>, Diagnostic> {
+        order.iter().map(|&o| v.get(o as usize).cloned().ok_or_else(|| err("load order out of range"))).collect()
+    };
+    let rank = t.dims.len();
+    Ok(TensorArgs {
+        ptr: t.ptr.clone(),
+        dims: pick(&t.dims)?,
+        strides: pick(&t.strides)?,
+        aligned: t.aligned,
+        contiguous: order.iter().position(|&o| o as usize + 1 == rank),
+    })
+}
+
 impl Lowering<'_> {
     /// Whether this thread is the one that stores a replicated element: its replicated lane
     /// and warp bits are all clear.
@@ -115,10 +134,11 @@ impl Lowering<'_> {
     /// `load` and `store`; a store has no value.
     pub(crate) fn global_access(&mut self, kind: &OpKind, rty: Option<&Type>) -> Result<Option<Value>, Diagnostic> {
         match kind {
-            OpKind::Load { tensor, index, padding, .. } => {
+            OpKind::Load { tensor, index, padding, order, .. } => {
                 let t = self.tensor(*tensor)?;
                 let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
                 let ty = rty.ok_or_else(|| err("load without result"))?.clone();
+                let t = view(&t, order)?;
                 Ok(Some(Value::Tile(self.tile_access(&t, &idx, &ty, Access::Load(*padding))?)))
             }
             OpKind::Store { tensor, index, tile } => {
@@ -182,7 +202,9 @@ impl Lowering<'_> {
         if d == DType::I1 {
             return Err(err("load/store of i1 tiles is not lowered yet"));
         }
-        let last = rank - 1;
+        // The dim with unit stride under the 16-byte specialisation: the view's, which for an
+        // ordered load is the tile dim viewing the tensor's last dim.
+        let last = t.contiguous.unwrap_or(rank - 1);
         let map = l.to_linear(&shape);
         // Registers contiguous along the last dim: the leading register bases 1, 2, 4, … there.
         let contiguous = map

@@ -1,7 +1,8 @@
 //! `tile-to-llvm`: lowers a kernel whose tiles all have layouts (tilegpu) to the `llvm` and
 //! `nvvm` dialects.
 //!
-//! Needs: `tile-layout` (every tile typed with a `#blocked` or `#slice` layout).
+//! Needs: `tile-layout` (every tile typed with a layout: `#blocked`, `#slice`, `#mma`,
+//! `#dot_operand`; shared buffers with a `#swizzled_shared` one).
 //!
 //! Does: each tile becomes the list of scalar SSA values one thread holds, in the register
 //! order of its layout; every elementwise op (arithmetic, casts, comparisons, `where`, math)
@@ -30,21 +31,37 @@
 //!   `truediv` is `div.rn` (`div.approx` with `rounding="approx"`). f16/bf16 math runs in
 //!   f32 and rounds once. `sin`/`cos` reduce by 2π (Cody–Waite) then use `sin/cos.approx`;
 //!   `tanh` is an odd polynomial below 0.3 and `1 − 2/(e^{2|x|}+1)` above;
-//!   `flush_to_zero=true` flushes the f32 operands and result. Not lowered: `mma`, `print`,
-//!   transposed loads.
+//!   `flush_to_zero=true` flushes the f32 operands and result. Not lowered: `print`,
+//!   argmax/argmin.
+//! - Tensor cores ([`mma`]): `local_alloc` writes a tile into a swizzled shared buffer,
+//!   `local_load` into a `#dot_operand` is read by its `mma` per K step with `ldmatrix`,
+//!   `mma` is `mma.sync.m16n8k16` (f16/bf16 → f32). `nvvm` ops, not `nvgpu` ones: upstream
+//!   `nvgpu.ldmatrix` indexes a memref row-major and cannot address our swizzle, and
+//!   `nvgpu.mma.sync` is broken for bf16 in MLIR 22 — moving f16 to `nvgpu.mma.sync` and the
+//!   async copies to `nvgpu.device_async_copy` is still to do (issue 11).
+//! - Ordered loads (`load(order=…)`) read the tensor through a permuted view: vectors run
+//!   along the tile dim that is contiguous in memory.
+//!
+//! Shared memory: every request (exchange and reduction scratch: live at one op; shared
+//! buffers: from their `local_alloc` to their last reader, to the end of a loop that reads
+//! them) is recorded by a first lowering; the offsets are then packed by liveness (first fit;
+//! one after the other when all fit under 48 KiB) and a second lowering uses them. A write
+//! to a range some thread may still be reading is preceded by a barrier; reads in a loop are
+//! followed by one.
 //! - Gathers, scatters and element reads are one predicated scalar access per element
 //!   (every index compared unsigned with its extent: negative indices are out of bounds).
 //!
 //! Guarantees: a module with one `llvm.func` marked `nvvm.kernel`, `nvvm.maxntid` set to the
-//! block size, and (with the `occupancy` option) `nvvm.minctasm`; shared memory is one static
-//! `@__tilec_smem` array (at most 48 KiB). The parameter ABI is that of `tilec_core::abi`.
+//! block size, and (with the `occupancy` option) `nvvm.minctasm`; shared memory is one
+//! `@__tilec_smem` array: static up to 48 KiB, dynamic above (sized at launch, at most the
+//! target's `smem_per_block`, else E0020 listing the requests). The parameter ABI is that of `tilec_core::abi`.
 //!
 //! Options: `arch` (default: the module's `tile.target`), `occupancy`.
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
 //! and one file per op family — [`elementwise`], [`math`], [`rand`], [`global`], [`shared`],
-//! [`reduce`], [`control`]. [`unsupported`] is the one list of what this lowering does not
+//! [`reduce`], [`control`], [`mma`]. [`unsupported`] is the one list of what this lowering does not
 //! handle yet; `tile-layout` asks it before laying a kernel out.
 
 mod control;
@@ -52,6 +69,7 @@ mod elementwise;
 pub mod emit;
 mod global;
 mod math;
+mod mma;
 mod ptx_asm;
 mod rand;
 mod reduce;
@@ -67,8 +85,10 @@ use tilec_core::target::Arch;
 use tilec_core::tir::{BinOp, Func, Op, OpKind, ReduceKind, Type, ValueId};
 use tilec_core::Diagnostic;
 
-/// Largest static shared memory a kernel may declare (the CUDA static limit).
-const STATIC_SMEM_LIMIT: u32 = 48 * 1024;
+use tilec_core::target::STATIC_SMEM_LIMIT;
+
+/// A shared-memory request of the lowering: (first position, last position live, bytes).
+type Request = (u32, u32, i64);
 
 /// The lowered kernel.
 #[derive(Clone, Debug)]
@@ -92,12 +112,8 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
             return;
         }
         let what = match &op.kind {
-            OpKind::Mma { .. } => Some("mma".to_string()),
             OpKind::Print { .. } => Some("print".to_string()),
             OpKind::Reduce { kind: ReduceKind::Argmax | ReduceKind::Argmin, .. } => Some("argmax/argmin".to_string()),
-            OpKind::Load { order, .. } if order.iter().enumerate().any(|(i, &o)| o as usize != i) => {
-                Some("load(order=…) (transposed loads)".to_string())
-            }
             _ => None,
         };
         if let Some(w) = what {
@@ -140,6 +156,132 @@ pub(crate) struct Lowering<'f> {
     /// Loops around the op being lowered (a reduction in a loop must not let the next
     /// iteration overwrite its shared scratch before every thread has read it).
     loop_depth: u32,
+    /// Position of the op being lowered in the kernel's walk order.
+    pos: u32,
+    /// Shared-memory requests so far: (first, last position live, bytes).
+    requests: Vec<Request>,
+    /// Offsets of the requests, from the allocation of a first lowering (None: that one).
+    plan: Option<Vec<i64>>,
+    /// Last position at which each shared buffer (`local_alloc`) is read.
+    live_end: BTreeMap<ValueId, u32>,
+    /// Shared ranges read since the last barrier (a write over one needs a barrier first).
+    pending_reads: Vec<(i64, i64)>,
+}
+
+/// The last position each `local_alloc` buffer is live at: its readers (`local_load`s and
+/// the `mma`s that read those), extended to the end of every loop a reader is in and the
+/// buffer's definition is not (the buffer is read again next iteration).
+fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
+    struct Walk {
+        pos: u32,
+        def: BTreeMap<ValueId, (u32, Vec<u32>)>,
+        readers: BTreeMap<ValueId, Vec<ValueId>>,
+        uses: Vec<(ValueId, u32, Vec<u32>)>,
+        loops: Vec<u32>,
+        loop_end: BTreeMap<u32, u32>,
+    }
+    fn go(w: &mut Walk, ops: &[Op]) {
+        for op in ops {
+            w.pos += 1;
+            let here = w.pos;
+            match &op.kind {
+                OpKind::LocalAlloc { .. } => {
+                    if let Some(r) = op.result {
+                        w.def.insert(r, (here, w.loops.clone()));
+                    }
+                }
+                OpKind::LocalLoad { buf } => {
+                    w.uses.push((*buf, here, w.loops.clone()));
+                    if let Some(r) = op.result {
+                        w.readers.entry(r).or_default().push(*buf);
+                    }
+                }
+                OpKind::Mma { a, b, .. } => {
+                    for x in [a, b] {
+                        if let Some(bufs) = w.readers.get(x).cloned() {
+                            for bf in bufs {
+                                w.uses.push((bf, here, w.loops.clone()));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+            match &op.kind {
+                OpKind::For { body, .. } => {
+                    w.loops.push(here);
+                    go(w, body);
+                    w.loops.pop();
+                    w.loop_end.insert(here, w.pos);
+                }
+                OpKind::If { then_ops, else_ops, .. } => {
+                    go(w, then_ops);
+                    go(w, else_ops);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut w = Walk {
+        pos: 0,
+        def: BTreeMap::new(),
+        readers: BTreeMap::new(),
+        uses: vec![],
+        loops: vec![],
+        loop_end: BTreeMap::new(),
+    };
+    go(&mut w, &func.ops);
+    let mut ends = BTreeMap::new();
+    for (buf, at, loops) in &w.uses {
+        let Some((d, dloops)) = w.def.get(buf) else { continue };
+        let mut end = (*at).max(*d);
+        for l in loops.iter().filter(|l| !dloops.contains(l)) {
+            end = end.max(w.loop_end.get(l).copied().unwrap_or(end));
+        }
+        let e = ends.entry(*buf).or_insert(end);
+        *e = (*e).max(end);
+    }
+    ends
+}
+
+/// Offsets for shared-memory requests: one after the other when they fit the static limit
+/// together (no reuse, no barrier between phases), else packed by liveness — first fit, 16-byte
+/// aligned, among the requests live at the same time.
+fn pack_requests(reqs: &[Request]) -> Vec<i64> {
+    let align = |x: i64| (x + 15) / 16 * 16;
+    let mut bump = vec![];
+    let mut top = 0i64;
+    for &(_, _, b) in reqs {
+        let o = align(top);
+        bump.push(o);
+        top = o + b;
+    }
+    if top <= i64::from(STATIC_SMEM_LIMIT) {
+        return bump;
+    }
+    let mut order: Vec<usize> = (0..reqs.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(reqs[i].2), reqs[i].0, i));
+    let mut placed: Vec<(usize, i64)> = vec![];
+    let mut out = vec![0; reqs.len()];
+    for i in order {
+        let (s, e, b) = reqs[i];
+        let mut busy: Vec<(i64, i64)> = placed
+            .iter()
+            .filter(|(j, _)| reqs[*j].0 <= e && s <= reqs[*j].1)
+            .map(|(j, o)| (*o, *o + reqs[*j].2))
+            .collect();
+        busy.sort();
+        let mut o = 0;
+        for (lo, hi) in busy {
+            if o + b <= lo {
+                break;
+            }
+            o = o.max(align(hi));
+        }
+        out[i] = o;
+        placed.push((i, o));
+    }
+    out
 }
 
 /// Lowers a kernel with layouts to the `llvm`/`nvvm` dialects.
@@ -156,6 +298,21 @@ pub fn run(func: &Func, arch: &'static Arch, occupancy: Option<u32>) -> Result<L
     if let Some(d) = unsupported(func) {
         return Err(d);
     }
+    let (first, requests) = lower_with(func, arch, occupancy, None)?;
+    if requests.is_empty() {
+        return Ok(first);
+    }
+    let plan = pack_requests(&requests);
+    Ok(lower_with(func, arch, occupancy, Some(plan))?.0)
+}
+
+/// One lowering with shared-memory offsets from `plan` (None: record the requests, offsets 0).
+fn lower_with(
+    func: &Func,
+    arch: &'static Arch,
+    occupancy: Option<u32>,
+    plan: Option<Vec<i64>>,
+) -> Result<(Lowered, Vec<Request>), Diagnostic> {
     let threads = func.num_warps * 32;
     let mut em = Emitter::new();
     let tid = em.sreg_prologue("tid.x");
@@ -177,14 +334,17 @@ pub fn run(func: &Func, arch: &'static Arch, occupancy: Option<u32>) -> Result<L
                     (0..*rank).map(|d| Reg::new(format!("%{}_stride{d}", p.name), Ty::I64)).collect();
                 args.extend(dims.iter().map(|d| format!("{d}: i64")));
                 args.extend(strides.iter().map(|s| format!("{s}: i64")));
-                vals.insert(p.value, Value::Tensor(TensorArgs { ptr, dims, strides, aligned: p.divisibility >= 16 }));
+                vals.insert(
+                    p.value,
+                    Value::Tensor(TensorArgs { ptr, dims, strides, aligned: p.divisibility >= 16, contiguous: None }),
+                );
             }
             Type::Scalar(d) => {
                 let r = Reg::new(format!("%{}", p.name), Ty::of(*d));
                 args.push(format!("{r}: {}", r.ty.text()));
                 vals.insert(p.value, Value::Scalar(r));
             }
-            Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
+            Type::Tile { .. } | Type::Smem { .. } => return Err(err("a kernel parameter cannot be a tile")),
         }
     }
     let mut lw = Lowering {
@@ -200,26 +360,40 @@ pub fn run(func: &Func, arch: &'static Arch, occupancy: Option<u32>) -> Result<L
         smem: 0,
         smem_ptr: None,
         loop_depth: 0,
+        pos: 0,
+        requests: vec![],
+        plan,
+        live_end: buffer_live_ends(func),
+        pending_reads: vec![],
     };
     lw.ops(&func.ops)?;
     let smem = lw.smem;
+    let requests = std::mem::take(&mut lw.requests);
     let (pro, body) = lw.em.finish();
 
-    if smem > STATIC_SMEM_LIMIT {
-        return Err(Diagnostic::error(
-            "E0020",
-            format!("the kernel needs {smem} bytes of shared memory; the static limit is {STATIC_SMEM_LIMIT}"),
-        ));
-    }
     if smem > arch.smem_per_block {
-        return Err(Diagnostic::error(
+        let mut d = Diagnostic::error(
             "E0020",
-            format!("the kernel needs {smem} bytes of shared memory; {} has {}", arch.name, arch.smem_per_block),
-        ));
+            format!(
+                "the kernel needs {smem} bytes of shared memory; {} gives a block {}",
+                arch.name, arch.smem_per_block
+            ),
+        );
+        for (k, (_, _, b)) in requests.iter().enumerate().filter(|(_, r)| r.2 >= 1024) {
+            d = d.with_note(format!("shared request {k}: {b} bytes"));
+        }
+        return Err(d.with_note("use smaller tiles (the `by_target` constants) for this target"));
     }
     let mut s = String::new();
     let _ = writeln!(s, "module attributes {{tile.target = \"{}\"}} {{", arch.name);
-    if smem > 0 {
+    if smem > STATIC_SMEM_LIMIT {
+        // Above the static limit: dynamic shared memory, sized at launch (the runtime passes
+        // the artifact's shared bytes and raises the function's limit).
+        let _ = writeln!(
+            s,
+            "  llvm.mlir.global external @__tilec_smem() {{addr_space = 3 : i32, alignment = 16 : i64}} : !llvm.array<0 x i8>"
+        );
+    } else if smem > 0 {
         let _ = writeln!(
             s,
             "  llvm.mlir.global internal @__tilec_smem() {{addr_space = 3 : i32, alignment = 16 : i64}} : !llvm.array<{smem} x i8>"
@@ -233,12 +407,13 @@ pub fn run(func: &Func, arch: &'static Arch, occupancy: Option<u32>) -> Result<L
     s.push_str(&pro);
     s.push_str(&body);
     let _ = writeln!(s, "    llvm.return\n  }}\n}}");
-    Ok(Lowered { text: s, shared_bytes: smem, block_threads: threads })
+    Ok((Lowered { text: s, shared_bytes: smem, block_threads: threads }, requests))
 }
 
 impl Lowering<'_> {
     fn ops(&mut self, ops: &[Op]) -> Result<(), Diagnostic> {
         for op in ops {
+            self.pos += 1;
             self.op(op).map_err(|d| match (d.labels.is_empty(), op.span) {
                 (true, Some(s)) => d.with_primary(s, "while lowering this"),
                 _ => d,
@@ -276,14 +451,27 @@ impl Lowering<'_> {
                     None => return Ok(()),
                 }
             }
+            OpKind::ConvertLayout { value, .. }
+                if rty.as_ref().and_then(Type::layout).is_some_and(|l| {
+                    let x = self.func.ty(*value);
+                    x.layout().is_some_and(|xl| xl.same_placement(l, x.shape()))
+                }) =>
+            {
+                // The same elements in the same registers (FlashAttention-2's P): no move.
+                self.get(*value)?
+            }
             OpKind::Reshape(_) | OpKind::ConvertLayout { .. } | OpKind::Permute { .. } => {
                 self.exchange_op(op, rty.as_ref())?
             }
+            OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,
+            OpKind::LocalLoad { buf } => match (self.get(*buf)?, rty.as_ref().and_then(Type::layout)) {
+                (v @ Value::SmemBuf { .. }, Some(Layout::DotOperand { .. })) => v,
+                _ => return Err(err("a shared-memory read into a layout other than #dot_operand is not lowered yet")),
+            },
+            OpKind::Mma { a, b, acc } => self.mma(*a, *b, *acc, rty.as_ref())?,
             OpKind::For { .. } => return self.for_loop(&op.kind),
             OpKind::If { .. } => return self.if_op(&op.kind),
-            OpKind::Mma { .. } | OpKind::Print { .. } => {
-                return Err(unsupported(self.func).unwrap_or_else(|| err("not lowered yet")))
-            }
+            OpKind::Print { .. } => return Err(unsupported(self.func).unwrap_or_else(|| err("not lowered yet"))),
         };
         if let Some(r) = op.result {
             self.vals.insert(r, value);
@@ -416,10 +604,47 @@ impl Lowering<'_> {
         p
     }
 
-    /// Reserves `bytes` of shared memory, 16-byte aligned; returns the region's offset.
+    /// Reserves `bytes` of shared memory live only at the op being lowered (scratch).
     fn smem_region(&mut self, bytes: i64) -> Result<i64, Diagnostic> {
-        let region = (i64::from(self.smem) + 15) / 16 * 16;
-        self.smem = u32::try_from(region + bytes).map_err(|_| err("shared memory overflow"))?;
-        Ok(region)
+        self.smem_alloc(bytes, self.pos)
+    }
+
+    /// Reserves `bytes` of shared memory live from the op being lowered to position `end`;
+    /// returns the offset the allocation gave it (0 in the first, recording lowering).
+    fn smem_alloc(&mut self, bytes: i64, end: u32) -> Result<i64, Diagnostic> {
+        let k = self.requests.len();
+        self.requests.push((self.pos, end.max(self.pos), bytes));
+        let off = match &self.plan {
+            Some(p) => *p.get(k).ok_or_else(|| err("shared-memory plan out of step with the lowering"))?,
+            None => 0,
+        };
+        let top = u32::try_from(off + bytes).map_err(|_| err("shared memory overflow"))?;
+        self.smem = self.smem.max(top);
+        Ok(off)
+    }
+
+    /// Before writing `[off, off + bytes)`: a barrier if a thread may still read it.
+    fn smem_write_begin(&mut self, off: i64, bytes: i64) {
+        if self.pending_reads.iter().any(|&(o, b)| o < off + bytes && off < o + b) {
+            self.em.barrier();
+            self.pending_reads.clear();
+        }
+    }
+
+    /// After every thread's writes, before anyone reads them.
+    fn smem_written(&mut self) {
+        self.em.barrier();
+        self.pending_reads.clear();
+    }
+
+    /// After reading `[off, off + bytes)`: in a loop, a barrier (the next iteration may
+    /// write it); else remembered for [`Lowering::smem_write_begin`].
+    fn smem_read_done(&mut self, off: i64, bytes: i64) {
+        if self.loop_depth > 0 {
+            self.em.barrier();
+            self.pending_reads.clear();
+        } else {
+            self.pending_reads.push((off, bytes));
+        }
     }
 }

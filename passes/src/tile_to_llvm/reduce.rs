@@ -121,6 +121,7 @@ impl Lowering<'_> {
         let bytes = i64::from(d.bytes());
         let rows: i64 = s.iter().product();
         let region = self.smem_region(rows * w * bytes)?;
+        self.smem_write_begin(region, rows * w * bytes);
         let base = self.smem_base();
         // This thread's coordinate along `axis` among warps, and whether it is lane 0 there.
         let (warp, lane) = (self.warp.clone(), self.lane.clone());
@@ -172,7 +173,7 @@ impl Lowering<'_> {
         }
         self.em.br(&join_b, &[]);
         self.em.label(&join_b, &[]);
-        self.em.barrier();
+        self.smem_written();
         let mut out = vec![];
         for ri in &row_idx {
             let mut acc: Option<Reg> = None;
@@ -187,10 +188,7 @@ impl Lowering<'_> {
             }
             out.push(acc.ok_or_else(|| err("empty cross-warp reduction"))?);
         }
-        if self.loop_depth > 0 {
-            // The next iteration writes the same scratch: wait until every thread has read.
-            self.em.barrier();
-        }
+        self.smem_read_done(region, rows * w * bytes);
         Ok(Value::Tile(out))
     }
 }

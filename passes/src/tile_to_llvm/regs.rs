@@ -15,6 +15,8 @@ pub(crate) struct TensorArgs {
     pub strides: Vec<Reg>,
     /// Specialised as 16-byte aligned (unit last stride, 16-byte multiples elsewhere).
     pub aligned: bool,
+    /// The dim with unit stride when it is not the last (a view of an ordered load).
+    pub contiguous: Option<usize>,
 }
 
 /// The lowered value of a tile-IR value.
@@ -24,6 +26,13 @@ pub(crate) enum Value {
     /// The registers one thread holds, in the register order of the tile's layout.
     Tile(Vec<Reg>),
     Tensor(TensorArgs),
+    /// A tile in shared memory: the buffer's offset in the kernel's shared memory, and its
+    /// type (`local_alloc`; a `local_load` into a `#dot_operand` is the same view, read by
+    /// the `mma` that uses it).
+    SmemBuf {
+        offset: i64,
+        ty: tilec_core::tir::Type,
+    },
 }
 
 impl Lowering<'_> {
@@ -63,7 +72,7 @@ impl Lowering<'_> {
                 Value::Scalar(s) => Ok(s.clone()),
                 Value::Tile(r) if r.len() == n.unwrap_or(0) => Ok(r[i].clone()),
                 Value::Tile(_) => Err(err("elementwise operands of different layouts")),
-                Value::Tensor(_) => Err(err("elementwise op on a tensor")),
+                Value::Tensor(_) | Value::SmemBuf { .. } => Err(err("elementwise op on a tensor or shared buffer")),
             }
         };
         let regs = (0..n.unwrap_or(1))
@@ -96,7 +105,9 @@ impl Lowering<'_> {
             match self.get(*v)? {
                 Value::Scalar(s) => regs.push(s),
                 Value::Tile(r) => regs.extend(r),
-                Value::Tensor(_) => return Err(err("a tensor cannot be loop-carried")),
+                Value::Tensor(_) | Value::SmemBuf { .. } => {
+                    return Err(err("a tensor or shared buffer cannot be loop-carried"))
+                }
             }
         }
         Ok(regs)
@@ -122,7 +133,9 @@ impl Lowering<'_> {
                         })
                         .collect(),
                 ),
-                Value::Tensor(_) => return Err(err("a tensor cannot be loop-carried")),
+                Value::Tensor(_) | Value::SmemBuf { .. } => {
+                    return Err(err("a tensor or shared buffer cannot be loop-carried"))
+                }
             };
             self.vals.insert(*v, value);
         }

@@ -111,6 +111,7 @@ impl Lowering<'_> {
         let d = dst.dtype();
         let bytes = i64::from(d.bytes().max(1));
         let region = self.smem_region(buf.elems * bytes)?;
+        self.smem_write_begin(region, buf.elems * bytes);
         let base = self.smem_base();
         let src_addrs = self.exchange_addresses(&ls, src.shape(), &buf.src_strides, region, bytes, &base);
         if src_addrs.len() != regs.len() {
@@ -119,14 +120,11 @@ impl Lowering<'_> {
         for (a, v) in src_addrs.iter().zip(regs) {
             self.em.store(v, a, bytes);
         }
-        self.em.barrier();
+        self.smem_written();
         let dst_addrs = self.exchange_addresses(&ld, dst.shape(), &buf.dst_strides, region, bytes, &base);
         let ety = super::emit::Ty::of(d);
         let out = dst_addrs.iter().map(|a| self.em.load(a, ety.clone(), bytes)).collect();
-        if self.loop_depth > 0 {
-            // The next iteration writes the same scratch: wait until every thread has read.
-            self.em.barrier();
-        }
+        self.smem_read_done(region, buf.elems * bytes);
         Ok(out)
     }
 }

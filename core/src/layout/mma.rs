@@ -1,0 +1,154 @@
+//! The tensor-core layouts of `mma.sync` m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"):
+//! the accumulator `#mma` and the operand `#dot_operand`, each as a linear map.
+//!
+//! Within one warp, lane `4g + t` (group `g = lane / 4`, thread-in-group `t = lane % 4`) holds
+//! - of the 16×8 accumulator: rows `g`, `g + 8`, columns `2t`, `2t + 1` (4 registers);
+//! - of the 16×16 A operand: rows `g`, `g + 8`, columns `2t`, `2t + 1`, `2t + 8`, `2t + 9` (8);
+//! - of the 16×8 B operand (K×N): rows `2t`, `2t + 1`, `2t + 8`, `2t + 9`, column `g` (4).
+//!
+//! Warps tile the accumulator `wm × wn` (warp bits along M first); a tile larger than the
+//! warps' 16·wm × 8·wn repeats in registers, N repetitions before M ones. The A operand is
+//! held by the warps of its rows (replicated along the N warps), B by the warps of its columns.
+//! With that register order the accumulator of an `[M, K]` product over one N warp (`wn = 1`)
+//! places every element exactly where the A operand of an `[M, K]` product wants it — which
+//! is FlashAttention-2's P: the scores go from one `mma` into the next with no data movement
+//! ([`super::Layout::same_placement`] sees it; no special case).
+//!
+//! Operands are 16-bit (f16/bf16): two consecutive K elements form one 32-bit register.
+
+use super::linear::LinearLayout;
+use serde::Serialize;
+
+/// `#tilegpu.mma<[wm, wn]>`: the accumulator of `mma.sync` m16n8k16 over `wm × wn` warps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Mma {
+    pub warps_per_cta: [i64; 2],
+}
+
+/// Instruction shape.
+pub const MMA_M: i64 = 16;
+pub const MMA_N: i64 = 8;
+pub const MMA_K: i64 = 16;
+
+fn log2(x: i64) -> u32 {
+    x.max(1).trailing_zeros()
+}
+
+/// A basis along one of two dims, zero when it points past the tile (a copy).
+fn basis(shape: &[i64], d: usize, v: i64) -> Vec<i64> {
+    let mut b = vec![0, 0];
+    if v < shape[d] {
+        b[d] = v;
+    }
+    b
+}
+
+impl Mma {
+    /// The warp grid for an `[M, N]` accumulator over `warps` warps, for a chain of
+    /// products (attention): as many warps along M as there are 16-row blocks (each warp owns
+    /// whole rows, so the row statistics and P stay in the warp — FlashAttention-2), the rest
+    /// along N; warps past the tile hold copies.
+    pub fn for_shape(shape: &[i64], warps: i64) -> Mma {
+        let wm = warps.min((shape[0] / MMA_M).max(1));
+        let wm = 1 << log2(wm);
+        Mma { warps_per_cta: [wm, (warps / wm).max(1)] }
+    }
+
+    /// The warp grid for a lone product (a GEMM): warps split M and N so that each warp's
+    /// share is as square as the instruction allows (Triton's rule for mma v2), which
+    /// minimises the operand fragments each warp reads from shared memory.
+    pub fn balanced(shape: &[i64], warps: i64) -> Mma {
+        let (mut wm, mut wn) = (1i64, 1i64);
+        while wm * wn < warps {
+            if shape[0] / MMA_M / wm >= shape[1] / (MMA_N * 2) / wn {
+                if wm < shape[0] / MMA_M {
+                    wm *= 2;
+                } else {
+                    wn *= 2;
+                }
+            } else {
+                wn *= 2;
+            }
+        }
+        Mma { warps_per_cta: [wm, wn] }
+    }
+
+    pub fn num_warps(&self) -> i64 {
+        self.warps_per_cta[0] * self.warps_per_cta[1]
+    }
+
+    fn warp_bases(&self, shape: &[i64], along_m: bool, along_n: bool) -> Vec<Vec<i64>> {
+        let [wm, wn] = self.warps_per_cta;
+        let mut w = vec![];
+        for k in 0..log2(wm) {
+            w.push(if along_m { basis(shape, 0, MMA_M << k) } else { vec![0, 0] });
+        }
+        for k in 0..log2(wn) {
+            w.push(if along_n { basis(shape, 1, MMA_N << k) } else { vec![0, 0] });
+        }
+        w
+    }
+
+    /// The accumulator map over an `[M, N]` tile (M a multiple of 16, N of 8).
+    pub fn to_linear(&self, shape: &[i64]) -> LinearLayout {
+        let [wm, wn] = self.warps_per_cta;
+        let mut regs = vec![basis(shape, 1, 1), basis(shape, 0, 8)];
+        for k in 0..log2(shape[1] / (MMA_N * wn)) {
+            regs.push(vec![0, (MMA_N * wn) << k]);
+        }
+        for k in 0..log2(shape[0] / (MMA_M * wm)) {
+            regs.push(vec![(MMA_M * wm) << k, 0]);
+        }
+        regs.retain(|b| b.iter().any(|&x| x != 0));
+        let lanes =
+            vec![basis(shape, 1, 2), basis(shape, 1, 4), basis(shape, 0, 1), basis(shape, 0, 2), basis(shape, 0, 4)];
+        LinearLayout { shape: shape.to_vec(), regs, lanes, warps: self.warp_bases(shape, true, true) }
+    }
+
+    /// The map of operand `op_idx` (0: A, `[M, K]`; 1: B, `[K, N]`) of an `mma` with this
+    /// accumulator layout.
+    pub fn operand_linear(&self, op_idx: u32, shape: &[i64]) -> LinearLayout {
+        let [wm, wn] = self.warps_per_cta;
+        if op_idx == 0 {
+            let mut regs = vec![basis(shape, 1, 1), basis(shape, 0, 8), basis(shape, 1, 8)];
+            for k in 0..log2(shape[1] / MMA_K) {
+                regs.push(vec![0, MMA_K << k]);
+            }
+            for k in 0..log2(shape[0] / (MMA_M * wm)) {
+                regs.push(vec![(MMA_M * wm) << k, 0]);
+            }
+            regs.retain(|b| b.iter().any(|&x| x != 0));
+            let lanes = vec![
+                basis(shape, 1, 2),
+                basis(shape, 1, 4),
+                basis(shape, 0, 1),
+                basis(shape, 0, 2),
+                basis(shape, 0, 4),
+            ];
+            LinearLayout { shape: shape.to_vec(), regs, lanes, warps: self.warp_bases(shape, true, false) }
+        } else {
+            let mut regs = vec![basis(shape, 0, 1), basis(shape, 0, 8)];
+            for k in 0..log2(shape[0] / MMA_K) {
+                regs.push(vec![MMA_K << k, 0]);
+            }
+            for k in 0..log2(shape[1] / (MMA_N * wn)) {
+                regs.push(vec![0, (MMA_N * wn) << k]);
+            }
+            regs.retain(|b| b.iter().any(|&x| x != 0));
+            let lanes = vec![
+                basis(shape, 0, 2),
+                basis(shape, 0, 4),
+                basis(shape, 1, 1),
+                basis(shape, 1, 2),
+                basis(shape, 1, 4),
+            ];
+            LinearLayout { shape: shape.to_vec(), regs, lanes, warps: self.warp_bases(shape, false, true) }
+        }
+    }
+
+    /// Whether an `[M, N]` accumulator (or operand of that extent) fits the instruction.
+    pub fn fits(m: i64, n: i64, k: i64) -> bool {
+        let p2 = |x: i64| x > 0 && x & (x - 1) == 0;
+        p2(m) && p2(n) && p2(k) && m >= MMA_M && n >= MMA_N && k >= MMA_K
+    }
+}

@@ -1,0 +1,77 @@
+//! `#tilegpu.swizzled_shared<vec, perPhase, maxPhase, order>`: a 2-D tile in shared memory
+//! with an XOR swizzle (Triton's `SwizzledSharedEncoding`).
+//!
+//! The tile is stored with dim `order[0]` contiguous ("columns") and `order[1]` as rows. The
+//! columns of a row are grouped in vectors of `vec` elements; vector `c` of row `r` is stored
+//! at vector position `c ^ ((r / perPhase) % maxPhase)` of the same row. Every row is a
+//! permutation of itself, so a 16-byte vector written by one thread stays contiguous, and the
+//! eight 16-byte rows one `ldmatrix` phase reads (one column vector of eight rows) land in
+//! eight different groups of four banks.
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct SwizzledShared {
+    pub vec: i64,
+    pub per_phase: i64,
+    pub max_phase: i64,
+    /// Dims from fastest to slowest.
+    pub order: [usize; 2],
+}
+
+impl SwizzledShared {
+    /// The conflict-free swizzle for `ldmatrix` reads of a 16-bit (or any `elem_bytes`) tile
+    /// whose contiguous dim has `cols` elements: 16-byte vectors; as many rows share a phase
+    /// as fit in 128 bytes; as many phases as the 8 rows of an 8×8 matrix need, at most the
+    /// vectors in a row.
+    pub fn for_ldmatrix(cols: i64, elem_bytes: i64, order: [usize; 2]) -> SwizzledShared {
+        let vec = (16 / elem_bytes.max(1)).max(1);
+        let chunks = (cols / vec).max(1);
+        let per_phase = (8 / chunks).max(1);
+        let max_phase = chunks.min(8 / per_phase).max(1);
+        SwizzledShared { vec, per_phase, max_phase, order }
+    }
+
+    /// The element offset of coordinate `c` (`[dim0, dim1]`) of a tile of `shape`.
+    pub fn offset(&self, shape: &[i64], c: &[i64]) -> i64 {
+        let (col_d, row_d) = (self.order[0], self.order[1]);
+        let cols = shape[col_d];
+        let (r, col) = (c[row_d], c[col_d]);
+        let phase = (r / self.per_phase) % self.max_phase;
+        let v = (col / self.vec) ^ phase;
+        r * cols + v * self.vec + col % self.vec
+    }
+
+    /// Elements the buffer spans.
+    pub fn size(&self, shape: &[i64]) -> i64 {
+        shape.iter().product()
+    }
+
+    pub fn to_mlir(&self) -> String {
+        format!(
+            "#tilegpu.swizzled_shared<{} : i64, {} : i64, {} : i64, [{}, {}]>",
+            self.vec, self.per_phase, self.max_phase, self.order[0], self.order[1]
+        )
+    }
+
+    /// Reads [`SwizzledShared::to_mlir`]'s text.
+    pub fn parse(text: &str) -> Option<SwizzledShared> {
+        let inner = text.trim().strip_prefix("#tilegpu.swizzled_shared<")?.strip_suffix('>')?;
+        let parts = super::split_top(inner)?;
+        let [v, pp, mp, ord] = parts.as_slice() else { return None };
+        let num = |s: &str| s.split(':').next()?.trim().parse::<i64>().ok().filter(|x| *x >= 1);
+        let ord: Vec<usize> = ord
+            .trim()
+            .strip_prefix('[')?
+            .strip_suffix(']')?
+            .split(',')
+            .map(|x| x.split(':').next().unwrap_or("").trim().parse().ok())
+            .collect::<Option<_>>()?;
+        let order = match ord.as_slice() {
+            [0, 1] => [0, 1],
+            [1, 0] => [1, 0],
+            _ => return None,
+        };
+        Some(SwizzledShared { vec: num(v)?, per_phase: num(pp)?, max_phase: num(mp)?, order })
+    }
+}

@@ -1,0 +1,434 @@
+//! The tensor-core part of `tile-layout`: per-value layouts around `mma`, and ordered loads.
+//!
+//! After every tile has its shape's `#blocked` layout, this assigns layouts *per value*:
+//! - an ordered load (`order=`, FMHA's K) gets a `#blocked` layout whose vectors run along the
+//!   tile dim that is contiguous in memory, and a reshape that only adds or drops unit dims
+//!   keeps it;
+//! - every `mma` result (and its accumulator) is `#mma`; the layout flows forward through
+//!   elementwise ops, reductions (`#slice` of `#mma`), broadcasts of those slices, loop-carried
+//!   values and `if` results, and backward into producers that are free to take any layout
+//!   (splats, broadcasts, comparisons and elementwise ops used only by `#mma` tiles: a causal
+//!   mask built from `arange` is computed directly in the accumulator's layout);
+//! - an `mma` operand in another layout becomes a shared buffer (`local_alloc`, swizzled for
+//!   `ldmatrix`) read as a `#dot_operand` (`local_load`), inserted right after the operand is
+//!   defined (Q, loaded once before the loop, is written to shared memory once); an operand
+//!   that already places its elements like the `#dot_operand` (P, the f16 accumulator of the
+//!   previous `mma` over one N warp) is a `convert_layout` that moves nothing;
+//! - any other use that needs a layout its operand lacks gets a `convert_layout` after the
+//!   operand's definition (a splat is re-splatted instead).
+
+use super::ValueId;
+use std::collections::BTreeMap;
+use tilec_core::layout::{Blocked, Layout, Mma, SwizzledShared};
+use tilec_core::tir::{Func, Op, OpKind, Type};
+use tilec_core::Diagnostic;
+
+fn set_layout(func: &mut Func, v: ValueId, l: Layout) {
+    if let Type::Tile { layout, .. } = &mut func.values[v.0 as usize] {
+        *layout = Some(l);
+    }
+}
+
+fn layout(func: &Func, v: ValueId) -> Option<Layout> {
+    func.ty(v).layout().cloned()
+}
+
+fn is_tile(func: &Func, v: ValueId) -> bool {
+    matches!(func.ty(v), Type::Tile { .. })
+}
+
+/// The tile operands of an elementwise op (same shape as the result), mutable.
+fn elementwise_operands(kind: &mut OpKind) -> Vec<&mut ValueId> {
+    match kind {
+        OpKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+        OpKind::Unary { value, .. } => vec![value],
+        OpKind::Cast(x) => vec![x],
+        OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![a, b],
+        OpKind::Select { cond, a, b } => vec![cond, a, b],
+        OpKind::Gather { index, .. } => index.iter_mut().collect(),
+        OpKind::Rand { offsets, .. } => vec![offsets],
+        _ => vec![],
+    }
+}
+
+/// The layout order of a load's tile: tile dims by the tensor dim they view, the one viewing
+/// the contiguous (last) tensor dim first.
+fn load_order(order: &[u32]) -> Vec<usize> {
+    let mut dims: Vec<usize> = (0..order.len()).collect();
+    dims.sort_by_key(|&d| std::cmp::Reverse(order[d]));
+    dims
+}
+
+/// Ordered loads and the reshapes of their tiles.
+pub(super) fn ordered_loads(func: &mut Func, warps: i64) {
+    let mut assign: Vec<(ValueId, Layout)> = vec![];
+    let mut by_value: BTreeMap<ValueId, (Vec<usize>, u32)> = BTreeMap::new();
+    func.walk(&mut |op| match (&op.kind, op.result) {
+        (OpKind::Load { order, .. }, Some(r)) if order.iter().enumerate().any(|(i, &o)| o as usize != i) => {
+            let ty = func.ty(r);
+            let lo = load_order(order);
+            if let Ok(b) = Blocked::coalesced(ty.shape(), ty.dtype().bytes(), warps, &lo) {
+                assign.push((r, Layout::Blocked(b)));
+                by_value.insert(r, (lo, ty.dtype().bytes()));
+            }
+        }
+        (OpKind::Reshape(x), Some(r)) => {
+            if let Some((lo, bytes)) = by_value.get(x).cloned() {
+                let (xs, rs) = (func.ty(*x).shape().to_vec(), func.ty(r).shape().to_vec());
+                // Map the order over the non-unit dims (they correspond one to one).
+                let xk: Vec<usize> = (0..xs.len()).filter(|&d| xs[d] != 1).collect();
+                let rk: Vec<usize> = (0..rs.len()).filter(|&d| rs[d] != 1).collect();
+                if xk.iter().map(|&d| xs[d]).eq(rk.iter().map(|&d| rs[d])) {
+                    let mut ro: Vec<usize> =
+                        lo.iter().filter_map(|d| xk.iter().position(|k| k == d).map(|i| rk[i])).collect();
+                    ro.extend((0..rs.len()).rev().filter(|d| rs[*d] == 1));
+                    if let Ok(b) = Blocked::coalesced(&rs, bytes, warps, &ro) {
+                        assign.push((r, Layout::Blocked(b)));
+                        by_value.insert(r, (ro, bytes));
+                    }
+                }
+            }
+        }
+        _ => {}
+    });
+    for (v, l) in assign {
+        set_layout(func, v, l);
+    }
+}
+
+/// Whether any op is an `mma`.
+pub(super) fn has_mma(func: &Func) -> bool {
+    let mut any = false;
+    func.walk(&mut |op| any |= matches!(op.kind, OpKind::Mma { .. }));
+    any
+}
+
+/// Anchors `#mma` at every `mma` and propagates it; errors for products the instruction
+/// cannot do.
+pub(super) fn propagate(func: &mut Func, warps: i64) -> Result<(), Diagnostic> {
+    // Anchors. A kernel with one product is a GEMM (balanced warp grid); with a chain of
+    // products (attention: S = QKᵀ, then PV) every warp owns whole rows.
+    let mut n_mma = 0;
+    func.walk(&mut |op| n_mma += usize::from(matches!(op.kind, OpKind::Mma { .. })));
+    let mut anchors: Vec<(ValueId, Layout)> = vec![];
+    let mut bad: Option<Diagnostic> = None;
+    func.walk(&mut |op| {
+        if let (OpKind::Mma { a, b, acc }, Some(r)) = (&op.kind, op.result) {
+            let (sa, sb) = (func.ty(*a).shape(), func.ty(*b).shape());
+            let (m, k, n) = (sa[0], sa[1], sb[1]);
+            let d = func.ty(*a).dtype();
+            let why = if !Mma::fits(m, n, k) {
+                Some(format!(
+                    "an mma of [{m}, {k}] x [{k}, {n}]: the tensor-core path needs M >= 16, N >= 8 and K >= 16, powers of two"
+                ))
+            } else if !matches!(d, tilec_core::DType::F16 | tilec_core::DType::BF16) {
+                Some(format!("an mma of {d} operands: the tensor-core path takes f16 and bf16"))
+            } else if func.ty(*acc).dtype() != tilec_core::DType::F32 {
+                Some("an mma with a non-f32 accumulator: the tensor-core path accumulates in f32".into())
+            } else {
+                None
+            };
+            if let (Some(w), None) = (why, &bad) {
+                let mut dg = Diagnostic::error("E0900", w);
+                if let Some(s) = op.span {
+                    dg = dg.with_primary(s, "this mma");
+                }
+                bad = Some(dg);
+            }
+            let grid = if n_mma > 1 { Mma::for_shape(&[m, n], warps) } else { Mma::balanced(&[m, n], warps) };
+            let l = Layout::Mma(grid);
+            anchors.push((r, l));
+        }
+    });
+    if let Some(d) = bad {
+        return Err(d);
+    }
+    for (v, l) in anchors {
+        set_layout(func, v, l);
+    }
+    // Uses of each value (op results only), for the backward rule.
+    let mut uses: BTreeMap<ValueId, Vec<Option<ValueId>>> = BTreeMap::new();
+    func.walk(&mut |op| {
+        let mut kind = op.kind.clone();
+        let users: Vec<ValueId> = match &mut kind {
+            OpKind::Broadcast(x) => vec![*x],
+            OpKind::Mma { acc, .. } => vec![*acc],
+            k => elementwise_operands(k).into_iter().map(|v| *v).collect(),
+        };
+        for u in users {
+            uses.entry(u).or_default().push(op.result);
+        }
+        match &op.kind {
+            OpKind::For { init, iters, yields, .. } => {
+                for ((i, it), y) in init.iter().zip(iters).zip(yields) {
+                    uses.entry(*i).or_default().push(Some(*it));
+                    uses.entry(*y).or_default().push(Some(*it));
+                }
+            }
+            OpKind::If { then_yields, else_yields, results, .. } => {
+                for ((t, e), r) in then_yields.iter().zip(else_yields).zip(results) {
+                    uses.entry(*t).or_default().push(Some(*r));
+                    uses.entry(*e).or_default().push(Some(*r));
+                }
+            }
+            _ => {}
+        }
+    });
+    // Forward and backward to a fixpoint (each step only turns a layout into a tensor-core
+    // one, so it ends).
+    for _ in 0..64 {
+        let mut changes: Vec<(ValueId, Layout)> = vec![];
+        let mma_of = |v: ValueId| layout(func, v).filter(Layout::is_mma_family);
+        func.walk(&mut |op| {
+            let Some(r) = op.result else {
+                if let OpKind::For { init, iters, yields, results, .. } = &op.kind {
+                    for (((i, it), y), res) in init.iter().zip(iters).zip(yields).zip(results) {
+                        if let Some(l) = mma_of(*i).or_else(|| mma_of(*y)).or_else(|| mma_of(*it)) {
+                            for v in [*it, *res] {
+                                if mma_of(v).is_none() && is_tile(func, v) {
+                                    changes.push((v, l.clone()));
+                                }
+                            }
+                        }
+                    }
+                }
+                if let OpKind::If { then_yields, else_yields, results, .. } = &op.kind {
+                    for ((t, e), res) in then_yields.iter().zip(else_yields).zip(results) {
+                        if let Some(l) = mma_of(*t).or_else(|| mma_of(*e)) {
+                            if mma_of(*res).is_none() && is_tile(func, *res) {
+                                changes.push((*res, l));
+                            }
+                        }
+                    }
+                }
+                return;
+            };
+            if mma_of(r).is_some() || !is_tile(func, r) {
+                return;
+            }
+            let rshape = func.ty(r).shape().to_vec();
+            let mut kind = op.kind.clone();
+            let fwd = match &mut kind {
+                OpKind::Reduce { axis, value, .. } => {
+                    mma_of(*value).map(|p| Layout::Slice { dim: *axis as usize, parent: Box::new(p) })
+                }
+                OpKind::Broadcast(x) => match mma_of(*x) {
+                    Some(Layout::Slice { dim, parent }) if func.ty(*x).shape()[dim] == 1 && rshape[dim] != 1 => {
+                        Some(*parent)
+                    }
+                    _ => None,
+                },
+                OpKind::Gather { .. } | OpKind::Rand { .. } => None,
+                k => elementwise_operands(k)
+                    .into_iter()
+                    .map(|v| *v)
+                    .find(|v| func.ty(*v).shape() == &rshape[..] && mma_of(*v).is_some())
+                    .and_then(mma_of),
+            };
+            if let Some(l) = fwd {
+                changes.push((r, l));
+                return;
+            }
+            // Backward: a free producer whose every use wants one tensor-core layout.
+            let free = matches!(
+                op.kind,
+                OpKind::Splat(_)
+                    | OpKind::Broadcast(_)
+                    | OpKind::Cmp(..)
+                    | OpKind::Logic(..)
+                    | OpKind::Binary { .. }
+                    | OpKind::Select { .. }
+                    | OpKind::Cast(_)
+            );
+            if !free {
+                return;
+            }
+            let Some(us) = uses.get(&r) else { return };
+            let wants: Vec<Option<Layout>> = us.iter().map(|u| u.and_then(mma_of)).collect();
+            if let Some(Some(first)) = wants.first() {
+                if wants.iter().all(|w| w.as_ref() == Some(first)) && first.rank() == rshape.len() {
+                    changes.push((r, first.clone()));
+                }
+            }
+        });
+        if changes.is_empty() {
+            break;
+        }
+        for (v, l) in changes {
+            set_layout(func, v, l);
+        }
+    }
+    Ok(())
+}
+
+/// The layout operand `slot` of an op needs, given the op's result layout (`None`: any).
+fn wanted(func: &Func, kind: &OpKind, result: Option<ValueId>) -> Vec<Option<Layout>> {
+    let rl = result.and_then(|r| layout(func, r));
+    match kind {
+        OpKind::Mma { .. } => match rl {
+            Some(Layout::Mma(m)) => vec![
+                Some(Layout::DotOperand { op_idx: 0, parent: m }),
+                Some(Layout::DotOperand { op_idx: 1, parent: m }),
+                Some(Layout::Mma(m)),
+            ],
+            _ => vec![None, None, None],
+        },
+        OpKind::Scatter { index, tile, .. } => vec![layout(func, *tile); index.len()],
+        _ => {
+            let mut k = kind.clone();
+            let n = elementwise_operands(&mut k).len();
+            vec![rl; n]
+        }
+    }
+}
+
+fn operands_mut(kind: &mut OpKind) -> Vec<&mut ValueId> {
+    match kind {
+        OpKind::Mma { a, b, acc } => vec![a, b, acc],
+        OpKind::Scatter { index, .. } => index.iter_mut().collect(),
+        k => elementwise_operands(k),
+    }
+}
+
+/// Where a value's conversion goes: after its defining op, or at the top of the loop body
+/// whose iteration argument it is.
+#[derive(Default)]
+struct Plan {
+    /// (value, wanted layout text) → converted value, in creation order.
+    made: BTreeMap<(ValueId, String), ValueId>,
+    /// Conversion ops to emit after the op defining each value.
+    after: BTreeMap<ValueId, Vec<Op>>,
+}
+
+/// Makes a value of `v` laid out as `want`: returns the new value, the ops recorded in `plan`.
+fn convert_to(
+    func: &mut Func,
+    plan: &mut Plan,
+    defs: &BTreeMap<ValueId, OpKind>,
+    v: ValueId,
+    want: &Layout,
+) -> ValueId {
+    let key = (v, want.to_mlir());
+    if let Some(c) = plan.made.get(&key) {
+        return *c;
+    }
+    let ty = func.ty(v).clone();
+    let (shape, dtype) = (ty.shape().to_vec(), ty.dtype());
+    let tile = |l: Layout| Type::Tile { shape: shape.clone(), dtype, layout: Some(l) };
+    let mut ops = vec![];
+    let same = ty.layout().is_some_and(|l| l.same_placement(want, &shape));
+    let out = match (defs.get(&v), want) {
+        (Some(OpKind::Splat(s)), _) => {
+            let nv = func.new_value(tile(want.clone()));
+            ops.push(Op { kind: OpKind::Splat(*s), result: Some(nv), span: None });
+            nv
+        }
+        (_, Layout::DotOperand { op_idx, .. }) if !same => {
+            // Through a shared buffer swizzled for ldmatrix, in the operand's own order.
+            let order = match ty.layout() {
+                Some(Layout::Blocked(b)) if b.order.first() == Some(&0) => [0, 1],
+                _ => [1, 0],
+            };
+            let _ = op_idx;
+            let cols = shape[order[0]];
+            let sl = SwizzledShared::for_ldmatrix(cols, i64::from(dtype.bytes()), order);
+            let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
+            ops.push(Op { kind: OpKind::LocalAlloc { value: v }, result: Some(buf), span: None });
+            let nv = func.new_value(tile(want.clone()));
+            ops.push(Op { kind: OpKind::LocalLoad { buf }, result: Some(nv), span: None });
+            nv
+        }
+        _ => {
+            let nv = func.new_value(tile(want.clone()));
+            let scratch = tilec_core::layout::Shared::for_exchange(&shape, dtype.bytes());
+            ops.push(Op { kind: OpKind::ConvertLayout { value: v, scratch }, result: Some(nv), span: None });
+            nv
+        }
+    };
+    plan.after.entry(v).or_default().extend(ops);
+    plan.made.insert(key, out);
+    out
+}
+
+/// Inserts the conversions the uses of tensor-core-era layouts need (elementwise operands,
+/// `mma` operands, gather/rand indices), each right after its operand's definition.
+pub(super) fn insert_conversions(func: &mut Func) -> Result<usize, Diagnostic> {
+    let mut defs: BTreeMap<ValueId, OpKind> = BTreeMap::new();
+    func.walk(&mut |op| {
+        if let Some(r) = op.result {
+            defs.insert(r, op.kind.clone());
+        }
+    });
+    let mut plan = Plan::default();
+    let mut ops = std::mem::take(&mut func.ops);
+    rewrite_uses(func, &mut plan, &defs, &mut ops);
+    let n = plan.made.len();
+    func.ops = place(&mut plan, ops);
+    Ok(n)
+}
+
+fn rewrite_uses(func: &mut Func, plan: &mut Plan, defs: &BTreeMap<ValueId, OpKind>, ops: &mut [Op]) {
+    for op in ops.iter_mut() {
+        let want = wanted(func, &op.kind, op.result);
+        for (slot, w) in operands_mut(&mut op.kind).into_iter().zip(want) {
+            let Some(w) = w else { continue };
+            if !is_tile(func, *slot) {
+                continue;
+            }
+            let shape = func.ty(*slot).shape().to_vec();
+            let has = func.ty(*slot).layout().cloned();
+            let exact = has.as_ref() == Some(&w);
+            let fine = has.as_ref().is_some_and(|h| h.same_placement(&w, &shape))
+                && !matches!(w, Layout::DotOperand { .. } | Layout::Mma(_));
+            if exact || fine {
+                continue;
+            }
+            *slot = convert_to(func, plan, defs, *slot, &w);
+        }
+        match &mut op.kind {
+            OpKind::For { body, .. } => rewrite_uses(func, plan, defs, body),
+            OpKind::If { then_ops, else_ops, .. } => {
+                rewrite_uses(func, plan, defs, then_ops);
+                rewrite_uses(func, plan, defs, else_ops);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Places the planned conversions after their operands' definitions (loop iteration
+/// arguments: at the top of the body; if results: after the `if`).
+fn place(plan: &mut Plan, ops: Vec<Op>) -> Vec<Op> {
+    let mut out = Vec::with_capacity(ops.len());
+    for mut op in ops {
+        let mut extra: Vec<Op> = vec![];
+        match &mut op.kind {
+            OpKind::For { body, iters, results, .. } => {
+                let mut top = vec![];
+                for it in iters.iter() {
+                    top.extend(plan.after.remove(it).unwrap_or_default());
+                }
+                let inner = place(plan, std::mem::take(body));
+                top.extend(inner);
+                *body = top;
+                for r in results.iter() {
+                    extra.extend(plan.after.remove(r).unwrap_or_default());
+                }
+            }
+            OpKind::If { then_ops, else_ops, results, .. } => {
+                *then_ops = place(plan, std::mem::take(then_ops));
+                *else_ops = place(plan, std::mem::take(else_ops));
+                for r in results.iter() {
+                    extra.extend(plan.after.remove(r).unwrap_or_default());
+                }
+            }
+            _ => {}
+        }
+        if let Some(r) = op.result {
+            extra.extend(plan.after.remove(&r).unwrap_or_default());
+        }
+        out.push(op);
+        out.extend(extra);
+    }
+    out
+}

@@ -1,0 +1,311 @@
+//! Tensor cores: shared buffers for `mma` operands (`local_alloc`), their `#dot_operand`
+//! reads (`local_load`, lowered lazily by the `mma` that uses them) and `mma` itself as
+//! `mma.sync.m16n8k16` with f32 accumulation.
+//!
+//! A `local_alloc` writes each thread's registers into the swizzled buffer — runs of
+//! registers contiguous along the buffer's contiguous dim as one vector store of up to 16
+//! bytes — then a barrier. A `local_load` into a `#dot_operand` emits nothing: the `mma`
+//! walks K in steps of 16 and, per step, reads the A fragments of its M repetitions and the
+//! B fragments of its N repetitions with `ldmatrix` (x4: four 8×8 matrices; x2 for a lone B
+//! tile), then issues the products of that step. So only one K step of operands is live,
+//! and a tile that stays in shared memory across a loop (FMHA's Q) is read where it is used.
+//! `ldmatrix` is `.trans` when the buffer's contiguous dim is not the operand's K dim
+//! (a row-major B, V of attention; the transposed-load K of attention reads without it).
+//! Operands already in registers (P, the accumulator of the previous product) are packed two
+//! 16-bit elements per register.
+
+use super::emit::{Reg, Ty};
+use super::regs::Value;
+use super::{err, Lowering};
+use tilec_core::layout::{Layout, SwizzledShared, MMA_K, MMA_M, MMA_N};
+use tilec_core::tir::{Op, Type, ValueId};
+use tilec_core::{DType, Diagnostic};
+
+/// The registers of an 8×8 block's row pair, by (row, col) offset within the operand.
+type Offsets = Vec<(i64, i64)>;
+
+impl Lowering<'_> {
+    /// `local_alloc`: writes the tile into its shared buffer.
+    pub(crate) fn local_alloc(&mut self, op: &Op, x: ValueId, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let ty = rty.ok_or_else(|| err("local_alloc without result"))?.clone();
+        let Type::Smem { shape, dtype, layout: sl } = &ty else { return Err(err("local_alloc to a non-buffer")) };
+        let xty = self.func.ty(x).clone();
+        let l = xty.layout().ok_or_else(|| err("local_alloc of a tile without layout"))?.clone();
+        let regs = self.tile(x)?;
+        let bytes = i64::from(dtype.bytes());
+        let total = shape.iter().product::<i64>() * bytes;
+        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
+        let region = self.smem_alloc(total, end)?;
+        self.smem_write_begin(region, total);
+        let map = l.to_linear(shape);
+        let cd = sl.order[0];
+        let contiguous = map
+            .regs
+            .iter()
+            .enumerate()
+            .take_while(|(k, b)| b.iter().enumerate().all(|(d, &v)| v == if d == cd { 1 << k } else { 0 }))
+            .count();
+        let chunk = (1i64 << contiguous).min(sl.vec).min(16 / bytes).max(1);
+        let base = self.smem_base();
+        let (row_t, col_t) = (self.thread_base(&l, shape, sl.order[1]), self.thread_base(&l, shape, cd));
+        let ety = Ty::of(*dtype);
+        let mut r = 0;
+        while r < regs.len() as i64 {
+            let off = map.reg_offset(r);
+            let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd], &base);
+            if chunk == 1 {
+                self.em.store(&regs[r as usize], &addr, bytes);
+            } else {
+                let mut v = self.em.undef(Ty::Vector(chunk as u32, Box::new(ety.clone())));
+                for e in 0..chunk {
+                    v = self.em.insertelement(&v, &regs[(r + e) as usize], e);
+                }
+                self.em.store(&v, &addr, chunk * bytes);
+            }
+            r += chunk;
+        }
+        self.smem_written();
+        Ok(Value::SmemBuf { offset: region, ty })
+    }
+
+    /// The shared address of element (row, col) of a swizzled buffer, with run-time thread
+    /// parts `row_t`/`col_t` and compile-time parts `row_c`/`col_c` (col_c a multiple of the
+    /// swizzle vector or within the thread's own vector).
+    #[allow(clippy::too_many_arguments)]
+    fn swizzled_addr(
+        &mut self,
+        sl: &SwizzledShared,
+        shape: &[i64],
+        region: i64,
+        bytes: i64,
+        row_t: &Reg,
+        row_c: i64,
+        col_t: &Reg,
+        col_c: i64,
+        base: &Reg,
+    ) -> Reg {
+        let cols = shape[sl.order[0]];
+        let rc = self.em.ci32(row_c);
+        let row = self.em.add(row_t, &rc);
+        let cc = self.em.ci32(col_c);
+        let col = self.em.add(col_t, &cc);
+        let lv = self.em.ci32(i64::from(sl.vec.trailing_zeros()));
+        let vidx = self.em.lshr(&col, &lv);
+        let vm = self.em.ci32(sl.vec - 1);
+        let within = self.em.and(&col, &vm);
+        let lp = self.em.ci32(i64::from(sl.per_phase.trailing_zeros()));
+        let ph = self.em.lshr(&row, &lp);
+        let mm = self.em.ci32(sl.max_phase - 1);
+        let phase = self.em.and(&ph, &mm);
+        let sv = self.em.xor(&vidx, &phase);
+        let vecs = self.em.ci32(sl.vec);
+        let svo = self.em.mul(&sv, &vecs);
+        let colsr = self.em.ci32(cols);
+        let ro = self.em.mul(&row, &colsr);
+        let e = self.em.add(&ro, &svo);
+        let e = self.em.add(&e, &within);
+        let b = self.em.ci32(bytes);
+        let eb = self.em.mul(&e, &b);
+        let reg = self.em.ci32(region);
+        let o = self.em.add(&eb, &reg);
+        self.em.gep(base, &o, &Ty::I8)
+    }
+
+    /// The `ldmatrix` reads of one operand fragment group: `blocks` are the 8×8 blocks (their
+    /// (row, col) offsets in the operand tile, compile-time) read by one x2/x4; lane `l` gives
+    /// the address of row `l % 8` of block `l / 8` along the buffer's row dim.
+    #[allow(clippy::too_many_arguments)]
+    fn ldmatrix_blocks(
+        &mut self,
+        sl: &SwizzledShared,
+        shape: &[i64],
+        region: i64,
+        thread: &[Reg; 2],
+        blocks: &Offsets,
+        pair_dim: usize,
+    ) -> Vec<Reg> {
+        // Lane-dependent block choice: blocks differ by compile-time offsets, so each lane
+        // adds the offset of its block, selected by the lane's bits 3-4.
+        let base = self.smem_base();
+        let lane = self.lane.clone();
+        let n = blocks.len();
+        let c3 = self.em.ci32(3);
+        let j = self.em.lshr(&lane, &c3);
+        let jm = self.em.ci32(n as i64 - 1);
+        let j = self.em.and(&j, &jm);
+        let c7 = self.em.ci32(7);
+        let i = self.em.and(&lane, &c7);
+        // Offsets of the lane's block: a select chain over the (at most 4) blocks.
+        let mut off = [self.em.ci32(blocks[0].0), self.em.ci32(blocks[0].1)];
+        for (k, b) in blocks.iter().enumerate().skip(1) {
+            let kk = self.em.ci32(k as i64);
+            let is = self.em.icmp(super::emit::ICmp::Eq, &j, &kk);
+            let (b0, b1) = (self.em.ci32(b.0), self.em.ci32(b.1));
+            off = [self.em.select(&is, &b0, &off[0]), self.em.select(&is, &b1, &off[1])];
+        }
+        let (cd, rd) = (sl.order[0], sl.order[1]);
+        let mut c = [self.em.add(&thread[0], &off[0]), self.em.add(&thread[1], &off[1])];
+        c[rd] = self.em.add(&c[rd], &i);
+        let bytes = 2;
+        let row = c[rd].clone();
+        let col = c[cd].clone();
+        let addr = self.swizzled_addr(sl, shape, region, bytes, &row, 0, &col, 0, &base);
+        // Non-transposed when the buffer's contiguous dim is the dim a register pair spans.
+        self.em.ldmatrix(&addr, n, cd != pair_dim)
+    }
+
+    /// `mma`: `acc + a · b` with `mma.sync.m16n8k16`.
+    pub(crate) fn mma(
+        &mut self,
+        a: ValueId,
+        b: ValueId,
+        acc: ValueId,
+        rty: Option<&Type>,
+    ) -> Result<Value, Diagnostic> {
+        let ty = rty.ok_or_else(|| err("mma without result"))?.clone();
+        let Some(Layout::Mma(m)) = ty.layout().cloned() else { return Err(err("mma result without #mma layout")) };
+        let (ms, ns) = (ty.shape()[0], ty.shape()[1]);
+        let ks = self.func.ty(a).shape()[1];
+        let dt = self.func.ty(a).dtype();
+        let bf16 = dt == DType::BF16;
+        if !matches!(dt, DType::F16 | DType::BF16) {
+            return Err(err(format!("mma of {dt} operands")));
+        }
+        let [wm, wn] = m.warps_per_cta;
+        let acc_l = Layout::Mma(m).to_linear(&[ms, ns]);
+        let acc_of = acc_l.reg_of_offset();
+        let mut accr = self.tile(acc)?;
+        let m_reps = (ms / (MMA_M * wm)).max(1);
+        let n_reps = (ns / (MMA_N * wn)).max(1);
+        let k_steps = ks / MMA_K;
+        // Thread parts of the warps' origin in the A and B tiles (lanes excluded: ldmatrix
+        // addresses are per lane, register fragments are looked up by offset).
+        let a_l = Layout::DotOperand { op_idx: 0, parent: m };
+        let b_l = Layout::DotOperand { op_idx: 1, parent: m };
+        let warp_origin = |lw: &mut Self, l: &Layout, shape: &[i64]| -> [Reg; 2] {
+            let lin = l.to_linear(shape);
+            let mut out = vec![];
+            for d in 0..2 {
+                let mut acc = lw.em.ci32(0);
+                for run in lin.dim_terms(d).warp {
+                    let w = lw.warp.clone();
+                    let sh = lw.em.ci32(i64::from(run.shift));
+                    let s = lw.em.lshr(&w, &sh);
+                    let mk = lw.em.ci32((1 << run.bits) - 1);
+                    let bits = lw.em.and(&s, &mk);
+                    let bb = lw.em.ci32(run.base);
+                    let t = lw.em.mul(&bits, &bb);
+                    acc = lw.em.add(&acc, &t);
+                }
+                out.push(acc);
+            }
+            [out[0].clone(), out[1].clone()]
+        };
+        let a_shape = [ms, ks];
+        let b_shape = [ks, ns];
+        let a_val = self.get(a)?;
+        let b_val = self.get(b)?;
+        let a_org = warp_origin(self, &a_l, &a_shape);
+        let b_org = warp_origin(self, &b_l, &b_shape);
+        let a_map = a_l.to_linear(&a_shape).reg_of_offset();
+        let b_map = b_l.to_linear(&b_shape).reg_of_offset();
+        let pack = |lw: &mut Self,
+                    regs: &[Reg],
+                    map: &std::collections::BTreeMap<Vec<i64>, i64>,
+                    at: [i64; 2],
+                    step: [i64; 2]| {
+            let find = |o: [i64; 2]| map.get(&o.to_vec()).map(|&r| regs[r as usize].clone());
+            let (Some(x), Some(y)) = (find(at), find([at[0] + step[0], at[1] + step[1]])) else {
+                return Err(err("mma operand register missing"));
+            };
+            let vt = Ty::Vector(2, Box::new(if bf16 { Ty::BF16 } else { Ty::F16 }));
+            let v = lw.em.undef(vt);
+            let v = lw.em.insertelement(&v, &x, 0);
+            let v = lw.em.insertelement(&v, &y, 1);
+            Ok(if bf16 { lw.em.bitcast(&v, Ty::I32) } else { v })
+        };
+        let as_operand =
+            |lw: &mut Self, r: Reg| if bf16 { r } else { lw.em.bitcast(&r, Ty::Vector(2, Box::new(Ty::F16))) };
+        for kk in 0..k_steps {
+            let k0 = kk * MMA_K;
+            // A fragments per M repetition: (m, k) blocks (0,0) (8,0) (0,8) (8,8).
+            let mut afr: Vec<Vec<Reg>> = vec![];
+            for mi in 0..m_reps {
+                let r0 = mi * MMA_M * wm;
+                let blocks: Offsets = vec![(r0, k0), (r0 + 8, k0), (r0, k0 + 8), (r0 + 8, k0 + 8)];
+                let f = match &a_val {
+                    Value::SmemBuf { offset, ty: Type::Smem { shape, layout, .. } } => {
+                        let (sl, shape) = (layout.clone(), shape.clone());
+                        let regs = self.ldmatrix_blocks(&sl, &shape, *offset, &a_org, &blocks, 1);
+                        regs.into_iter().map(|r| as_operand(self, r)).collect()
+                    }
+                    Value::Tile(regs) => {
+                        let regs = regs.clone();
+                        blocks
+                            .iter()
+                            .map(|b| pack(self, &regs, &a_map, [b.0, b.1], [0, 1]))
+                            .collect::<Result<Vec<_>, _>>()?
+                    }
+                    _ => return Err(err("mma operand A is neither registers nor a shared buffer")),
+                };
+                afr.push(f);
+            }
+            // B fragments per N repetition: (k, n) blocks (0,0) (8,0); two repetitions per x4.
+            let mut bfr: Vec<Vec<Reg>> = vec![];
+            let mut nj = 0;
+            while nj < n_reps {
+                let c0 = nj * MMA_N * wn;
+                let two = nj + 1 < n_reps;
+                let mut blocks: Offsets = vec![(k0, c0), (k0 + 8, c0)];
+                if two {
+                    blocks.extend([(k0, c0 + MMA_N * wn), (k0 + 8, c0 + MMA_N * wn)]);
+                }
+                let f: Vec<Reg> = match &b_val {
+                    Value::SmemBuf { offset, ty: Type::Smem { shape, layout, .. } } => {
+                        let (sl, shape) = (layout.clone(), shape.clone());
+                        let regs = self.ldmatrix_blocks(&sl, &shape, *offset, &b_org, &blocks, 0);
+                        regs.into_iter().map(|r| as_operand(self, r)).collect()
+                    }
+                    Value::Tile(regs) => {
+                        let regs = regs.clone();
+                        blocks
+                            .iter()
+                            .map(|b| pack(self, &regs, &b_map, [b.0, b.1], [1, 0]))
+                            .collect::<Result<Vec<_>, _>>()?
+                    }
+                    _ => return Err(err("mma operand B is neither registers nor a shared buffer")),
+                };
+                for pair in f.chunks(2) {
+                    bfr.push(pair.to_vec());
+                }
+                nj += if two { 2 } else { 1 };
+            }
+            for (mi, af) in afr.iter().enumerate() {
+                for (nj, bf) in bfr.iter().enumerate() {
+                    let (r0, c0) = (mi as i64 * MMA_M * wm, nj as i64 * MMA_N * wn);
+                    let idx: Vec<usize> = [(r0, c0), (r0, c0 + 1), (r0 + 8, c0), (r0 + 8, c0 + 1)]
+                        .iter()
+                        .map(|&(r, c)| {
+                            acc_of
+                                .get(&vec![r, c])
+                                .map(|&x| x as usize)
+                                .ok_or_else(|| err("mma accumulator register missing"))
+                        })
+                        .collect::<Result<_, _>>()?;
+                    let c: Vec<Reg> = idx.iter().map(|&i| accr[i].clone()).collect();
+                    let d = self.em.mma_m16n8k16(af, bf, &c, bf16);
+                    for (i, v) in idx.into_iter().zip(d) {
+                        accr[i] = v;
+                    }
+                }
+            }
+        }
+        for v in [&a_val, &b_val] {
+            if let Value::SmemBuf { offset, ty } = v {
+                let bytes = ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes());
+                self.smem_read_done(*offset, bytes);
+            }
+        }
+        Ok(Value::Tile(accr))
+    }
+}
