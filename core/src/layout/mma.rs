@@ -110,40 +110,45 @@ impl Mma {
     pub fn operand_linear(&self, op_idx: u32, shape: &[i64]) -> LinearLayout {
         let [wm, wn] = self.warps_per_cta;
         if op_idx == 0 {
-            let mut regs = vec![basis(shape, 1, 1), basis(shape, 0, 8), basis(shape, 1, 8)];
-            for k in 0..log2(shape[1] / MMA_K) {
-                regs.push(vec![0, MMA_K << k]);
-            }
-            for k in 0..log2(shape[0] / (MMA_M * wm)) {
-                regs.push(vec![(MMA_M * wm) << k, 0]);
-            }
-            regs.retain(|b| b.iter().any(|&x| x != 0));
-            let lanes = vec![
-                basis(shape, 1, 2),
-                basis(shape, 1, 4),
-                basis(shape, 0, 1),
-                basis(shape, 0, 2),
-                basis(shape, 0, 4),
-            ];
-            LinearLayout { shape: shape.to_vec(), regs, lanes, warps: self.warp_bases(shape, true, false) }
+            // A: k + 1, row + 8, k + 8 within the fragment; repetitions along M every 16·wm.
+            let frag = vec![basis(shape, 1, 1), basis(shape, 0, 8), basis(shape, 1, 8)];
+            self.operand_map(shape, 1, frag, MMA_M * wm, (true, false))
         } else {
-            let mut regs = vec![basis(shape, 0, 1), basis(shape, 0, 8)];
-            for k in 0..log2(shape[0] / MMA_K) {
-                regs.push(vec![MMA_K << k, 0]);
-            }
-            for k in 0..log2(shape[1] / (MMA_N * wn)) {
-                regs.push(vec![0, (MMA_N * wn) << k]);
-            }
-            regs.retain(|b| b.iter().any(|&x| x != 0));
-            let lanes = vec![
-                basis(shape, 0, 2),
-                basis(shape, 0, 4),
-                basis(shape, 1, 1),
-                basis(shape, 1, 2),
-                basis(shape, 1, 4),
-            ];
-            LinearLayout { shape: shape.to_vec(), regs, lanes, warps: self.warp_bases(shape, false, true) }
+            // B: k + 1, k + 8 within the fragment; repetitions along N every 8·wn.
+            let frag = vec![basis(shape, 0, 1), basis(shape, 0, 8)];
+            self.operand_map(shape, 0, frag, MMA_N * wn, (false, true))
         }
+    }
+
+    /// An operand map: the fragment's register bases `frag`, then K repetitions (every 16
+    /// along `kd`), then repetitions along the other dim every `rep`; lanes `2t` along K and
+    /// `g` along the other dim; warps along M and/or N as `warps_along` says.
+    fn operand_map(
+        &self,
+        shape: &[i64],
+        kd: usize,
+        frag: Vec<Vec<i64>>,
+        rep: i64,
+        warps_along: (bool, bool),
+    ) -> LinearLayout {
+        let od = 1 - kd;
+        let along = |d: usize, v: i64| {
+            let mut b = vec![0, 0];
+            b[d] = v;
+            b
+        };
+        let mut regs = frag;
+        regs.extend((0..log2(shape[kd] / MMA_K)).map(|k| along(kd, MMA_K << k)));
+        regs.extend((0..log2(shape[od] / rep)).map(|k| along(od, rep << k)));
+        regs.retain(|b| b.iter().any(|&x| x != 0));
+        let lanes = vec![
+            basis(shape, kd, 2),
+            basis(shape, kd, 4),
+            basis(shape, od, 1),
+            basis(shape, od, 2),
+            basis(shape, od, 4),
+        ];
+        LinearLayout { shape: shape.to_vec(), regs, lanes, warps: self.warp_bases(shape, warps_along.0, warps_along.1) }
     }
 
     /// Whether an `[M, N]` accumulator (or operand of that extent) fits the instruction.

@@ -17,12 +17,25 @@
 use super::emit::{Reg, Ty};
 use super::regs::Value;
 use super::{err, Lowering};
+use std::collections::BTreeMap;
 use tilec_core::layout::{Layout, SwizzledShared, MMA_K, MMA_M, MMA_N};
 use tilec_core::tir::{Op, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
-/// The registers of an 8×8 block's row pair, by (row, col) offset within the operand.
+/// The (row, col) offsets of 8×8 blocks within an operand tile.
 type Offsets = Vec<(i64, i64)>;
+
+/// One `mma` operand as the lowering reads it.
+struct Operand {
+    /// Registers (a `#dot_operand` tile) or the shared buffer `ldmatrix` reads.
+    val: Value,
+    /// The dim a register pair spans (K: 1 for A, 0 for B).
+    pair_dim: usize,
+    /// Register index of each compile-time offset (register operands).
+    map: BTreeMap<Vec<i64>, i64>,
+    /// Thread part of the warp's origin in the tile, per dim (shared operands).
+    origin: [Reg; 2],
+}
 
 impl Lowering<'_> {
     /// `local_alloc`: writes the tile into its shared buffer.
@@ -121,7 +134,7 @@ impl Lowering<'_> {
         shape: &[i64],
         region: i64,
         thread: &[Reg; 2],
-        blocks: &Offsets,
+        blocks: &[(i64, i64)],
         pair_dim: usize,
     ) -> Vec<Reg> {
         // Lane-dependent block choice: blocks differ by compile-time offsets, so each lane
@@ -154,6 +167,71 @@ impl Lowering<'_> {
         self.em.ldmatrix(&addr, n, cd != pair_dim)
     }
 
+    /// Operand `op_idx` of an `mma` with accumulator layout `m`, over a tile of `shape`.
+    fn operand(
+        &mut self,
+        v: ValueId,
+        op_idx: u32,
+        m: tilec_core::layout::Mma,
+        shape: [i64; 2],
+    ) -> Result<Operand, Diagnostic> {
+        let lin = Layout::DotOperand { op_idx, parent: m }.to_linear(&shape);
+        let mut origin = vec![];
+        for d in 0..2 {
+            let mut acc = self.em.ci32(0);
+            for run in lin.dim_terms(d).warp {
+                let w = self.warp.clone();
+                let sh = self.em.ci32(i64::from(run.shift));
+                let s = self.em.lshr(&w, &sh);
+                let mk = self.em.ci32((1 << run.bits) - 1);
+                let bits = self.em.and(&s, &mk);
+                let bb = self.em.ci32(run.base);
+                let t = self.em.mul(&bits, &bb);
+                acc = self.em.add(&acc, &t);
+            }
+            origin.push(acc);
+        }
+        Ok(Operand {
+            val: self.get(v)?,
+            pair_dim: if op_idx == 0 { 1 } else { 0 },
+            map: lin.reg_of_offset(),
+            origin: [origin[0].clone(), origin[1].clone()],
+        })
+    }
+
+    /// The packed registers of the 8×8 `blocks` of an operand, in block order: one
+    /// `ldmatrix` from a shared buffer, or pairs of its registers packed two per register.
+    fn fragments(&mut self, op: &Operand, blocks: &[(i64, i64)], bf16: bool) -> Result<Vec<Reg>, Diagnostic> {
+        // bf16 multiplicands go as i32, f16 ones as vector<2xf16> (see `mma_m16n8k16`).
+        let half = if bf16 { Ty::BF16 } else { Ty::F16 };
+        Ok(match &op.val {
+            Value::SmemBuf { offset, ty: Type::Smem { shape, layout, .. } } => {
+                let (sl, shape) = (layout.clone(), shape.clone());
+                let regs = self.ldmatrix_blocks(&sl, &shape, *offset, &op.origin, blocks, op.pair_dim);
+                regs.into_iter()
+                    .map(|r| if bf16 { r } else { self.em.bitcast(&r, Ty::Vector(2, Box::new(Ty::F16))) })
+                    .collect()
+            }
+            Value::Tile(regs) => {
+                let mut out = vec![];
+                for b in blocks {
+                    let mut next = [b.0, b.1];
+                    next[op.pair_dim] += 1;
+                    let find = |o: [i64; 2]| op.map.get(o.as_slice()).map(|&r| regs[r as usize].clone());
+                    let (Some(x), Some(y)) = (find([b.0, b.1]), find(next)) else {
+                        return Err(err("mma operand register missing"));
+                    };
+                    let v = self.em.undef(Ty::Vector(2, Box::new(half.clone())));
+                    let v = self.em.insertelement(&v, &x, 0);
+                    let v = self.em.insertelement(&v, &y, 1);
+                    out.push(if bf16 { self.em.bitcast(&v, Ty::I32) } else { v });
+                }
+                out
+            }
+            _ => return Err(err("an mma operand is neither registers nor a shared buffer")),
+        })
+    }
+
     /// `mma`: `acc + a · b` with `mma.sync.m16n8k16`.
     pub(crate) fn mma(
         &mut self,
@@ -178,77 +256,14 @@ impl Lowering<'_> {
         let m_reps = (ms / (MMA_M * wm)).max(1);
         let n_reps = (ns / (MMA_N * wn)).max(1);
         let k_steps = ks / MMA_K;
-        // Thread parts of the warps' origin in the A and B tiles (lanes excluded: ldmatrix
-        // addresses are per lane, register fragments are looked up by offset).
-        let a_l = Layout::DotOperand { op_idx: 0, parent: m };
-        let b_l = Layout::DotOperand { op_idx: 1, parent: m };
-        let warp_origin = |lw: &mut Self, l: &Layout, shape: &[i64]| -> [Reg; 2] {
-            let lin = l.to_linear(shape);
-            let mut out = vec![];
-            for d in 0..2 {
-                let mut acc = lw.em.ci32(0);
-                for run in lin.dim_terms(d).warp {
-                    let w = lw.warp.clone();
-                    let sh = lw.em.ci32(i64::from(run.shift));
-                    let s = lw.em.lshr(&w, &sh);
-                    let mk = lw.em.ci32((1 << run.bits) - 1);
-                    let bits = lw.em.and(&s, &mk);
-                    let bb = lw.em.ci32(run.base);
-                    let t = lw.em.mul(&bits, &bb);
-                    acc = lw.em.add(&acc, &t);
-                }
-                out.push(acc);
-            }
-            [out[0].clone(), out[1].clone()]
-        };
-        let a_shape = [ms, ks];
-        let b_shape = [ks, ns];
-        let a_val = self.get(a)?;
-        let b_val = self.get(b)?;
-        let a_org = warp_origin(self, &a_l, &a_shape);
-        let b_org = warp_origin(self, &b_l, &b_shape);
-        let a_map = a_l.to_linear(&a_shape).reg_of_offset();
-        let b_map = b_l.to_linear(&b_shape).reg_of_offset();
-        let pack = |lw: &mut Self,
-                    regs: &[Reg],
-                    map: &std::collections::BTreeMap<Vec<i64>, i64>,
-                    at: [i64; 2],
-                    step: [i64; 2]| {
-            let find = |o: [i64; 2]| map.get(&o.to_vec()).map(|&r| regs[r as usize].clone());
-            let (Some(x), Some(y)) = (find(at), find([at[0] + step[0], at[1] + step[1]])) else {
-                return Err(err("mma operand register missing"));
-            };
-            let vt = Ty::Vector(2, Box::new(if bf16 { Ty::BF16 } else { Ty::F16 }));
-            let v = lw.em.undef(vt);
-            let v = lw.em.insertelement(&v, &x, 0);
-            let v = lw.em.insertelement(&v, &y, 1);
-            Ok(if bf16 { lw.em.bitcast(&v, Ty::I32) } else { v })
-        };
-        let as_operand =
-            |lw: &mut Self, r: Reg| if bf16 { r } else { lw.em.bitcast(&r, Ty::Vector(2, Box::new(Ty::F16))) };
+        let ops = [self.operand(a, 0, m, [ms, ks])?, self.operand(b, 1, m, [ks, ns])?];
         for kk in 0..k_steps {
             let k0 = kk * MMA_K;
             // A fragments per M repetition: (m, k) blocks (0,0) (8,0) (0,8) (8,8).
             let mut afr: Vec<Vec<Reg>> = vec![];
             for mi in 0..m_reps {
                 let r0 = mi * MMA_M * wm;
-                let blocks: Offsets = vec![(r0, k0), (r0 + 8, k0), (r0, k0 + 8), (r0 + 8, k0 + 8)];
-                let f = match &a_val {
-                    Value::SmemBuf { offset, ty: Type::Smem { shape, layout, .. } } => {
-                        let (sl, shape) = (layout.clone(), shape.clone());
-                        let regs = self.ldmatrix_blocks(&sl, &shape, *offset, &a_org, &blocks, 1);
-                        regs.into_iter().map(|r| as_operand(self, r)).collect()
-                    }
-                    Value::Tile(regs) => {
-                        let regs = regs.clone();
-                        blocks
-                            .iter()
-                            .map(|b| pack(self, &regs, &a_map, [b.0, b.1], [0, 1]))
-                            .collect::<Result<Vec<_>, _>>()?
-                    }
-                    _ => return Err(err("mma operand A is neither registers nor a shared buffer")),
-                };
-                afr.push(f);
+                afr.push(self.fragments(&ops[0], &[(r0, k0), (r0 + 8, k0), (r0, k0 + 8), (r0 + 8, k0 + 8)], bf16)?);
             }
             // B fragments per N repetition: (k, n) blocks (0,0) (8,0); two repetitions per x4.
             let mut bfr: Vec<Vec<Reg>> = vec![];
@@ -260,24 +275,8 @@ impl Lowering<'_> {
                 if two {
                     blocks.extend([(k0, c0 + MMA_N * wn), (k0 + 8, c0 + MMA_N * wn)]);
                 }
-                let f: Vec<Reg> = match &b_val {
-                    Value::SmemBuf { offset, ty: Type::Smem { shape, layout, .. } } => {
-                        let (sl, shape) = (layout.clone(), shape.clone());
-                        let regs = self.ldmatrix_blocks(&sl, &shape, *offset, &b_org, &blocks, 0);
-                        regs.into_iter().map(|r| as_operand(self, r)).collect()
-                    }
-                    Value::Tile(regs) => {
-                        let regs = regs.clone();
-                        blocks
-                            .iter()
-                            .map(|b| pack(self, &regs, &b_map, [b.0, b.1], [1, 0]))
-                            .collect::<Result<Vec<_>, _>>()?
-                    }
-                    _ => return Err(err("mma operand B is neither registers nor a shared buffer")),
-                };
-                for pair in f.chunks(2) {
-                    bfr.push(pair.to_vec());
-                }
+                let f = self.fragments(&ops[1], &blocks, bf16)?;
+                bfr.extend(f.chunks(2).map(<[Reg]>::to_vec));
                 nj += if two { 2 } else { 1 };
             }
             for (mi, af) in afr.iter().enumerate() {
@@ -300,8 +299,8 @@ impl Lowering<'_> {
                 }
             }
         }
-        for v in [&a_val, &b_val] {
-            if let Value::SmemBuf { offset, ty } = v {
+        for op in &ops {
+            if let Value::SmemBuf { offset, ty } = &op.val {
                 let bytes = ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes());
                 self.smem_read_done(*offset, bytes);
             }
