@@ -133,6 +133,16 @@ impl LinearLayout {
         DimTerms { lane, warp, unit }
     }
 
+    /// How many leading register bits step along dim `d` by 1, 2, 4, …: `2^n` consecutive
+    /// registers hold consecutive elements of `d` (one vector access).
+    pub fn contiguous_reg_bits(&self, d: usize) -> usize {
+        self.regs
+            .iter()
+            .enumerate()
+            .take_while(|(k, b)| b.iter().enumerate().all(|(e, &x)| x == if e == d { 1 << k } else { 0 }))
+            .count()
+    }
+
     /// Register index of each register offset (a lookup table; never iterated into IR).
     pub fn reg_of_offset(&self) -> BTreeMap<Vec<i64>, i64> {
         (0..self.num_regs()).map(|r| (self.reg_offset(r), r)).collect()

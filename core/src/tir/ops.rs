@@ -156,3 +156,46 @@ pub enum OpKind {
         results: Vec<ValueId>,
     },
 }
+
+impl OpKind {
+    /// The values this op reads (region ops: their own operands and yields, not the ops of
+    /// their regions), in a fixed order.
+    pub fn operands(&self) -> Vec<ValueId> {
+        match self {
+            OpKind::Bid { .. }
+            | OpKind::NumBlocks { .. }
+            | OpKind::ConstInt(_)
+            | OpKind::ConstFloat(_)
+            | OpKind::Arange => vec![],
+            OpKind::Dim { tensor, .. } => vec![*tensor],
+            OpKind::Splat(x)
+            | OpKind::Cast(x)
+            | OpKind::Broadcast(x)
+            | OpKind::Reshape(x)
+            | OpKind::Unary { value: x, .. }
+            | OpKind::Reduce { value: x, .. }
+            | OpKind::ConvertLayout { value: x, .. }
+            | OpKind::LocalAlloc { value: x }
+            | OpKind::LocalLoad { buf: x }
+            | OpKind::Permute { value: x, .. } => vec![*x],
+            OpKind::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
+            OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![*a, *b],
+            OpKind::Select { cond, a, b } => vec![*cond, *a, *b],
+            OpKind::Mma { a, b, acc } => vec![*a, *b, *acc],
+            OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
+            OpKind::Load { tensor, index, .. }
+            | OpKind::Gather { tensor, index, .. }
+            | OpKind::Element { tensor, index } => std::iter::once(*tensor).chain(index.iter().copied()).collect(),
+            OpKind::Store { tensor, index, tile } | OpKind::Scatter { tensor, index, tile } => {
+                std::iter::once(*tensor).chain(index.iter().copied()).chain(std::iter::once(*tile)).collect()
+            }
+            OpKind::Print { values, .. } => values.clone(),
+            OpKind::For { lb, ub, step, init, yields, .. } => {
+                [*lb, *ub, *step].into_iter().chain(init.iter().copied()).chain(yields.iter().copied()).collect()
+            }
+            OpKind::If { cond, then_yields, else_yields, .. } => {
+                std::iter::once(*cond).chain(then_yields.iter().copied()).chain(else_yields.iter().copied()).collect()
+            }
+        }
+    }
+}

@@ -21,9 +21,12 @@ fn pad_bits(p: Padding, d: DType) -> u64 {
 }
 
 /// One tile access.
-enum Access {
+pub(crate) enum Access {
     Load(Padding),
     Store(Vec<Reg>),
+    /// `cp.async` of each 16-byte chunk to the shared address given for its first register;
+    /// out-of-bounds chunks are zero-filled (source size 0).
+    Async(std::collections::BTreeMap<i64, Reg>),
 }
 
 /// One element's access by a gather, scatter or element read.
@@ -189,6 +192,24 @@ impl Lowering<'_> {
         }
     }
 
+    /// A load feeding only a shared buffer, as `cp.async` into it (`smem`: the shared
+    /// address of each 16-byte chunk, by its first register), committed and waited for.
+    pub(crate) fn async_copy(
+        &mut self,
+        load: &OpKind,
+        ty: &Type,
+        smem: std::collections::BTreeMap<i64, Reg>,
+    ) -> Result<(), Diagnostic> {
+        let OpKind::Load { tensor, index, order, .. } = load else { return Err(err("async copy of a non-load")) };
+        let t = self.tensor(*tensor)?;
+        let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
+        let t = view(&t, order)?;
+        self.tile_access(&t, &idx, ty, Access::Async(smem))?;
+        self.em.inline_asm("cp.async.commit_group;", "", &[], None);
+        self.em.inline_asm("cp.async.wait_group 0;", "", &[], None);
+        Ok(())
+    }
+
     /// Loads or stores one tile: per-thread base coordinates, constant per-register offsets,
     /// predicated vector accesses.
     fn tile_access(&mut self, t: &TensorArgs, idx: &[Reg], ty: &Type, access: Access) -> Result<Vec<Reg>, Diagnostic> {
@@ -207,12 +228,7 @@ impl Lowering<'_> {
         let last = t.contiguous.unwrap_or(rank - 1);
         let map = l.to_linear(&shape);
         // Registers contiguous along the last dim: the leading register bases 1, 2, 4, … there.
-        let contiguous = map
-            .regs
-            .iter()
-            .enumerate()
-            .take_while(|(k, b)| b.iter().enumerate().all(|(d, &x)| x == if d == last { 1 << k } else { 0 }))
-            .count();
+        let contiguous = map.contiguous_reg_bits(last);
         let chunk = if t.aligned { (1i64 << contiguous).min(16 / bytes).max(1) } else { 1 };
         // Threads holding copies of the tile (a tile smaller than the block) do not store.
         let (rep_lanes, rep_warps) = (map.replicated_lanes(), map.replicated_warps());
@@ -315,6 +331,20 @@ impl Lowering<'_> {
                     let pr = asm.input(&pred);
                     let src = if nwords > 1 { format!("{{{}}}", ins.join(", ")) } else { ins[0].clone() };
                     asm.push(&format!("@{pr} st.global{vsuf}.b{wbits} [{a}], {src};"));
+                    asm.emit(&mut self.em);
+                }
+                Access::Async(smem) => {
+                    let dst = smem.get(&r).ok_or_else(|| err("async copy: no shared address for a chunk"))?.clone();
+                    if nbytes != 16 {
+                        return Err(err("async copy of a chunk that is not 16 bytes"));
+                    }
+                    // Out of bounds: source size 0, the 16 bytes are zero-filled.
+                    let (c16, c0) = (self.em.ci32(16), self.em.ci32(0));
+                    let n = self.em.select(&pred, &c16, &c0);
+                    let d = asm.input(&dst);
+                    let a = asm.input(&addr);
+                    let nn = asm.input(&n);
+                    asm.push(&format!("cp.async.cg.shared.global [{d}], [{a}], 16, {nn};"));
                     asm.emit(&mut self.em);
                 }
             }

@@ -44,7 +44,6 @@ impl Lowering<'_> {
         let Type::Smem { shape, dtype, layout: sl } = &ty else { return Err(err("local_alloc to a non-buffer")) };
         let xty = self.func.ty(x).clone();
         let l = xty.layout().ok_or_else(|| err("local_alloc of a tile without layout"))?.clone();
-        let regs = self.tile(x)?;
         let bytes = i64::from(dtype.bytes());
         let total = shape.iter().product::<i64>() * bytes;
         let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
@@ -52,16 +51,27 @@ impl Lowering<'_> {
         self.smem_write_begin(region, total);
         let map = l.to_linear(shape);
         let cd = sl.order[0];
-        let contiguous = map
-            .regs
-            .iter()
-            .enumerate()
-            .take_while(|(k, b)| b.iter().enumerate().all(|(d, &v)| v == if d == cd { 1 << k } else { 0 }))
-            .count();
+        let contiguous = map.contiguous_reg_bits(cd);
         let chunk = (1i64 << contiguous).min(sl.vec).min(16 / bytes).max(1);
         let base = self.smem_base();
         let (row_t, col_t) = (self.thread_base(&l, shape, sl.order[1]), self.thread_base(&l, shape, cd));
         let ety = Ty::of(*dtype);
+        if let Some((load, load_ty)) = self.async_loads.get(&x).cloned() {
+            // The load feeds only this buffer: global → shared with cp.async, no registers.
+            let mut smem = BTreeMap::new();
+            let mut r = 0;
+            while r < map.num_regs() {
+                let off = map.reg_offset(r);
+                let addr =
+                    self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd], &base);
+                smem.insert(r, addr);
+                r += chunk;
+            }
+            self.async_copy(&load, &load_ty, smem)?;
+            self.smem_written();
+            return Ok(Value::SmemBuf { offset: region, ty });
+        }
+        let regs = self.tile(x)?;
         let mut r = 0;
         while r < regs.len() as i64 {
             let off = map.reg_offset(r);
