@@ -492,10 +492,16 @@ impl Machine<'_> {
                 }
                 self.set(op, V::Tile(out))
             }
-            OpKind::Load { tensor, index, padding, order, .. } => {
+            OpKind::Load { tensor, index, padding, order, .. }
+            | OpKind::AsyncCopy { tensor, index, padding, order, .. } => {
                 let ti = self.tensor(*tensor)?;
                 let idx = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
-                let shape = self.rty(op)?.shape().to_vec();
+                // An async copy's buffer holds the tile without its unit dims: the same
+                // elements in the same row-major order.
+                let shape = match &op.kind {
+                    OpKind::AsyncCopy { tile, .. } => tile.clone(),
+                    _ => self.rty(op)?.shape().to_vec(),
+                };
                 let t = &self.tensors[ti];
                 let n: i64 = shape.iter().product();
                 let pad = padding.value();
@@ -566,6 +572,8 @@ impl Machine<'_> {
                 let v = self.map1(*offsets, |o| f64::from(rand_uniform(s, o as i64 as u32)))?;
                 self.set(op, v)
             }
+            // Copies complete at once on the CPU.
+            OpKind::AsyncWait { .. } => Ok(()),
             OpKind::Print { prefix, values } => {
                 let mut line = prefix.clone();
                 for v in values {

@@ -118,6 +118,11 @@ fn int_attr(a: Attribute) -> Option<i64> {
     IntegerAttribute::try_from(a).ok().map(|i| i.value())
 }
 
+fn i64_array(a: Attribute) -> Option<Vec<i64>> {
+    let arr = melior::ir::attribute::DenseI64ArrayAttribute::try_from(a).ok()?;
+    (0..arr.len()).map(|i| arr.element(i).ok()).collect()
+}
+
 fn i32_array(a: Attribute) -> Option<Vec<u32>> {
     let arr = DenseI32ArrayAttribute::try_from(a).ok()?;
     (0..arr.len()).map(|i| arr.element(i).ok().and_then(|x| u32::try_from(x).ok())).collect()
@@ -290,6 +295,20 @@ impl Reader<'_> {
                     let scratch = tilec_core::layout::Shared::parse(&text).ok_or_else(|| bad("bad scratch layout"))?;
                     OpKind::ConvertLayout { value: operands[0], scratch }
                 }
+                "tilegpu.async_copy" => {
+                    let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                    OpKind::AsyncCopy {
+                        tensor: *tensor,
+                        index: index.to_vec(),
+                        padding: padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?,
+                        order: i32_array(attr("order")?).ok_or_else(|| bad("bad order"))?,
+                        tile: i64_array(attr("tile")?)
+                            .filter(|t| t.iter().all(|&d| d >= 1))
+                            .ok_or_else(|| bad("bad tile"))?,
+                        latency: u32_attr("latency")?,
+                    }
+                }
+                "tilegpu.async_wait" => OpKind::AsyncWait { pending: u32_attr("pending")? },
                 "tilegpu.local_alloc" => {
                     arity(1)?;
                     OpKind::LocalAlloc { value: operands[0] }

@@ -45,6 +45,25 @@ irdl.dialect @tilegpu {
     %o = irdl.base "#builtin.array"
     irdl.parameters(vec: %v, per_phase: %pp, max_phase: %mp, order: %o)
   }
+  // A new shared buffer filled asynchronously (cp.async) with a tile of a tensor; one
+  // group of copies, to be waited for with async_wait before the buffer is read.
+  irdl.operation @async_copy {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %r = irdl.base "!builtin.memref"
+    %pad = irdl.base "#builtin.string"
+    %order = irdl.base "#builtin.dense_array"
+    %tile = irdl.base "#builtin.dense_array"
+    %lat = irdl.base "#builtin.integer"
+    irdl.operands(tensor: %mem, index: variadic %i32)
+    irdl.results(result: %r)
+    irdl.attributes { "padding" = %pad, "order" = %order, "tile" = %tile, "latency" = %lat }
+  }
+  // Waits until at most `pending` copy groups are in flight, then a block barrier.
+  irdl.operation @async_wait {
+    %p = irdl.base "#builtin.integer"
+    irdl.attributes { "pending" = %p }
+  }
   // A shared-memory buffer holding a tile (every thread writes its registers).
   irdl.operation @local_alloc {
     %a = irdl.base "!builtin.tensor"

@@ -136,6 +136,14 @@ impl Blocked {
         Ok(Blocked { size_per_thread: spt, threads_per_warp: tpw, warps_per_cta: wpc, order: order.to_vec() })
     }
 
+    /// The coalesced layout of a load's tile whose view is `order` (view dim i is tensor dim
+    /// `order[i]`): vectors along the tile dim that views the tensor's contiguous last dim.
+    pub fn for_load(shape: &[i64], elem_bytes: u32, warps: i64, order: &[u32]) -> Result<Blocked, LayoutError> {
+        let mut dims: Vec<usize> = (0..order.len()).collect();
+        dims.sort_by_key(|&d| std::cmp::Reverse(order.get(d).copied().unwrap_or(0)));
+        Blocked::coalesced(shape, elem_bytes, warps, &dims)
+    }
+
     pub fn rank(&self) -> usize {
         self.size_per_thread.len()
     }

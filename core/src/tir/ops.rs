@@ -110,6 +110,24 @@ pub enum OpKind {
     LocalAlloc {
         value: ValueId,
     },
+    /// A new shared-memory buffer filled asynchronously (`tilegpu` only) with tile `index`
+    /// of `tensor` viewed in `order` (as `Load`; the tile's full shape is `tile`, the buffer
+    /// holds it without its unit dims); out-of-bounds elements are `padding`. Issues one
+    /// group of copies; the buffer may be read only after an `AsyncWait` covering it.
+    AsyncCopy {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        padding: Padding,
+        order: Vec<u32>,
+        tile: Vec<i64>,
+        /// The load's pipelining hint, kept for `tile-pipeline`.
+        latency: u32,
+    },
+    /// Waits until at most `pending` groups of asynchronous copies are in flight, then a
+    /// barrier: every thread's copies are visible to every thread.
+    AsyncWait {
+        pending: u32,
+    },
     /// The tile of a shared-memory buffer, read in the result's layout (`tilegpu` only): into
     /// a `#dot_operand` it is `ldmatrix` (`.trans` when the buffer's contiguous dim is not the
     /// operand's K for A / is K for B… see the lowering), issued per K step by the `mma` that
@@ -183,7 +201,9 @@ impl OpKind {
             OpKind::Select { cond, a, b } => vec![*cond, *a, *b],
             OpKind::Mma { a, b, acc } => vec![*a, *b, *acc],
             OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
+            OpKind::AsyncWait { .. } => vec![],
             OpKind::Load { tensor, index, .. }
+            | OpKind::AsyncCopy { tensor, index, .. }
             | OpKind::Gather { tensor, index, .. }
             | OpKind::Element { tensor, index } => std::iter::once(*tensor).chain(index.iter().copied()).collect(),
             OpKind::Store { tensor, index, tile } | OpKind::Scatter { tensor, index, tile } => {

@@ -258,6 +258,25 @@ impl Printer<'_> {
                 scratch.to_mlir(),
                 t(x)
             ),
+            OpKind::AsyncCopy { tensor, index, padding, order, tile, latency } => {
+                let mut args = vec![n(tensor)];
+                args.extend(index.iter().map(n));
+                let mut tys = vec![t(tensor)];
+                tys.extend(index.iter().map(t));
+                let o: Vec<String> = order.iter().map(|x| x.to_string()).collect();
+                let sh: Vec<String> = tile.iter().map(|x| x.to_string()).collect();
+                format!(
+                    "\"tilegpu.async_copy\"({}) {{latency = {latency} : i32, order = array<i32: {}>, padding = \"{}\", tile = array<i64: {}>}} : ({}) -> {rty}",
+                    args.join(", "),
+                    o.join(", "),
+                    padding.name(),
+                    sh.join(", "),
+                    tys.join(", ")
+                )
+            }
+            OpKind::AsyncWait { pending } => {
+                format!("\"tilegpu.async_wait\"() {{pending = {pending} : i32}} : () -> ()")
+            }
             OpKind::LocalAlloc { value } => format!("\"tilegpu.local_alloc\"({}) : ({}) -> {rty}", n(value), t(value)),
             OpKind::LocalLoad { buf } => format!("\"tilegpu.local_load\"({}) : ({}) -> {rty}", n(buf), t(buf)),
             OpKind::Permute { value, perm } => {

@@ -157,7 +157,12 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
         .transpose()?;
     let want_result = !matches!(
         op.kind,
-        OpKind::Store { .. } | OpKind::Scatter { .. } | OpKind::Print { .. } | OpKind::For { .. } | OpKind::If { .. }
+        OpKind::Store { .. }
+            | OpKind::Scatter { .. }
+            | OpKind::Print { .. }
+            | OpKind::For { .. }
+            | OpKind::If { .. }
+            | OpKind::AsyncWait { .. }
     );
     if want_result != rty.is_some() {
         return fail(if want_result {
@@ -341,6 +346,27 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a layout conversion of {} to {}", a.to_mlir(), r.to_mlir()));
             }
         }
+        OpKind::AsyncCopy { tensor, index, order, tile, .. } => {
+            let Type::Tensor { dtype, rank } = u(*tensor)? else {
+                return fail("an async copy from a non-tensor".into());
+            };
+            for i in index {
+                if u(*i)?.dtype() != DType::I32 {
+                    return fail("indices are i32".into());
+                }
+            }
+            let mut o = order.clone();
+            o.sort_unstable();
+            let squeezed: Vec<i64> = tile.iter().copied().filter(|&d| d != 1).collect();
+            let ok = index.len() == rank
+                && tile.len() == rank
+                && o == (0..rank as u32).collect::<Vec<_>>()
+                && matches!(&r, Type::Smem { shape, dtype: d, .. } if *d == dtype && shape.iter().copied().filter(|&x| x != 1).eq(squeezed.iter().copied()));
+            if !ok {
+                return fail(format!("an async copy of a {tile:?} tile of a rank-{rank} tensor into {}", r.to_mlir()));
+            }
+        }
+        OpKind::AsyncWait { .. } => {}
         OpKind::LocalAlloc { value } => {
             let a = u(*value)?;
             let ok = matches!(&r, Type::Smem { shape, dtype, .. } if shape_of(&a) == Some(&shape[..]) && a.dtype() == *dtype);

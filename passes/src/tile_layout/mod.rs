@@ -265,7 +265,7 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     if tensor_core::has_mma(func) {
         tensor_core::propagate(func, warps)?;
     }
-    let tc_converts = tensor_core::insert_conversions(func)?;
+    let tc_converts = tensor_core::insert_conversions(func, warps)?;
     if tc_converts > 0 {
         report
             .lines

@@ -51,14 +51,6 @@ fn elementwise_operands(kind: &mut OpKind) -> Vec<&mut ValueId> {
     }
 }
 
-/// The layout order of a load's tile: tile dims by the tensor dim they view, the one viewing
-/// the contiguous (last) tensor dim first.
-fn load_order(order: &[u32]) -> Vec<usize> {
-    let mut dims: Vec<usize> = (0..order.len()).collect();
-    dims.sort_by_key(|&d| std::cmp::Reverse(order[d]));
-    dims
-}
-
 /// Ordered loads and the reshapes of their tiles.
 pub(super) fn ordered_loads(func: &mut Func, warps: i64) {
     let mut assign: Vec<(ValueId, Layout)> = vec![];
@@ -66,10 +58,9 @@ pub(super) fn ordered_loads(func: &mut Func, warps: i64) {
     func.walk(&mut |op| match (&op.kind, op.result) {
         (OpKind::Load { order, .. }, Some(r)) if order.iter().enumerate().any(|(i, &o)| o as usize != i) => {
             let ty = func.ty(r);
-            let lo = load_order(order);
-            if let Ok(b) = Blocked::coalesced(ty.shape(), ty.dtype().bytes(), warps, &lo) {
+            if let Ok(b) = Blocked::for_load(ty.shape(), ty.dtype().bytes(), warps, order) {
+                by_value.insert(r, (b.order.clone(), ty.dtype().bytes()));
                 assign.push((r, Layout::Blocked(b)));
-                by_value.insert(r, (lo, ty.dtype().bytes()));
             }
         }
         (OpKind::Reshape(x), Some(r)) => {
@@ -298,16 +289,50 @@ struct Plan {
     made: BTreeMap<(ValueId, String), ValueId>,
     /// Conversion ops to emit after the op defining each value.
     after: BTreeMap<ValueId, Vec<Op>>,
+    /// Ops replaced by an async copy (a load and the reshape of its tile): not emitted.
+    remove: std::collections::BTreeSet<ValueId>,
+}
+
+/// What the conversions need to know about the kernel.
+struct Ctx {
+    defs: BTreeMap<ValueId, OpKind>,
+    uses: BTreeMap<ValueId, usize>,
+    warps: i64,
+}
+
+/// A load that can fill an operand buffer with `cp.async` instead of registers: `v` is the
+/// load's tile (or its reshape that only drops unit dims), used once; 16-bit elements; a
+/// tensor specialised as 16-byte aligned; 16-byte vectors along the contiguous dim.
+/// Returns the load (its op and result) and the reshape's result if there is one.
+fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, Option<ValueId>)> {
+    let once = |x: ValueId| ctx.uses.get(&x) == Some(&1);
+    let (load, lv, rv) = match ctx.defs.get(&v)? {
+        k @ OpKind::Load { .. } => (k.clone(), v, None),
+        OpKind::Reshape(x) => match ctx.defs.get(x)? {
+            k @ OpKind::Load { .. } if once(*x) => (k.clone(), *x, Some(v)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let OpKind::Load { tensor, order, .. } = &load else { return None };
+    let aligned = func.params.iter().any(|p| p.value == *tensor && p.divisibility >= 16);
+    let lt = func.ty(lv);
+    let b = Blocked::for_load(lt.shape(), 2, ctx.warps, order).ok()?;
+    let same = |l: &Layout, x: ValueId| {
+        func.ty(x)
+            .layout()
+            .is_some_and(|h| h.to_linear(func.ty(x).shape()).squeezed() == l.to_linear(lt.shape()).squeezed())
+    };
+    let ok = once(v)
+        && aligned
+        && lt.dtype().bytes() == 2
+        && b.size_per_thread[b.order[0]] == 8
+        && same(&Layout::Blocked(b.clone()), v);
+    ok.then_some((load, lv, rv))
 }
 
 /// Makes a value of `v` laid out as `want`: returns the new value, the ops recorded in `plan`.
-fn convert_to(
-    func: &mut Func,
-    plan: &mut Plan,
-    defs: &BTreeMap<ValueId, OpKind>,
-    v: ValueId,
-    want: &Layout,
-) -> ValueId {
+fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &Layout) -> ValueId {
     let key = (v, want.to_mlir());
     if let Some(c) = plan.made.get(&key) {
         return *c;
@@ -317,10 +342,10 @@ fn convert_to(
     let tile = |l: Layout| Type::Tile { shape: shape.clone(), dtype, layout: Some(l) };
     let mut ops = vec![];
     let same = ty.layout().is_some_and(|l| l.same_placement(want, &shape));
-    let out = match (defs.get(&v), want) {
+    let out = match (ctx.defs.get(&v).cloned(), want) {
         (Some(OpKind::Splat(s)), _) => {
             let nv = func.new_value(tile(want.clone()));
-            ops.push(Op { kind: OpKind::Splat(*s), result: Some(nv), span: None });
+            ops.push(Op { kind: OpKind::Splat(s), result: Some(nv), span: None });
             nv
         }
         (_, Layout::DotOperand { op_idx, .. }) if !same => {
@@ -333,7 +358,18 @@ fn convert_to(
             let cols = shape[order[0]];
             let sl = SwizzledShared::for_ldmatrix(cols, i64::from(dtype.bytes()), order);
             let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
-            ops.push(Op { kind: OpKind::LocalAlloc { value: v }, result: Some(buf), span: None });
+            match async_source(func, ctx, v) {
+                Some((OpKind::Load { tensor, index, padding, order, latency }, lv, rv)) => {
+                    // Global → shared without registers, then wait (no pipelining yet).
+                    let tile = func.ty(lv).shape().to_vec();
+                    let kind = OpKind::AsyncCopy { tensor, index, padding, order, tile, latency };
+                    ops.push(Op { kind, result: Some(buf), span: None });
+                    ops.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
+                    plan.remove.insert(lv);
+                    plan.remove.extend(rv);
+                }
+                _ => ops.push(Op { kind: OpKind::LocalAlloc { value: v }, result: Some(buf), span: None }),
+            }
             let nv = func.new_value(tile(want.clone()));
             ops.push(Op { kind: OpKind::LocalLoad { buf }, result: Some(nv), span: None });
             nv
@@ -352,22 +388,25 @@ fn convert_to(
 
 /// Inserts the conversions the uses of tensor-core-era layouts need (elementwise operands,
 /// `mma` operands, gather/rand indices), each right after its operand's definition.
-pub(super) fn insert_conversions(func: &mut Func) -> Result<usize, Diagnostic> {
-    let mut defs: BTreeMap<ValueId, OpKind> = BTreeMap::new();
+pub(super) fn insert_conversions(func: &mut Func, warps: i64) -> Result<usize, Diagnostic> {
+    let mut ctx = Ctx { defs: BTreeMap::new(), uses: BTreeMap::new(), warps };
     func.walk(&mut |op| {
         if let Some(r) = op.result {
-            defs.insert(r, op.kind.clone());
+            ctx.defs.insert(r, op.kind.clone());
+        }
+        for v in op.kind.operands() {
+            *ctx.uses.entry(v).or_default() += 1;
         }
     });
     let mut plan = Plan::default();
     let mut ops = std::mem::take(&mut func.ops);
-    rewrite_uses(func, &mut plan, &defs, &mut ops);
+    rewrite_uses(func, &mut plan, &ctx, &mut ops);
     let n = plan.made.len();
     func.ops = place(&mut plan, ops);
     Ok(n)
 }
 
-fn rewrite_uses(func: &mut Func, plan: &mut Plan, defs: &BTreeMap<ValueId, OpKind>, ops: &mut [Op]) {
+fn rewrite_uses(func: &mut Func, plan: &mut Plan, ctx: &Ctx, ops: &mut [Op]) {
     for op in ops.iter_mut() {
         let want = wanted(func, &op.kind, op.result);
         for (slot, w) in operands_mut(&mut op.kind).into_iter().zip(want) {
@@ -383,13 +422,13 @@ fn rewrite_uses(func: &mut Func, plan: &mut Plan, defs: &BTreeMap<ValueId, OpKin
             if exact || fine {
                 continue;
             }
-            *slot = convert_to(func, plan, defs, *slot, &w);
+            *slot = convert_to(func, plan, ctx, *slot, &w);
         }
         match &mut op.kind {
-            OpKind::For { body, .. } => rewrite_uses(func, plan, defs, body),
+            OpKind::For { body, .. } => rewrite_uses(func, plan, ctx, body),
             OpKind::If { then_ops, else_ops, .. } => {
-                rewrite_uses(func, plan, defs, then_ops);
-                rewrite_uses(func, plan, defs, else_ops);
+                rewrite_uses(func, plan, ctx, then_ops);
+                rewrite_uses(func, plan, ctx, else_ops);
             }
             _ => {}
         }
@@ -424,10 +463,13 @@ fn place(plan: &mut Plan, ops: Vec<Op>) -> Vec<Op> {
             }
             _ => {}
         }
+        let removed = op.result.is_some_and(|r| plan.remove.contains(&r));
         if let Some(r) = op.result {
             extra.extend(plan.after.remove(&r).unwrap_or_default());
         }
-        out.push(op);
+        if !removed {
+            out.push(op);
+        }
         out.extend(extra);
     }
     out

@@ -7,7 +7,7 @@ use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::{TensorArgs, Value};
 use super::{err, Lowering};
-use tilec_core::tir::{OpKind, Padding, Type};
+use tilec_core::tir::{OpKind, Padding, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 /// Bit pattern of the padding of one element, as `u64`.
@@ -192,21 +192,20 @@ impl Lowering<'_> {
         }
     }
 
-    /// A load feeding only a shared buffer, as `cp.async` into it (`smem`: the shared
-    /// address of each 16-byte chunk, by its first register), committed and waited for.
-    pub(crate) fn async_copy(
+    /// `cp.async` of tile `index` of `tensor` (viewed in `order`, laid out as `ty` says) to
+    /// the shared address of each 16-byte chunk in `smem` (by the chunk's first register).
+    pub(crate) fn copy_async(
         &mut self,
-        load: &OpKind,
+        tensor: ValueId,
+        index: &[ValueId],
+        order: &[u32],
         ty: &Type,
         smem: std::collections::BTreeMap<i64, Reg>,
     ) -> Result<(), Diagnostic> {
-        let OpKind::Load { tensor, index, order, .. } = load else { return Err(err("async copy of a non-load")) };
-        let t = self.tensor(*tensor)?;
+        let t = self.tensor(tensor)?;
         let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
         let t = view(&t, order)?;
         self.tile_access(&t, &idx, ty, Access::Async(smem))?;
-        self.em.inline_asm("cp.async.commit_group;", "", &[], None);
-        self.em.inline_asm("cp.async.wait_group 0;", "", &[], None);
         Ok(())
     }
 

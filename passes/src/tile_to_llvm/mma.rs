@@ -19,7 +19,7 @@ use super::regs::Value;
 use super::{err, Lowering};
 use std::collections::BTreeMap;
 use tilec_core::layout::{Layout, SwizzledShared, MMA_K, MMA_M, MMA_N};
-use tilec_core::tir::{Op, Type, ValueId};
+use tilec_core::tir::{Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 /// The (row, col) offsets of 8×8 blocks within an operand tile.
@@ -56,21 +56,6 @@ impl Lowering<'_> {
         let base = self.smem_base();
         let (row_t, col_t) = (self.thread_base(&l, shape, sl.order[1]), self.thread_base(&l, shape, cd));
         let ety = Ty::of(*dtype);
-        if let Some((load, load_ty)) = self.async_loads.get(&x).cloned() {
-            // The load feeds only this buffer: global → shared with cp.async, no registers.
-            let mut smem = BTreeMap::new();
-            let mut r = 0;
-            while r < map.num_regs() {
-                let off = map.reg_offset(r);
-                let addr =
-                    self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd], &base);
-                smem.insert(r, addr);
-                r += chunk;
-            }
-            self.async_copy(&load, &load_ty, smem)?;
-            self.smem_written();
-            return Ok(Value::SmemBuf { offset: region, ty });
-        }
         let regs = self.tile(x)?;
         let mut r = 0;
         while r < regs.len() as i64 {
@@ -88,6 +73,50 @@ impl Lowering<'_> {
             r += chunk;
         }
         self.smem_written();
+        Ok(Value::SmemBuf { offset: region, ty })
+    }
+
+    /// `async_copy`: a new buffer filled with `cp.async` from global memory, one group.
+    /// The copy is spread over the block like a coalesced load of the tile (16-byte chunks;
+    /// `tile-layout` only makes async copies where they are).
+    pub(crate) fn async_copy(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let OpKind::AsyncCopy { tensor, index, order, tile, .. } = &op.kind else {
+            return Err(err("not an async copy"));
+        };
+        let ty = rty.ok_or_else(|| err("async_copy without result"))?.clone();
+        let Type::Smem { shape, dtype, layout: sl } = &ty else { return Err(err("async_copy to a non-buffer")) };
+        let bytes = i64::from(dtype.bytes());
+        let total = shape.iter().product::<i64>() * bytes;
+        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
+        let region = self.smem_alloc(total, end)?;
+        self.smem_write_begin(region, total);
+        let warps = i64::from(self.func.num_warps);
+        let b = tilec_core::layout::Blocked::for_load(tile, dtype.bytes(), warps, order)
+            .map_err(|e| err(format!("async copy: {e}")))?;
+        let l = Layout::Blocked(b);
+        let map = l.to_linear(tile);
+        // The buffer's two dims among the tile's (the non-unit ones).
+        let dims: Vec<usize> = (0..tile.len()).filter(|&d| tile[d] != 1).collect();
+        let (Some(&rd), Some(&cd)) = (dims.get(sl.order[1]), dims.get(sl.order[0])) else {
+            return Err(err("async copy of a tile that is not two-dimensional"));
+        };
+        let chunk = (1i64 << map.contiguous_reg_bits(cd)).min(16 / bytes);
+        if chunk * bytes != 16 {
+            return Err(err("async copy without 16-byte chunks"));
+        }
+        let base = self.smem_base();
+        let (row_t, col_t) = (self.thread_base(&l, tile, rd), self.thread_base(&l, tile, cd));
+        let mut smem = BTreeMap::new();
+        let mut r = 0;
+        while r < map.num_regs() {
+            let off = map.reg_offset(r);
+            let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[rd], &col_t, off[cd], &base);
+            smem.insert(r, addr);
+            r += chunk;
+        }
+        let tile_ty = Type::Tile { shape: tile.clone(), dtype: *dtype, layout: Some(l) };
+        self.copy_async(*tensor, index, order, &tile_ty, smem)?;
+        self.em.inline_asm("cp.async.commit_group;", "", &[], None);
         Ok(Value::SmemBuf { offset: region, ty })
     }
 

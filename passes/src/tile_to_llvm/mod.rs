@@ -39,10 +39,9 @@
 //!   `nvgpu.ldmatrix` indexes a memref row-major and cannot address our swizzle, and
 //!   `nvgpu.mma.sync` is broken for bf16 in MLIR 22 — moving f16 to `nvgpu.mma.sync` and the
 //!   async copies to `nvgpu.device_async_copy` is still to do (issue 11).
-//!   A load whose only use is a `local_alloc` (through a reshape that drops unit dims) of a
-//!   16-byte aligned tensor goes global → shared with `cp.async.cg` 16-byte chunks (source
-//!   size 0 out of bounds: zero-filled), one group, waited for at once — no registers.
-//!   Not yet an IR op of its own (the pipeliner's `async_copy`/`commit`/`wait`).
+//!   `async_copy` is `cp.async.cg` of 16-byte chunks (source size 0 out of bounds:
+//!   zero-filled) straight into the swizzled buffer, one commit group per copy;
+//!   `async_wait` is `cp.async.wait_group` and a barrier.
 //! - Ordered loads (`load(order=…)`) read the tensor through a permuted view: vectors run
 //!   along the tile dim that is contiguous in memory.
 //!
@@ -170,58 +169,6 @@ pub(crate) struct Lowering<'f> {
     live_end: BTreeMap<ValueId, u32>,
     /// Shared ranges read since the last barrier (a write over one needs a barrier first).
     pending_reads: Vec<(i64, i64)>,
-    /// Loads whose only use is a `local_alloc`: lowered there as `cp.async`.
-    async_loads: BTreeMap<ValueId, (OpKind, Type)>,
-}
-
-/// Loads that can go global → shared with `cp.async` instead of through registers: used
-/// only by one `local_alloc`, 16-bit elements, a 16-byte aligned tensor, and 16-byte runs of
-/// registers along the contiguous dim that the buffer also keeps contiguous.
-fn async_loads(func: &Func) -> BTreeMap<ValueId, (OpKind, Type)> {
-    let mut uses: BTreeMap<ValueId, Vec<usize>> = BTreeMap::new();
-    let mut ops: Vec<&Op> = vec![];
-    func.walk(&mut |op| {
-        for v in op.kind.operands() {
-            uses.entry(v).or_default().push(ops.len());
-        }
-        ops.push(op);
-    });
-    let aligned = |t: ValueId| func.params.iter().any(|p| p.value == t && p.divisibility >= 16);
-    let mut out = BTreeMap::new();
-    let only_user = |v: ValueId| match uses.get(&v).map(Vec::as_slice) {
-        Some([u]) => Some(ops[*u]),
-        _ => None,
-    };
-    for op in &ops {
-        let (OpKind::Load { tensor, order, .. }, Some(r)) = (&op.kind, op.result) else { continue };
-        let Some(user) = only_user(r) else { continue };
-        // A reshape that only drops unit dims may stand between (FMHA's 4-D tiles).
-        let (x, alloc) = match (&user.kind, user.result) {
-            (OpKind::LocalAlloc { .. }, Some(_)) => (r, user),
-            (OpKind::Reshape(_), Some(r2)) => match only_user(r2) {
-                Some(a @ Op { kind: OpKind::LocalAlloc { .. }, .. }) => (r2, a),
-                _ => continue,
-            },
-            _ => continue,
-        };
-        let (ty, xty) = (func.ty(r), func.ty(x));
-        let (Some(l), Some(xl), Some(buf)) = (ty.layout(), xty.layout(), alloc.result) else { continue };
-        let Type::Smem { layout: sl, .. } = func.ty(buf) else { continue };
-        let (lin, xlin) = (l.to_linear(ty.shape()), xl.to_linear(xty.shape()));
-        if lin.squeezed() != xlin.squeezed() {
-            continue;
-        }
-        let Some(cd) = order.iter().position(|&o| o as usize + 1 == order.len()) else { continue };
-        // The contiguous dim among the non-unit dims, then in the buffer's tile.
-        let Some(k) = (0..ty.shape().len()).filter(|&d| ty.shape()[d] != 1).position(|d| d == cd) else { continue };
-        let Some(xcd) = (0..xty.shape().len()).filter(|&d| xty.shape()[d] != 1).nth(k) else { continue };
-        let run = lin.contiguous_reg_bits(cd);
-        if ty.dtype().bytes() == 2 && aligned(*tensor) && run >= 3 && sl.order[0] == xcd && sl.vec == 8 {
-            out.insert(r, (op.kind.clone(), ty.clone()));
-            out.insert(x, (op.kind.clone(), ty.clone()));
-        }
-    }
-    out
 }
 
 /// The last position each `local_alloc` buffer is live at: its readers (`local_load`s and
@@ -241,7 +188,7 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
             w.pos += 1;
             let here = w.pos;
             match &op.kind {
-                OpKind::LocalAlloc { .. } => {
+                OpKind::LocalAlloc { .. } | OpKind::AsyncCopy { .. } => {
                     if let Some(r) = op.result {
                         w.def.insert(r, (here, w.loops.clone()));
                     }
@@ -421,7 +368,6 @@ fn lower_with(
         plan,
         live_end: buffer_live_ends(func),
         pending_reads: vec![],
-        async_loads: async_loads(func),
     };
     lw.ops(&func.ops)?;
     let smem = lw.smem;
@@ -498,12 +444,6 @@ impl Lowering<'_> {
                 let ty = rty.ok_or_else(|| err("reduce without result"))?;
                 self.reduce(*kind, *axis as usize, *value, &ty)?
             }
-            // Lowered by its `local_alloc` as cp.async.
-            OpKind::Load { .. } | OpKind::Reshape(_)
-                if op.result.is_some_and(|r| self.async_loads.contains_key(&r)) =>
-            {
-                return Ok(())
-            }
             OpKind::Load { .. } | OpKind::Store { .. } => match self.global_access(&op.kind, rty.as_ref())? {
                 Some(v) => v,
                 None => return Ok(()),
@@ -527,6 +467,12 @@ impl Lowering<'_> {
                 self.exchange_op(op, rty.as_ref())?
             }
             OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,
+            OpKind::AsyncCopy { .. } => self.async_copy(op, rty.as_ref())?,
+            OpKind::AsyncWait { pending } => {
+                self.em.inline_asm(&format!("cp.async.wait_group {pending};"), "", &[], None);
+                self.smem_written();
+                return Ok(());
+            }
             OpKind::LocalLoad { buf } => match (self.get(*buf)?, rty.as_ref().and_then(Type::layout)) {
                 (v @ Value::SmemBuf { .. }, Some(Layout::DotOperand { .. })) => v,
                 _ => return Err(err("a shared-memory read into a layout other than #dot_operand is not lowered yet")),
