@@ -209,11 +209,12 @@ fn group_offsets(groups: i64, rows: i64) -> Vec<i64> {
 /// Attention over `[B, H, S, D]` tensors, per (batch, head).
 fn mha(q: &[f64], k: &[f64], v: &[f64], dims: &[usize], scale: f64, causal: bool) -> Vec<f64> {
     let [b, h, s, d] = dims[..] else { return vec![] };
-    let mut out = Vec::with_capacity(q.len());
-    for bh in 0..b * h {
+    let mut out = vec![0.0; b * h * s * d];
+    // One (batch, head) per row of `out`, on every core.
+    reference::par_rows(&mut out, s * d, |bh, head| {
         let r = bh * s * d..(bh + 1) * s * d;
-        out.extend(reference::attention(&q[r.clone()], &k[r.clone()], &v[r], s, s, d, scale, causal));
-    }
+        head.copy_from_slice(&reference::attention(&q[r.clone()], &k[r.clone()], &v[r], s, s, d, scale, causal));
+    });
     out
 }
 
@@ -390,14 +391,14 @@ pub const MLA: Spec = Spec {
         let causal = c.konst("CAUSAL", 1) != 0;
         let scale = 1.0 / ((d + dr) as f64).sqrt();
         let (qv, qrv, kv, krv, vv) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3), values(a, 4));
-        let mut want = vec![];
-        for bh in 0..b * h {
+        let mut want = vec![0.0; b * h * s * d];
+        reference::par_rows(&mut want, s * d, |bh, head| {
             let bi = bh / h;
             let r = bh * s * d..(bh + 1) * s * d;
             let qrh = &qrv[bh * s * dr..(bh + 1) * s * dr];
             let krb = &krv[bi * s * dr..(bi + 1) * s * dr];
             let extra = |i: usize, j: usize| (0..dr).map(|x| qrh[i * dr + x] * krb[j * dr + x]).sum::<f64>();
-            want.extend(reference::attention_split(
+            head.copy_from_slice(&reference::attention_split(
                 &qv[r.clone()],
                 &kv[r.clone()],
                 &vv[r],
@@ -409,7 +410,7 @@ pub const MLA: Spec = Spec {
                 causal,
                 extra,
             ));
-        }
+        });
         vec![want]
     },
     tolerance: storage_tolerance,
