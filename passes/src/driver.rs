@@ -320,6 +320,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
         "tile-to-llvm: {} threads per block, {} bytes of shared memory",
         low.block_threads, low.shared_bytes
     ));
+    d.facts.report.extend(low.report.iter().map(|l| format!("tile-to-llvm: {l}")));
     d.facts.block_threads = Some(low.block_threads);
     d.facts.shared_bytes = Some(low.shared_bytes);
     d.mlir.parse(&low.text, "llvm")?;

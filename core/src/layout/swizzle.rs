@@ -47,6 +47,33 @@ impl SwizzledShared {
         shape.iter().product()
     }
 
+    /// Bank conflicts of `ldmatrix` reads from a buffer of `shape` (CPU model): each read
+    /// phase is one 16-byte vector column of 8 consecutive rows; the 8 addresses should fall
+    /// in 8 distinct groups of four 4-byte banks. Returns the extra wavefronts over all phases
+    /// (0: conflict-free).
+    pub fn ldmatrix_conflicts(&self, shape: &[i64], elem_bytes: i64) -> i64 {
+        let (cd, rd) = (self.order[0], self.order[1]);
+        let (rows, cols) = (shape[rd], shape[cd]);
+        let vec = (16 / elem_bytes.max(1)).max(1);
+        let mut extra = 0;
+        let mut r0 = 0;
+        while r0 + 8 <= rows {
+            for v in 0..cols / vec {
+                let mut groups = [0i64; 8];
+                for i in 0..8 {
+                    let mut c = vec![0; 2];
+                    c[rd] = r0 + i;
+                    c[cd] = v * vec;
+                    let g = (self.offset(shape, &c) * elem_bytes / 16).rem_euclid(8);
+                    groups[g as usize] += 1;
+                }
+                extra += groups.iter().max().copied().unwrap_or(1) - 1;
+            }
+            r0 += 8;
+        }
+        extra
+    }
+
     pub fn to_mlir(&self) -> String {
         format!(
             "#tilegpu.swizzled_shared<{} : i64, {} : i64, {} : i64, [{}, {}]>",

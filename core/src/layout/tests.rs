@@ -254,3 +254,14 @@ proptest! {
         prop_assert_eq!(SwizzledShared::parse(&s.to_mlir()), Some(s));
     }
 }
+
+#[test]
+fn the_bank_model_sees_unswizzled_conflicts() {
+    // 128-byte rows without a swizzle: the 8 rows of an ldmatrix phase share one bank group.
+    let plain = SwizzledShared { vec: 8, per_phase: 1, max_phase: 1, order: [1, 0] };
+    assert_eq!(plain.ldmatrix_conflicts(&[64, 64], 2), 8 * 8 * 7);
+    for (shape, order) in [([64, 64], [1, 0]), ([128, 32], [1, 0]), ([32, 128], [0, 1])] {
+        let s = SwizzledShared::for_ldmatrix(shape[order[0]], 2, order);
+        assert_eq!(s.ldmatrix_conflicts(&shape, 2), 0, "{shape:?} {order:?}");
+    }
+}

@@ -73,7 +73,21 @@ impl Lowering<'_> {
             r += chunk;
         }
         self.smem_written();
+        self.report_buffer(&ty, region, "registers");
         Ok(Value::SmemBuf { offset: region, ty })
+    }
+
+    /// A `--report` line for a shared buffer: size, place, swizzle, how it is filled, and the
+    /// bank conflicts of its `ldmatrix` reads in the CPU model.
+    fn report_buffer(&mut self, ty: &Type, region: i64, filled_by: &str) {
+        if let Type::Smem { shape, dtype, layout } = ty {
+            let bytes = shape.iter().product::<i64>() * i64::from(dtype.bytes());
+            let conflicts = layout.ldmatrix_conflicts(shape, i64::from(dtype.bytes()));
+            self.report.push(format!(
+                "buffer {shape:?} {dtype}: {bytes} B at {region}, swizzle vec {} perPhase {} maxPhase {} order {:?}, filled by {filled_by}; ldmatrix bank conflicts {conflicts} (CPU model)",
+                layout.vec, layout.per_phase, layout.max_phase, layout.order
+            ));
+        }
     }
 
     /// `async_copy`: a new buffer filled with `cp.async` from global memory, one group.
@@ -117,6 +131,7 @@ impl Lowering<'_> {
         let tile_ty = Type::Tile { shape: tile.clone(), dtype: *dtype, layout: Some(l) };
         self.copy_async(*tensor, index, order, &tile_ty, smem)?;
         self.em.inline_asm("cp.async.commit_group;", "", &[], None);
+        self.report_buffer(&ty, region, "cp.async");
         Ok(Value::SmemBuf { offset: region, ty })
     }
 
@@ -296,6 +311,19 @@ impl Lowering<'_> {
         let n_reps = (ns / (MMA_N * wn)).max(1);
         let k_steps = ks / MMA_K;
         let ops = [self.operand(a, 0, m, [ms, ks])?, self.operand(b, 1, m, [ks, ns])?];
+        let how = |op: &Operand, n: i64| match &op.val {
+            Value::SmemBuf { ty: Type::Smem { layout, .. }, .. } => {
+                format!("{n} ldmatrix{}", if layout.order[0] != op.pair_dim { ".trans" } else { "" })
+            }
+            _ => "registers".to_string(),
+        };
+        let line = format!(
+            "mma [{ms}, {ns}, {ks}] {dt}: warps {wm}x{wn}; per K step of 16: A {}, B {}, {} mma.sync; {k_steps} K steps",
+            how(&ops[0], m_reps),
+            how(&ops[1], (n_reps + 1) / 2),
+            m_reps * n_reps
+        );
+        self.report.push(line);
         for kk in 0..k_steps {
             let k0 = kk * MMA_K;
             // A fragments per M repetition: (m, k) blocks (0,0) (8,0) (0,8) (8,8).

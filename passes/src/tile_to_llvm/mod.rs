@@ -99,6 +99,9 @@ pub struct Lowered {
     pub text: String,
     pub shared_bytes: u32,
     pub block_threads: u32,
+    /// What the tensor-core lowering did (`--report`): per `mma`, the instructions of one K
+    /// step; per shared buffer, its swizzle and the bank conflicts of its `ldmatrix` reads.
+    pub report: Vec<String>,
 }
 
 pub(crate) fn err(msg: impl Into<String>) -> Diagnostic {
@@ -169,6 +172,8 @@ pub(crate) struct Lowering<'f> {
     live_end: BTreeMap<ValueId, u32>,
     /// Shared ranges read since the last barrier (a write over one needs a barrier first).
     pending_reads: Vec<(i64, i64)>,
+    /// Lines for `--report`.
+    report: Vec<String>,
 }
 
 /// The last position each `local_alloc` buffer is live at: its readers (`local_load`s and
@@ -368,6 +373,7 @@ fn lower_with(
         plan,
         live_end: buffer_live_ends(func),
         pending_reads: vec![],
+        report: vec![],
     };
     lw.ops(&func.ops)?;
     let smem = lw.smem;
@@ -410,7 +416,8 @@ fn lower_with(
     s.push_str(&pro);
     s.push_str(&body);
     let _ = writeln!(s, "    llvm.return\n  }}\n}}");
-    Ok((Lowered { text: s, shared_bytes: smem, block_threads: threads }, requests))
+    let report = std::mem::take(&mut lw.report);
+    Ok((Lowered { text: s, shared_bytes: smem, block_threads: threads, report }, requests))
 }
 
 impl Lowering<'_> {
