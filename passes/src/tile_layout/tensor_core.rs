@@ -348,13 +348,12 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
             ops.push(Op { kind: OpKind::Splat(s), result: Some(nv), span: None });
             nv
         }
-        (_, Layout::DotOperand { op_idx, .. }) if !same => {
+        (_, Layout::DotOperand { .. }) if !same => {
             // Through a shared buffer swizzled for ldmatrix, in the operand's own order.
             let order = match ty.layout() {
                 Some(Layout::Blocked(b)) if b.order.first() == Some(&0) => [0, 1],
                 _ => [1, 0],
             };
-            let _ = op_idx;
             let cols = shape[order[0]];
             let sl = SwizzledShared::for_ldmatrix(cols, i64::from(dtype.bytes()), order);
             let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
