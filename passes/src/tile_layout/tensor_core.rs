@@ -51,6 +51,15 @@ fn elementwise_operands(kind: &mut OpKind) -> Vec<&mut ValueId> {
     }
 }
 
+/// The tile operands of an elementwise op, read-only. Region ops (`for`, `if`) have none and
+/// are not cloned: their bodies can be the whole kernel.
+fn elementwise_reads(kind: &OpKind) -> Vec<ValueId> {
+    match kind {
+        OpKind::For { .. } | OpKind::If { .. } => vec![],
+        k => elementwise_operands(&mut k.clone()).into_iter().map(|v| *v).collect(),
+    }
+}
+
 /// Ordered loads and the reshapes of their tiles.
 pub(super) fn ordered_loads(func: &mut Func, warps: i64) {
     let mut assign: Vec<(ValueId, Layout)> = vec![];
@@ -140,11 +149,10 @@ pub(super) fn propagate(func: &mut Func, warps: i64) -> Result<(), Diagnostic> {
     // Uses of each value (op results only), for the backward rule.
     let mut uses: BTreeMap<ValueId, Vec<Option<ValueId>>> = BTreeMap::new();
     func.walk(&mut |op| {
-        let mut kind = op.kind.clone();
-        let users: Vec<ValueId> = match &mut kind {
+        let users: Vec<ValueId> = match &op.kind {
             OpKind::Broadcast(x) => vec![*x],
             OpKind::Mma { acc, .. } => vec![*acc],
-            k => elementwise_operands(k).into_iter().map(|v| *v).collect(),
+            k => elementwise_reads(k),
         };
         for u in users {
             uses.entry(u).or_default().push(op.result);
@@ -198,8 +206,7 @@ pub(super) fn propagate(func: &mut Func, warps: i64) -> Result<(), Diagnostic> {
                 return;
             }
             let rshape = func.ty(r).shape().to_vec();
-            let mut kind = op.kind.clone();
-            let fwd = match &mut kind {
+            let fwd = match &op.kind {
                 OpKind::Reduce { axis, value, .. } => {
                     mma_of(*value).map(|p| Layout::Slice { dim: *axis as usize, parent: Box::new(p) })
                 }
@@ -210,9 +217,8 @@ pub(super) fn propagate(func: &mut Func, warps: i64) -> Result<(), Diagnostic> {
                     _ => None,
                 },
                 OpKind::Gather { .. } | OpKind::Rand { .. } => None,
-                k => elementwise_operands(k)
+                k => elementwise_reads(k)
                     .into_iter()
-                    .map(|v| *v)
                     .find(|v| func.ty(*v).shape() == &rshape[..] && mma_of(*v).is_some())
                     .and_then(mma_of),
             };
@@ -265,11 +271,7 @@ fn wanted(func: &Func, kind: &OpKind, result: Option<ValueId>) -> Vec<Option<Lay
             _ => vec![None, None, None],
         },
         OpKind::Scatter { index, tile, .. } => vec![layout(func, *tile); index.len()],
-        _ => {
-            let mut k = kind.clone();
-            let n = elementwise_operands(&mut k).len();
-            vec![rl; n]
-        }
+        _ => vec![rl; elementwise_reads(kind).len()],
     }
 }
 
