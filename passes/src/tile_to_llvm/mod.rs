@@ -257,13 +257,7 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
 /// aligned, among the requests live at the same time.
 fn pack_requests(reqs: &[Request]) -> Vec<i64> {
     let align = |x: i64| (x + 15) / 16 * 16;
-    let mut bump = vec![];
-    let mut top = 0i64;
-    for &(_, _, b) in reqs {
-        let o = align(top);
-        bump.push(o);
-        top = o + b;
-    }
+    let (bump, top) = bump_offsets(reqs);
     if top <= i64::from(STATIC_SMEM_LIMIT) {
         return bump;
     }
@@ -306,15 +300,42 @@ pub fn run(func: &Func, arch: &'static Arch, occupancy: Option<u32>) -> Result<L
     if let Some(d) = unsupported(func) {
         return Err(d);
     }
+    // The first lowering places shared memory one request after the other; only when the
+    // liveness packing chooses other offsets does the kernel lower again with them.
     let (first, requests) = lower_with(func, arch, occupancy, None)?;
-    if requests.is_empty() {
-        return Ok(first);
-    }
     let plan = pack_requests(&requests);
-    Ok(lower_with(func, arch, occupancy, Some(plan))?.0)
+    let low = if plan == bump_offsets(&requests).0 { first } else { lower_with(func, arch, occupancy, Some(plan))?.0 };
+    let smem = low.shared_bytes;
+    if smem > arch.smem_per_block {
+        let mut d = Diagnostic::error(
+            "E0020",
+            format!(
+                "the kernel needs {smem} bytes of shared memory; {} gives a block {}",
+                arch.name, arch.smem_per_block
+            ),
+        );
+        for (k, (_, _, b)) in requests.iter().enumerate().filter(|(_, r)| r.2 >= 1024) {
+            d = d.with_note(format!("shared request {k}: {b} bytes"));
+        }
+        return Err(d.with_note("use smaller tiles (the `by_target` constants) for this target"));
+    }
+    Ok(low)
 }
 
-/// One lowering with shared-memory offsets from `plan` (None: record the requests, offsets 0).
+/// Offsets placing the requests one after the other, 16-byte aligned, and their total.
+fn bump_offsets(reqs: &[Request]) -> (Vec<i64>, i64) {
+    let mut bump = vec![];
+    let mut top = 0i64;
+    for &(_, _, b) in reqs {
+        let o = (top + 15) / 16 * 16;
+        bump.push(o);
+        top = o + b;
+    }
+    (bump, top)
+}
+
+/// One lowering with shared-memory offsets from `plan` (None: one after the other), and the
+/// requests it made.
 fn lower_with(
     func: &Func,
     arch: &'static Arch,
@@ -380,19 +401,6 @@ fn lower_with(
     let requests = std::mem::take(&mut lw.requests);
     let (pro, body) = lw.em.finish();
 
-    if smem > arch.smem_per_block {
-        let mut d = Diagnostic::error(
-            "E0020",
-            format!(
-                "the kernel needs {smem} bytes of shared memory; {} gives a block {}",
-                arch.name, arch.smem_per_block
-            ),
-        );
-        for (k, (_, _, b)) in requests.iter().enumerate().filter(|(_, r)| r.2 >= 1024) {
-            d = d.with_note(format!("shared request {k}: {b} bytes"));
-        }
-        return Err(d.with_note("use smaller tiles (the `by_target` constants) for this target"));
-    }
     let mut s = String::new();
     let _ = writeln!(s, "module attributes {{tile.target = \"{}\"}} {{", arch.name);
     if smem > STATIC_SMEM_LIMIT {
@@ -626,13 +634,14 @@ impl Lowering<'_> {
     }
 
     /// Reserves `bytes` of shared memory live from the op being lowered to position `end`;
-    /// returns the offset the allocation gave it (0 in the first, recording lowering).
+    /// returns the offset the plan gives it (one after the other without a plan).
     fn smem_alloc(&mut self, bytes: i64, end: u32) -> Result<i64, Diagnostic> {
         let k = self.requests.len();
         self.requests.push((self.pos, end.max(self.pos), bytes));
         let off = match &self.plan {
             Some(p) => *p.get(k).ok_or_else(|| err("shared-memory plan out of step with the lowering"))?,
-            None => 0,
+            // One after the other (what `bump_offsets` computes).
+            None => (i64::from(self.smem) + 15) / 16 * 16,
         };
         let top = u32::try_from(off + bytes).map_err(|_| err("shared memory overflow"))?;
         self.smem = self.smem.max(top);
