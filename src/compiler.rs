@@ -145,8 +145,14 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
             return Ok(compiled);
         }
     }
-    let llvm_mod = mlir.parse(&driver.text(), "llvm").map_err(|d| fail(vec![d]))?;
+    // After the upstream conversions: the `llvm` stage.
+    compiled.stages.insert(Stage::Llvm, driver.text());
     compiled.report = driver.facts.report;
+    if opts.until == Some(Stage::Llvm) {
+        compiled.timings = timings;
+        return Ok(compiled);
+    }
+    let llvm_mod = mlir.parse(compiled.stage(Stage::Llvm), "llvm").map_err(|d| fail(vec![d]))?;
 
     let ir = mlir.translate_to_llvm_ir(&llvm_mod).map_err(|d| fail(vec![d]))?;
     lap("translate to LLVM IR", &mut timings);

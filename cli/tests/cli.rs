@@ -63,7 +63,16 @@ fn emit_prints_one_stage() {
     assert!(out.contains("\"tile.load\"") && out.contains("func.func @softmax"));
     let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--emit", "asm"]);
     assert_ne!(code, 0);
-    assert!(err.contains("invalid value 'asm'") && err.contains("tile, tilegpu, llvm, llvm-ir, ptx"), "{err}");
+    assert!(err.contains("invalid value 'asm'") && err.contains("tile, tilegpu, nvgpu, llvm, llvm-ir, ptx"), "{err}");
+    // The tensor-core ops are upstream nvgpu ops in the `nvgpu` stage, gone in `llvm`.
+    let (code, out, err) = tilec(&["compile", "kernels/matmul.tile", "--arch", "sm_121", "--emit", "nvgpu"]);
+    assert_eq!(code, 0, "{err}");
+    for op in ["nvgpu.ldmatrix", "nvgpu.mma.sync", "nvgpu.device_async_copy", "nvgpu.device_async_wait"] {
+        assert!(out.contains(op), "{op} missing from the nvgpu stage");
+    }
+    let (code, out, err) = tilec(&["compile", "kernels/matmul.tile", "--arch", "sm_121", "--emit", "llvm"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("nvgpu.") && !out.contains("unrealized_conversion_cast") && out.contains("nvvm.ldmatrix"));
     let (code, _, err) = tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--error-format", "jsno"]);
     assert_ne!(code, 0);
     assert!(err.contains("invalid value 'jsno'") && err.contains("human, json"), "{err}");

@@ -19,7 +19,11 @@ pub enum Stage {
     Tile,
     /// The `tile` dialect with a layout on every tile.
     Tilegpu,
-    /// The `llvm`/`nvvm` dialects.
+    /// The output of tilec's lowering: `llvm`/`nvvm`, and the tensor-core ops as upstream
+    /// `nvgpu` ops on memref views and vector fragments (where the sm_90a `warpgroup`/`tma`
+    /// ops will go too).
+    Nvgpu,
+    /// The `llvm`/`nvvm` dialects only, after the upstream conversions of the pipeline.
     Llvm,
     /// LLVM IR after the optimisation pipeline.
     LlvmIr,
@@ -27,12 +31,13 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 5] = [Stage::Tile, Stage::Tilegpu, Stage::Llvm, Stage::LlvmIr, Stage::Ptx];
+    pub const ALL: [Stage; 6] = [Stage::Tile, Stage::Tilegpu, Stage::Nvgpu, Stage::Llvm, Stage::LlvmIr, Stage::Ptx];
 
     pub fn name(self) -> &'static str {
         match self {
             Stage::Tile => "tile",
             Stage::Tilegpu => "tilegpu",
+            Stage::Nvgpu => "nvgpu",
             Stage::Llvm => "llvm",
             Stage::LlvmIr => "llvm-ir",
             Stage::Ptx => "ptx",
@@ -99,8 +104,8 @@ pub const PASSES: &[PassInfo] = &[
     },
     PassInfo {
         name: "tile-to-llvm",
-        produces: Stage::Llvm,
-        doc: "lower a laid-out kernel to the llvm/nvvm dialects (vector loads, shuffles, shared-memory reductions)",
+        produces: Stage::Nvgpu,
+        doc: "lower a laid-out kernel to llvm/nvvm (vector loads, shuffles, shared-memory reductions) and upstream nvgpu (ldmatrix, mma.sync, async copies)",
         options: &[
             PassOption {
                 name: "arch",
@@ -119,9 +124,16 @@ pub const PASSES: &[PassInfo] = &[
     },
 ];
 
+/// The upstream conversions from the `nvgpu` stage to the `llvm` stage, in order: `nvgpu`
+/// to `nvvm` (its memref subscripts and vector fragments through the LLVM type converter),
+/// the `arith.index_cast`s of those subscripts, then the casts that paired the lowering's
+/// LLVM values with the upstream types fold away. On a kernel without tensor cores they
+/// change nothing but the printing.
+pub const TO_LLVM: [&str; 3] = ["convert-nvgpu-to-nvvm", "convert-arith-to-llvm", "reconcile-unrealized-casts"];
+
 /// The default pipeline of a target, with the options the kernel's hints set (`occupancy`,
-/// blocks per SM). Every target runs the same passes today; the arch table decides inside
-/// each pass what the chip offers.
+/// blocks per SM): tilec's passes, then [`TO_LLVM`]. Every target runs the same passes
+/// today; the arch table decides inside each pass what the chip offers.
 pub fn pipeline(arch: &Arch, occupancy: Option<u32>) -> Vec<driver::Step> {
     let pass = |name: &str| PASSES.iter().find(|p| p.name == name);
     let mut steps = vec![];
@@ -132,5 +144,6 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>) -> Vec<driver::Step> {
         let occ = occupancy.map(|o| o.to_string()).unwrap_or_default();
         steps.push(driver::Step::tilec(p, &[("arch", arch.name), ("occupancy", &occ)]));
     }
+    steps.extend(TO_LLVM.iter().map(|n| driver::Step::Upstream { name: n.to_string(), text: n.to_string() }));
     steps
 }

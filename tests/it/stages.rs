@@ -91,6 +91,11 @@ fn every_stage_of_every_kernel_for_every_target() {
                 Ok(c) => {
                     lowered += 1;
                     for s in Stage::ALL {
+                        // The `nvgpu` stage of a kernel without tensor cores is its `llvm`
+                        // stage before MLIR reprints it: snapshot only where they differ.
+                        if s == Stage::Nvgpu && !c.stage(s).contains("nvgpu.") {
+                            continue;
+                        }
                         insta::assert_snapshot!(format!("{name}__{t}__{}", s.name()), snapshot_text(c.stage(s)));
                     }
                 }
@@ -166,24 +171,10 @@ fn rope_with_few_heads_places_the_tables_alike_without_conversions() {
 
 /// Kernel/target pairs that spill registers today (see the test below).
 const KNOWN_SPILLS: &[&str] = &[
-    "fmha sm_90a",
-    "fmha sm_103a",
-    "mla sm_90a",
-    "mla sm_103a",
-    "mla sm_121a",
-    "mla_decode sm_90a",
-    "fmha_step2_mma sm_103a",
-    "fmha_step3_exp2 sm_103a",
-    "fmha_step4_load_order sm_90a",
-    "fmha_step4_load_order sm_103a",
-    "fmha_step5_latency sm_90a",
-    "fmha_step5_latency sm_103a",
-    "fmha_step6_occupancy sm_90a",
-    "fmha_step6_occupancy sm_103a",
-    "fmha_step6_occupancy sm_121a",
-    "fmha_step7_approx_div sm_90a",
-    "fmha_step7_approx_div sm_103a",
-    "fmha_step7_approx_div sm_121a",
+    // The ablation's steps before the occupancy hint: ptxas spills 32 bytes at 255
+    // registers on sm_121a; step 6's `.minnctapersm 2` gives the same budget and no spill.
+    "fmha_step4_load_order sm_121a",
+    "fmha_step5_latency sm_121a",
 ];
 
 #[test]

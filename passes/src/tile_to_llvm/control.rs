@@ -41,9 +41,9 @@ impl Lowering<'_> {
         self.em.label(&body_b, &[]);
         let iv32 = self.em.convert("trunc", &ivn, Ty::I32);
         self.vals.insert(*iv, Value::Scalar(iv32));
-        self.loop_depth += 1;
+        let before = self.smem_loop_begin();
         self.ops(body)?;
-        self.loop_depth -= 1;
+        self.smem_loop_end(before);
         let next = self.em.add(&ivn, &step);
         let mut back: Vec<Reg> = vec![next];
         back.extend(self.flatten(yields)?);
@@ -65,14 +65,19 @@ impl Lowering<'_> {
         let c = self.scalar(*cond)?;
         let (tb, eb, join) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
         self.em.cond_br(&c, &tb, &eb);
+        // Both branches start from the shared reads pending here; after the join either
+        // branch's may be pending.
+        let entry = self.pending_reads.clone();
         self.em.label(&tb, &[]);
         self.ops(then_ops)?;
         let regs = self.flatten(then_yields)?;
         self.em.br(&join, &regs);
+        let after_then = std::mem::replace(&mut self.pending_reads, entry);
         self.em.label(&eb, &[]);
         self.ops(else_ops)?;
         let regs = self.flatten(else_yields)?;
         self.em.br(&join, &regs);
+        self.pending_reads.extend(after_then);
         let args = self.bind_args(results, then_yields)?;
         self.em.label(&join, &args);
         Ok(())

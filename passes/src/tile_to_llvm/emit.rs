@@ -29,6 +29,22 @@ pub enum Ty {
     Vector(u32, Box<Ty>),
     /// `!llvm.struct<(…)>`.
     Struct(Vec<Ty>),
+    /// `!llvm.array<N x T>` (how LLVM holds an n-D vector: an array of 1-D ones).
+    Array(u32, Box<Ty>),
+    /// `index`: the subscripts of upstream ops on memrefs.
+    Index,
+    /// A 1-D view `memref<LENxT, strided<[1], offset: OFFSET>, SPACE>` (length `?` when
+    /// `None`): how the upstream `nvgpu` ops see the kernel's shared memory and its tensors.
+    MemRef {
+        len: Option<i64>,
+        offset: i64,
+        elem: Box<Ty>,
+        space: u32,
+    },
+    /// `vector<RxCxT>`: `nvgpu`'s warp fragments, R registers of C elements each.
+    Fragments(u32, u32, Box<Ty>),
+    /// `!nvgpu.device.async.token`: a group of asynchronous copies.
+    AsyncToken,
 }
 
 impl Ty {
@@ -68,6 +84,15 @@ impl Ty {
             Ty::Ptr(a) => format!("!llvm.ptr<{a}>"),
             Ty::Vector(n, t) => format!("vector<{n}x{}>", t.text()),
             Ty::Struct(ts) => format!("!llvm.struct<({})>", ts.iter().map(Ty::text).collect::<Vec<_>>().join(", ")),
+            Ty::Array(n, t) => format!("!llvm.array<{n} x {}>", t.text()),
+            Ty::Index => "index".into(),
+            Ty::MemRef { len, offset, elem, space } => {
+                let len = len.map_or("?".to_string(), |l| l.to_string());
+                let layout = if *offset == 0 { String::new() } else { format!(", strided<[1], offset: {offset}>") };
+                format!("memref<{len}x{}{layout}, {space}>", elem.text())
+            }
+            Ty::Fragments(r, c, t) => format!("vector<{r}x{c}x{}>", t.text()),
+            Ty::AsyncToken => "!nvgpu.device.async.token".into(),
         }
     }
 
@@ -128,6 +153,9 @@ pub struct Emitter {
     body: String,
     n: u32,
     blocks: u32,
+    /// Labels written so far: the serial of the block being emitted (a value made in it is
+    /// usable until the next label, whatever the control flow).
+    labels: u32,
     consts: BTreeMap<String, Reg>,
 }
 
@@ -156,6 +184,11 @@ impl Emitter {
         let name = self.fresh();
         let _ = writeln!(self.body, "    {name} = {}", rhs.as_ref());
         Reg { name, ty }
+    }
+
+    /// The serial of the block being emitted (see `labels`).
+    pub fn block_serial(&self) -> u32 {
+        self.labels
     }
 
     /// `%r = <rhs>` in the prologue (values every later block sees).
@@ -341,12 +374,19 @@ impl Emitter {
     // --- aggregates -----------------------------------------------------------------------
 
     pub fn extractvalue(&mut self, s: &Reg, i: usize) -> Reg {
-        let Ty::Struct(ts) = &s.ty else {
-            debug_assert!(false, "extractvalue of {}", s.ty.text());
-            return s.clone();
+        let ty = match &s.ty {
+            Ty::Struct(ts) => ts.get(i).cloned().unwrap_or(Ty::I32),
+            Ty::Array(_, t) => (**t).clone(),
+            _ => {
+                debug_assert!(false, "extractvalue of {}", s.ty.text());
+                return s.clone();
+            }
         };
-        let ty = ts.get(i).cloned().unwrap_or(Ty::I32);
         self.def(ty, format!("llvm.extractvalue {s}[{i}] : {}", s.ty.text()))
+    }
+
+    pub fn insertvalue(&mut self, s: &Reg, x: &Reg, i: usize) -> Reg {
+        self.def(s.ty.clone(), format!("llvm.insertvalue {x}, {s}[{i}] : {}", s.ty.text()))
     }
 
     pub fn extractelement(&mut self, v: &Reg, i: i64) -> Reg {
@@ -396,39 +436,18 @@ impl Emitter {
         self.line("llvm.unreachable");
     }
 
-    /// `ldmatrix` of `num` (2 or 4) 8×8 b16 matrices from shared memory, `.trans` when
-    /// `trans`: one 32-bit register per matrix. (`nvvm.ldmatrix` on the raw shared pointer:
-    /// `nvgpu.ldmatrix` indexes a memref row-major and cannot address a swizzled buffer,
-    /// whose per-lane addresses the layout map computes.)
-    pub fn ldmatrix(&mut self, ptr: &Reg, num: usize, trans: bool) -> Vec<Reg> {
-        let layout = if trans { "col" } else { "row" };
-        let ty = Ty::Struct(vec![Ty::I32; num]);
-        let s = self.def(
-            ty.clone(),
-            format!(
-                "nvvm.ldmatrix {ptr} {{num = {num} : i32, layout = #nvvm.mma_layout<{layout}>, eltType = #nvvm.ld_st_matrix_elt_type<b16>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}} : (!llvm.ptr<3>) -> {}",
-                ty.text()
-            ),
-        );
-        (0..num).map(|i| self.extractvalue(&s, i)).collect()
-    }
-
-    /// `mma.sync.m16n8k16.row.col.f32` of packed 16-bit operands (4 A, 2 B registers) and an
-    /// f32 accumulator (4 registers); `bf16` selects the bf16 multiplicands (i32 registers,
-    /// with the PTX type given: MLIR 22's `nvgpu.mma.sync` miscompiles bf16 silently, see
-    /// TOOLCHAIN.md), else f16 (`vector<2xf16>` registers).
-    pub fn mma_m16n8k16(&mut self, a: &[Reg], b: &[Reg], c: &[Reg], bf16: bool) -> Vec<Reg> {
+    /// `mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32`: 4 A and 2 B registers of two packed
+    /// bf16 each (i32), an f32 accumulator of 4 registers. `nvvm.mma.sync` with the PTX
+    /// types spelled out, because MLIR 22's `nvgpu.mma.sync` rejects bf16 operands with an
+    /// error while `mlir-opt` exits 0 (TOOLCHAIN.md, example neg_01a); f16 goes through
+    /// [`Emitter::nvgpu_mma_f16`].
+    pub fn mma_m16n8k16_bf16(&mut self, a: &[Reg], b: &[Reg], c: &[Reg]) -> Vec<Reg> {
         let ty = Ty::Struct(vec![Ty::F32; 4]);
         let names = |rs: &[Reg]| rs.iter().map(|r| r.name.clone()).collect::<Vec<_>>().join(", ");
-        let (types, op_ty) = if bf16 {
-            (", multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>", "i32")
-        } else {
-            ("", "vector<2xf16>")
-        };
         let s = self.def(
             ty.clone(),
             format!(
-                "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>{types}, shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : ({op_ty}, {op_ty}, f32) -> {}",
+                "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : (i32, i32, f32) -> {}",
                 names(a),
                 names(b),
                 names(c),
@@ -436,6 +455,152 @@ impl Emitter {
             ),
         );
         (0..4).map(|i| self.extractvalue(&s, i)).collect()
+    }
+
+    // --- upstream nvgpu -------------------------------------------------------------------
+    //
+    // The tensor-core ops go through upstream `nvgpu` (lowered by `convert-nvgpu-to-nvvm`
+    // in the target's pipeline) on memref views and vector fragments. Between the lowering's
+    // LLVM values and those upstream types stand `builtin.unrealized_conversion_cast`s of
+    // exactly the types the LLVM conversion gives them (a memref descriptor struct, an array
+    // of 1-D vectors), so `reconcile-unrealized-casts` folds every one away.
+
+    /// `builtin.unrealized_conversion_cast` of `v` to `to`.
+    pub fn cast(&mut self, v: &Reg, to: Ty) -> Reg {
+        let t = to.text();
+        self.def(to, format!("builtin.unrealized_conversion_cast {v} : {} to {t}", v.ty.text()))
+    }
+
+    /// `arith.index_cast` of an integer to `index`.
+    pub fn index_cast(&mut self, v: &Reg) -> Reg {
+        self.def(Ty::Index, format!("arith.index_cast {v} : {} to index", v.ty.text()))
+    }
+
+    /// A 1-D memref view of `len` elements of `elem` starting `offset` elements after `ptr`
+    /// (a descriptor with unit stride, cast to the memref type). In the prologue when
+    /// `prologue` (its operands must be there too).
+    pub fn memref_view(
+        &mut self,
+        ptr: &Reg,
+        elem: Ty,
+        len: Option<i64>,
+        offset: i64,
+        size: &Reg,
+        prologue: bool,
+    ) -> Reg {
+        let Ty::Ptr(space) = ptr.ty else {
+            debug_assert!(false, "memref view of {}", ptr.ty.text());
+            return ptr.clone();
+        };
+        let i64s = Ty::Array(1, Box::new(Ty::I64));
+        let desc = Ty::Struct(vec![ptr.ty.clone(), ptr.ty.clone(), Ty::I64, i64s.clone(), i64s]);
+        let (off, one) = (self.cint(offset, Ty::I64), self.cint(1, Ty::I64));
+        let mut d = self.def_in(prologue, desc.clone(), format!("llvm.mlir.poison : {}", desc.text()));
+        for (x, pos) in [(ptr, "0"), (ptr, "1"), (&off, "2"), (size, "3, 0"), (&one, "4, 0")] {
+            d = self.def_in(prologue, desc.clone(), format!("llvm.insertvalue {x}, {d}[{pos}] : {}", desc.text()));
+        }
+        let to = Ty::MemRef { len, offset, elem: Box::new(elem), space };
+        let t = to.text();
+        self.def_in(prologue, to, format!("builtin.unrealized_conversion_cast {d} : {} to {t}", d.ty.text()))
+    }
+
+    fn def_in(&mut self, prologue: bool, ty: Ty, rhs: String) -> Reg {
+        if prologue {
+            self.def_prologue(ty, rhs)
+        } else {
+            self.def(ty, rhs)
+        }
+    }
+
+    /// `nvgpu.ldmatrix` of `num` (2 or 4) 8×8 matrices of 16-bit elements, `.trans` when
+    /// `trans`; lane `l` gives in `idx` the element index (in the view `mem`) of row `l % 8`
+    /// of matrix `l / 8`. One `vector<2xT>` register per matrix.
+    pub fn nvgpu_ldmatrix(&mut self, mem: &Reg, idx: &Reg, num: usize, trans: bool) -> Vec<Reg> {
+        let Ty::MemRef { elem, .. } = &mem.ty else {
+            debug_assert!(false, "ldmatrix from {}", mem.ty.text());
+            return vec![];
+        };
+        let elem = (**elem).clone();
+        let frag = Ty::Fragments(num as u32, 2, Box::new(elem.clone()));
+        let f = self.def(
+            frag.clone(),
+            format!(
+                "nvgpu.ldmatrix {mem}[{idx}] {{numTiles = {num} : i32, transpose = {trans}}} : {} -> {}",
+                mem.ty.text(),
+                frag.text()
+            ),
+        );
+        let arr = self.cast(&f, Ty::Array(num as u32, Box::new(Ty::Vector(2, Box::new(elem)))));
+        (0..num).map(|i| self.extractvalue(&arr, i)).collect()
+    }
+
+    /// `nvgpu.mma.sync` m16n8k16 of f16 multiplicands (4 A, 2 B `vector<2xf16>` registers)
+    /// into an f32 accumulator (4 registers: rows r and r+8, two columns each).
+    pub fn nvgpu_mma_f16(&mut self, a: &[Reg], b: &[Reg], c: &[Reg]) -> Vec<Reg> {
+        let h2 = Ty::Vector(2, Box::new(Ty::F16));
+        let f2 = Ty::Vector(2, Box::new(Ty::F32));
+        let pack = |em: &mut Emitter, regs: &[Reg], elem: &Ty| {
+            let arr = Ty::Array(regs.len() as u32, Box::new(Ty::Vector(2, Box::new(elem.clone()))));
+            let mut v = em.undef(arr);
+            for (i, r) in regs.iter().enumerate() {
+                v = em.insertvalue(&v, r, i);
+            }
+            em.cast(&v, Ty::Fragments(regs.len() as u32, 2, Box::new(elem.clone())))
+        };
+        let (fa, fb) = (pack(self, a, &Ty::F16), pack(self, b, &Ty::F16));
+        debug_assert!(a.iter().chain(b).all(|r| r.ty == h2), "f16 mma operands");
+        let mut cv = vec![];
+        for pair in c.chunks(2) {
+            let mut v = self.undef(f2.clone());
+            for (e, x) in pair.iter().enumerate() {
+                v = self.insertelement(&v, x, e as i64);
+            }
+            cv.push(v);
+        }
+        let fc = pack(self, &cv, &Ty::F32);
+        let fd = self.def(
+            fc.ty.clone(),
+            format!(
+                "nvgpu.mma.sync ({fa}, {fb}, {fc}) {{mmaShape = [16, 8, 16]}} : ({}, {}, {}) -> {}",
+                fa.ty.text(),
+                fb.ty.text(),
+                fc.ty.text(),
+                fc.ty.text()
+            ),
+        );
+        let d = self.cast(&fd, Ty::Array(2, Box::new(f2)));
+        let mut out = vec![];
+        for i in 0..2 {
+            let v = self.extractvalue(&d, i);
+            out.push(self.extractelement(&v, 0));
+            out.push(self.extractelement(&v, 1));
+        }
+        out
+    }
+
+    /// `nvgpu.device_async_copy` of `elems` elements (16 bytes: `cp.async.cg`, bypassing
+    /// L1) from `src[si]` to `dst[di]`; only the first `src_elems` are read, the rest of the
+    /// 16 bytes are zero-filled. Returns the copy's token.
+    pub fn nvgpu_async_copy(&mut self, src: &Reg, si: &Reg, dst: &Reg, di: &Reg, elems: i64, src_elems: &Reg) -> Reg {
+        self.def(
+            Ty::AsyncToken,
+            format!(
+                "nvgpu.device_async_copy {src}[{si}], {dst}[{di}], {elems}, {src_elems} {{bypassL1}} : {} to {}",
+                src.ty.text(),
+                dst.ty.text()
+            ),
+        )
+    }
+
+    /// `nvgpu.device_async_create_group`: commits the copies of `tokens` as one group.
+    pub fn nvgpu_async_group(&mut self, tokens: &[Reg]) -> Reg {
+        let names: Vec<&str> = tokens.iter().map(|t| t.name.as_str()).collect();
+        self.def(Ty::AsyncToken, format!("nvgpu.device_async_create_group {}", names.join(", ")))
+    }
+
+    /// `nvgpu.device_async_wait`: waits until at most `pending` groups are in flight.
+    pub fn nvgpu_async_wait(&mut self, group: &Reg, pending: u32) {
+        self.line(format!("nvgpu.device_async_wait {group} {{numGroups = {pending} : i32}}"));
     }
 
     pub fn barrier(&mut self) {
@@ -487,6 +652,7 @@ impl Emitter {
 
     /// The label of a block with its arguments.
     pub fn label(&mut self, block: &str, args: &[Reg]) {
+        self.labels += 1;
         if args.is_empty() {
             let _ = writeln!(self.body, "  {block}:");
         } else {

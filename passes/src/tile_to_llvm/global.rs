@@ -24,9 +24,15 @@ fn pad_bits(p: Padding, d: DType) -> u64 {
 pub(crate) enum Access {
     Load(Padding),
     Store(Vec<Reg>),
-    /// `cp.async` of each 16-byte chunk to the shared address given for its first register;
-    /// out-of-bounds chunks are zero-filled (source size 0).
-    Async(std::collections::BTreeMap<i64, Reg>),
+    /// An asynchronous copy (`nvgpu.device_async_copy`) of each 16-byte chunk into the
+    /// shared view `dst`, at the element index given for the chunk's first register; the
+    /// source is read through the global view `src`; out-of-bounds chunks are zero-filled
+    /// (source size 0).
+    Async {
+        src: Reg,
+        dst: Reg,
+        at: std::collections::BTreeMap<i64, Reg>,
+    },
 }
 
 /// One element's access by a gather, scatter or element read.
@@ -200,17 +206,28 @@ impl Lowering<'_> {
         index: &[ValueId],
         order: &[u32],
         ty: &Type,
-        smem: std::collections::BTreeMap<i64, Reg>,
-    ) -> Result<(), Diagnostic> {
+        dst: Reg,
+        at: std::collections::BTreeMap<i64, Reg>,
+    ) -> Result<Vec<Reg>, Diagnostic> {
         let t = self.tensor(tensor)?;
         let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
         let t = view(&t, order)?;
-        self.tile_access(&t, &idx, ty, Access::Async(smem))?;
-        Ok(())
+        // The view spans the tensor's elements: 1 + Σ (extent − 1) · stride. Only the
+        // copies' subscripts are read from it; its size is for the reader of the IR.
+        let mut span = self.em.cint(1, Ty::I64);
+        for (d, s) in t.dims.iter().zip(&t.strides) {
+            let one = self.em.cint(1, Ty::I64);
+            let dm = self.em.sub(d, &one);
+            let m = self.em.mul(&dm, s);
+            span = self.em.add(&span, &m);
+        }
+        let src = self.em.memref_view(&t.ptr, Ty::of(ty.dtype()), None, 0, &span, false);
+        self.tile_access(&t, &idx, ty, Access::Async { src, dst, at })
     }
 
     /// Loads or stores one tile: per-thread base coordinates, constant per-register offsets,
-    /// predicated vector accesses.
+    /// predicated vector accesses. Returns the registers loaded, or the tokens of the
+    /// asynchronous copies.
     fn tile_access(&mut self, t: &TensorArgs, idx: &[Reg], ty: &Type, access: Access) -> Result<Vec<Reg>, Diagnostic> {
         let shape = ty.shape().to_vec();
         let d = ty.dtype();
@@ -248,6 +265,7 @@ impl Lowering<'_> {
         }
         let regs = l.regs_per_thread(&shape);
         let mut out: Vec<Option<Reg>> = vec![None; if matches!(access, Access::Load(_)) { regs as usize } else { 0 }];
+        let mut tokens = vec![];
         let ety = Ty::of(d);
         let mut r = 0;
         while r < regs {
@@ -273,7 +291,9 @@ impl Lowering<'_> {
             if let Some(o) = &owner {
                 pred = self.em.and(&pred, o);
             }
-            let addr = self.em.gep(&t.ptr, &lin, &ety);
+            let addr =
+                if matches!(access, Access::Async { .. }) { None } else { Some(self.em.gep(&t.ptr, &lin, &ety)) };
+            let addr = || addr.clone().ok_or_else(|| err("a global access without its address"));
             let nbytes = chunk * bytes;
             // Access words: 32-bit when the chunk allows, else one 16-bit (or 64-bit) element.
             let wbits = if nbytes >= 4 { (bytes * 8).max(32) } else { nbytes * 8 };
@@ -290,7 +310,7 @@ impl Lowering<'_> {
                         pat |= pb << (k * bytes * 8);
                     }
                     let outs: Vec<String> = (0..nwords).map(|_| asm.output(wty.clone())).collect();
-                    let a = asm.input(&addr);
+                    let a = asm.input(&addr()?);
                     let pr = asm.input(&pred);
                     let movs: String = outs.iter().map(|o| format!("mov.b{wbits} {o}, 0x{pat:X}; ")).collect();
                     let dst = if nwords > 1 { format!("{{{}}}", outs.join(", ")) } else { outs[0].clone() };
@@ -325,29 +345,30 @@ impl Lowering<'_> {
                             words.push(self.em.bitcast(&v, wty.clone()));
                         }
                     }
-                    let a = asm.input(&addr);
+                    let a = asm.input(&addr()?);
                     let ins: Vec<String> = words.iter().map(|w| asm.input(w)).collect();
                     let pr = asm.input(&pred);
                     let src = if nwords > 1 { format!("{{{}}}", ins.join(", ")) } else { ins[0].clone() };
                     asm.push(&format!("@{pr} st.global{vsuf}.b{wbits} [{a}], {src};"));
                     asm.emit(&mut self.em);
                 }
-                Access::Async(smem) => {
-                    let dst = smem.get(&r).ok_or_else(|| err("async copy: no shared address for a chunk"))?.clone();
+                Access::Async { src, dst, at } => {
+                    let di = at.get(&r).ok_or_else(|| err("async copy: no shared index for a chunk"))?.clone();
                     if nbytes != 16 {
                         return Err(err("async copy of a chunk that is not 16 bytes"));
                     }
-                    // Out of bounds: source size 0, the 16 bytes are zero-filled.
-                    let (c16, c0) = (self.em.ci32(16), self.em.ci32(0));
-                    let n = self.em.select(&pred, &c16, &c0);
-                    let d = asm.input(&dst);
-                    let a = asm.input(&addr);
-                    let nn = asm.input(&n);
-                    asm.push(&format!("cp.async.cg.shared.global [{d}], [{a}], 16, {nn};"));
-                    asm.emit(&mut self.em);
+                    // Out of bounds: nothing read, the 16 bytes are zero-filled.
+                    let (all, none) = (self.em.ci32(chunk), self.em.ci32(0));
+                    let n = self.em.select(&pred, &all, &none);
+                    let n = self.em.index_cast(&n);
+                    let si = self.em.index_cast(&lin);
+                    tokens.push(self.em.nvgpu_async_copy(src, &si, dst, &di, chunk, &n));
                 }
             }
             r += chunk;
+        }
+        if matches!(access, Access::Async { .. }) {
+            return Ok(tokens);
         }
         Ok(out.into_iter().flatten().collect())
     }

@@ -12,7 +12,8 @@
 //! `ldmatrix` is `.trans` when the buffer's contiguous dim is not the operand's K dim
 //! (a row-major B, V of attention; the transposed-load K of attention reads without it).
 //! Operands already in registers (P, the accumulator of the previous product) are packed two
-//! 16-bit elements per register.
+//! 16-bit elements per register. `ldmatrix`, the f16 `mma.sync` and the asynchronous copies
+//! are upstream `nvgpu` ops on memref views of the buffers ([`Lowering::smem_view`]).
 
 use super::emit::{Reg, Ty};
 use super::regs::Value;
@@ -53,14 +54,13 @@ impl Lowering<'_> {
         let cd = sl.order[0];
         let contiguous = map.contiguous_reg_bits(cd);
         let chunk = (1i64 << contiguous).min(sl.vec).min(16 / bytes).max(1);
-        let base = self.smem_base();
         let (row_t, col_t) = (self.thread_base(&l, shape, sl.order[1]), self.thread_base(&l, shape, cd));
         let ety = Ty::of(*dtype);
         let regs = self.tile(x)?;
         let mut r = 0;
         while r < regs.len() as i64 {
             let off = map.reg_offset(r);
-            let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd], &base);
+            let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd]);
             if chunk == 1 {
                 self.em.store(&regs[r as usize], &addr, bytes);
             } else {
@@ -118,26 +118,47 @@ impl Lowering<'_> {
         if chunk * bytes != 16 {
             return Err(err("async copy without 16-byte chunks"));
         }
-        let base = self.smem_base();
         let (row_t, col_t) = (self.thread_base(&l, tile, rd), self.thread_base(&l, tile, cd));
-        let mut smem = BTreeMap::new();
+        let mut at = BTreeMap::new();
         let mut r = 0;
         while r < map.num_regs() {
             let off = map.reg_offset(r);
-            let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[rd], &col_t, off[cd], &base);
-            smem.insert(r, addr);
+            let e = self.swizzled_index(sl, shape, &row_t, off[rd], &col_t, off[cd]);
+            at.insert(r, self.em.index_cast(&e));
             r += chunk;
         }
+        let view = self.smem_view(region, &ty)?;
         let tile_ty = Type::Tile { shape: tile.clone(), dtype: *dtype, layout: Some(l) };
-        self.copy_async(*tensor, index, order, &tile_ty, smem)?;
-        self.em.inline_asm("cp.async.commit_group;", "", &[], None);
+        let tokens = self.copy_async(*tensor, index, order, &tile_ty, view, at)?;
+        let group = self.em.nvgpu_async_group(&tokens);
+        self.async_groups.push((self.em.block_serial(), group));
         self.report_buffer(&ty, region, "cp.async");
         Ok(Value::SmemBuf { offset: region, ty })
     }
 
-    /// The shared address of element (row, col) of a swizzled buffer, with run-time thread
-    /// parts `row_t`/`col_t` and compile-time parts `row_c`/`col_c` (col_c a multiple of the
-    /// swizzle vector or within the thread's own vector).
+    /// `async_wait`: waits until at most `pending` groups of copies are in flight.
+    pub(crate) fn async_wait(&mut self, pending: u32) {
+        let here = self.em.block_serial();
+        // The newest group made in this block. A group committed in another block (an
+        // earlier loop iteration, a branch) has no token that dominates the wait; the wait's
+        // PTX (`cp.async.wait_group N`) names no group, so a token cast from a constant
+        // stands for it there.
+        let token = match self.async_groups.iter().rev().find(|(b, _)| *b == here) {
+            Some((_, t)) => t.clone(),
+            None => {
+                let z = self.em.ci32(0);
+                self.em.cast(&z, Ty::AsyncToken)
+            }
+        };
+        self.em.nvgpu_async_wait(&token, pending);
+        if pending == 0 {
+            self.async_groups.clear();
+        }
+    }
+
+    /// The shared address of element (row, col) of a swizzled buffer at byte `region`, with
+    /// run-time thread parts `row_t`/`col_t` and compile-time parts `row_c`/`col_c` (col_c a
+    /// multiple of the swizzle vector or within the thread's own vector).
     #[allow(clippy::too_many_arguments)]
     fn swizzled_addr(
         &mut self,
@@ -149,7 +170,26 @@ impl Lowering<'_> {
         row_c: i64,
         col_t: &Reg,
         col_c: i64,
-        base: &Reg,
+    ) -> Reg {
+        let e = self.swizzled_index(sl, shape, row_t, row_c, col_t, col_c);
+        let base = self.smem_base();
+        let b = self.em.ci32(bytes);
+        let eb = self.em.mul(&e, &b);
+        let reg = self.em.ci32(region);
+        let o = self.em.add(&eb, &reg);
+        self.em.gep(&base, &o, &Ty::I8)
+    }
+
+    /// The element index (i32) of element (row, col) in a swizzled buffer (see
+    /// [`Lowering::swizzled_addr`]).
+    fn swizzled_index(
+        &mut self,
+        sl: &SwizzledShared,
+        shape: &[i64],
+        row_t: &Reg,
+        row_c: i64,
+        col_t: &Reg,
+        col_c: i64,
     ) -> Reg {
         let cols = shape[sl.order[0]];
         let rc = self.em.ci32(row_c);
@@ -170,12 +210,28 @@ impl Lowering<'_> {
         let colsr = self.em.ci32(cols);
         let ro = self.em.mul(&row, &colsr);
         let e = self.em.add(&ro, &svo);
-        let e = self.em.add(&e, &within);
-        let b = self.em.ci32(bytes);
-        let eb = self.em.mul(&e, &b);
-        let reg = self.em.ci32(region);
-        let o = self.em.add(&eb, &reg);
-        self.em.gep(base, &o, &Ty::I8)
+        self.em.add(&e, &within)
+    }
+
+    /// The memref view (`memref<NxT, strided<[1], offset: O>, 3>`) of a buffer of `ty` at
+    /// byte `region` of the kernel's one shared buffer, made once in the prologue: the
+    /// operand of the upstream `nvgpu` ops on it.
+    pub(crate) fn smem_view(&mut self, region: i64, ty: &Type) -> Result<Reg, Diagnostic> {
+        let Type::Smem { shape, dtype, .. } = ty else { return Err(err("a shared view of a non-buffer")) };
+        let bytes = i64::from(dtype.bytes());
+        if region % bytes != 0 {
+            return Err(err(format!("shared buffer at byte {region} not aligned to its {bytes}-byte elements")));
+        }
+        let len = shape.iter().product::<i64>();
+        let key = (region, len, *dtype);
+        if let Some(v) = self.smem_views.get(&key) {
+            return Ok(v.clone());
+        }
+        let base = self.smem_base();
+        let size = self.em.cint(len, Ty::I64);
+        let v = self.em.memref_view(&base, Ty::of(*dtype), Some(len), region / bytes, &size, true);
+        self.smem_views.insert(key, v.clone());
+        Ok(v)
     }
 
     /// The `ldmatrix` reads of one operand fragment group: `blocks` are the 8×8 blocks (their
@@ -186,14 +242,13 @@ impl Lowering<'_> {
         &mut self,
         sl: &SwizzledShared,
         shape: &[i64],
-        region: i64,
+        view: &Reg,
         thread: &[Reg; 2],
         blocks: &[(i64, i64)],
         pair_dim: usize,
     ) -> Vec<Reg> {
         // Lane-dependent block choice: blocks differ by compile-time offsets, so each lane
         // adds the offset of its block, selected by the lane's bits 3-4.
-        let base = self.smem_base();
         let lane = self.lane.clone();
         let n = blocks.len();
         let c3 = self.em.ci32(3);
@@ -213,12 +268,10 @@ impl Lowering<'_> {
         let (cd, rd) = (sl.order[0], sl.order[1]);
         let mut c = [self.em.add(&thread[0], &off[0]), self.em.add(&thread[1], &off[1])];
         c[rd] = self.em.add(&c[rd], &i);
-        let bytes = 2;
-        let row = c[rd].clone();
-        let col = c[cd].clone();
-        let addr = self.swizzled_addr(sl, shape, region, bytes, &row, 0, &col, 0, &base);
+        let e = self.swizzled_index(sl, shape, &c[rd], 0, &c[cd], 0);
+        let idx = self.em.index_cast(&e);
         // Non-transposed when the buffer's contiguous dim is the dim a register pair spans.
-        self.em.ldmatrix(&addr, n, cd != pair_dim)
+        self.em.nvgpu_ldmatrix(view, &idx, n, cd != pair_dim)
     }
 
     /// Operand `op_idx` of an `mma` with accumulator layout `m`, over a tile of `shape`.
@@ -230,20 +283,11 @@ impl Lowering<'_> {
         shape: [i64; 2],
     ) -> Result<Operand, Diagnostic> {
         let lin = Layout::DotOperand { op_idx, parent: m }.to_linear(&shape);
+        // The warp's origin in the operand tile (its lanes are addressed per ldmatrix).
         let mut origin = vec![];
         for d in 0..2 {
-            let mut acc = self.em.ci32(0);
-            for run in lin.dim_terms(d).warp {
-                let w = self.warp.clone();
-                let sh = self.em.ci32(i64::from(run.shift));
-                let s = self.em.lshr(&w, &sh);
-                let mk = self.em.ci32((1 << run.bits) - 1);
-                let bits = self.em.and(&s, &mk);
-                let bb = self.em.ci32(run.base);
-                let t = self.em.mul(&bits, &bb);
-                acc = self.em.add(&acc, &t);
-            }
-            origin.push(acc);
+            let runs: Vec<_> = lin.dim_terms(d).warp.into_iter().map(|r| (self.warp.clone(), r)).collect();
+            origin.push(self.sum_of_runs(&runs));
         }
         Ok(Operand {
             val: self.get(v)?,
@@ -256,15 +300,14 @@ impl Lowering<'_> {
     /// The packed registers of the 8×8 `blocks` of an operand, in block order: one
     /// `ldmatrix` from a shared buffer, or pairs of its registers packed two per register.
     fn fragments(&mut self, op: &Operand, blocks: &[(i64, i64)], bf16: bool) -> Result<Vec<Reg>, Diagnostic> {
-        // bf16 multiplicands go as i32, f16 ones as vector<2xf16> (see `mma_m16n8k16`).
+        // bf16 multiplicands go as i32 (`mma_m16n8k16_bf16`), f16 ones as vector<2xf16>.
         let half = if bf16 { Ty::BF16 } else { Ty::F16 };
         Ok(match &op.val {
-            Value::SmemBuf { offset, ty: Type::Smem { shape, layout, .. } } => {
+            Value::SmemBuf { offset, ty: ty @ Type::Smem { shape, layout, .. } } => {
                 let (sl, shape) = (layout.clone(), shape.clone());
-                let regs = self.ldmatrix_blocks(&sl, &shape, *offset, &op.origin, blocks, op.pair_dim);
-                regs.into_iter()
-                    .map(|r| if bf16 { r } else { self.em.bitcast(&r, Ty::Vector(2, Box::new(Ty::F16))) })
-                    .collect()
+                let view = self.smem_view(*offset, ty)?;
+                let regs = self.ldmatrix_blocks(&sl, &shape, &view, &op.origin, blocks, op.pair_dim);
+                regs.into_iter().map(|r| if bf16 { self.em.bitcast(&r, Ty::I32) } else { r }).collect()
             }
             Value::Tile(regs) => {
                 let mut out = vec![];
@@ -359,7 +402,8 @@ impl Lowering<'_> {
                         })
                         .collect::<Result<_, _>>()?;
                     let c: Vec<Reg> = idx.iter().map(|&i| accr[i].clone()).collect();
-                    let d = self.em.mma_m16n8k16(af, bf, &c, bf16);
+                    let d =
+                        if bf16 { self.em.mma_m16n8k16_bf16(af, bf, &c) } else { self.em.nvgpu_mma_f16(af, bf, &c) };
                     for (i, v) in idx.into_iter().zip(d) {
                         accr[i] = v;
                     }

@@ -1,5 +1,7 @@
 //! `tile-to-llvm`: lowers a kernel whose tiles all have layouts (tilegpu) to the `llvm` and
-//! `nvvm` dialects.
+//! `nvvm` dialects, with its tensor-core ops as upstream `nvgpu` ops (the `nvgpu` stage; the
+//! pipeline's upstream `convert-nvgpu-to-nvvm, convert-arith-to-llvm,
+//! reconcile-unrealized-casts` then give the `llvm` stage).
 //!
 //! Needs: `tile-layout` (every tile typed with a layout: `#blocked`, `#slice`, `#mma`,
 //! `#dot_operand`; shared buffers with a `#swizzled_shared` one).
@@ -34,23 +36,30 @@
 //!   `flush_to_zero=true` flushes the f32 operands and result. Not lowered: `print`,
 //!   argmax/argmin.
 //! - Tensor cores ([`mma`]): `local_alloc` writes a tile into a swizzled shared buffer,
-//!   `local_load` into a `#dot_operand` is read by its `mma` per K step with `ldmatrix`,
-//!   `mma` is `mma.sync.m16n8k16` (f16/bf16 → f32). `nvvm` ops, not `nvgpu` ones: upstream
-//!   `nvgpu.ldmatrix` indexes a memref row-major and cannot address our swizzle, and
-//!   `nvgpu.mma.sync` is broken for bf16 in MLIR 22 — moving f16 to `nvgpu.mma.sync` and the
-//!   async copies to `nvgpu.device_async_copy` is still to do (issue 11).
-//!   `async_copy` is `cp.async.cg` of 16-byte chunks (source size 0 out of bounds:
-//!   zero-filled) straight into the swizzled buffer, one commit group per copy;
-//!   `async_wait` is `cp.async.wait_group` and a barrier.
+//!   `local_load` into a `#dot_operand` is read by its `mma` per K step with
+//!   `nvgpu.ldmatrix` on a memref view of the buffer (`memref<NxT, strided<[1], offset: O>,
+//!   3>` over the kernel's one shared array; each lane's subscript is its row's swizzled
+//!   element index), `mma` is `nvgpu.mma.sync` m16n8k16 f16 → f32, and `nvvm.mma.sync` for
+//!   bf16 (MLIR 22's `nvgpu.mma.sync` rejects bf16 operands). `async_copy` is one
+//!   `nvgpu.device_async_copy` per 16-byte chunk (bypassing L1; source size 0 out of bounds:
+//!   zero-filled) from a memref view of the tensor straight into the swizzled buffer, the
+//!   chunks committed as one group (`device_async_create_group`); `async_wait` is
+//!   `device_async_wait` and a barrier. The memref views and vector fragments meet the
+//!   lowering's LLVM values through `builtin.unrealized_conversion_cast`s of the types the
+//!   LLVM conversion gives them, so reconciling leaves none.
 //! - Ordered loads (`load(order=…)`) read the tensor through a permuted view: vectors run
 //!   along the tile dim that is contiguous in memory.
 //!
 //! Shared memory: every request (exchange and reduction scratch: live at one op; shared
 //! buffers: from their `local_alloc` to their last reader, to the end of a loop that reads
 //! them) is recorded by a first lowering; the offsets are then packed by liveness (first fit;
-//! one after the other when all fit under 48 KiB) and a second lowering uses them. A write
-//! to a range some thread may still be reading is preceded by a barrier; reads in a loop are
-//! followed by one.
+//! one after the other when all fit under 48 KiB) and a second lowering uses them. Barriers
+//! follow the ranges read since the last barrier along the structured control flow: every
+//! write is preceded by a barrier when it meets one of them (a read-after-write always gets
+//! one after the write), a loop body ends with one when a range it reads after its last
+//! barrier is written anywhere in it (the next iteration's write), the two branches of an
+//! `if` are followed from the same state and joined, and a loop's exit joins its entry
+//! (zero trips) with its body's end.
 //! - Gathers, scatters and element reads are one predicated scalar access per element
 //!   (every index compared unsigned with its extent: negative indices are out of bounds).
 //!
@@ -86,7 +95,7 @@ use std::fmt::Write;
 use tilec_core::layout::Layout;
 use tilec_core::target::Arch;
 use tilec_core::tir::{BinOp, Func, Op, OpKind, ReduceKind, Type, ValueId};
-use tilec_core::Diagnostic;
+use tilec_core::{DType, Diagnostic};
 
 use tilec_core::target::STATIC_SMEM_LIMIT;
 
@@ -159,9 +168,13 @@ pub(crate) struct Lowering<'f> {
     /// Bytes of `@__tilec_smem` handed out so far.
     smem: u32,
     smem_ptr: Option<Reg>,
-    /// Loops around the op being lowered (a reduction in a loop must not let the next
-    /// iteration overwrite its shared scratch before every thread has read it).
-    loop_depth: u32,
+    /// Memref views of shared buffers for the `nvgpu` ops: (byte offset, elements, dtype).
+    smem_views: BTreeMap<(i64, i64, DType), Reg>,
+    /// Groups of asynchronous copies not waited for yet: (block serial, token).
+    async_groups: Vec<(u32, Reg)>,
+    /// Per enclosing loop, innermost last: the shared ranges its body writes (a write in
+    /// the next iteration must not overtake a read of this one).
+    loop_writes: Vec<Vec<(i64, i64)>>,
     /// Position of the op being lowered in the kernel's walk order.
     pos: u32,
     /// Shared-memory requests so far: (first, last position live, bytes).
@@ -388,7 +401,9 @@ fn lower_with(
         warp,
         smem: 0,
         smem_ptr: None,
-        loop_depth: 0,
+        smem_views: BTreeMap::new(),
+        async_groups: vec![],
+        loop_writes: vec![],
         pos: 0,
         requests: vec![],
         plan,
@@ -484,7 +499,7 @@ impl Lowering<'_> {
             OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,
             OpKind::AsyncCopy { .. } => self.async_copy(op, rty.as_ref())?,
             OpKind::AsyncWait { pending } => {
-                self.em.inline_asm(&format!("cp.async.wait_group {pending};"), "", &[], None);
+                self.async_wait(*pending);
                 self.smem_written();
                 return Ok(());
             }
@@ -594,17 +609,25 @@ impl Lowering<'_> {
             let s = self.em.def_prologue(Ty::I32, format!("llvm.add {wt}, {lane_d} : i32"));
             self.em.def_prologue(Ty::I32, format!("llvm.mul {s}, {spt} : i32"))
         } else {
-            let mut acc = self.em.ci32(0);
-            for (id, run) in t.lane.iter().map(|r| (&lane, r)).chain(t.warp.iter().map(|r| (&warp, r))) {
-                let bits = self.coord_bits(id, run.shift, 1 << run.bits);
-                let base = self.em.ci32(run.base);
-                let term = self.em.def_prologue(Ty::I32, format!("llvm.mul {bits}, {base} : i32"));
-                acc = self.em.def_prologue(Ty::I32, format!("llvm.add {acc}, {term} : i32"));
-            }
-            acc
+            let runs: Vec<(Reg, tilec_core::layout::Run)> =
+                t.lane.iter().map(|r| (lane.clone(), *r)).chain(t.warp.iter().map(|r| (warp.clone(), *r))).collect();
+            self.sum_of_runs(&runs)
         };
         self.bases.insert(key, r.clone());
         r
+    }
+
+    /// `Σ ((id >> shift) & mask) · base` over bit runs of the lane or warp id, in the
+    /// prologue.
+    fn sum_of_runs(&mut self, runs: &[(Reg, tilec_core::layout::Run)]) -> Reg {
+        let mut acc = self.em.ci32(0);
+        for (id, run) in runs {
+            let bits = self.coord_bits(id, run.shift, 1 << run.bits);
+            let base = self.em.ci32(run.base);
+            let term = self.em.def_prologue(Ty::I32, format!("llvm.mul {bits}, {base} : i32"));
+            acc = self.em.def_prologue(Ty::I32, format!("llvm.add {acc}, {term} : i32"));
+        }
+        acc
     }
 
     /// `(id >> shift) & (extent - 1)` in the prologue (0 for an extent of 1).
@@ -650,9 +673,12 @@ impl Lowering<'_> {
 
     /// Before writing `[off, off + bytes)`: a barrier if a thread may still read it.
     fn smem_write_begin(&mut self, off: i64, bytes: i64) {
-        if self.pending_reads.iter().any(|&(o, b)| o < off + bytes && off < o + b) {
+        if overlaps(&self.pending_reads, off, bytes) {
             self.em.barrier();
             self.pending_reads.clear();
+        }
+        if let Some(w) = self.loop_writes.last_mut() {
+            w.push((off, bytes));
         }
     }
 
@@ -662,14 +688,39 @@ impl Lowering<'_> {
         self.pending_reads.clear();
     }
 
-    /// After reading `[off, off + bytes)`: in a loop, a barrier (the next iteration may
-    /// write it); else remembered for [`Lowering::smem_write_begin`].
+    /// After reading `[off, off + bytes)`: remembered for [`Lowering::smem_write_begin`] and
+    /// for the end of an enclosing loop ([`Lowering::smem_loop_end`]).
     fn smem_read_done(&mut self, off: i64, bytes: i64) {
-        if self.loop_depth > 0 {
+        self.pending_reads.push((off, bytes));
+    }
+
+    /// Entering a loop body: its shared-memory writes are collected. Returns the ranges
+    /// read before the loop and not yet behind a barrier.
+    fn smem_loop_begin(&mut self) -> Vec<(i64, i64)> {
+        self.loop_writes.push(vec![]);
+        self.pending_reads.clone()
+    }
+
+    /// Leaving a loop body (before the back edge), with what [`Lowering::smem_loop_begin`]
+    /// returned. The next iteration's writes meet this iteration's last reads: a barrier
+    /// at the end of the body when a range read after the body's last barrier is written
+    /// anywhere in it (the body's own barriers cover every other pair). After the loop,
+    /// the reads still pending are those of the body's end or, for a loop that ran zero
+    /// times, those before it.
+    fn smem_loop_end(&mut self, before: Vec<(i64, i64)>) {
+        let writes = self.loop_writes.pop().unwrap_or_default();
+        if writes.iter().any(|&(o, b)| overlaps(&self.pending_reads, o, b)) {
             self.em.barrier();
             self.pending_reads.clear();
-        } else {
-            self.pending_reads.push((off, bytes));
         }
+        if let Some(outer) = self.loop_writes.last_mut() {
+            outer.extend(writes);
+        }
+        self.pending_reads.extend(before);
     }
+}
+
+/// Whether `[off, off + bytes)` meets one of `ranges`.
+fn overlaps(ranges: &[(i64, i64)], off: i64, bytes: i64) -> bool {
+    ranges.iter().any(|&(o, b)| o < off + bytes && off < o + b)
 }
