@@ -102,6 +102,12 @@ enum V {
     Scalar(f64),
     Tile(Vec<f64>),
     Tensor(usize),
+    /// Stage `index` of the ring of buffers `ring` (whose value is the `Tile` of every
+    /// stage, one after the other): copies into it write the ring in place.
+    Stage {
+        ring: ValueId,
+        index: usize,
+    },
 }
 
 /// Rounds `v` to what dtype `d` can hold (round to nearest even; ints wrap).
@@ -245,6 +251,37 @@ impl Machine<'_> {
         }
     }
 
+    /// The elements of a shared buffer: a tile, or one stage of a ring.
+    fn buffer(&self, v: ValueId) -> Result<Vec<f64>, InterpError> {
+        match self.get(v)? {
+            V::Tile(t) => Ok(t.clone()),
+            V::Stage { ring, index } => {
+                let per: i64 = self.ty(v).shape().iter().product();
+                let (a, b) = (*index * per as usize, (*index + 1) * per as usize);
+                self.tile(*ring)?.get(a..b).map(<[f64]>::to_vec).ok_or_else(|| ill("a stage past its ring"))
+            }
+            _ => Err(ill(format!("%{} is not a shared buffer", v.0))),
+        }
+    }
+
+    /// Writes `vals` (rounded to the ring's dtype) into the stage view `v`.
+    fn write_stage(&mut self, v: ValueId, vals: Vec<f64>) -> Result<(), InterpError> {
+        let V::Stage { ring, index } = *self.get(v)? else {
+            return Err(ill(format!("%{} is not a stage of a ring", v.0)));
+        };
+        let d = self.ty(ring).dtype();
+        let per = vals.len();
+        match self.vals.get_mut(&ring) {
+            Some(V::Tile(t)) if t.len() >= (index + 1) * per => {
+                for (slot, x) in t[index * per..(index + 1) * per].iter_mut().zip(vals) {
+                    *slot = round_to(x, d);
+                }
+                Ok(())
+            }
+            _ => Err(ill("a stage past its ring")),
+        }
+    }
+
     fn tensor(&self, v: ValueId) -> Result<usize, InterpError> {
         match self.get(v)? {
             V::Tensor(i) => Ok(*i),
@@ -267,7 +304,7 @@ impl Machine<'_> {
         Ok(match self.get(a)? {
             V::Scalar(x) => V::Scalar(f(*x)),
             V::Tile(x) => V::Tile(x.iter().map(|p| f(*p)).collect()),
-            V::Tensor(_) => return Err(ill("elementwise op on a tensor")),
+            V::Tensor(_) | V::Stage { .. } => return Err(ill("elementwise op on a tensor or a shared buffer")),
         })
     }
 
@@ -437,12 +474,29 @@ impl Machine<'_> {
                     .collect();
                 self.set(op, V::Tile(out))
             }
-            OpKind::Reshape(x)
-            | OpKind::ConvertLayout { value: x, .. }
-            | OpKind::LocalAlloc { value: x }
-            | OpKind::LocalLoad { buf: x } => {
+            OpKind::Reshape(x) | OpKind::ConvertLayout { value: x, .. } | OpKind::LocalAlloc { value: x } => {
                 let t = self.tile(*x)?.to_vec();
                 self.set(op, V::Tile(t))
+            }
+            OpKind::LocalLoad { buf } => {
+                let t = self.buffer(*buf)?;
+                self.set(op, V::Tile(t))
+            }
+            OpKind::StagesAlloc => {
+                // Undefined until copied into: NaN shows a read of a stage never filled.
+                let n: i64 = self.rty(op)?.shape().iter().product();
+                self.set(op, V::Tile(vec![f64::NAN; n as usize]))
+            }
+            OpKind::Stage { buf, index } => {
+                let stages = self.ty(*buf).shape().first().copied().unwrap_or(0);
+                let i = self.scalar(*index)?;
+                if !(0.0..stages as f64).contains(&i) {
+                    return Err(ill(format!("stage {i} of a ring of {stages}")));
+                }
+                if !matches!(self.get(*buf)?, V::Tile(_)) {
+                    return Err(ill(format!("%{} is not a ring of buffers", buf.0)));
+                }
+                self.set(op, V::Stage { ring: *buf, index: i as usize })
             }
             OpKind::Permute { value, perm } => {
                 let src_shape = self.ty(*value).shape().to_vec();
@@ -516,7 +570,10 @@ impl Machine<'_> {
                         Self::element_offset(t, &c).map(|o| Self::read(t, o)).unwrap_or(pad)
                     })
                     .collect();
-                self.set(op, V::Tile(out))
+                match &op.kind {
+                    OpKind::AsyncCopy { dst: Some(d), .. } => self.write_stage(*d, out),
+                    _ => self.set(op, V::Tile(out)),
+                }
             }
             OpKind::Store { tensor, index, tile } => {
                 let ti = self.tensor(*tensor)?;
@@ -581,6 +638,7 @@ impl Machine<'_> {
                         V::Scalar(x) => line.push_str(&format!(" {x}")),
                         V::Tile(t) => line.push_str(&format!(" {t:?}")),
                         V::Tensor(_) => line.push_str(" <tensor>"),
+                        V::Stage { index, .. } => line.push_str(&format!(" <stage {index}>")),
                     }
                 }
                 let line = format!("block {:?}: {line}", self.bid);

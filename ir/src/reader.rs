@@ -295,9 +295,18 @@ impl Reader<'_> {
                     let scratch = tilec_core::layout::Shared::parse(&text).ok_or_else(|| bad("bad scratch layout"))?;
                     OpKind::ConvertLayout { value: operands[0], scratch }
                 }
-                "tilegpu.async_copy" => {
-                    let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                "tilegpu.async_copy" | "tilegpu.async_copy_into" => {
+                    // `async_copy_into` names the buffer it fills first.
+                    let (dst, rest) = match name {
+                        "tilegpu.async_copy_into" => {
+                            let (d, rest) = operands.split_first().ok_or_else(|| bad("no destination operand"))?;
+                            (Some(*d), rest)
+                        }
+                        _ => (None, &operands[..]),
+                    };
+                    let (tensor, index) = rest.split_first().ok_or_else(|| bad("no tensor operand"))?;
                     OpKind::AsyncCopy {
+                        dst,
                         tensor: *tensor,
                         index: index.to_vec(),
                         padding: padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?,
@@ -312,6 +321,14 @@ impl Reader<'_> {
                 "tilegpu.local_alloc" => {
                     arity(1)?;
                     OpKind::LocalAlloc { value: operands[0] }
+                }
+                "tilegpu.stages_alloc" => {
+                    arity(0)?;
+                    OpKind::StagesAlloc
+                }
+                "tilegpu.stage" => {
+                    arity(2)?;
+                    OpKind::Stage { buf: operands[0], index: operands[1] }
                 }
                 "tilegpu.local_load" => {
                     arity(1)?;

@@ -59,6 +59,32 @@ irdl.dialect @tilegpu {
     irdl.results(result: %r)
     irdl.attributes { "padding" = %pad, "order" = %order, "tile" = %tile, "latency" = %lat }
   }
+  // The same copy into a buffer given (a stage of a ring), without a result.
+  irdl.operation @async_copy_into {
+    %dst = irdl.base "!builtin.memref"
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %pad = irdl.base "#builtin.string"
+    %order = irdl.base "#builtin.dense_array"
+    %tile = irdl.base "#builtin.dense_array"
+    %lat = irdl.base "#builtin.integer"
+    irdl.operands(dst: %dst, tensor: %mem, index: variadic %i32)
+    irdl.attributes { "padding" = %pad, "order" = %order, "tile" = %tile, "latency" = %lat }
+  }
+  // A ring of S shared buffers, memref<SxMxNxT, #tilegpu.swizzled_shared<...>>, for the
+  // stages of a pipelined loop; undefined until copied into.
+  irdl.operation @stages_alloc {
+    %r = irdl.base "!builtin.memref"
+    irdl.results(result: %r)
+  }
+  // Stage `index` of a ring: an MxN buffer view.
+  irdl.operation @stage {
+    %a = irdl.base "!builtin.memref"
+    %i = irdl.is i32
+    %r = irdl.base "!builtin.memref"
+    irdl.operands(buf: %a, index: %i)
+    irdl.results(result: %r)
+  }
   // Waits until at most `pending` copy groups are in flight, then a block barrier.
   irdl.operation @async_wait {
     %p = irdl.base "#builtin.integer"

@@ -32,7 +32,8 @@ pub enum Type {
     Tile { shape: Vec<i64>, dtype: DType, layout: Option<Layout> },
     /// A tile held in shared memory (`tilegpu` only), laid out by a swizzle: printed as
     /// `memref<MxNxT, #tilegpu.swizzled_shared<…>>` (the layout in the memory-space slot,
-    /// which MLIR allows for any non-builtin attribute).
+    /// which MLIR allows for any non-builtin attribute); a ring of S such buffers
+    /// (`StagesAlloc`) is `memref<SxMxNxT, …>`, the swizzle applying to each stage.
     Smem { shape: Vec<i64>, dtype: DType, layout: SwizzledShared },
 }
 
@@ -83,7 +84,8 @@ impl Type {
                 let dtype = DType::parse(dims.pop()?)?;
                 let shape =
                     dims.iter().map(|d| d.parse::<i64>().ok().filter(|n| *n > 0)).collect::<Option<Vec<_>>>()?;
-                return (shape.len() == 2).then_some(Type::Smem { shape, dtype, layout });
+                // M×N, or S×M×N for a ring of S stages.
+                return (shape.len() == 2 || shape.len() == 3).then_some(Type::Smem { shape, dtype, layout });
             }
             let (shape, _strides) = inner.split_once(", strided<")?;
             let mut dims: Vec<&str> = shape.split('x').collect();

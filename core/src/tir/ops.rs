@@ -110,11 +110,25 @@ pub enum OpKind {
     LocalAlloc {
         value: ValueId,
     },
-    /// A new shared-memory buffer filled asynchronously (`tilegpu` only) with tile `index`
-    /// of `tensor` viewed in `order` (as `Load`; the tile's full shape is `tile`, the buffer
-    /// holds it without its unit dims); out-of-bounds elements are `padding`. Issues one
-    /// group of copies; the buffer may be read only after an `AsyncWait` covering it.
+    /// A ring of shared-memory buffers (`tilegpu` only): the result is a
+    /// `memref<SxMxNxT, #tilegpu.swizzled_shared<…>>` of S stages, each an M×N buffer with
+    /// the swizzle; its contents are undefined until copied into. `tile-pipeline` rotates
+    /// the copies of a loop's loads through the stages.
+    StagesAlloc,
+    /// Stage `index` (an i32 in `[0, S)`) of a ring of buffers: the M×N buffer view that an
+    /// `AsyncCopy` with `dst` fills and a `LocalLoad` reads.
+    Stage {
+        buf: ValueId,
+        index: ValueId,
+    },
+    /// An asynchronous copy (`tilegpu` only) of tile `index` of `tensor` viewed in `order`
+    /// (as `Load`; the tile's full shape is `tile`, a buffer holds it without its unit dims);
+    /// out-of-bounds elements are `padding`. Without `dst` the result is a new buffer
+    /// (`tilegpu.async_copy`); with `dst` (a `Stage` view) it fills that buffer and has no
+    /// result (`tilegpu.async_copy_into`). Issues one group of copies; the buffer may be read
+    /// only after an `AsyncWait` covering it.
     AsyncCopy {
+        dst: Option<ValueId>,
         tensor: ValueId,
         index: Vec<ValueId>,
         padding: Padding,
@@ -201,9 +215,12 @@ impl OpKind {
             OpKind::Select { cond, a, b } => vec![*cond, *a, *b],
             OpKind::Mma { a, b, acc } => vec![*a, *b, *acc],
             OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
-            OpKind::AsyncWait { .. } => vec![],
+            OpKind::AsyncWait { .. } | OpKind::StagesAlloc => vec![],
+            OpKind::Stage { buf, index } => vec![*buf, *index],
+            OpKind::AsyncCopy { dst, tensor, index, .. } => {
+                dst.iter().copied().chain(std::iter::once(*tensor)).chain(index.iter().copied()).collect()
+            }
             OpKind::Load { tensor, index, .. }
-            | OpKind::AsyncCopy { tensor, index, .. }
             | OpKind::Gather { tensor, index, .. }
             | OpKind::Element { tensor, index } => std::iter::once(*tensor).chain(index.iter().copied()).collect(),
             OpKind::Store { tensor, index, tile } | OpKind::Scatter { tensor, index, tile } => {

@@ -258,21 +258,31 @@ impl Printer<'_> {
                 scratch.to_mlir(),
                 t(x)
             ),
-            OpKind::AsyncCopy { tensor, index, padding, order, tile, latency } => {
-                let mut args = vec![n(tensor)];
+            OpKind::AsyncCopy { dst, tensor, index, padding, order, tile, latency } => {
+                let mut args: Vec<String> = dst.iter().map(n).collect();
+                args.push(n(tensor));
                 args.extend(index.iter().map(n));
-                let mut tys = vec![t(tensor)];
+                let mut tys: Vec<String> = dst.iter().map(t).collect();
+                tys.push(t(tensor));
                 tys.extend(index.iter().map(t));
                 let o: Vec<String> = order.iter().map(|x| x.to_string()).collect();
                 let sh: Vec<String> = tile.iter().map(|x| x.to_string()).collect();
+                let (name, rty) = match dst {
+                    Some(_) => ("\"tilegpu.async_copy_into\"", "()".to_string()),
+                    None => ("\"tilegpu.async_copy\"", rty),
+                };
                 format!(
-                    "\"tilegpu.async_copy\"({}) {{latency = {latency} : i32, order = array<i32: {}>, padding = \"{}\", tile = array<i64: {}>}} : ({}) -> {rty}",
+                    "{name}({}) {{latency = {latency} : i32, order = array<i32: {}>, padding = \"{}\", tile = array<i64: {}>}} : ({}) -> {rty}",
                     args.join(", "),
                     o.join(", "),
                     padding.name(),
                     sh.join(", "),
                     tys.join(", ")
                 )
+            }
+            OpKind::StagesAlloc => format!("\"tilegpu.stages_alloc\"() : () -> {rty}"),
+            OpKind::Stage { buf, index } => {
+                format!("\"tilegpu.stage\"({}, {}) : ({}, {}) -> {rty}", n(buf), n(index), t(buf), t(index))
             }
             OpKind::AsyncWait { pending } => {
                 format!("\"tilegpu.async_wait\"() {{pending = {pending} : i32}} : () -> ()")

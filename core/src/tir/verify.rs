@@ -163,6 +163,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             | OpKind::For { .. }
             | OpKind::If { .. }
             | OpKind::AsyncWait { .. }
+            | OpKind::AsyncCopy { dst: Some(_), .. }
     );
     if want_result != rty.is_some() {
         return fail(if want_result {
@@ -346,7 +347,12 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a layout conversion of {} to {}", a.to_mlir(), r.to_mlir()));
             }
         }
-        OpKind::AsyncCopy { tensor, index, order, tile, .. } => {
+        OpKind::AsyncCopy { dst, tensor, index, order, tile, .. } => {
+            // The buffer filled: the result, or the stage view given.
+            let r = match dst {
+                Some(d) => u(*d)?,
+                None => r.clone(),
+            };
             let Type::Tensor { dtype, rank } = u(*tensor)? else {
                 return fail("an async copy from a non-tensor".into());
             };
@@ -361,12 +367,28 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             let ok = index.len() == rank
                 && tile.len() == rank
                 && o == (0..rank as u32).collect::<Vec<_>>()
-                && matches!(&r, Type::Smem { shape, dtype: d, .. } if *d == dtype && shape.iter().copied().filter(|&x| x != 1).eq(squeezed.iter().copied()));
+                && matches!(&r, Type::Smem { shape, dtype: d, .. } if *d == dtype && shape.len() == 2 && shape.iter().copied().filter(|&x| x != 1).eq(squeezed.iter().copied()));
             if !ok {
                 return fail(format!("an async copy of a {tile:?} tile of a rank-{rank} tensor into {}", r.to_mlir()));
             }
         }
         OpKind::AsyncWait { .. } => {}
+        OpKind::StagesAlloc => {
+            if !matches!(&r, Type::Smem { shape, .. } if shape.len() == 3) {
+                return fail(format!("a ring of stages must be a memref<SxMxNxT, …>, not {}", r.to_mlir()));
+            }
+        }
+        OpKind::Stage { buf, index } => {
+            let a = u(*buf)?;
+            if u(*index)? != Type::Scalar(DType::I32) {
+                return fail("a stage index is an i32 scalar".into());
+            }
+            let ok = matches!((&a, &r), (Type::Smem { shape: s, dtype: d, layout: l }, Type::Smem { shape, dtype, layout })
+                if s.len() == 3 && s[1..] == shape[..] && d == dtype && l == layout);
+            if !ok {
+                return fail(format!("a stage of {} as {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
         OpKind::LocalAlloc { value } => {
             let a = u(*value)?;
             let ok = matches!(&r, Type::Smem { shape, dtype, .. } if shape_of(&a) == Some(&shape[..]) && a.dtype() == *dtype);

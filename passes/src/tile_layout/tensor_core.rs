@@ -363,7 +363,7 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
                 Some((OpKind::Load { tensor, index, padding, order, latency }, lv, rv)) => {
                     // Global → shared without registers, then wait (no pipelining yet).
                     let tile = func.ty(lv).shape().to_vec();
-                    let kind = OpKind::AsyncCopy { tensor, index, padding, order, tile, latency };
+                    let kind = OpKind::AsyncCopy { dst: None, tensor, index, padding, order, tile, latency };
                     ops.push(Op { kind, result: Some(buf), span: None });
                     ops.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
                     plan.remove.insert(lv);

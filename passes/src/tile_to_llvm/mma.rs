@@ -74,7 +74,7 @@ impl Lowering<'_> {
         }
         self.smem_written();
         self.report_buffer(&ty, region, "registers");
-        Ok(Value::SmemBuf { offset: region, ty })
+        Ok(Value::SmemBuf { offset: region, ty, ring: None })
     }
 
     /// A `--report` line for a shared buffer: size, place, swizzle, how it is filled, and the
@@ -82,7 +82,9 @@ impl Lowering<'_> {
     fn report_buffer(&mut self, ty: &Type, region: i64, filled_by: &str) {
         if let Type::Smem { shape, dtype, layout } = ty {
             let bytes = shape.iter().product::<i64>() * i64::from(dtype.bytes());
-            let conflicts = layout.ldmatrix_conflicts(shape, i64::from(dtype.bytes()));
+            // A ring's stages are laid out alike: the model reads one.
+            let conflicts =
+                layout.ldmatrix_conflicts(&shape[shape.len().saturating_sub(2)..], i64::from(dtype.bytes()));
             self.report.push(format!(
                 "buffer {shape:?} {dtype}: {bytes} B at {region}, swizzle vec {} perPhase {} maxPhase {} order {:?}, filled by {filled_by}; ldmatrix bank conflicts {conflicts} (CPU model)",
                 layout.vec, layout.per_phase, layout.max_phase, layout.order
@@ -94,16 +96,37 @@ impl Lowering<'_> {
     /// The copy is spread over the block like a coalesced load of the tile (16-byte chunks;
     /// `tile-layout` only makes async copies where they are).
     pub(crate) fn async_copy(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let ty = rty.ok_or_else(|| err("async_copy without result"))?.clone();
+        let total = ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes());
+        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
+        let region = self.smem_alloc(total, end)?;
+        let buf = Value::SmemBuf { offset: region, ty: ty.clone(), ring: None };
+        self.copy_into(op, &buf)?;
+        self.report_buffer(&ty, region, "cp.async");
+        Ok(buf)
+    }
+
+    /// `async_copy_into`: the same copy into a buffer given (a stage of a ring).
+    pub(crate) fn async_copy_into(&mut self, op: &Op, dst: Value) -> Result<(), Diagnostic> {
+        self.copy_into(op, &dst)
+    }
+
+    /// The copies of an `async_copy` into `buf`, committed as one group.
+    fn copy_into(&mut self, op: &Op, buf: &Value) -> Result<(), Diagnostic> {
         let OpKind::AsyncCopy { tensor, index, order, tile, .. } = &op.kind else {
             return Err(err("not an async copy"));
         };
-        let ty = rty.ok_or_else(|| err("async_copy without result"))?.clone();
-        let Type::Smem { shape, dtype, layout: sl } = &ty else { return Err(err("async_copy to a non-buffer")) };
+        let Value::SmemBuf { offset: region, ty: ty @ Type::Smem { shape, dtype, layout: sl }, ring } = buf else {
+            return Err(err("async copy into a non-buffer"));
+        };
         let bytes = i64::from(dtype.bytes());
-        let total = shape.iter().product::<i64>() * bytes;
-        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
-        let region = self.smem_alloc(total, end)?;
-        self.smem_write_begin(region, total);
+        // A stage's index is known at run time only: the write is to the whole ring.
+        let (span_ty, first) = match ring {
+            Some(r) => (&r.ty, Some(r.first.clone())),
+            None => (ty, None),
+        };
+        let span = span_ty.shape().iter().product::<i64>() * bytes;
+        self.smem_write_begin(*region, span);
         let warps = i64::from(self.func.num_warps);
         let b = tilec_core::layout::Blocked::for_load(tile, dtype.bytes(), warps, order)
             .map_err(|e| err(format!("async copy: {e}")))?;
@@ -123,17 +146,42 @@ impl Lowering<'_> {
         let mut r = 0;
         while r < map.num_regs() {
             let off = map.reg_offset(r);
-            let e = self.swizzled_index(sl, shape, &row_t, off[rd], &col_t, off[cd]);
+            let mut e = self.swizzled_index(sl, shape, &row_t, off[rd], &col_t, off[cd]);
+            if let Some(f) = &first {
+                e = self.em.add(&e, f);
+            }
             at.insert(r, self.em.index_cast(&e));
             r += chunk;
         }
-        let view = self.smem_view(region, &ty)?;
+        let view = self.smem_view(*region, span_ty)?;
         let tile_ty = Type::Tile { shape: tile.clone(), dtype: *dtype, layout: Some(l) };
         let tokens = self.copy_async(*tensor, index, order, &tile_ty, view, at)?;
         let group = self.em.nvgpu_async_group(&tokens);
         self.async_groups.push((self.em.block_serial(), group));
-        self.report_buffer(&ty, region, "cp.async");
-        Ok(Value::SmemBuf { offset: region, ty })
+        Ok(())
+    }
+
+    /// `stages_alloc`: a ring of S buffers, one region of S times a stage's bytes, alive
+    /// until the last use of any stage. Nothing is written.
+    pub(crate) fn stages_alloc(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let ty = rty.ok_or_else(|| err("stages_alloc without result"))?.clone();
+        let total = ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes());
+        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
+        let region = self.smem_alloc(total, end)?;
+        self.report_buffer(&ty, region, "async copies into its stages");
+        Ok(Value::SmemBuf { offset: region, ty, ring: None })
+    }
+
+    /// `stage`: the view of stage `index` of a ring (its first element at `index · M · N`).
+    pub(crate) fn stage(&mut self, buf: ValueId, index: ValueId, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let ty = rty.ok_or_else(|| err("stage without result"))?.clone();
+        let Value::SmemBuf { offset, ty: ring_ty, ring: None } = self.get(buf)? else {
+            return Err(err("a stage of something that is not a ring of buffers"));
+        };
+        let i = self.scalar(index)?;
+        let per = self.em.ci32(ty.shape().iter().product::<i64>());
+        let first = self.em.mul(&i, &per);
+        Ok(Value::SmemBuf { offset, ty, ring: Some(super::regs::Ring { ty: ring_ty, first }) })
     }
 
     /// `async_wait`: waits until at most `pending` groups of copies are in flight.
@@ -242,7 +290,7 @@ impl Lowering<'_> {
         &mut self,
         sl: &SwizzledShared,
         shape: &[i64],
-        view: &Reg,
+        (view, first): (&Reg, Option<&Reg>),
         thread: &[Reg; 2],
         blocks: &[(i64, i64)],
         pair_dim: usize,
@@ -268,7 +316,10 @@ impl Lowering<'_> {
         let (cd, rd) = (sl.order[0], sl.order[1]);
         let mut c = [self.em.add(&thread[0], &off[0]), self.em.add(&thread[1], &off[1])];
         c[rd] = self.em.add(&c[rd], &i);
-        let e = self.swizzled_index(sl, shape, &c[rd], 0, &c[cd], 0);
+        let mut e = self.swizzled_index(sl, shape, &c[rd], 0, &c[cd], 0);
+        if let Some(f) = first {
+            e = self.em.add(&e, f);
+        }
         let idx = self.em.index_cast(&e);
         // Non-transposed when the buffer's contiguous dim is the dim a register pair spans.
         self.em.nvgpu_ldmatrix(view, &idx, n, cd != pair_dim)
@@ -303,10 +354,12 @@ impl Lowering<'_> {
         // bf16 multiplicands go as i32 (`mma_m16n8k16_bf16`), f16 ones as vector<2xf16>.
         let half = if bf16 { Ty::BF16 } else { Ty::F16 };
         Ok(match &op.val {
-            Value::SmemBuf { offset, ty: ty @ Type::Smem { shape, layout, .. } } => {
+            Value::SmemBuf { offset, ty: ty @ Type::Smem { shape, layout, .. }, ring } => {
                 let (sl, shape) = (layout.clone(), shape.clone());
-                let view = self.smem_view(*offset, ty)?;
-                let regs = self.ldmatrix_blocks(&sl, &shape, &view, &op.origin, blocks, op.pair_dim);
+                // A stage is read through the view of its ring, from the stage's first element.
+                let view = self.smem_view(*offset, ring.as_ref().map_or(ty, |r| &r.ty))?;
+                let first = ring.as_ref().map(|r| r.first.clone());
+                let regs = self.ldmatrix_blocks(&sl, &shape, (&view, first.as_ref()), &op.origin, blocks, op.pair_dim);
                 regs.into_iter().map(|r| if bf16 { self.em.bitcast(&r, Ty::I32) } else { r }).collect()
             }
             Value::Tile(regs) => {
@@ -411,8 +464,10 @@ impl Lowering<'_> {
             }
         }
         for op in &ops {
-            if let Value::SmemBuf { offset, ty } = &op.val {
-                let bytes = ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes());
+            if let Value::SmemBuf { offset, ty, ring } = &op.val {
+                // A stage's index is known at run time only: the read is of the whole ring.
+                let t = ring.as_ref().map_or(ty, |r| &r.ty);
+                let bytes = t.shape().iter().product::<i64>() * i64::from(t.dtype().bytes());
                 self.smem_read_done(*offset, bytes);
             }
         }

@@ -44,7 +44,10 @@
 //!   `nvgpu.device_async_copy` per 16-byte chunk (bypassing L1; source size 0 out of bounds:
 //!   zero-filled) from a memref view of the tensor straight into the swizzled buffer, the
 //!   chunks committed as one group (`device_async_create_group`); `async_wait` is
-//!   `device_async_wait` and a barrier. The memref views and vector fragments meet the
+//!   `device_async_wait` and a barrier. A ring of stages (`stages_alloc`) is one region
+//!   of S buffers; `stage` is a view whose first element is `index · M · N` (run time),
+//!   read and filled (`async_copy_into`) through the ring's memref view; the barrier
+//!   analysis treats a stage as its whole ring. The memref views and vector fragments meet the
 //!   lowering's LLVM values through `builtin.unrealized_conversion_cast`s of the types the
 //!   LLVM conversion gives them, so reconciling leaves none.
 //! - Ordered loads (`load(order=…)`) read the tensor through a permuted view: vectors run
@@ -200,21 +203,41 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
         uses: Vec<(ValueId, u32, Vec<u32>)>,
         loops: Vec<u32>,
         loop_end: BTreeMap<u32, u32>,
+        /// Stage views → their ring.
+        alias: BTreeMap<ValueId, ValueId>,
+    }
+    impl Walk {
+        fn root(&self, v: ValueId) -> ValueId {
+            self.alias.get(&v).copied().unwrap_or(v)
+        }
     }
     fn go(w: &mut Walk, ops: &[Op]) {
         for op in ops {
             w.pos += 1;
             let here = w.pos;
             match &op.kind {
-                OpKind::LocalAlloc { .. } | OpKind::AsyncCopy { .. } => {
+                OpKind::LocalAlloc { .. } | OpKind::AsyncCopy { dst: None, .. } | OpKind::StagesAlloc => {
                     if let Some(r) = op.result {
                         w.def.insert(r, (here, w.loops.clone()));
                     }
                 }
-                OpKind::LocalLoad { buf } => {
-                    w.uses.push((*buf, here, w.loops.clone()));
+                // A stage is its ring: copying into it or reading it keeps the ring alive.
+                OpKind::Stage { buf, .. } => {
+                    let root = w.root(*buf);
+                    w.uses.push((root, here, w.loops.clone()));
                     if let Some(r) = op.result {
-                        w.readers.entry(r).or_default().push(*buf);
+                        w.alias.insert(r, root);
+                    }
+                }
+                OpKind::AsyncCopy { dst: Some(d), .. } => {
+                    let root = w.root(*d);
+                    w.uses.push((root, here, w.loops.clone()));
+                }
+                OpKind::LocalLoad { buf } => {
+                    let root = w.root(*buf);
+                    w.uses.push((root, here, w.loops.clone()));
+                    if let Some(r) = op.result {
+                        w.readers.entry(r).or_default().push(root);
                     }
                 }
                 OpKind::Mma { a, b, .. } => {
@@ -250,6 +273,7 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
         uses: vec![],
         loops: vec![],
         loop_end: BTreeMap::new(),
+        alias: BTreeMap::new(),
     };
     go(&mut w, &func.ops);
     let mut ends = BTreeMap::new();
@@ -497,7 +521,14 @@ impl Lowering<'_> {
                 self.exchange_op(op, rty.as_ref())?
             }
             OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,
-            OpKind::AsyncCopy { .. } => self.async_copy(op, rty.as_ref())?,
+            OpKind::AsyncCopy { dst: None, .. } => self.async_copy(op, rty.as_ref())?,
+            OpKind::AsyncCopy { dst: Some(d), .. } => {
+                let dst = self.get(*d)?;
+                self.async_copy_into(op, dst)?;
+                return Ok(());
+            }
+            OpKind::StagesAlloc => self.stages_alloc(op, rty.as_ref())?,
+            OpKind::Stage { buf, index } => self.stage(*buf, *index, rty.as_ref())?,
             OpKind::AsyncWait { pending } => {
                 self.async_wait(*pending);
                 self.smem_written();

@@ -32,7 +32,17 @@ pub(crate) enum Value {
     SmemBuf {
         offset: i64,
         ty: tilec_core::tir::Type,
+        /// For one stage of a ring (`tilegpu.stage`): the ring, starting at `offset`.
+        ring: Option<Ring>,
     },
+}
+
+/// The ring a stage view belongs to: its type (S×M×N) and the element index of the
+/// stage's first element in it (run time: the stage index is an SSA value).
+#[derive(Clone, Debug)]
+pub(crate) struct Ring {
+    pub ty: tilec_core::tir::Type,
+    pub first: Reg,
 }
 
 impl Lowering<'_> {
