@@ -81,6 +81,11 @@ fn a_ring_of_stages_interprets_like_a_matmul() {
         let e = tilec_core::tir::verify::verify(&f, tilec_core::tir::verify::Level::TileGpu).unwrap_err();
         assert!(e.message.contains(says), "{}", e.message);
     }
+    // A ring larger than any tile the IR may hold (the interpreter would allocate it).
+    let huge = text.replace("memref<2x16x16xf16", "memref<65536x16x16xf16");
+    let f = mlir.read(&huge, "tilegpu", None).unwrap();
+    let e = tilec_core::tir::verify::verify(&f, tilec_core::tir::verify::Level::TileGpu).unwrap_err();
+    assert!(e.message.contains("a shared buffer of shape [65536, 16, 16]"), "{}", e.message);
     for k in [48i64, 40] {
         let a: Vec<f64> = (0..16 * k).map(|i| ((i * 7 % 13) as f64 - 6.0) / 8.0).collect();
         let b: Vec<f64> = (0..k * 8).map(|i| ((i * 5 % 11) as f64 - 5.0) / 4.0).collect();

@@ -76,6 +76,14 @@ fn check_type(func: &Func, t: &Type, level: Level) -> Result<(), String> {
                 _ => Ok(()),
             }
         }
+        Type::Smem { shape, .. } => {
+            // M×N, or a ring S×M×N; no larger than a tile (the interpreter holds it).
+            let n = shape.iter().try_fold(1i64, |a, &d| if d > 0 { a.checked_mul(d) } else { None });
+            if !(2..=3).contains(&shape.len()) || n.is_none_or(|n| n > MAX_TILE_ELEMENTS) {
+                return Err(format!("a shared buffer of shape {shape:?}"));
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
 }
