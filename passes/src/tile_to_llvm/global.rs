@@ -214,9 +214,9 @@ impl Lowering<'_> {
         let t = view(&t, order)?;
         // The view spans the tensor's elements: 1 + Σ (extent − 1) · stride. Only the
         // copies' subscripts are read from it; its size is for the reader of the IR.
-        let mut span = self.em.cint(1, Ty::I64);
+        let one = self.em.cint(1, Ty::I64);
+        let mut span = one.clone();
         for (d, s) in t.dims.iter().zip(&t.strides) {
-            let one = self.em.cint(1, Ty::I64);
             let dm = self.em.sub(d, &one);
             let m = self.em.mul(&dm, s);
             span = self.em.add(&span, &m);

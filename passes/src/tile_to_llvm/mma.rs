@@ -46,9 +46,7 @@ impl Lowering<'_> {
         let xty = self.func.ty(x).clone();
         let l = xty.layout().ok_or_else(|| err("local_alloc of a tile without layout"))?.clone();
         let bytes = i64::from(dtype.bytes());
-        let total = shape.iter().product::<i64>() * bytes;
-        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
-        let region = self.smem_alloc(total, end)?;
+        let (region, total) = self.buffer_region(op, &ty)?;
         self.smem_write_begin(region, total);
         let map = l.to_linear(shape);
         let cd = sl.order[0];
@@ -81,7 +79,7 @@ impl Lowering<'_> {
     /// bank conflicts of its `ldmatrix` reads in the CPU model.
     fn report_buffer(&mut self, ty: &Type, region: i64, filled_by: &str) {
         if let Type::Smem { shape, dtype, layout } = ty {
-            let bytes = shape.iter().product::<i64>() * i64::from(dtype.bytes());
+            let bytes = smem_bytes(ty);
             // A ring's stages are laid out alike: the model reads one.
             let conflicts =
                 layout.ldmatrix_conflicts(&shape[shape.len().saturating_sub(2)..], i64::from(dtype.bytes()));
@@ -92,27 +90,29 @@ impl Lowering<'_> {
         }
     }
 
+    /// The shared region of the buffer an op defines (of type `ty`), live until its last
+    /// reader: (offset, bytes).
+    fn buffer_region(&mut self, op: &Op, ty: &Type) -> Result<(i64, i64), Diagnostic> {
+        let total = smem_bytes(ty);
+        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
+        Ok((self.smem_alloc(total, end)?, total))
+    }
+
     /// `async_copy`: a new buffer filled with `cp.async` from global memory, one group.
     /// The copy is spread over the block like a coalesced load of the tile (16-byte chunks;
     /// `tile-layout` only makes async copies where they are).
     pub(crate) fn async_copy(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
         let ty = rty.ok_or_else(|| err("async_copy without result"))?.clone();
-        let total = ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes());
-        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
-        let region = self.smem_alloc(total, end)?;
+        let (region, _) = self.buffer_region(op, &ty)?;
         let buf = Value::SmemBuf { offset: region, ty: ty.clone(), ring: None };
         self.copy_into(op, &buf)?;
         self.report_buffer(&ty, region, "cp.async");
         Ok(buf)
     }
 
-    /// `async_copy_into`: the same copy into a buffer given (a stage of a ring).
-    pub(crate) fn async_copy_into(&mut self, op: &Op, dst: Value) -> Result<(), Diagnostic> {
-        self.copy_into(op, &dst)
-    }
-
-    /// The copies of an `async_copy` into `buf`, committed as one group.
-    fn copy_into(&mut self, op: &Op, buf: &Value) -> Result<(), Diagnostic> {
+    /// The copies of an `async_copy` into `buf` (its new buffer, or for `async_copy_into`
+    /// the stage given), committed as one group.
+    pub(crate) fn copy_into(&mut self, op: &Op, buf: &Value) -> Result<(), Diagnostic> {
         let OpKind::AsyncCopy { tensor, index, order, tile, .. } = &op.kind else {
             return Err(err("not an async copy"));
         };
@@ -121,12 +121,9 @@ impl Lowering<'_> {
         };
         let bytes = i64::from(dtype.bytes());
         // A stage's index is known at run time only: the write is to the whole ring.
-        let (span_ty, first) = match ring {
-            Some(r) => (&r.ty, Some(r.first.clone())),
-            None => (ty, None),
-        };
-        let span = span_ty.shape().iter().product::<i64>() * bytes;
-        self.smem_write_begin(*region, span);
+        let span_ty = buf_span(ty, ring);
+        let first = ring.as_ref().map(|r| r.first.clone());
+        self.smem_write_begin(*region, smem_bytes(span_ty));
         let warps = i64::from(self.func.num_warps);
         let b = tilec_core::layout::Blocked::for_load(tile, dtype.bytes(), warps, order)
             .map_err(|e| err(format!("async copy: {e}")))?;
@@ -165,9 +162,7 @@ impl Lowering<'_> {
     /// until the last use of any stage. Nothing is written.
     pub(crate) fn stages_alloc(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
         let ty = rty.ok_or_else(|| err("stages_alloc without result"))?.clone();
-        let total = ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes());
-        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
-        let region = self.smem_alloc(total, end)?;
+        let (region, _) = self.buffer_region(op, &ty)?;
         self.report_buffer(&ty, region, "async copies into its stages");
         Ok(Value::SmemBuf { offset: region, ty, ring: None })
     }
@@ -357,7 +352,7 @@ impl Lowering<'_> {
             Value::SmemBuf { offset, ty: ty @ Type::Smem { shape, layout, .. }, ring } => {
                 let (sl, shape) = (layout.clone(), shape.clone());
                 // A stage is read through the view of its ring, from the stage's first element.
-                let view = self.smem_view(*offset, ring.as_ref().map_or(ty, |r| &r.ty))?;
+                let view = self.smem_view(*offset, buf_span(ty, ring))?;
                 let first = ring.as_ref().map(|r| r.first.clone());
                 let regs = self.ldmatrix_blocks(&sl, &shape, (&view, first.as_ref()), &op.origin, blocks, op.pair_dim);
                 regs.into_iter().map(|r| if bf16 { self.em.bitcast(&r, Ty::I32) } else { r }).collect()
@@ -466,11 +461,20 @@ impl Lowering<'_> {
         for op in &ops {
             if let Value::SmemBuf { offset, ty, ring } = &op.val {
                 // A stage's index is known at run time only: the read is of the whole ring.
-                let t = ring.as_ref().map_or(ty, |r| &r.ty);
-                let bytes = t.shape().iter().product::<i64>() * i64::from(t.dtype().bytes());
-                self.smem_read_done(*offset, bytes);
+                self.smem_read_done(*offset, smem_bytes(buf_span(ty, ring)));
             }
         }
         Ok(Value::Tile(accr))
     }
+}
+
+/// The bytes of a shared buffer (or ring) of type `ty`.
+fn smem_bytes(ty: &Type) -> i64 {
+    ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes())
+}
+
+/// What a buffer occupies as far as addressing and barriers go: a stage, its whole ring
+/// (the stage index is known at run time only); any other buffer, itself.
+fn buf_span<'a>(ty: &'a Type, ring: &'a Option<super::regs::Ring>) -> &'a Type {
+    ring.as_ref().map_or(ty, |r| &r.ty)
 }

@@ -524,7 +524,7 @@ impl Lowering<'_> {
             OpKind::AsyncCopy { dst: None, .. } => self.async_copy(op, rty.as_ref())?,
             OpKind::AsyncCopy { dst: Some(d), .. } => {
                 let dst = self.get(*d)?;
-                self.async_copy_into(op, dst)?;
+                self.copy_into(op, &dst)?;
                 return Ok(());
             }
             OpKind::StagesAlloc => self.stages_alloc(op, rty.as_ref())?,
