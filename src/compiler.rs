@@ -26,6 +26,10 @@ pub struct CompileOptions {
     pub opt_level: Option<u32>,
     /// Stop after this stage (`--emit`): the later stages are not run.
     pub until: Option<Stage>,
+    /// Optional passes left out of the default pipeline (`--disable-pass`).
+    pub disabled_passes: BTreeSet<String>,
+    /// Approximate every float op the source leaves to the compiler (`--fast-math`).
+    pub fast_math: bool,
 }
 
 /// Everything one compilation produced.
@@ -130,12 +134,23 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     }
 
     // The default pipeline, through the same driver as `tilec opt`.
-    let steps = tilec_passes::pipeline(arch, el.hints.occupancy);
+    let cfg = tilec_passes::PipelineConfig { disabled: opts.disabled_passes.clone(), fast_math: opts.fast_math };
+    tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
+    let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);
     let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Tile(el.func));
-    for step in &steps {
+    let produces = |s: &Step| match s {
+        Step::Tilec { pass, .. } => Some(pass.produces),
+        Step::Upstream { .. } => None,
+    };
+    for (i, step) in steps.iter().enumerate() {
         driver.run(step).map_err(|d| fail(vec![d]))?;
         lap(&step.text(), &mut timings);
         let Step::Tilec { pass, .. } = step else { continue };
+        // The `tile` stage is the frontend's output; the tile-level passes show in `tilegpu`.
+        // A stage is the output of the last pass producing it.
+        if pass.produces == Stage::Tile || steps[i + 1..].iter().any(|s| produces(s) == Some(pass.produces)) {
+            continue;
+        }
         compiled.stages.insert(pass.produces, driver.text());
         compiled.signature.block_threads = driver.facts.block_threads.unwrap_or(compiled.signature.block_threads);
         compiled.signature.shared_bytes = driver.facts.shared_bytes.unwrap_or(compiled.signature.shared_bytes);

@@ -35,7 +35,32 @@ pub struct Prepared {
 
 /// Compiles `spec` for `case` (specialised on the alignment of the actual tensors), uploads
 /// fresh random inputs and returns everything needed to launch.
-pub fn prepare(dev: &Device, kernels_dir: &Path, spec: &Spec, case: &Case, seed: u64) -> Result<Prepared, String> {
+/// The pipeline variant a GPU run compiles with (`--disable-pass`, `--fast-math`).
+#[derive(Clone, Debug, Default)]
+pub struct Variant {
+    pub disabled: std::collections::BTreeSet<String>,
+    pub fast_math: bool,
+}
+
+impl Variant {
+    /// How the variant names itself in case labels (empty for the default pipeline).
+    pub fn label(&self) -> String {
+        let mut v: Vec<String> = self.disabled.iter().map(|d| format!("-{d}")).collect();
+        if self.fast_math {
+            v.push("+fast-math".into());
+        }
+        v.join(" ")
+    }
+}
+
+pub fn prepare(
+    dev: &Device,
+    kernels_dir: &Path,
+    spec: &Spec,
+    case: &Case,
+    seed: u64,
+    variant: &Variant,
+) -> Result<Prepared, String> {
     use rand::SeedableRng;
     let path = kernels_dir.join(spec.file);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -87,6 +112,8 @@ pub fn prepare(dev: &Device, kernels_dir: &Path, spec: &Spec, case: &Case, seed:
         unaligned,
         opt_level: None,
         until: None,
+        disabled_passes: variant.disabled.clone(),
+        fast_math: variant.fast_math,
     };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;
@@ -108,10 +135,17 @@ fn check_case_unrun(spec: &Spec, case: &Case) -> CheckRow {
 }
 
 /// Runs once and compares every output with the reference.
-pub fn check_case(dev: &Device, kernels_dir: &Path, spec: &Spec, case: &Case, seed: u64) -> CheckRow {
+pub fn check_case(
+    dev: &Device,
+    kernels_dir: &Path,
+    spec: &Spec,
+    case: &Case,
+    seed: u64,
+    variant: &Variant,
+) -> CheckRow {
     let mut row = check_case_unrun(spec, case);
     let run = || -> Result<tilec_suite::Comparison, String> {
-        let p = prepare(dev, kernels_dir, spec, case, seed)?;
+        let p = prepare(dev, kernels_dir, spec, case, seed, variant)?;
         dev.launch(&p.kernel, &p.descs).map_err(|e| e.to_string())?;
         dev.synchronize().map_err(|e| e.to_string())?;
         let mut after = vec![];
@@ -171,6 +205,14 @@ pub fn ref_work(spec: &Spec, case: &Case) -> f64 {
 /// Largest reference `tilec bench` runs before timing a case (a few seconds of one core).
 pub const BENCH_MAX_REF_WORK: f64 = 3e9;
 
+/// How a run times its cases: timed runs, and the measured ceilings the floors come from.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub reps: usize,
+    pub copy_gbps: f64,
+    pub matmul_tflops: Option<f64>,
+}
+
 /// Checks then times one case: 10 warm-up runs, `reps` timed runs with L2 flushed before
 /// each (outside the timed region), median reported. `matmul_tflops` is the measured matrix
 /// rate (cuBLAS in the same run), for the floor of compute-bound kernels.
@@ -179,14 +221,14 @@ pub fn bench_case(
     kernels_dir: &Path,
     spec: &Spec,
     case: &Case,
-    reps: usize,
-    copy_gbps: f64,
-    matmul_tflops: Option<f64>,
+    timing: &Timing,
+    variant: &Variant,
 ) -> Result<BenchRow, String> {
+    let Timing { reps, copy_gbps, matmul_tflops } = *timing;
     // A case whose CPU reference is too large to run (4096³, S = 16384) is timed unchecked:
     // rel L2 NaN in the row; `tilec check` covers the kernel at checkable sizes.
     let check = if ref_work(spec, case) <= BENCH_MAX_REF_WORK {
-        check_case(dev, kernels_dir, spec, case, 7)
+        check_case(dev, kernels_dir, spec, case, 7, variant)
     } else {
         CheckRow { pass: true, rel_l2: f64::NAN, ..check_case_unrun(spec, case) }
     };
@@ -199,7 +241,7 @@ pub fn bench_case(
             check.note
         ));
     }
-    let p = prepare(dev, kernels_dir, spec, case, 11)?;
+    let p = prepare(dev, kernels_dir, spec, case, 11, variant)?;
     let plan = tilec_runtime::validate(&p.kernel.signature, &p.descs, None).map_err(|e| e.to_string())?;
     let mut scratch = dev.l2_flusher(256 << 20).map_err(|e| e.to_string())?;
     let times = dev

@@ -43,6 +43,9 @@ pub struct Arch {
     pub ptx_feature: &'static str,
     /// Shared memory one block may use, in bytes (the opt-in maximum).
     pub smem_per_block: u32,
+    /// How many loop iterations ahead `tile-pipeline` issues a load that has no `latency=`
+    /// hint (a ring of one more stage): two on the 227 KB parts, one on the 99 KB one.
+    pub pipeline_distance: u32,
     /// Streaming multiprocessors of the reference part (a hint for grid sizing).
     pub sm_count_hint: u32,
     pub features: &'static [Feature],
@@ -68,6 +71,7 @@ pub const ARCHS: &[Arch] = &[
         chip: "Hopper (H100/H200)",
         ptx_feature: "+ptx88",
         smem_per_block: 227 * 1024,
+        pipeline_distance: 2,
         sm_count_hint: 132,
         features: &[MmaSync, Ldmatrix, CpAsync, Tma, Wgmma, Setmaxnreg, Fp8Mma],
     },
@@ -77,6 +81,7 @@ pub const ARCHS: &[Arch] = &[
         chip: "Blackwell Ultra (B300)",
         ptx_feature: "+ptx88",
         smem_per_block: 227 * 1024,
+        pipeline_distance: 2,
         sm_count_hint: 148,
         features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Tcgen05, Fp8Mma, Fp4Mma],
     },
@@ -86,6 +91,7 @@ pub const ARCHS: &[Arch] = &[
         chip: "Blackwell (DGX Spark, GB10)",
         ptx_feature: "+ptx88",
         smem_per_block: 99 * 1024,
+        pipeline_distance: 1,
         sm_count_hint: 48,
         features: &[MmaSync, Ldmatrix, CpAsync, Tma, Fp8Mma, Fp4Mma],
     },

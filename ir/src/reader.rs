@@ -219,7 +219,11 @@ impl Reader<'_> {
         let u32_attr = |n: &str| -> Result<u32, Diagnostic> {
             int_attr(attr(n)?).and_then(|x| u32::try_from(x).ok()).ok_or_else(|| bad(&format!("bad `{n}`")))
         };
-        let flags = MathFlags { ftz: op.has_attribute(MathFlags::FTZ), approx: op.has_attribute(MathFlags::APPROX) };
+        let flags = MathFlags {
+            ftz: op.has_attribute(MathFlags::FTZ),
+            approx: op.has_attribute(MathFlags::APPROX),
+            pinned: op.has_attribute(MathFlags::PINNED),
+        };
         let operand_dtype = |i: usize| operands.get(i).map(|v| self.func.ty(*v).dtype());
         let arity = |n: usize| -> Result<(), Diagnostic> {
             if operands.len() == n {

@@ -300,20 +300,76 @@ pub(crate) fn run_tile_layout(d: &mut Driver, step: &Step) -> Result<(), Diagnos
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-layout: {l}")));
     d.facts.block_threads = Some(r.num_warps * 32);
     // What the pass guarantees, checked on its output before MLIR sees it.
-    verify(&func, Level::TileGpu).map_err(|e| e.with_note("in the output of `tile-layout` (a compiler bug)"))?;
+    set_tilegpu(d, func, step.name())
+}
+
+/// The target a pass's `arch` option names, or the module's.
+fn step_arch(step: &Step, func: &Func) -> Result<&'static tilec_core::target::Arch, Diagnostic> {
+    let name = match step.option("arch") {
+        "" => func.target.clone(),
+        a => a.to_string(),
+    };
+    tilec_core::target::resolve(&name).map(|(a, _)| a).map_err(|m| bad(format!("{}: {m}", step.name())))
+}
+
+/// Verifies a tilec pass's `tilegpu` output and makes it the kernel.
+fn set_tilegpu(d: &mut Driver, func: Func, pass: &str) -> Result<(), Diagnostic> {
+    verify(&func, Level::TileGpu).map_err(|e| e.with_note(format!("in the output of `{pass}` (a compiler bug)")))?;
     d.mlir.parse(&func.to_mlir(), "tilegpu")?;
     d.ir = Ir::Tile(func);
     Ok(())
 }
 
+/// Verifies a tilec pass's `tile` output and makes it the kernel.
+fn set_tile(d: &mut Driver, func: Func, pass: &str) -> Result<(), Diagnostic> {
+    verify(&func, Level::Tile).map_err(|e| e.with_note(format!("in the output of `{pass}` (a compiler bug)")))?;
+    d.mlir.parse(&func.to_mlir(), "tile")?;
+    d.ir = Ir::Tile(func);
+    Ok(())
+}
+
+/// The driver entry of `tile-load-order`.
+pub(crate) fn run_tile_load_order(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name(), Level::Tile)?;
+    let r = crate::tile_load_order::run(&mut func);
+    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-load-order: {l}")));
+    set_tile(d, func, step.name())
+}
+
+/// The driver entry of `tile-approx-math`.
+pub(crate) fn run_tile_approx_math(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name(), Level::Tile)?;
+    let r = crate::tile_approx_math::run(&mut func, step.option("fast-math") == "true");
+    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-approx-math: {l}")));
+    set_tile(d, func, step.name())
+}
+
+/// The driver entry of `tile-swizzle`.
+pub(crate) fn run_tile_swizzle(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name(), Level::TileGpu)?;
+    step_arch(step, &func)?;
+    let r = crate::tile_swizzle::run(&mut func);
+    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-swizzle: {l}")));
+    set_tilegpu(d, func, step.name())
+}
+
+/// The driver entry of `tile-pipeline`.
+pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name(), Level::TileGpu)?;
+    let arch = step_arch(step, &func)?;
+    let mut opts = crate::tile_pipeline::Options::for_arch(arch);
+    if let Ok(n) = step.option("distance").parse::<u32>() {
+        opts.default_distance = n;
+    }
+    let r = crate::tile_pipeline::run(&mut func, &opts)?;
+    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-pipeline: {l}")));
+    set_tilegpu(d, func, step.name())
+}
+
 /// The driver entry of `tile-to-llvm`.
 pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     let func = d.take_func(step.name(), Level::TileGpu)?;
-    let arch_name = match step.option("arch") {
-        "" => func.target.clone(),
-        a => a.to_string(),
-    };
-    let (arch, _) = tilec_core::target::resolve(&arch_name).map_err(|m| bad(format!("tile-to-llvm: {m}")))?;
+    let arch = step_arch(step, &func)?;
     let occupancy = step.option("occupancy").parse::<u32>().ok();
     let low = crate::tile_to_llvm::run(&func, arch, occupancy)?;
     d.facts.report.push(format!(

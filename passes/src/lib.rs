@@ -7,7 +7,11 @@
 //! has MLIR verify it, so an ill-formed result is caught at the pass that produced it.
 
 pub mod driver;
+pub mod tile_approx_math;
 pub mod tile_layout;
+pub mod tile_load_order;
+pub mod tile_pipeline;
+pub mod tile_swizzle;
 pub mod tile_to_llvm;
 
 use tilec_core::target::Arch;
@@ -85,11 +89,44 @@ fn check_occupancy(v: &str) -> Result<(), String> {
     }
 }
 
+fn check_distance(v: &str) -> Result<(), String> {
+    match v.parse::<u32>() {
+        Ok(n) if n <= 16 => Ok(()),
+        _ => Err(format!("`{v}` is not a number of iterations from 0 (no pipelining) to 16")),
+    }
+}
+
+fn check_bool(v: &str) -> Result<(), String> {
+    match v {
+        "true" | "false" => Ok(()),
+        _ => Err(format!("`{v}` is not `true` or `false`")),
+    }
+}
+
 fn check_arch(v: &str) -> Result<(), String> {
     tilec_core::target::resolve(v).map(|_| ())
 }
 
 pub const PASSES: &[PassInfo] = &[
+    PassInfo {
+        name: "tile-load-order",
+        produces: Stage::Tile,
+        doc: "fold permute(load(…)) into an ordered load (read in the tensor's order, no register permute)",
+        options: &[],
+        run: driver::run_tile_load_order,
+    },
+    PassInfo {
+        name: "tile-approx-math",
+        produces: Stage::Tile,
+        doc: "exp → exp2 with log2 e folded into the neighbouring multiply where allowed; with fast-math, approximate division and math with flush-to-zero (the source's per-op options win)",
+        options: &[PassOption {
+            name: "fast-math",
+            doc: "approximate every float op whose options the source left open",
+            default: "false",
+            check: check_bool,
+        }],
+        run: driver::run_tile_approx_math,
+    },
     PassInfo {
         name: "tile-layout",
         produces: Stage::Tilegpu,
@@ -101,6 +138,38 @@ pub const PASSES: &[PassInfo] = &[
             check: check_num_warps,
         }],
         run: driver::run_tile_layout,
+    },
+    PassInfo {
+        name: "tile-swizzle",
+        produces: Stage::Tilegpu,
+        doc: "pick each shared buffer's XOR swizzle so that its 16-byte writes and ldmatrix reads are free of bank conflicts (CPU model)",
+        options: &[PassOption {
+            name: "arch",
+            doc: "target (default: the module's tile.target; every target has 32 banks of 4 bytes)",
+            default: "",
+            check: check_arch,
+        }],
+        run: driver::run_tile_swizzle,
+    },
+    PassInfo {
+        name: "tile-pipeline",
+        produces: Stage::Tilegpu,
+        doc: "issue the loop loads that feed shared memory `latency` iterations ahead through rings of stages (async copies, group waits, prologue, epilogue); check the shared-memory budget",
+        options: &[
+            PassOption {
+                name: "arch",
+                doc: "target whose distance table and shared memory apply (default: the module's tile.target)",
+                default: "",
+                check: check_arch,
+            },
+            PassOption {
+                name: "distance",
+                doc: "iterations ahead for loads without a latency hint (default: the target's)",
+                default: "",
+                check: check_distance,
+            },
+        ],
+        run: driver::run_tile_pipeline,
     },
     PassInfo {
         name: "tile-to-llvm",
@@ -131,18 +200,65 @@ pub const PASSES: &[PassInfo] = &[
 /// change nothing but the printing.
 pub const TO_LLVM: [&str; 3] = ["convert-nvgpu-to-nvvm", "convert-arith-to-llvm", "reconcile-unrealized-casts"];
 
-/// The default pipeline of a target, with the options the kernel's hints set (`occupancy`,
-/// blocks per SM): tilec's passes, then [`TO_LLVM`]. Every target runs the same passes
-/// today; the arch table decides inside each pass what the chip offers.
-pub fn pipeline(arch: &Arch, occupancy: Option<u32>) -> Vec<driver::Step> {
-    let pass = |name: &str| PASSES.iter().find(|p| p.name == name);
-    let mut steps = vec![];
-    if let Some(p) = pass("tile-layout") {
-        steps.push(driver::Step::tilec(p, &[]));
+/// What the user switched in the default pipeline.
+#[derive(Clone, Debug, Default)]
+pub struct PipelineConfig {
+    /// Passes left out (`--disable-pass NAME`); the required ones cannot be.
+    pub disabled: std::collections::BTreeSet<String>,
+    /// `--fast-math`: `tile-approx-math` approximates every float op the source leaves to it.
+    pub fast_math: bool,
+}
+
+/// The passes every kernel needs: without them there is no code.
+pub const REQUIRED: [&str; 2] = ["tile-layout", "tile-to-llvm"];
+
+/// The tilec passes of the default pipeline, in order.
+pub const DEFAULT_PASSES: [&str; 6] =
+    ["tile-load-order", "tile-approx-math", "tile-layout", "tile-swizzle", "tile-pipeline", "tile-to-llvm"];
+
+/// Checks `--disable-pass` names: a known optional pass, or an error naming the choices.
+pub fn check_disabled(names: &std::collections::BTreeSet<String>) -> Result<(), tilec_core::Diagnostic> {
+    for n in names {
+        if REQUIRED.contains(&n.as_str()) {
+            return Err(tilec_core::Diagnostic::error(
+                "E0904",
+                format!("`{n}` cannot be disabled: every kernel needs it"),
+            ));
+        }
+        if !DEFAULT_PASSES.contains(&n.as_str()) {
+            let optional = DEFAULT_PASSES.iter().copied().filter(|p| !REQUIRED.contains(p));
+            let mut d = tilec_core::Diagnostic::error("E0904", format!("no pass `{n}` to disable"));
+            let close = tilec_core::diag::close_matches(n, optional.clone());
+            if !close.is_empty() {
+                d = d.with_note(format!("did you mean: {}?", close.join(", ")));
+            }
+            return Err(
+                d.with_note(format!("passes that can be disabled: {}", optional.collect::<Vec<_>>().join(", ")))
+            );
+        }
     }
-    if let Some(p) = pass("tile-to-llvm") {
-        let occ = occupancy.map(|o| o.to_string()).unwrap_or_default();
-        steps.push(driver::Step::tilec(p, &[("arch", arch.name), ("occupancy", &occ)]));
+    Ok(())
+}
+
+/// The default pipeline of a target, with the options the kernel's hints set (`occupancy`,
+/// blocks per SM) and the user's switches: tilec's passes, then [`TO_LLVM`]. Every target
+/// runs the same passes; the arch table decides inside each pass what the chip offers.
+pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Vec<driver::Step> {
+    let occ = occupancy.map(|o| o.to_string()).unwrap_or_default();
+    let fast = if cfg.fast_math { "true" } else { "false" };
+    let mut steps = vec![];
+    for name in DEFAULT_PASSES {
+        let Some(p) = PASSES.iter().find(|p| p.name == name) else { continue };
+        if cfg.disabled.contains(name) {
+            continue;
+        }
+        let opts: Vec<(&str, &str)> = match name {
+            "tile-approx-math" => vec![("fast-math", fast)],
+            "tile-swizzle" | "tile-pipeline" => vec![("arch", arch.name)],
+            "tile-to-llvm" => vec![("arch", arch.name), ("occupancy", &occ)],
+            _ => vec![],
+        };
+        steps.push(driver::Step::tilec(p, &opts));
     }
     steps.extend(TO_LLVM.iter().map(|n| driver::Step::Upstream { name: n.to_string(), text: n.to_string() }));
     steps

@@ -229,6 +229,18 @@ pub fn tensors(args: &[Arg]) -> Vec<&HostTensor> {
 /// agree bit for bit (a difference is a race between blocks) — and compares with the
 /// reference. `kernels_dir` holds the `.tile` files.
 pub fn run_on_interp(spec: &Spec, case: &Case, kernels_dir: &Path, seed: u64) -> Result<Comparison, String> {
+    run_on_interp_with(spec, case, kernels_dir, seed, &|f| Ok(f.clone()))
+}
+
+/// [`run_on_interp`] on the kernel as `lower` rewrites it (compiler passes, which the
+/// interpreter then checks against the same reference).
+pub fn run_on_interp_with(
+    spec: &Spec,
+    case: &Case,
+    kernels_dir: &Path,
+    seed: u64,
+    lower: &dyn Fn(&tilec_core::tir::Func) -> Result<tilec_core::tir::Func, String>,
+) -> Result<Comparison, String> {
     use rand::SeedableRng;
     let path = kernels_dir.join(spec.file);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -244,9 +256,9 @@ pub fn run_on_interp(spec: &Spec, case: &Case, kernels_dir: &Path, seed: u64) ->
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let args = (spec.inputs)(case, &mut rng);
     let grid = tilec_interp::grid(&el.signature, &args)?;
-    let run = |order| {
-        tilec_interp::run_ordered(&el.func, grid, args.clone(), order).map_err(|e| format!("{}: {e}", spec.name))
-    };
+    let func = lower(&el.func)?;
+    let run =
+        |order| tilec_interp::run_ordered(&func, grid, args.clone(), order).map_err(|e| format!("{}: {e}", spec.name));
     let fwd = run(tilec_interp::BlockOrder::Forward)?;
     let rev = run(tilec_interp::BlockOrder::Reverse)?;
     for (i, (a, b)) in fwd.tensors.iter().zip(&rev.tensors).enumerate() {

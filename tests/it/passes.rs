@@ -138,3 +138,148 @@ fn a_ring_of_stages_assembles_for_every_target() {
         assert_eq!((r.spill_stores, r.spill_loads, r.shared_bytes), (0, 0, 1280), "{t}");
     }
 }
+
+/// `tile-pipeline` keeps every kernel's results: each spec's interpreter cases (ragged
+/// sequence and K lengths, causal and not) run on the interpreter after `tile-layout` and
+/// `tile-pipeline`, against the plain-Rust reference. A stage read for the wrong iteration,
+/// or before its copy, reads another tile or NaN (the interpreter's unwritten stages).
+#[test]
+fn pipelined_kernels_interpret_like_their_references() {
+    use tilec_passes::driver::Step;
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    let steps: Vec<Step> = ["tile-layout", "tile-pipeline"]
+        .iter()
+        .map(|n| Step::tilec(tilec_passes::PASSES.iter().find(|p| p.name == *n).unwrap(), &[]))
+        .collect();
+    let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
+        let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
+        for s in &steps {
+            d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
+        }
+        let text = d.text();
+        if !text.contains("tilegpu.stages_alloc") {
+            return Err("not pipelined".into());
+        }
+        mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
+    };
+    // The GEMMs' and MLA's own interpreter cases use tiles too small for 16-byte async
+    // copies (register loads, not pipelined): these use tiles that are, with K and the
+    // sequence ragged (the last tile zero-filled; the prefetches run past the end).
+    use tilec_core::DType;
+    use tilec_suite::Case;
+    let gemm = |d: &[i64]| Case::new(DType::F16, d).with("TILE_M", 64).with("TILE_N", 64).with("TILE_K", 32);
+    let extra = |name: &str| -> Vec<Case> {
+        match name {
+            "matmul" => vec![gemm(&[80, 72, 168]).with("GROUP_M", 2)],
+            "bmm" => vec![gemm(&[2, 80, 72, 168])],
+            "mla" => [1, 0]
+                .map(|c| Case::new(DType::BF16, &[1, 2, 200, 64, 32]).with("TILE_M", 64).with("CAUSAL", c))
+                .to_vec(),
+            _ => vec![],
+        }
+    };
+    let (mut ran, mut failures) = (vec![], vec![]);
+    for spec in tilec_suite::all() {
+        for (i, case) in (spec.interp_cases)().iter().chain(&extra(spec.name)).enumerate() {
+            match tilec_suite::run_on_interp_with(spec, case, &kernels, 100 + i as u64, &lower) {
+                Ok(c) if c.pass => ran.push(spec.name),
+                Ok(c) => failures.push(format!("{} {}: rel L2 {:.3e} {}", spec.name, case.label(), c.rel_l2, c.note)),
+                Err(e) if e == "not pipelined" => {}
+                Err(e) => failures.push(format!("{} {}: {e}", spec.name, case.label())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ran.dedup();
+    for k in ["matmul", "bmm", "fmha", "mla", "attention_decode_grouped", "mla_decode", "fmha_step5_latency"] {
+        assert!(ran.contains(&k), "{k} was not pipelined and checked: {ran:?}");
+    }
+}
+
+/// `tile-swizzle` over the kernel library: every shared buffer of every compute kernel on
+/// every target gets a swizzle with no extra wavefront for its `ldmatrix` reads or its
+/// 16-byte writes (the pass's CPU model, `SwizzledShared::{ldmatrix,write}_conflicts`), and
+/// none of the other swizzles it considers does better.
+#[test]
+fn every_chosen_swizzle_is_conflict_free() {
+    use tilec_core::layout::SwizzledShared;
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let mut buffers = 0;
+    for file in [
+        "fmha",
+        "matmul",
+        "bmm",
+        "group_gemm",
+        "mla",
+        "mla_decode",
+        "attention_decode_grouped",
+        "paged_attention_decode",
+    ] {
+        let text = std::fs::read_to_string(kernels.join(format!("{file}.tile"))).unwrap();
+        for arch in tilec::ARCHS {
+            let o = tilec::CompileOptions {
+                arch: arch.name.into(),
+                until: Some(tilec::Stage::Tilegpu),
+                ..Default::default()
+            };
+            let c = tilec::compile(&tilec::Source::new(file, text.clone()), &o).unwrap();
+            let f = tilec_ir::Mlir::new().unwrap().read(c.stage(tilec::Stage::Tilegpu), "tilegpu", None).unwrap();
+            for t in &f.values {
+                let tilec_core::tir::Type::Smem { shape, dtype, layout } = t else { continue };
+                // A ring's stages are buffers of its last two dims.
+                let s = &shape[shape.len() - 2..];
+                let b = i64::from(dtype.bytes());
+                let (r, w) = tilec_passes::tile_swizzle::conflicts(layout, s, b);
+                assert_eq!((r, w), (0, 0), "{file} {}: {s:?} {}", arch.name, layout.to_mlir());
+                for mp in [1, 2, 4, 8] {
+                    for pp in [1, 2, 4, 8] {
+                        let other = SwizzledShared { per_phase: pp, max_phase: mp, ..layout.clone() };
+                        let (r2, w2) = tilec_passes::tile_swizzle::conflicts(&other, s, b);
+                        assert!(r2 + w2 >= r + w);
+                    }
+                }
+                buffers += 1;
+            }
+        }
+    }
+    assert!(buffers >= 40, "{buffers} buffers");
+}
+
+/// `tile-approx-math` with `--fast-math` on every kernel of the library: on the interpreter
+/// (which flushes subnormals where `tile.ftz` says and rounds `exp2(x · log2 e)`'s product)
+/// each kernel stays within its reference tolerance, and the error it adds is measured
+/// against the kernel without the pass: at most 4 × the plain kernel's rel L2 plus 1e-5.
+#[test]
+fn approximate_math_stays_within_the_kernels_tolerances() {
+    use tilec_passes::driver::Step;
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    let pass = tilec_passes::PASSES.iter().find(|p| p.name == "tile-approx-math").unwrap();
+    let step = Step::tilec(pass, &[("fast-math", "true")]);
+    let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
+        let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
+        d.run(&step).map_err(|e| e.message)?;
+        mlir.read(&d.text(), "tile", None).map_err(|e| e.message)
+    };
+    let mut failures = vec![];
+    for spec in tilec_suite::all() {
+        for (i, case) in (spec.interp_cases)().iter().enumerate() {
+            let seed = 100 + i as u64;
+            let plain = tilec_suite::run_on_interp(spec, case, &kernels, seed);
+            let fast = tilec_suite::run_on_interp_with(spec, case, &kernels, seed, &lower);
+            match (plain, fast) {
+                (Ok(p), Ok(f)) if f.pass && f.rel_l2 <= 4.0 * p.rel_l2 + 1e-5 => {}
+                (Ok(p), Ok(f)) => failures.push(format!(
+                    "{} {}: rel L2 {:.3e} with fast math, {:.3e} without",
+                    spec.name,
+                    case.label(),
+                    f.rel_l2,
+                    p.rel_l2
+                )),
+                (a, b) => failures.push(format!("{} {}: {:?} / {:?}", spec.name, case.label(), a.err(), b.err())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

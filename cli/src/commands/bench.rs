@@ -44,9 +44,91 @@ pub struct Args {
     /// experiments: `--const BLOCK_N=4096`). Shown in the case labels.
     #[arg(long = "const", value_name = "NAME=VALUE")]
     consts: Vec<String>,
+    #[command(flatten)]
+    variant: super::VariantArgs,
+    /// The FMHA ablation instead (B=4, H=32, S=2048, D=128, causal): the tutorial's steps
+    /// (basic → +exp2 → +load order → +latency hints → +occupancy → +approx division), then
+    /// `fmha` with each optimization pass disabled and with `--fast-math`.
+    #[arg(long)]
+    ablation: bool,
+}
+
+/// The ablation's rows: (step, kernel, pipeline variant).
+const ABLATION: &[(&str, &str, &[&str], bool)] = &[
+    ("basic (mma)", "fmha_step2_mma", &[], false),
+    ("+ exp2", "fmha_step3_exp2", &[], false),
+    ("+ load order", "fmha_step4_load_order", &[], false),
+    ("+ latency hints", "fmha_step5_latency", &[], false),
+    ("+ occupancy hint", "fmha_step6_occupancy", &[], false),
+    ("+ approx division", "fmha_step7_approx_div", &[], false),
+    ("fmha.tile", "fmha", &[], false),
+    ("fmha.tile without tile-pipeline", "fmha", &["tile-pipeline"], false),
+    ("fmha.tile without tile-swizzle", "fmha", &["tile-swizzle"], false),
+    ("fmha.tile without tile-approx-math", "fmha", &["tile-approx-math"], false),
+    ("fmha.tile with --fast-math", "fmha", &[], true),
+    ("step 3 without tile-load-order (a register permute)", "fmha_step3_exp2", &["tile-load-order"], false),
+];
+
+fn ablation(a: &Args) -> Result<ExitCode> {
+    let dev = tilec_runtime::Device::open(0)?;
+    out::err(&format!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1));
+    let copy = dev.copy_bandwidth(512 << 20)?;
+    let reps = if a.quick { a.reps.max(1) } else { a.reps.max(100) };
+    let case = tilec_suite::Case::new(tilec::DType::F16, &[4, 32, 2048, 128]).with("CAUSAL", 1);
+    let mut table = format!(
+        "### FMHA ablation — {}, B=4 H=32 S=2048 D=128 causal f16, {}\n\n| step | kernel | pipeline | median ms | TFLOP/s | vs previous step | vs basic | correct (rel L2) |\n|---|---|---|---|---|---|---|---|\n",
+        dev.name,
+        today()
+    );
+    let (mut rows, mut errors) = (vec![], vec![]);
+    let (mut basic, mut prev): (Option<f64>, Option<f64>) = (None, None);
+    for (i, (step, kernel, disabled, fast)) in ABLATION.iter().enumerate() {
+        out::err_raw(&format!("\r[{}/{}] {step} ...          ", i + 1, ABLATION.len()));
+        let Some(spec) = tilec_suite::find(kernel) else { continue };
+        let variant = gpu::Variant { disabled: disabled.iter().map(|d| d.to_string()).collect(), fast_math: *fast };
+        let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: None };
+        match gpu::bench_case(&dev, &a.kernels_dir, spec, &case, &timing, &variant) {
+            Ok(r) => {
+                let ms = r.median_ms;
+                let ratio = |b: Option<f64>| b.map(|b| format!("{:.2}x", b / ms)).unwrap_or_else(|| "—".into());
+                table.push_str(&format!(
+                    "| {step} | {kernel} | {} | {ms:.4} | {:.1} | {} | {} | {} |\n",
+                    if variant.label().is_empty() { "default".to_string() } else { variant.label() },
+                    r.tflops.unwrap_or(f64::NAN),
+                    ratio(prev),
+                    ratio(basic),
+                    if r.rel_l2.is_nan() { "unchecked".to_string() } else { format!("yes ({:.1e})", r.rel_l2) },
+                ));
+                // The steps compare with the step before; the variants of fmha.tile with fmha.tile.
+                if i <= 6 {
+                    prev = Some(ms);
+                }
+                basic.get_or_insert(ms);
+                rows.push(serde_json::json!({ "step": step, "variant": variant.label(), "row": r }));
+            }
+            Err(e) => {
+                table.push_str(&format!("| {step} | {kernel} | {} | — | — | — | — | FAILED |\n", variant.label()));
+                errors.push(e);
+            }
+        }
+    }
+    out::err("");
+    out::println(&table)?;
+    for e in &errors {
+        out::println(&format!("FAILED: {e}"))?;
+    }
+    let json = serde_json::json!({
+        "device": dev.name, "driver": driver_version(), "date": today(), "commit": a.commit,
+        "copy_gbps": copy, "reps": reps, "rows": rows, "errors": errors,
+    });
+    write_outputs(a.json.as_deref(), a.md.as_deref(), &json, &table)?;
+    Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.ablation {
+        return ablation(&a);
+    }
     let mut overrides: Vec<(String, i64)> = vec![];
     for c in &a.consts {
         let (k, v) = c.split_once('=').with_context(|| format!("--const {c}: expected NAME=VALUE"))?;
@@ -97,7 +179,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             case.label(),
             case.dtype
         ));
-        match gpu::bench_case(&dev, &a.kernels_dir, spec, case, reps, copy, matmul_rate) {
+        let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: matmul_rate };
+        match gpu::bench_case(&dev, &a.kernels_dir, spec, case, &timing, &a.variant.variant()) {
             Ok(r) => rows.push(r),
             Err(e) => errors.push(e),
         }

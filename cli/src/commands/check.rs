@@ -23,6 +23,8 @@ pub struct Args {
     /// single-threaded Rust: 4096³ takes minutes). Skipped cases are listed, never passed.
     #[arg(long)]
     max_ref_work: Option<f64>,
+    #[command(flatten)]
+    variant: super::VariantArgs,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -42,7 +44,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 continue;
             }
             out::err_raw(&format!("\rchecking {} {} ...            ", spec.name, case.label()));
-            let row = gpu::check_case(&dev, &a.kernels_dir, spec, case, 1000 + i as u64);
+            let row = gpu::check_case(&dev, &a.kernels_dir, spec, case, 1000 + i as u64, &a.variant.variant());
             out::err(&format!(
                 "\r{} {} {}: {} (max abs {:.3e}, rel L2 {:.3e}) {}",
                 row.kernel,

@@ -32,6 +32,14 @@ pub struct Args {
     /// Tensor parameter not assumed 16-byte aligned (repeatable).
     #[arg(long)]
     unaligned: Vec<String>,
+    /// Leave an optional pass out of the default pipeline (repeatable): tile-load-order,
+    /// tile-approx-math, tile-swizzle, tile-pipeline.
+    #[arg(long = "disable-pass", value_name = "NAME")]
+    disable_pass: Vec<String>,
+    /// Approximate every float op whose options the source leaves open (`tile-approx-math`):
+    /// exp through exp2, div.approx, flush-to-zero.
+    #[arg(long)]
+    fast_math: bool,
     /// Print what the passes decided.
     #[arg(long)]
     report: bool,
@@ -55,6 +63,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         unaligned: a.unaligned.into_iter().collect::<BTreeSet<_>>(),
         opt_level: None,
         until: a.emit.map(|s| s.0),
+        disabled_passes: a.disable_pass.into_iter().collect(),
+        fast_math: a.fast_math,
     };
     let compiled = match compile(&source, &opts) {
         Ok(c) => c,

@@ -135,7 +135,8 @@ pub fn passes(upstream: bool) -> Result<ExitCode> {
     }
     s.push_str("\n`tilec opt --passes` also takes upstream MLIR passes (`tilec passes --upstream`).\n\n");
     for a in tilec::ARCHS {
-        let steps: Vec<String> = tilec_passes::pipeline(a, None).iter().map(|s| s.text()).collect();
+        let steps: Vec<String> =
+            tilec_passes::pipeline(a, None, &Default::default()).iter().map(|s| s.text()).collect();
         s.push_str(&format!("pipeline {}: {}\n", a.name, steps.join(",")));
     }
     out::print(&s)?;
@@ -157,5 +158,23 @@ mod tests {
         assert!(parse_consts(&["N=1".into(), "N=2".into()]).unwrap_err().to_string().contains("twice"));
         assert!(parse_consts(&["=1".into()]).is_err());
         assert_eq!(parse_consts(&["T=f16".into()]).unwrap()["T"], ConstArg::DType(tilec::DType::F16));
+    }
+}
+
+/// The pipeline variant of a GPU run (`tilec check`, `tilec bench`).
+#[derive(clap::Args, Debug, Default)]
+pub struct VariantArgs {
+    /// Compile without this optional pass (repeatable): tile-load-order, tile-approx-math,
+    /// tile-swizzle, tile-pipeline.
+    #[arg(long = "disable-pass", value_name = "NAME")]
+    pub disable_pass: Vec<String>,
+    /// Compile with `--fast-math`.
+    #[arg(long)]
+    pub fast_math: bool,
+}
+
+impl VariantArgs {
+    pub fn variant(&self) -> crate::gpu::Variant {
+        crate::gpu::Variant { disabled: self.disable_pass.iter().cloned().collect(), fast_math: self.fast_math }
     }
 }

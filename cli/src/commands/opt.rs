@@ -24,6 +24,9 @@ pub struct Args {
     /// Print the time each pass took (to standard error).
     #[arg(short = 'T', long)]
     time_passes: bool,
+    /// Leave this pass out of `--passes` (repeatable; for scripts that vary one pass).
+    #[arg(long = "disable-pass", value_name = "NAME")]
+    disable_pass: Vec<String>,
     /// Output file (default: standard output).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -37,10 +40,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Ok(ExitCode::FAILURE)
     };
     let mlir = tilec_ir::Mlir::new().map_err(|d| anyhow::anyhow!("{}", d.message))?;
-    let steps = match tilec_passes::driver::parse_pipeline(&mlir, &a.passes) {
+    let mut steps = match tilec_passes::driver::parse_pipeline(&mlir, &a.passes) {
         Ok(s) => s,
         Err(d) => return fail(d),
     };
+    for name in &a.disable_pass {
+        if !steps.iter().any(|s| s.name() == name) {
+            let names: Vec<&str> = steps.iter().map(|s| s.name()).collect();
+            bail!("--disable-pass {name}: no pass of that name in the pipeline; it runs {}", names.join(", "));
+        }
+    }
+    steps.retain(|s| !a.disable_pass.iter().any(|n| n == s.name()));
     for name in &a.print_after {
         if !steps.iter().any(|s| s.name() == name) {
             let names: Vec<&str> = steps.iter().map(|s| s.name()).collect();

@@ -32,6 +32,39 @@ impl SwizzledShared {
         SwizzledShared { vec, per_phase, max_phase, order }
     }
 
+    /// No swizzle: 16-byte vectors, every row in place (what `tile-layout` makes and
+    /// `tile-swizzle` replaces).
+    pub fn plain(elem_bytes: i64, order: [usize; 2]) -> SwizzledShared {
+        SwizzledShared { vec: (16 / elem_bytes.max(1)).max(1), per_phase: 1, max_phase: 1, order }
+    }
+
+    /// Extra wavefronts of 16-byte writes to a buffer of `shape` whose writers take the
+    /// 16-byte chunks in row-major order, eight lanes (128 bytes, one wavefront) at a time:
+    /// the async copies of `tile-layout` and register stores of 16-byte vectors. 0 when each
+    /// group of eight chunks falls in eight distinct groups of four banks.
+    pub fn write_conflicts(&self, shape: &[i64], elem_bytes: i64) -> i64 {
+        let (cd, rd) = (self.order[0], self.order[1]);
+        let (rows, cols) = (shape[rd], shape[cd]);
+        let vec = (16 / elem_bytes.max(1)).max(1);
+        let per_row = (cols / vec).max(1);
+        let chunks = rows * per_row;
+        let mut extra = 0;
+        let mut q = 0;
+        while q < chunks {
+            let mut groups = [0i64; 8];
+            for k in q..(q + 8).min(chunks) {
+                let mut c = vec![0; 2];
+                c[rd] = k / per_row;
+                c[cd] = (k % per_row) * vec;
+                let g = (self.offset(shape, &c) * elem_bytes / 16).rem_euclid(8);
+                groups[g as usize] += 1;
+            }
+            extra += groups.iter().max().copied().unwrap_or(1) - 1;
+            q += 8;
+        }
+        extra
+    }
+
     /// The element offset of coordinate `c` (`[dim0, dim1]`) of a tile of `shape`.
     pub fn offset(&self, shape: &[i64], c: &[i64]) -> i64 {
         let (col_d, row_d) = (self.order[0], self.order[1]);

@@ -90,12 +90,16 @@ impl UnOp {
 pub struct MathFlags {
     pub ftz: bool,
     pub approx: bool,
+    /// The source gave this op's options (`flush_to_zero=`, `rounding=`): `tile-approx-math`
+    /// leaves it as written, `--fast-math` or not.
+    pub pinned: bool,
 }
 
 impl MathFlags {
     /// The attribute names, as printed (`tile.approx` first).
     pub const APPROX: &'static str = "tile.approx";
     pub const FTZ: &'static str = "tile.ftz";
+    pub const PINNED: &'static str = "tile.pinned";
 
     /// ` {tile.approx, tile.ftz}`, or nothing for the defaults.
     pub fn attr(self) -> String {
@@ -106,6 +110,9 @@ impl MathFlags {
         if self.ftz {
             a.push(Self::FTZ);
         }
+        if self.pinned {
+            a.push(Self::PINNED);
+        }
         if a.is_empty() {
             String::new()
         } else {
@@ -113,8 +120,9 @@ impl MathFlags {
         }
     }
 
+    /// Whether the op computes as the plain operator does (pinned or not).
     pub fn is_default(self) -> bool {
-        self == MathFlags::default()
+        !self.ftz && !self.approx
     }
 }
 

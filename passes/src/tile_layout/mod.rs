@@ -23,7 +23,7 @@
 //! that produced the offending tile.
 //!
 //! Reports: the layout of each shape, the vector width in bytes, registers per thread, the
-//! number of conversions, ignored load latency hints (no software pipelining yet).
+//! number of conversions.
 //!
 //! Then per value ([`tensor_core`]): ordered loads get vectors along their contiguous dim;
 //! `mma` results are `#mma` and the layout propagates (forward through elementwise ops,
@@ -69,7 +69,6 @@ struct Facts {
     defined: Vec<(ValueId, Option<(u32, ValueId)>)>,
     /// The span of the first op producing a tile of each shape (for errors about a shape).
     shape_spans: BTreeMap<Vec<i64>, Span>,
-    latency_hints: bool,
 }
 
 fn facts(func: &Func) -> Facts {
@@ -85,7 +84,6 @@ fn facts(func: &Func) -> Facts {
             let e = f.mem_bytes.entry(squeeze(ty.shape())).or_insert(16);
             *e = (*e).min(ty.dtype().bytes());
         }
-        f.latency_hints |= matches!(op.kind, OpKind::Load { latency, .. } if latency > 0);
         if let (Some(r), Some(span)) = (op.result, op.span) {
             if let Type::Tile { shape, .. } = func.ty(r) {
                 f.shape_spans.entry(shape.clone()).or_insert(span);
@@ -205,9 +203,6 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     }
 
     let mut report = LayoutReport { num_warps: warps as u32, lines: vec![] };
-    if facts.latency_hints {
-        report.lines.push("load latency hints ignored: no software pipelining yet".into());
-    }
     for (s, b) in &layouts {
         let l = Layout::Blocked(b.clone());
         let regs = l.regs_per_thread(s);

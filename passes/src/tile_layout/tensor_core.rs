@@ -9,8 +9,8 @@
 //!   values and `if` results, and backward into producers that are free to take any layout
 //!   (splats, broadcasts, comparisons and elementwise ops used only by `#mma` tiles: a causal
 //!   mask built from `arange` is computed directly in the accumulator's layout);
-//! - an `mma` operand in another layout becomes a shared buffer (`local_alloc`, swizzled for
-//!   `ldmatrix`) read as a `#dot_operand` (`local_load`), inserted right after the operand is
+//! - an `mma` operand in another layout becomes a shared buffer (`local_alloc`, unswizzled
+//!   until `tile-swizzle`) read as a `#dot_operand` (`local_load`), inserted right after the operand is
 //!   defined (Q, loaded once before the loop, is written to shared memory once); an operand
 //!   that already places its elements like the `#dot_operand` (P, the f16 accumulator of the
 //!   previous `mma` over one N warp) is a `convert_layout` that moves nothing;
@@ -298,6 +298,8 @@ struct Plan {
 /// What the conversions need to know about the kernel.
 struct Ctx {
     defs: BTreeMap<ValueId, OpKind>,
+    /// Where each value's op is in the source (an async copy keeps its load's).
+    spans: BTreeMap<ValueId, tilec_core::Span>,
     uses: BTreeMap<ValueId, usize>,
     warps: i64,
 }
@@ -356,15 +358,16 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
                 Some(Layout::Blocked(b)) if b.order.first() == Some(&0) => [0, 1],
                 _ => [1, 0],
             };
-            let cols = shape[order[0]];
-            let sl = SwizzledShared::for_ldmatrix(cols, i64::from(dtype.bytes()), order);
+            // Unswizzled: `tile-swizzle` picks the swizzle from the buffer's writer and reader.
+            let sl = SwizzledShared::plain(i64::from(dtype.bytes()), order);
             let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
             match async_source(func, ctx, v) {
                 Some((OpKind::Load { tensor, index, padding, order, latency }, lv, rv)) => {
-                    // Global → shared without registers, then wait (no pipelining yet).
+                    // Global → shared without registers, then wait (`tile-pipeline` moves the
+                    // copy ahead when it is in a loop).
                     let tile = func.ty(lv).shape().to_vec();
                     let kind = OpKind::AsyncCopy { dst: None, tensor, index, padding, order, tile, latency };
-                    ops.push(Op { kind, result: Some(buf), span: None });
+                    ops.push(Op { kind, result: Some(buf), span: ctx.spans.get(&lv).copied() });
                     ops.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
                     plan.remove.insert(lv);
                     plan.remove.extend(rv);
@@ -390,10 +393,13 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
 /// Inserts the conversions the uses of tensor-core-era layouts need (elementwise operands,
 /// `mma` operands, gather/rand indices), each right after its operand's definition.
 pub(super) fn insert_conversions(func: &mut Func, warps: i64) -> Result<usize, Diagnostic> {
-    let mut ctx = Ctx { defs: BTreeMap::new(), uses: BTreeMap::new(), warps };
+    let mut ctx = Ctx { defs: BTreeMap::new(), spans: BTreeMap::new(), uses: BTreeMap::new(), warps };
     func.walk(&mut |op| {
         if let Some(r) = op.result {
             ctx.defs.insert(r, op.kind.clone());
+            if let Some(s) = op.span {
+                ctx.spans.insert(r, s);
+            }
         }
         for v in op.kind.operands() {
             *ctx.uses.entry(v).or_default() += 1;

@@ -109,7 +109,7 @@ pub(super) fn truediv(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) ->
 impl Cx<'_> {
     /// `flush_to_zero=` (bool) and `rounding=` ("approx" | "nearest") at argument slots.
     pub(crate) fn math_flags(&mut self, a: &Args, ftz: usize, rounding: usize) -> R<MathFlags> {
-        let mut f = MathFlags::default();
+        let mut f = MathFlags { pinned: a.get(ftz).is_some() || a.get(rounding).is_some(), ..MathFlags::default() };
         match a.get(ftz) {
             None => {}
             Some(Val::Bool(b)) => f.ftz = *b,

@@ -1,0 +1,584 @@
+//! `tile-pipeline`: software pipelining of the loads a loop streams into shared memory.
+//!
+//! Needs: `tilegpu` after `tile-layout` (and `tile-swizzle`, whose swizzle the rings copy):
+//! an `mma` operand loaded in a loop is a `tilegpu.async_copy` directly followed by
+//! `tilegpu.async_wait {pending = 0}`, and its buffer is read by `local_load`.
+//!
+//! Does: in every `scf.for` (innermost loops first), each such copy whose tensor and indices
+//! are computed from the induction variable and values defined before the loop, by pure
+//! scalar ops of the body, is issued `d` iterations ahead through a ring of `d + 1` shared
+//! stages (`tilegpu.stages_alloc`): `d` is the load's `latency=` hint exactly, or the
+//! target's default distance (`Arch::pipeline_distance`) for a load without one.
+//! - Prologue, before the loop: the copies of iterations `0 … d-1`, in the order of virtual
+//!   iterations `-D … -1` (`D` the loop's largest distance), into stages `0 … d-1`.
+//! - Body: at its top, the copy of iteration `i + d` into stage `(i + d) mod (d + 1)` (read
+//!   last in iteration `i - 1`; the lowering's barrier dataflow puts the barrier between);
+//!   at the old copy, `async_wait {pending = P}` and the read of stage `i mod (d + 1)`. `P`
+//!   is the largest number of newer groups that still leaves this iteration's copy landed,
+//!   found by replaying the groups of the prologue and the first `D + 1` iterations (the
+//!   minimum over them: exact in the steady state for a single distance, conservative by the
+//!   groups the prologue lacks when distances differ). Copies the pass leaves alone only add
+//!   groups, which makes every wait stricter, never weaker.
+//! - Epilogue: `async_wait {pending = 0}` after the loop, so that the copies issued for
+//!   iterations past the end have landed before the ring's memory is reused. Those copies
+//!   are not masked: out of the tensor they read nothing (zero fill); inside it (causal
+//!   FMHA's key tiles past the diagonal) they read `d` tiles that are never used.
+//!
+//! Loop-carried values (the `mma` accumulators) are untouched: they stay in registers.
+//!
+//! Guarantees: every ring and the kernel's other shared buffers fit the target's shared
+//! memory per block (counted without reuse, so an upper bound of what the lowering
+//! allocates), else E0022 with the numbers and the largest stage count that fits; the
+//! program's results are those of the unpipelined loop.
+//!
+//! Leaves alone, and reports why: a copy whose indices read a loop-carried value, memory
+//! (paged attention's block table) or a value of a nested region; loads kept in registers
+//! (`local_alloc`: tensors not known to be 16-byte aligned, 8-bit dtypes).
+//!
+//! Options: `arch` (the distance table and the budget; default: the module's target),
+//! `distance` (the distance of loads without a hint; default: the target's).
+
+use std::collections::BTreeMap;
+use tilec_core::target::Arch;
+use tilec_core::tir::{BinOp, Func, MathFlags, Op, OpKind, Type, ValueId};
+use tilec_core::Diagnostic;
+
+/// What the pass decided, one line per load (for `--report`).
+#[derive(Clone, Debug, Default)]
+pub struct PipelineReport {
+    pub lines: Vec<String>,
+}
+
+/// The pass's settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Shared memory one block may use.
+    pub smem_limit: u32,
+    /// Distance of a load without a latency hint.
+    pub default_distance: u32,
+}
+
+impl Options {
+    pub fn for_arch(arch: &Arch) -> Options {
+        Options { smem_limit: arch.smem_per_block, default_distance: arch.pipeline_distance }
+    }
+}
+
+/// A copy of a loop that will be pipelined.
+struct Candidate {
+    /// Position of the copy in the body (its wait follows).
+    pos: usize,
+    /// The copy's buffer (the stage read replaces it).
+    buf: ValueId,
+    kind: OpKind,
+    span: Option<tilec_core::Span>,
+    distance: u32,
+    hinted: bool,
+    /// Body ops (positions, in order) the indices are computed by.
+    slice: Vec<usize>,
+    ring: ValueId,
+    stages: u32,
+}
+
+/// Builds ops into a list, making their result values.
+struct Emit<'f> {
+    func: &'f mut Func,
+    ops: Vec<Op>,
+}
+
+impl Emit<'_> {
+    fn push(&mut self, kind: OpKind, ty: Type) -> ValueId {
+        let v = self.func.new_value(ty);
+        self.ops.push(Op { kind, result: Some(v), span: None });
+        v
+    }
+    fn int(&mut self, n: i64, ty: &Type) -> ValueId {
+        self.push(OpKind::ConstInt(n), ty.clone())
+    }
+    fn bin(&mut self, op: BinOp, lhs: ValueId, rhs: ValueId, ty: &Type) -> ValueId {
+        self.push(OpKind::Binary { op, lhs, rhs, flags: MathFlags::default() }, ty.clone())
+    }
+}
+
+/// The loop's shape, as far as the pass needs it.
+struct LoopInfo {
+    lb: ValueId,
+    step: ValueId,
+    iv: ValueId,
+    /// `lb` and `step` when they are constants.
+    lb_c: Option<i64>,
+    step_c: Option<i64>,
+    ty: Type,
+}
+
+impl LoopInfo {
+    /// `lb + k·step` (iteration k's induction value), before the loop.
+    fn iv_at(&self, e: &mut Emit, k: i64) -> ValueId {
+        match (self.lb_c, self.step_c) {
+            (Some(0), Some(s)) => e.int(k * s, &self.ty),
+            (_, Some(s)) => {
+                let o = e.int(k * s, &self.ty);
+                e.bin(BinOp::Add, self.lb, o, &self.ty)
+            }
+            _ => {
+                let kk = e.int(k, &self.ty);
+                let o = e.bin(BinOp::Mul, kk, self.step, &self.ty);
+                e.bin(BinOp::Add, self.lb, o, &self.ty)
+            }
+        }
+    }
+
+    /// `iv + k·step` inside the body.
+    fn iv_ahead(&self, e: &mut Emit, k: i64) -> ValueId {
+        let o = match self.step_c {
+            Some(s) => e.int(k * s, &self.ty),
+            None => {
+                let kk = e.int(k, &self.ty);
+                e.bin(BinOp::Mul, kk, self.step, &self.ty)
+            }
+        };
+        e.bin(BinOp::Add, self.iv, o, &self.ty)
+    }
+
+    /// The iteration number `(iv - lb) / step` inside the body.
+    fn iteration(&self, e: &mut Emit) -> ValueId {
+        let rel = match self.lb_c {
+            Some(0) => self.iv,
+            _ => e.bin(BinOp::Sub, self.iv, self.lb, &self.ty),
+        };
+        match self.step_c {
+            Some(1) => rel,
+            _ => e.bin(BinOp::Div, rel, self.step, &self.ty),
+        }
+    }
+}
+
+/// Whether an op may be recomputed for another iteration: pure, scalar, no memory read.
+fn pure_scalar(func: &Func, op: &Op) -> bool {
+    let scalar = op.result.is_some_and(|r| matches!(func.ty(r), Type::Scalar(_)));
+    scalar
+        && matches!(
+            op.kind,
+            OpKind::ConstInt(_)
+                | OpKind::ConstFloat(_)
+                | OpKind::Binary { .. }
+                | OpKind::Unary { .. }
+                | OpKind::Cast(_)
+                | OpKind::Cmp(..)
+                | OpKind::Logic(..)
+                | OpKind::Select { .. }
+                | OpKind::Dim { .. }
+                | OpKind::Bid { .. }
+                | OpKind::NumBlocks { .. }
+        )
+}
+
+/// `kind` with its operands renamed through `map` (the pure scalar kinds and copies).
+fn renamed(kind: &OpKind, map: &BTreeMap<ValueId, ValueId>) -> OpKind {
+    let m = |v: &ValueId| *map.get(v).unwrap_or(v);
+    match kind {
+        OpKind::Binary { op, lhs, rhs, flags } => OpKind::Binary { op: *op, lhs: m(lhs), rhs: m(rhs), flags: *flags },
+        OpKind::Unary { op, value, flags } => OpKind::Unary { op: *op, value: m(value), flags: *flags },
+        OpKind::Cast(x) => OpKind::Cast(m(x)),
+        OpKind::Cmp(p, a, b) => OpKind::Cmp(*p, m(a), m(b)),
+        OpKind::Logic(l, a, b) => OpKind::Logic(*l, m(a), m(b)),
+        OpKind::Select { cond, a, b } => OpKind::Select { cond: m(cond), a: m(a), b: m(b) },
+        OpKind::AsyncCopy { dst, tensor, index, padding, order, tile, latency } => OpKind::AsyncCopy {
+            dst: dst.as_ref().map(m),
+            tensor: m(tensor),
+            index: index.iter().map(m).collect(),
+            padding: *padding,
+            order: order.clone(),
+            tile: tile.clone(),
+            latency: *latency,
+        },
+        k => k.clone(),
+    }
+}
+
+/// The body ops (positions, in order) that compute `roots` from the induction variable and
+/// values defined before the loop, or why they cannot be recomputed ahead.
+fn index_slice(
+    func: &Func,
+    body: &[Op],
+    upto: usize,
+    roots: &[ValueId],
+    iters: &[ValueId],
+) -> Result<Vec<usize>, String> {
+    let mut def: BTreeMap<ValueId, usize> = BTreeMap::new();
+    for (i, op) in body[..upto].iter().enumerate() {
+        if let Some(r) = op.result {
+            def.insert(r, i);
+        }
+    }
+    let mut nested: Vec<ValueId> = vec![];
+    for op in &body[..upto] {
+        match &op.kind {
+            OpKind::For { results, .. } => nested.extend(results),
+            OpKind::If { results, .. } => nested.extend(results),
+            _ => {}
+        }
+    }
+    let mut need: Vec<ValueId> = roots.to_vec();
+    let mut taken: std::collections::BTreeSet<usize> = Default::default();
+    while let Some(v) = need.pop() {
+        if iters.contains(&v) {
+            return Err("its indices depend on a loop-carried value".into());
+        }
+        if nested.contains(&v) {
+            return Err("its indices are computed in a nested loop or if".into());
+        }
+        let Some(&p) = def.get(&v) else { continue };
+        if !pure_scalar(func, &body[p]) {
+            return Err("its indices are read from memory (or computed by an op that cannot be repeated ahead)".into());
+        }
+        if taken.insert(p) {
+            need.extend(body[p].kind.operands());
+        }
+    }
+    Ok(taken.into_iter().collect())
+}
+
+/// Recomputes the slice with the induction variable replaced by `iv`; returns the copy's
+/// new indices.
+fn clone_slice(
+    e: &mut Emit,
+    body: &[Op],
+    slice: &[usize],
+    old_iv: ValueId,
+    iv: ValueId,
+    index: &[ValueId],
+) -> Vec<ValueId> {
+    let mut map = BTreeMap::from([(old_iv, iv)]);
+    for &p in slice {
+        let op = &body[p];
+        let Some(r) = op.result else { continue };
+        let ty = e.func.ty(r).clone();
+        let nv = e.push(renamed(&op.kind, &map), ty);
+        map.insert(r, nv);
+    }
+    index.iter().map(|v| *map.get(v).unwrap_or(v)).collect()
+}
+
+/// The `pending` count of each copy's wait (see the module doc): groups newer than the copy
+/// of iteration i at its wait, minimised over the prologue's iterations and one steady one.
+fn wait_counts(dists: &[u32]) -> Vec<u32> {
+    let dmax = i64::from(dists.iter().copied().max().unwrap_or(0));
+    let mut seq: Vec<(usize, i64)> = vec![];
+    for t in -dmax..0 {
+        for (c, &d) in dists.iter().enumerate() {
+            if t + i64::from(d) >= 0 {
+                seq.push((c, t + i64::from(d)));
+            }
+        }
+    }
+    let mut best = vec![u32::MAX; dists.len()];
+    for i in 0..=dmax {
+        for (c, &d) in dists.iter().enumerate() {
+            seq.push((c, i + i64::from(d)));
+        }
+        for (c, b) in best.iter_mut().enumerate() {
+            if let Some(p) = seq.iter().position(|&x| x == (c, i)) {
+                *b = (*b).min(u32::try_from(seq.len() - 1 - p).unwrap_or(0));
+            }
+        }
+    }
+    best
+}
+
+fn bytes_of(ty: &Type) -> i64 {
+    ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes())
+}
+
+/// The name of the tensor a copy reads, for the report.
+fn tensor_name(func: &Func, kind: &OpKind) -> String {
+    let OpKind::AsyncCopy { tensor, .. } = kind else { return "?".into() };
+    func.params.iter().find(|p| p.value == *tensor).map(|p| p.name.clone()).unwrap_or_else(|| "?".into())
+}
+
+struct Pass<'a> {
+    opts: &'a Options,
+    consts: BTreeMap<ValueId, i64>,
+    report: Vec<String>,
+    /// (ring, stage bytes, stages, what) of every ring made.
+    rings: Vec<(ValueId, i64, u32, String, Option<tilec_core::Span>)>,
+}
+
+impl Pass<'_> {
+    fn ops(&mut self, func: &mut Func, ops: Vec<Op>) -> Vec<Op> {
+        let mut out = Vec::with_capacity(ops.len());
+        for mut op in ops {
+            match &mut op.kind {
+                OpKind::For { body, .. } => {
+                    *body = self.ops(func, std::mem::take(body));
+                    out.extend(self.pipeline_loop(func, op));
+                }
+                OpKind::If { then_ops, else_ops, .. } => {
+                    *then_ops = self.ops(func, std::mem::take(then_ops));
+                    *else_ops = self.ops(func, std::mem::take(else_ops));
+                    out.push(op);
+                }
+                _ => out.push(op),
+            }
+        }
+        out
+    }
+
+    /// Pipelines one loop: the prologue, the loop, the epilogue.
+    fn pipeline_loop(&mut self, func: &mut Func, mut op: Op) -> Vec<Op> {
+        let OpKind::For { lb, step, iv, iters, body, .. } = &mut op.kind else { return vec![op] };
+        let info = LoopInfo {
+            lb: *lb,
+            step: *step,
+            iv: *iv,
+            lb_c: self.consts.get(lb).copied(),
+            step_c: self.consts.get(step).copied(),
+            ty: func.ty(*iv).clone(),
+        };
+        let mut cands: Vec<Candidate> = vec![];
+        for (p, o) in body.iter().enumerate() {
+            let k @ OpKind::AsyncCopy { dst: None, tensor, index, latency, .. } = &o.kind else { continue };
+            let waits = matches!(body.get(p + 1).map(|w| &w.kind), Some(OpKind::AsyncWait { pending: 0 }));
+            let (Some(buf), true) = (o.result, waits) else { continue };
+            let what = format!("load of {}", tensor_name(func, k));
+            let mut roots = index.clone();
+            roots.push(*tensor);
+            match index_slice(func, body, p, &roots, iters) {
+                Ok(slice) => {
+                    let (distance, hinted) = match *latency {
+                        0 => (self.opts.default_distance, false),
+                        n => (n, true),
+                    };
+                    if distance == 0 {
+                        self.report.push(format!("{what}: not pipelined (distance 0)"));
+                        continue;
+                    }
+                    let bty = func.ty(buf).clone();
+                    let Type::Smem { shape, dtype, layout } = &bty else { continue };
+                    let stages = distance + 1;
+                    let mut rshape = vec![i64::from(stages)];
+                    rshape.extend(shape);
+                    let ring = func.new_value(Type::Smem { shape: rshape, dtype: *dtype, layout: layout.clone() });
+                    self.rings.push((ring, bytes_of(&bty), stages, what, o.span));
+                    cands.push(Candidate {
+                        pos: p,
+                        buf,
+                        kind: k.clone(),
+                        span: o.span,
+                        distance,
+                        hinted,
+                        slice,
+                        ring,
+                        stages,
+                    });
+                }
+                Err(why) => self.report.push(format!("{what}: not pipelined: {why}")),
+            }
+        }
+        if cands.is_empty() {
+            return vec![op];
+        }
+        let OpKind::For { body, .. } = &mut op.kind else { return vec![op] };
+        let old_body = std::mem::take(body);
+        let dists: Vec<u32> = cands.iter().map(|c| c.distance).collect();
+        let pend = wait_counts(&dists);
+        let dmax = i64::from(dists.iter().copied().max().unwrap_or(0));
+
+        // Prologue.
+        let mut pro = Emit { func, ops: vec![] };
+        for c in &cands {
+            pro.ops.push(Op { kind: OpKind::StagesAlloc, result: Some(c.ring), span: c.span });
+        }
+        for t in -dmax..0 {
+            for c in &cands {
+                let target = t + i64::from(c.distance);
+                if target < 0 {
+                    continue;
+                }
+                let at = info.iv_at(&mut pro, target);
+                let OpKind::AsyncCopy { index, .. } = &c.kind else { continue };
+                let idx = clone_slice(&mut pro, &old_body, &c.slice, info.iv, at, index);
+                let s = pro.int(target % i64::from(c.stages), &info.ty);
+                self.copy_into(&mut pro, c, s, idx);
+            }
+        }
+        let prologue = pro.ops;
+
+        // The body: prefetches at the top, then the old ops with each copy's wait and read.
+        let mut top = Emit { func, ops: vec![] };
+        let n = info.iteration(&mut top);
+        for c in &cands {
+            let ahead = info.iv_ahead(&mut top, i64::from(c.distance));
+            let OpKind::AsyncCopy { index, .. } = &c.kind else { continue };
+            let idx = clone_slice(&mut top, &old_body, &c.slice, info.iv, ahead, index);
+            // With `range(0, …)` the iteration number is the induction value.
+            let nk = if n == info.iv && info.step_c == Some(1) {
+                ahead
+            } else {
+                let k = top.int(i64::from(c.distance), &info.ty);
+                top.bin(BinOp::Add, n, k, &info.ty)
+            };
+            let sc = top.int(i64::from(c.stages), &info.ty);
+            let slot = top.bin(BinOp::Rem, nk, sc, &info.ty);
+            self.copy_into(&mut top, c, slot, idx);
+        }
+        let mut new_body = top.ops;
+        let mut skip_wait = false;
+        for (p, o) in old_body.into_iter().enumerate() {
+            if skip_wait {
+                skip_wait = false;
+                continue;
+            }
+            let Some((ci, c)) = cands.iter().enumerate().find(|(_, c)| c.pos == p) else {
+                new_body.push(o);
+                continue;
+            };
+            skip_wait = true;
+            new_body.push(Op { kind: OpKind::AsyncWait { pending: pend[ci] }, result: None, span: None });
+            let mut e = Emit { func, ops: vec![] };
+            let sc = e.int(i64::from(c.stages), &info.ty);
+            let slot = e.bin(BinOp::Rem, n, sc, &info.ty);
+            new_body.extend(e.ops);
+            new_body.push(Op { kind: OpKind::Stage { buf: c.ring, index: slot }, result: Some(c.buf), span: c.span });
+            let how =
+                if c.hinted { format!("latency={} →", c.distance) } else { "no hint, target default →".into() };
+            self.report.push(format!(
+                "load of {}: {how} distance {}, {} stages × {} B, wait pending={}",
+                tensor_name(func, &c.kind),
+                c.distance,
+                c.stages,
+                bytes_of(func.ty(c.buf)),
+                pend[ci]
+            ));
+        }
+        let OpKind::For { body, .. } = &mut op.kind else { return vec![op] };
+        *body = new_body;
+        let mut out = prologue;
+        out.push(op);
+        out.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
+        out
+    }
+
+    /// `async_copy_into(stage(ring, slot), tensor, idx)`.
+    fn copy_into(&self, e: &mut Emit, c: &Candidate, slot: ValueId, idx: Vec<ValueId>) {
+        let sty = e.func.ty(c.buf).clone();
+        let stage = e.push(OpKind::Stage { buf: c.ring, index: slot }, sty);
+        let OpKind::AsyncCopy { tensor, padding, order, tile, latency, .. } = &c.kind else { return };
+        let kind = OpKind::AsyncCopy {
+            dst: Some(stage),
+            tensor: *tensor,
+            index: idx,
+            padding: *padding,
+            order: order.clone(),
+            tile: tile.clone(),
+            latency: *latency,
+        };
+        e.ops.push(Op { kind, result: None, span: c.span });
+    }
+}
+
+/// Runs the pass over a laid-out kernel.
+pub fn run(func: &mut Func, opts: &Options) -> Result<PipelineReport, Diagnostic> {
+    let mut consts = BTreeMap::new();
+    func.walk(&mut |op| {
+        if let (OpKind::ConstInt(n), Some(r)) = (&op.kind, op.result) {
+            consts.insert(r, *n);
+        }
+    });
+    let mut pass = Pass { opts, consts, report: vec![], rings: vec![] };
+    // Hinted loads that stayed register loads: the hint has nothing to act on.
+    func.walk(&mut |op| {
+        if let OpKind::Load { tensor, latency, .. } = &op.kind {
+            if *latency > 0 {
+                let name = func.params.iter().find(|p| p.value == *tensor).map(|p| p.name.as_str()).unwrap_or("?");
+                pass.report.push(format!(
+                    "load of {name}: latency={latency} not used: a register load (only mma operands of 16-bit dtypes from 16-byte aligned tensors become async copies)"
+                ));
+            }
+        }
+    });
+    let ops = std::mem::take(&mut func.ops);
+    func.ops = pass.ops(func, ops);
+    budget(func, opts, &pass.rings)?;
+    Ok(PipelineReport { lines: pass.report })
+}
+
+/// The shared-memory check: rings plus every other buffer (and the largest exchange
+/// scratch) against the target's limit.
+fn budget(
+    func: &Func,
+    opts: &Options,
+    rings: &[(ValueId, i64, u32, String, Option<tilec_core::Span>)],
+) -> Result<(), Diagnostic> {
+    if rings.is_empty() {
+        return Ok(());
+    }
+    let ring_ids: Vec<ValueId> = rings.iter().map(|r| r.0).collect();
+    let (mut fixed, mut scratch) = (0i64, 0i64);
+    func.walk(&mut |op| match (&op.kind, op.result) {
+        (OpKind::StagesAlloc, Some(r)) if ring_ids.contains(&r) => {}
+        (OpKind::LocalAlloc { .. } | OpKind::AsyncCopy { dst: None, .. } | OpKind::StagesAlloc, Some(r)) => {
+            fixed += bytes_of(func.ty(r))
+        }
+        (OpKind::ConvertLayout { scratch: s, value }, Some(r)) => {
+            let (t, x) = (func.ty(r), func.ty(*value));
+            // A conversion that keeps every element in its register moves nothing.
+            let moves = match (x.layout(), t.layout()) {
+                (Some(a), Some(b)) => !a.same_placement(b, x.shape()),
+                _ => true,
+            };
+            if moves {
+                scratch = scratch.max(s.size(t.shape()) * i64::from(t.dtype().bytes()));
+            }
+        }
+        _ => {}
+    });
+    let fixed = fixed + scratch;
+    let need = |cap: u32| fixed + rings.iter().map(|r| r.1 * i64::from(r.2.min(cap))).sum::<i64>();
+    let limit = i64::from(opts.smem_limit);
+    let total = need(u32::MAX);
+    if total <= limit {
+        return Ok(());
+    }
+    let most = rings.iter().map(|r| r.2).max().unwrap_or(1);
+    let fits = (2..=most).rev().find(|&s| need(s) <= limit);
+    let worst = rings.iter().max_by_key(|r| r.1 * i64::from(r.2)).cloned();
+    let list: Vec<String> = rings.iter().map(|r| format!("{}: {} × {} B", r.3, r.2, r.1)).collect();
+    let mut d = Diagnostic::error(
+        "E0022",
+        format!(
+            "the pipelined loads need {total} bytes of shared memory, more than the {limit} a block has on {}",
+            func.target
+        ),
+    )
+    .with_note(format!("rings of stages: {}; other buffers: {fixed} B", list.join(", ")));
+    d = match fits {
+        Some(s) => d.with_note(format!("at most {s} stages a ring fit (latency={} or less on these loads)", s - 1)),
+        None => d.with_note("even two stages a ring do not fit: drop the latency hints or use smaller tiles"),
+    };
+    if let Some((_, _, _, what, Some(span))) = worst {
+        d = d.with_primary(span, format!("the largest ring: {what}"));
+    }
+    Err(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wait_counts;
+
+    #[test]
+    fn one_distance_waits_for_exactly_its_iteration() {
+        // One copy d ahead: d newer groups may stay in flight.
+        assert_eq!(wait_counts(&[1]), vec![1]);
+        assert_eq!(wait_counts(&[3]), vec![3]);
+        // Two copies of one distance (GEMM's A and B): A's group has B's and 2·d newer.
+        assert_eq!(wait_counts(&[2, 2]), vec![5, 4]);
+    }
+
+    #[test]
+    fn mixed_distances_are_conservative_in_the_prologue() {
+        // FMHA's K (2 ahead) and V (4 ahead): V's steady-state count is 8, the prologue
+        // has one group fewer, so 7.
+        assert_eq!(wait_counts(&[2, 4]), vec![5, 7]);
+    }
+}
