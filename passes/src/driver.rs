@@ -300,7 +300,7 @@ pub(crate) fn run_tile_layout(d: &mut Driver, step: &Step) -> Result<(), Diagnos
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-layout: {l}")));
     d.facts.block_threads = Some(r.num_warps * 32);
     // What the pass guarantees, checked on its output before MLIR sees it.
-    set_tilegpu(d, func, step.name())
+    set_func(d, func, step.name(), Level::TileGpu)
 }
 
 /// The target a pass's `arch` option names, or the module's.
@@ -312,18 +312,12 @@ fn step_arch(step: &Step, func: &Func) -> Result<&'static tilec_core::target::Ar
     tilec_core::target::resolve(&name).map(|(a, _)| a).map_err(|m| bad(format!("{}: {m}", step.name())))
 }
 
-/// Verifies a tilec pass's `tilegpu` output and makes it the kernel.
-fn set_tilegpu(d: &mut Driver, func: Func, pass: &str) -> Result<(), Diagnostic> {
-    verify(&func, Level::TileGpu).map_err(|e| e.with_note(format!("in the output of `{pass}` (a compiler bug)")))?;
-    d.mlir.parse(&func.to_mlir(), "tilegpu")?;
-    d.ir = Ir::Tile(func);
-    Ok(())
-}
-
-/// Verifies a tilec pass's `tile` output and makes it the kernel.
-fn set_tile(d: &mut Driver, func: Func, pass: &str) -> Result<(), Diagnostic> {
-    verify(&func, Level::Tile).map_err(|e| e.with_note(format!("in the output of `{pass}` (a compiler bug)")))?;
-    d.mlir.parse(&func.to_mlir(), "tile")?;
+/// Verifies a tilec pass's output against the rules of the stage it produces (`tile` or
+/// `tilegpu`), has MLIR parse it, and makes it the kernel.
+fn set_func(d: &mut Driver, func: Func, pass: &str, level: Level) -> Result<(), Diagnostic> {
+    verify(&func, level).map_err(|e| e.with_note(format!("in the output of `{pass}` (a compiler bug)")))?;
+    let stage = if level == Level::Tile { "tile" } else { "tilegpu" };
+    d.mlir.parse(&func.to_mlir(), stage)?;
     d.ir = Ir::Tile(func);
     Ok(())
 }
@@ -333,7 +327,7 @@ pub(crate) fn run_tile_load_order(d: &mut Driver, step: &Step) -> Result<(), Dia
     let mut func = d.take_func(step.name(), Level::Tile)?;
     let r = crate::tile_load_order::run(&mut func);
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-load-order: {l}")));
-    set_tile(d, func, step.name())
+    set_func(d, func, step.name(), Level::Tile)
 }
 
 /// The driver entry of `tile-approx-math`.
@@ -341,7 +335,7 @@ pub(crate) fn run_tile_approx_math(d: &mut Driver, step: &Step) -> Result<(), Di
     let mut func = d.take_func(step.name(), Level::Tile)?;
     let r = crate::tile_approx_math::run(&mut func, step.option("fast-math") == "true");
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-approx-math: {l}")));
-    set_tile(d, func, step.name())
+    set_func(d, func, step.name(), Level::Tile)
 }
 
 /// The driver entry of `tile-swizzle`.
@@ -350,7 +344,7 @@ pub(crate) fn run_tile_swizzle(d: &mut Driver, step: &Step) -> Result<(), Diagno
     step_arch(step, &func)?;
     let r = crate::tile_swizzle::run(&mut func);
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-swizzle: {l}")));
-    set_tilegpu(d, func, step.name())
+    set_func(d, func, step.name(), Level::TileGpu)
 }
 
 /// The driver entry of `tile-pipeline`.
@@ -363,7 +357,7 @@ pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagn
     }
     let r = crate::tile_pipeline::run(&mut func, &opts)?;
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-pipeline: {l}")));
-    set_tilegpu(d, func, step.name())
+    set_func(d, func, step.name(), Level::TileGpu)
 }
 
 /// The driver entry of `tile-to-llvm`.

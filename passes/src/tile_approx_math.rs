@@ -128,7 +128,7 @@ impl Pass {
         let fast = self.fast;
         match &mut op.kind {
             OpKind::Unary { op: u @ UnOp::Exp, value, flags } if f32_value(func, *value) => {
-                if !(flags.approx || (fast && !flags.pinned)) {
+                if !self.may(*flags, flags.approx) {
                     return;
                 }
                 let what = describe(func, *value);
@@ -187,13 +187,10 @@ fn push(func: &mut Func, out: &mut Vec<Op>, kind: OpKind, ty: Type) -> ValueId {
 /// Runs the pass over a `tile` kernel.
 pub fn run(func: &mut Func, fast_math: bool) -> ApproxReport {
     let mut p =
-        Pass { fast: fast_math, defs: BTreeMap::new(), uses: BTreeMap::new(), fold: BTreeMap::new(), report: vec![] };
+        Pass { fast: fast_math, defs: BTreeMap::new(), uses: func.use_counts(), fold: BTreeMap::new(), report: vec![] };
     func.walk(&mut |op| {
         if let Some(r) = op.result {
             p.defs.insert(r, op.kind.clone());
-        }
-        for v in op.kind.operands() {
-            *p.uses.entry(v).or_default() += 1;
         }
     });
     p.plan(func);

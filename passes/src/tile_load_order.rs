@@ -36,15 +36,12 @@ struct Fold {
 /// Runs the pass over a `tile` kernel.
 pub fn run(func: &mut Func) -> LoadOrderReport {
     let mut defs: BTreeMap<ValueId, OpKind> = BTreeMap::new();
-    let mut uses: BTreeMap<ValueId, usize> = BTreeMap::new();
     func.walk(&mut |op| {
         if let Some(r) = op.result {
             defs.insert(r, op.kind.clone());
         }
-        for v in op.kind.operands() {
-            *uses.entry(v).or_default() += 1;
-        }
     });
+    let uses = func.use_counts();
     let once = |v: &ValueId| uses.get(v) == Some(&1);
     let mut folds: BTreeMap<ValueId, Fold> = BTreeMap::new();
     let mut report = LoadOrderReport::default();
@@ -82,7 +79,7 @@ pub fn run(func: &mut Func) -> LoadOrderReport {
             norder[to] = order[from];
         }
         let new_load = OpKind::Load { tensor, index: nindex, padding, order: norder.clone(), latency };
-        let name = func.params.iter().find(|q| q.value == tensor).map(|q| q.name.as_str()).unwrap_or("?");
+        let name = func.param_name(tensor).unwrap_or("?");
         report.lines.push(format!(
             "permute {perm:?} of the load of {name} folded: a load in order {norder:?} of a {nshape:?} tile"
         ));

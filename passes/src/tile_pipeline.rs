@@ -291,17 +291,28 @@ fn bytes_of(ty: &Type) -> i64 {
 }
 
 /// The name of the tensor a copy reads, for the report.
-fn tensor_name(func: &Func, kind: &OpKind) -> String {
-    let OpKind::AsyncCopy { tensor, .. } = kind else { return "?".into() };
-    func.params.iter().find(|p| p.value == *tensor).map(|p| p.name.clone()).unwrap_or_else(|| "?".into())
+fn tensor_name<'f>(func: &'f Func, kind: &OpKind) -> &'f str {
+    match kind {
+        OpKind::AsyncCopy { tensor, .. } => func.param_name(*tensor).unwrap_or("?"),
+        _ => "?",
+    }
+}
+
+/// A ring the pass made, for the shared-memory check.
+struct RingInfo {
+    ring: ValueId,
+    stage_bytes: i64,
+    stages: u32,
+    /// `load of T`, as the report and the error name it.
+    what: String,
+    span: Option<tilec_core::Span>,
 }
 
 struct Pass<'a> {
     opts: &'a Options,
     consts: BTreeMap<ValueId, i64>,
     report: Vec<String>,
-    /// (ring, stage bytes, stages, what) of every ring made.
-    rings: Vec<(ValueId, i64, u32, String, Option<tilec_core::Span>)>,
+    rings: Vec<RingInfo>,
 }
 
 impl Pass<'_> {
@@ -359,7 +370,7 @@ impl Pass<'_> {
                     let mut rshape = vec![i64::from(stages)];
                     rshape.extend(shape);
                     let ring = func.new_value(Type::Smem { shape: rshape, dtype: *dtype, layout: layout.clone() });
-                    self.rings.push((ring, bytes_of(&bty), stages, what, o.span));
+                    self.rings.push(RingInfo { ring, stage_bytes: bytes_of(&bty), stages, what, span: o.span });
                     cands.push(Candidate {
                         pos: p,
                         buf,
@@ -490,7 +501,7 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<PipelineReport, Diagnostic
     func.walk(&mut |op| {
         if let OpKind::Load { tensor, latency, .. } = &op.kind {
             if *latency > 0 {
-                let name = func.params.iter().find(|p| p.value == *tensor).map(|p| p.name.as_str()).unwrap_or("?");
+                let name = func.param_name(*tensor).unwrap_or("?");
                 pass.report.push(format!(
                     "load of {name}: latency={latency} not used: a register load (only mma operands of 16-bit dtypes from 16-byte aligned tensors become async copies)"
                 ));
@@ -505,15 +516,11 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<PipelineReport, Diagnostic
 
 /// The shared-memory check: rings plus every other buffer (and the largest exchange
 /// scratch) against the target's limit.
-fn budget(
-    func: &Func,
-    opts: &Options,
-    rings: &[(ValueId, i64, u32, String, Option<tilec_core::Span>)],
-) -> Result<(), Diagnostic> {
+fn budget(func: &Func, opts: &Options, rings: &[RingInfo]) -> Result<(), Diagnostic> {
     if rings.is_empty() {
         return Ok(());
     }
-    let ring_ids: Vec<ValueId> = rings.iter().map(|r| r.0).collect();
+    let ring_ids: Vec<ValueId> = rings.iter().map(|r| r.ring).collect();
     let (mut fixed, mut scratch) = (0i64, 0i64);
     func.walk(&mut |op| match (&op.kind, op.result) {
         (OpKind::StagesAlloc, Some(r)) if ring_ids.contains(&r) => {}
@@ -534,16 +541,16 @@ fn budget(
         _ => {}
     });
     let fixed = fixed + scratch;
-    let need = |cap: u32| fixed + rings.iter().map(|r| r.1 * i64::from(r.2.min(cap))).sum::<i64>();
+    let need = |cap: u32| fixed + rings.iter().map(|r| r.stage_bytes * i64::from(r.stages.min(cap))).sum::<i64>();
     let limit = i64::from(opts.smem_limit);
     let total = need(u32::MAX);
     if total <= limit {
         return Ok(());
     }
-    let most = rings.iter().map(|r| r.2).max().unwrap_or(1);
+    let most = rings.iter().map(|r| r.stages).max().unwrap_or(1);
     let fits = (2..=most).rev().find(|&s| need(s) <= limit);
-    let worst = rings.iter().max_by_key(|r| r.1 * i64::from(r.2)).cloned();
-    let list: Vec<String> = rings.iter().map(|r| format!("{}: {} × {} B", r.3, r.2, r.1)).collect();
+    let worst = rings.iter().max_by_key(|r| r.stage_bytes * i64::from(r.stages));
+    let list: Vec<String> = rings.iter().map(|r| format!("{}: {} × {} B", r.what, r.stages, r.stage_bytes)).collect();
     let mut d = Diagnostic::error(
         "E0022",
         format!(
@@ -556,8 +563,8 @@ fn budget(
         Some(s) => d.with_note(format!("at most {s} stages a ring fit (latency={} or less on these loads)", s - 1)),
         None => d.with_note("even two stages a ring do not fit: drop the latency hints or use smaller tiles"),
     };
-    if let Some((_, _, _, what, Some(span))) = worst {
-        d = d.with_primary(span, format!("the largest ring: {what}"));
+    if let Some(RingInfo { what, span: Some(span), .. }) = worst {
+        d = d.with_primary(*span, format!("the largest ring: {what}"));
     }
     Err(d)
 }

@@ -9,9 +9,10 @@
 //! register stores of the source tile's vectors) and its reader (`ldmatrix`, `.trans` when
 //! the buffer's contiguous dim is not the operand's K — the same rows of 16 bytes either
 //! way), counts on the CPU the extra wavefronts of every swizzle `perPhase, maxPhase` in
-//! 1, 2, 4, 8 with 16-byte vectors: each `ldmatrix` phase reads one 16-byte column of eight
-//! consecutive rows, each writer wavefront eight consecutive 16-byte chunks. It keeps the
-//! cheapest, then the fewest phases, then the fewest rows per phase (the least index math).
+//! 1, 2, 4, 8 with 16-byte vectors (`SwizzledShared::least_conflicts`): each `ldmatrix`
+//! phase reads one 16-byte column of eight consecutive rows, each writer wavefront eight
+//! consecutive 16-byte chunks. It keeps the cheapest, then the fewest phases, then the
+//! fewest rows per phase (the least index math).
 //! Writers of narrower vectors (an `#mma` tile stored as 4-byte pairs) are counted as
 //! 16-byte chunk writers; their own pattern is not modelled yet.
 //!
@@ -30,27 +31,6 @@ use tilec_core::tir::{Func, OpKind, Type};
 #[derive(Clone, Debug, Default)]
 pub struct SwizzleReport {
     pub lines: Vec<String>,
-}
-
-/// Extra wavefronts of a swizzle for a buffer of `shape` (ldmatrix reads, 16-byte writes).
-pub fn conflicts(s: &SwizzledShared, shape: &[i64], elem_bytes: i64) -> (i64, i64) {
-    (s.ldmatrix_conflicts(shape, elem_bytes), s.write_conflicts(shape, elem_bytes))
-}
-
-/// The cheapest swizzle for a buffer of `shape` stored along `order`.
-pub fn choose(shape: &[i64], elem_bytes: i64, order: [usize; 2]) -> SwizzledShared {
-    let vec = (16 / elem_bytes.max(1)).max(1);
-    let mut best: Option<(i64, SwizzledShared)> = None;
-    for max_phase in [1, 2, 4, 8] {
-        for per_phase in [1, 2, 4, 8] {
-            let s = SwizzledShared { vec, per_phase, max_phase, order };
-            let (r, w) = conflicts(&s, shape, elem_bytes);
-            if best.as_ref().is_none_or(|(c, _)| r + w < *c) {
-                best = Some((r + w, s));
-            }
-        }
-    }
-    best.map(|(_, s)| s).unwrap_or_else(|| SwizzledShared::plain(elem_bytes, order))
 }
 
 /// Runs the pass over a laid-out kernel.
@@ -73,9 +53,9 @@ pub fn run(func: &mut Func) -> SwizzleReport {
     for (b, writer) in bufs {
         let Type::Smem { shape, dtype, layout } = func.ty(b).clone() else { continue };
         let bytes = i64::from(dtype.bytes());
-        let before = conflicts(&layout, &shape, bytes);
-        let s = choose(&shape, bytes, layout.order);
-        let (r, w) = conflicts(&s, &shape, bytes);
+        let before = layout.conflicts(&shape, bytes);
+        let s = SwizzledShared::least_conflicts(&shape, bytes, layout.order);
+        let (r, w) = s.conflicts(&shape, bytes);
         report.lines.push(format!(
             "buffer {shape:?} {dtype} (contiguous dim {}), written by {writer}: perPhase {} maxPhase {} (vec {}): extra wavefronts ldmatrix {r}, writes {w} (unswizzled: {}, {})",
             s.order[0], s.per_phase, s.max_phase, s.vec, before.0, before.1

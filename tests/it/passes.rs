@@ -230,12 +230,12 @@ fn every_chosen_swizzle_is_conflict_free() {
                 // A ring's stages are buffers of its last two dims.
                 let s = &shape[shape.len() - 2..];
                 let b = i64::from(dtype.bytes());
-                let (r, w) = tilec_passes::tile_swizzle::conflicts(layout, s, b);
+                let (r, w) = layout.conflicts(s, b);
                 assert_eq!((r, w), (0, 0), "{file} {}: {s:?} {}", arch.name, layout.to_mlir());
                 for mp in [1, 2, 4, 8] {
                     for pp in [1, 2, 4, 8] {
                         let other = SwizzledShared { per_phase: pp, max_phase: mp, ..layout.clone() };
-                        let (r2, w2) = tilec_passes::tile_swizzle::conflicts(&other, s, b);
+                        let (r2, w2) = other.conflicts(s, b);
                         assert!(r2 + w2 >= r + w);
                     }
                 }

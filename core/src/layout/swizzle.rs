@@ -20,16 +20,30 @@ pub struct SwizzledShared {
 }
 
 impl SwizzledShared {
-    /// The conflict-free swizzle for `ldmatrix` reads of a 16-bit (or any `elem_bytes`) tile
-    /// whose contiguous dim has `cols` elements: 16-byte vectors; as many rows share a phase
-    /// as fit in 128 bytes; as many phases as the 8 rows of an 8×8 matrix need, at most the
-    /// vectors in a row.
-    pub fn for_ldmatrix(cols: i64, elem_bytes: i64, order: [usize; 2]) -> SwizzledShared {
-        let vec = (16 / elem_bytes.max(1)).max(1);
-        let chunks = (cols / vec).max(1);
-        let per_phase = (8 / chunks).max(1);
-        let max_phase = chunks.min(8 / per_phase).max(1);
-        SwizzledShared { vec, per_phase, max_phase, order }
+    /// The swizzle of a buffer of `shape` stored along `order` with the fewest extra
+    /// wavefronts ([`SwizzledShared::conflicts`]) among 16-byte vectors and `perPhase`,
+    /// `maxPhase` in 1, 2, 4, 8; on a tie the fewest phases, then the fewest rows a phase
+    /// (the least index math). For 16-bit rows of 16 to 512 bytes (the property test's range)
+    /// that is conflict-free: as many rows a phase as fit in 128 bytes, as many phases as an
+    /// 8×8 matrix has rows.
+    pub fn least_conflicts(shape: &[i64], elem_bytes: i64, order: [usize; 2]) -> SwizzledShared {
+        let mut best = SwizzledShared::plain(elem_bytes, order);
+        let mut cost = best.conflicts(shape, elem_bytes);
+        for max_phase in [1, 2, 4, 8] {
+            for per_phase in [1, 2, 4, 8] {
+                let s = SwizzledShared { per_phase, max_phase, ..best.clone() };
+                let c = s.conflicts(shape, elem_bytes);
+                if c.0 + c.1 < cost.0 + cost.1 {
+                    (best, cost) = (s, c);
+                }
+            }
+        }
+        best
+    }
+
+    /// Extra wavefronts of (`ldmatrix` reads, 16-byte writes) of a buffer of `shape`.
+    pub fn conflicts(&self, shape: &[i64], elem_bytes: i64) -> (i64, i64) {
+        (self.ldmatrix_conflicts(shape, elem_bytes), self.write_conflicts(shape, elem_bytes))
     }
 
     /// No swizzle: 16-byte vectors, every row in place (what `tile-layout` makes and

@@ -234,7 +234,7 @@ proptest! {
         let (rows, cols) = (1i64 << r, 1i64 << c);
         let order = if transposed { [0, 1] } else { [1, 0] };
         let shape = if transposed { vec![cols, rows] } else { vec![rows, cols] };
-        let s = SwizzledShared::for_ldmatrix(cols, 2, order);
+        let s = SwizzledShared::least_conflicts(&shape, 2, order);
         let at = |row: i64, col: i64| if transposed { vec![col, row] } else { vec![row, col] };
         for row in 0..rows {
             let mut offs: Vec<i64> = (0..cols).map(|col| s.offset(&shape, &at(row, col))).collect();
@@ -261,7 +261,7 @@ fn the_bank_model_sees_unswizzled_conflicts() {
     let plain = SwizzledShared { vec: 8, per_phase: 1, max_phase: 1, order: [1, 0] };
     assert_eq!(plain.ldmatrix_conflicts(&[64, 64], 2), 8 * 8 * 7);
     for (shape, order) in [([64, 64], [1, 0]), ([128, 32], [1, 0]), ([32, 128], [0, 1])] {
-        let s = SwizzledShared::for_ldmatrix(shape[order[0]], 2, order);
+        let s = SwizzledShared::least_conflicts(&shape, 2, order);
         assert_eq!(s.ldmatrix_conflicts(&shape, 2), 0, "{shape:?} {order:?}");
     }
 }

@@ -204,6 +204,23 @@ impl Func {
         m
     }
 
+    /// The name of the parameter `v` is, if it is one (reports name tensors by it).
+    pub fn param_name(&self, v: ValueId) -> Option<&str> {
+        self.params.iter().find(|p| p.value == v).map(|p| p.name.as_str())
+    }
+
+    /// How many times each value is read by an op (nested regions included; a region op's
+    /// own operands and yields count, as [`OpKind::operands`] lists them).
+    pub fn use_counts(&self) -> std::collections::BTreeMap<ValueId, usize> {
+        let mut uses = std::collections::BTreeMap::new();
+        self.walk(&mut |op| {
+            for v in op.kind.operands() {
+                *uses.entry(v).or_default() += 1;
+            }
+        });
+        uses
+    }
+
     /// All ops, nested regions included, in printing order.
     pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Op)) {
         fn go<'a>(ops: &'a [Op], f: &mut impl FnMut(&'a Op)) {

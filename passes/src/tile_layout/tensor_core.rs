@@ -393,16 +393,13 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
 /// Inserts the conversions the uses of tensor-core-era layouts need (elementwise operands,
 /// `mma` operands, gather/rand indices), each right after its operand's definition.
 pub(super) fn insert_conversions(func: &mut Func, warps: i64) -> Result<usize, Diagnostic> {
-    let mut ctx = Ctx { defs: BTreeMap::new(), spans: BTreeMap::new(), uses: BTreeMap::new(), warps };
+    let mut ctx = Ctx { defs: BTreeMap::new(), spans: BTreeMap::new(), uses: func.use_counts(), warps };
     func.walk(&mut |op| {
         if let Some(r) = op.result {
             ctx.defs.insert(r, op.kind.clone());
             if let Some(s) = op.span {
                 ctx.spans.insert(r, s);
             }
-        }
-        for v in op.kind.operands() {
-            *ctx.uses.entry(v).or_default() += 1;
         }
     });
     let mut plan = Plan::default();
