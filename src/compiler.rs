@@ -30,6 +30,8 @@ pub struct CompileOptions {
     pub disabled_passes: BTreeSet<String>,
     /// Approximate every float op the source leaves to the compiler (`--fast-math`).
     pub fast_math: bool,
+    /// Keep every float product and sum separately rounded (`--no-fp-fusion`).
+    pub no_fp_fusion: bool,
 }
 
 /// Everything one compilation produced.
@@ -134,7 +136,11 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     }
 
     // The default pipeline, through the same driver as `tilec opt`.
-    let cfg = tilec_passes::PipelineConfig { disabled: opts.disabled_passes.clone(), fast_math: opts.fast_math };
+    let cfg = tilec_passes::PipelineConfig {
+        disabled: opts.disabled_passes.clone(),
+        fast_math: opts.fast_math,
+        no_fp_fusion: opts.no_fp_fusion,
+    };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
     let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);
     let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Tile(el.func));

@@ -30,9 +30,31 @@ fn fail(msg: impl Into<String>) -> Diagnostic {
     Diagnostic::error("E0902", msg)
 }
 
+/// LLVM's process-wide NVPTX options, set once before the first target machine: shared
+/// (and local, const) pointers are 32 bits wide (`-nvptx-short-ptr`, as Triton and nvcc
+/// compile), so shared addresses — every `ldmatrix`, `cp.async` and exchange — are 32-bit
+/// arithmetic instead of 64-bit adds and widening multiplies. The data layout then comes
+/// from the target machine with `p3:32:32`.
+fn set_nvptx_options() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let args = [c"tilec".as_ptr(), c"-nvptx-short-ptr".as_ptr()];
+        // SAFETY: two valid NUL-terminated strings that outlive the call; called once per
+        // process (LLVM rejects an option given twice), before any target machine exists.
+        unsafe {
+            inkwell::llvm_sys::support::LLVMParseCommandLineOptions(
+                args.len() as i32,
+                args.as_ptr(),
+                c"tilec".as_ptr(),
+            );
+        }
+    });
+}
+
 /// Optimises LLVM IR and emits PTX for `arch`.
 pub fn codegen(llvm_ir: &str, arch: &Arch, opt_level: u32) -> Result<Codegen, Diagnostic> {
     Target::initialize_nvptx(&InitializationConfig::default());
+    set_nvptx_options();
     let ctx = Context::create();
     let buf = MemoryBuffer::create_from_memory_range_copy(llvm_ir.as_bytes(), "tilec");
     let module = ctx.create_module_from_ir(buf).map_err(|e| fail(format!("LLVM rejected the IR: {e}")))?;

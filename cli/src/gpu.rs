@@ -40,6 +40,7 @@ pub struct Prepared {
 pub struct Variant {
     pub disabled: std::collections::BTreeSet<String>,
     pub fast_math: bool,
+    pub no_fp_fusion: bool,
 }
 
 impl Variant {
@@ -48,6 +49,9 @@ impl Variant {
         let mut v: Vec<String> = self.disabled.iter().map(|d| format!("-{d}")).collect();
         if self.fast_math {
             v.push("+fast-math".into());
+        }
+        if self.no_fp_fusion {
+            v.push("-fp-fusion".into());
         }
         v.join(" ")
     }
@@ -114,6 +118,7 @@ pub fn prepare(
         until: None,
         disabled_passes: variant.disabled.clone(),
         fast_math: variant.fast_math,
+        no_fp_fusion: variant.no_fp_fusion,
     };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;

@@ -364,8 +364,11 @@ pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagn
 pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     let func = d.take_func(step.name(), Level::TileGpu)?;
     let arch = step_arch(step, &func)?;
-    let occupancy = step.option("occupancy").parse::<u32>().ok();
-    let low = crate::tile_to_llvm::run(&func, arch, occupancy)?;
+    let opts = crate::tile_to_llvm::Options {
+        occupancy: step.option("occupancy").parse::<u32>().ok(),
+        fp_fusion: step.option("fp-fusion") != "false",
+    };
+    let low = crate::tile_to_llvm::run(&func, arch, &opts)?;
     d.facts.report.push(format!(
         "tile-to-llvm: {} threads per block, {} bytes of shared memory",
         low.block_threads, low.shared_bytes

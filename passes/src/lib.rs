@@ -188,6 +188,12 @@ pub const PASSES: &[PassInfo] = &[
                 default: "",
                 check: check_occupancy,
             },
+            PassOption {
+                name: "fp-fusion",
+                doc: "let the source's float + - * fuse into fma (one rounding), as Triton and nvcc do (default: true)",
+                default: "",
+                check: check_bool,
+            },
         ],
         run: driver::run_tile_to_llvm,
     },
@@ -207,6 +213,9 @@ pub struct PipelineConfig {
     pub disabled: std::collections::BTreeSet<String>,
     /// `--fast-math`: `tile-approx-math` approximates every float op the source leaves to it.
     pub fast_math: bool,
+    /// `--no-fp-fusion`: every float product and sum rounds on its own (`tile-to-llvm`'s
+    /// `fp-fusion=false`), as on the interpreter.
+    pub no_fp_fusion: bool,
 }
 
 /// The passes every kernel needs: without them there is no code.
@@ -246,6 +255,8 @@ pub fn check_disabled(names: &std::collections::BTreeSet<String>) -> Result<(), 
 pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Vec<driver::Step> {
     let occ = occupancy.map(|o| o.to_string()).unwrap_or_default();
     let fast = if cfg.fast_math { "true" } else { "false" };
+    // Empty: the pass default (fused), left out of the printed pipeline.
+    let fusion = if cfg.no_fp_fusion { "false" } else { "" };
     let mut steps = vec![];
     for name in DEFAULT_PASSES {
         let Some(p) = PASSES.iter().find(|p| p.name == name) else { continue };
@@ -255,7 +266,7 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
         let opts: Vec<(&str, &str)> = match name {
             "tile-approx-math" => vec![("fast-math", fast)],
             "tile-swizzle" | "tile-pipeline" => vec![("arch", arch.name)],
-            "tile-to-llvm" => vec![("arch", arch.name), ("occupancy", &occ)],
+            "tile-to-llvm" => vec![("arch", arch.name), ("occupancy", &occ), ("fp-fusion", fusion)],
             _ => vec![],
         };
         steps.push(driver::Step::tilec(p, &opts));

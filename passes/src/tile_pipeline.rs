@@ -11,14 +11,16 @@
 //! target's default distance (`Arch::pipeline_distance`) for a load without one.
 //! - Prologue, before the loop: the copies of iterations `0 … d-1`, in the order of virtual
 //!   iterations `-D … -1` (`D` the loop's largest distance), into stages `0 … d-1`.
-//! - Body: at its top, the copy of iteration `i + d` into stage `(i + d) mod (d + 1)` (read
-//!   last in iteration `i - 1`; the lowering's barrier dataflow puts the barrier between);
-//!   at the old copy, `async_wait {pending = P}` and the read of stage `i mod (d + 1)`. `P`
-//!   is the largest number of newer groups that still leaves this iteration's copy landed,
-//!   found by replaying the groups of the prologue and the first `D + 1` iterations (the
-//!   minimum over them: exact in the steady state for a single distance, conservative by the
-//!   groups the prologue lacks when distances differ). Copies the pass leaves alone only add
-//!   groups, which makes every wait stricter, never weaker.
+//! - Body: at the old copy, `async_wait {pending = P}`, the read of stage `i mod (d + 1)`,
+//!   then the copy of iteration `i + d` into stage `(i + d) mod (d + 1)`. That stage was
+//!   read last in iteration `i - 1`, before the barrier that the wait lowers to, so the
+//!   refill needs no barrier of its own and the loop body none at its end (FlashAttention-2
+//!   and Triton issue the next tile's copy the same way). `P` is the largest number of
+//!   newer groups that still leaves this iteration's copy landed, found by replaying the
+//!   groups of the prologue and the first `D + 1` iterations (the minimum over them: exact
+//!   in the steady state for a single distance, conservative by the groups the prologue
+//!   lacks when distances differ). Copies the pass leaves alone only add groups, which
+//!   makes every wait stricter, never weaker.
 //! - Epilogue: `async_wait {pending = 0}` after the loop, so that the copies issued for
 //!   iterations past the end have landed before the ring's memory is reused. Those copies
 //!   are not masked: out of the tensor they read nothing (zero fill); inside it (causal
@@ -262,6 +264,7 @@ fn clone_slice(
 
 /// The `pending` count of each copy's wait (see the module doc): groups newer than the copy
 /// of iteration i at its wait, minimised over the prologue's iterations and one steady one.
+/// In the body, copy `c` issues its refill (iteration `i + d`) right after its own wait.
 fn wait_counts(dists: &[u32]) -> Vec<u32> {
     let dmax = i64::from(dists.iter().copied().max().unwrap_or(0));
     let mut seq: Vec<(usize, i64)> = vec![];
@@ -275,12 +278,11 @@ fn wait_counts(dists: &[u32]) -> Vec<u32> {
     let mut best = vec![u32::MAX; dists.len()];
     for i in 0..=dmax {
         for (c, &d) in dists.iter().enumerate() {
-            seq.push((c, i + i64::from(d)));
-        }
-        for (c, b) in best.iter_mut().enumerate() {
+            // (c, i) was issued by the prologue or by iteration i - d.
             if let Some(p) = seq.iter().position(|&x| x == (c, i)) {
-                *b = (*b).min(u32::try_from(seq.len() - 1 - p).unwrap_or(0));
+                best[c] = best[c].min(u32::try_from(seq.len() - 1 - p).unwrap_or(0));
             }
+            seq.push((c, i + i64::from(d)));
         }
     }
     best
@@ -415,33 +417,19 @@ impl Pass<'_> {
         }
         let prologue = pro.ops;
 
-        // The body: prefetches at the top, then the old ops with each copy's wait and read.
+        // The body: the old ops, each copy replaced by its wait, its stage's read and the
+        // refill `d` iterations ahead.
         let mut top = Emit { func, ops: vec![] };
         let n = info.iteration(&mut top);
-        for c in &cands {
-            let ahead = info.iv_ahead(&mut top, i64::from(c.distance));
-            let OpKind::AsyncCopy { index, .. } = &c.kind else { continue };
-            let idx = clone_slice(&mut top, &old_body, &c.slice, info.iv, ahead, index);
-            // With `range(0, …)` the iteration number is the induction value.
-            let nk = if n == info.iv && info.step_c == Some(1) {
-                ahead
-            } else {
-                let k = top.int(i64::from(c.distance), &info.ty);
-                top.bin(BinOp::Add, n, k, &info.ty)
-            };
-            let sc = top.int(i64::from(c.stages), &info.ty);
-            let slot = top.bin(BinOp::Rem, nk, sc, &info.ty);
-            self.copy_into(&mut top, c, slot, idx);
-        }
         let mut new_body = top.ops;
         let mut skip_wait = false;
-        for (p, o) in old_body.into_iter().enumerate() {
+        for (p, o) in old_body.iter().enumerate() {
             if skip_wait {
                 skip_wait = false;
                 continue;
             }
             let Some((ci, c)) = cands.iter().enumerate().find(|(_, c)| c.pos == p) else {
-                new_body.push(o);
+                new_body.push(o.clone());
                 continue;
             };
             skip_wait = true;
@@ -451,6 +439,21 @@ impl Pass<'_> {
             let slot = e.bin(BinOp::Rem, n, sc, &info.ty);
             new_body.extend(e.ops);
             new_body.push(Op { kind: OpKind::Stage { buf: c.ring, index: slot }, result: Some(c.buf), span: c.span });
+            let mut e = Emit { func, ops: vec![] };
+            let ahead = info.iv_ahead(&mut e, i64::from(c.distance));
+            let OpKind::AsyncCopy { index, .. } = &c.kind else { continue };
+            let idx = clone_slice(&mut e, &old_body, &c.slice, info.iv, ahead, index);
+            // With `range(0, …)` the iteration number is the induction value.
+            let nk = if n == info.iv && info.step_c == Some(1) {
+                ahead
+            } else {
+                let k = e.int(i64::from(c.distance), &info.ty);
+                e.bin(BinOp::Add, n, k, &info.ty)
+            };
+            let sc = e.int(i64::from(c.stages), &info.ty);
+            let refill = e.bin(BinOp::Rem, nk, sc, &info.ty);
+            self.copy_into(&mut e, c, refill, idx);
+            new_body.extend(e.ops);
             let how =
                 if c.hinted { format!("latency={} →", c.distance) } else { "no hint, target default →".into() };
             self.report.push(format!(
@@ -575,17 +578,19 @@ mod tests {
 
     #[test]
     fn one_distance_waits_for_exactly_its_iteration() {
-        // One copy d ahead: d newer groups may stay in flight.
-        assert_eq!(wait_counts(&[1]), vec![1]);
-        assert_eq!(wait_counts(&[3]), vec![3]);
-        // Two copies of one distance (GEMM's A and B): A's group has B's and 2·d newer.
-        assert_eq!(wait_counts(&[2, 2]), vec![5, 4]);
+        // One copy d ahead, refilled after its wait: the d - 1 newer groups may stay in
+        // flight (with d = 1, the one refill is issued after the wait: nothing newer).
+        assert_eq!(wait_counts(&[1]), vec![0]);
+        assert_eq!(wait_counts(&[3]), vec![2]);
+        // Two copies of one distance (GEMM's A and B): at A's wait, B's group of the same
+        // iteration and the two of the next are newer; at B's, A's refill joins them.
+        assert_eq!(wait_counts(&[2, 2]), vec![3, 3]);
     }
 
     #[test]
     fn mixed_distances_are_conservative_in_the_prologue() {
-        // FMHA's K (2 ahead) and V (4 ahead): V's steady-state count is 8, the prologue
-        // has one group fewer, so 7.
-        assert_eq!(wait_counts(&[2, 4]), vec![5, 7]);
+        // FMHA's K (2 ahead) and V (4 ahead): V's steady-state count is 7, the prologue
+        // has one group fewer, so 6.
+        assert_eq!(wait_counts(&[2, 4]), vec![3, 6]);
     }
 }

@@ -32,17 +32,26 @@ pub struct Case {
     pub consts: Vec<(String, i64)>,
     /// A tolerance of its own (relative L2), tighter than the spec's where the case allows.
     pub tolerance: Option<f64>,
+    /// Variable-length cases (decode): every sequence at the full length, as the peers of
+    /// `anchors.py` run them, instead of the ragged spread of the checks.
+    pub full_lengths: bool,
 }
 
 impl Case {
     pub fn new(dtype: DType, dims: &[i64]) -> Case {
-        Case { dtype, dims: dims.to_vec(), consts: vec![], tolerance: None }
+        Case { dtype, dims: dims.to_vec(), consts: vec![], tolerance: None, full_lengths: false }
     }
 
     /// The case with constant `name` set to `value`.
     pub fn with(mut self, name: &str, value: i64) -> Case {
         self.consts.retain(|(n, _)| n != name);
         self.consts.push((name.to_string(), value));
+        self
+    }
+
+    /// Every sequence at the full length (see [`Case::full_lengths`]).
+    pub fn full_lengths(mut self) -> Case {
+        self.full_lengths = true;
         self
     }
 
@@ -61,6 +70,9 @@ impl Case {
         let mut s = dims.join("x");
         for (k, v) in &self.consts {
             s.push_str(&format!(" {k}={v}"));
+        }
+        if self.full_lengths {
+            s.push_str(" full");
         }
         s
     }

@@ -283,3 +283,58 @@ fn approximate_math_stays_within_the_kernels_tolerances() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The PTX of `kernel` (default constants) for sm_90a, with `no_fp_fusion` as given.
+fn ptx_of(file: &str, kernel: &str, no_fp_fusion: bool) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
+    let o = tilec::CompileOptions {
+        arch: "sm_90a".into(),
+        kernel: Some(kernel.into()),
+        no_fp_fusion,
+        ..Default::default()
+    };
+    let c = tilec::compile(&tilec::Source::new(file, std::fs::read_to_string(p).unwrap()), &o).unwrap();
+    c.ptx().to_string()
+}
+
+/// `tile-pipeline` refills a ring right after the wait that frees its stage, so the only
+/// barriers of a pipelined GEMM loop are those of its waits: none at the end of the body.
+#[test]
+fn a_pipelined_loop_has_no_barrier_beyond_its_waits() {
+    for (file, kernel) in [("matmul", "matmul"), ("bmm", "bmm")] {
+        let ptx = ptx_of(file, kernel, false);
+        let lines: Vec<&str> = ptx.lines().collect();
+        // The loop: a label that a later branch jumps back to.
+        let (start, end) = lines
+            .iter()
+            .enumerate()
+            .find_map(|(i, l)| {
+                let label = l.strip_suffix(':')?;
+                let back = lines
+                    .iter()
+                    .skip(i)
+                    .position(|b| b.contains("bra") && b.trim_end().ends_with(&format!("{label};")))?;
+                Some((i, i + back))
+            })
+            .unwrap_or_else(|| panic!("{kernel}: no loop in the PTX"));
+        let body = &lines[start..end];
+        let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
+        assert!(count("mma.sync") > 0, "{kernel}: the first loop is not the K loop");
+        assert_eq!(count("bar.sync"), count("cp.async.wait_group"), "{kernel}: a barrier beyond the waits'");
+    }
+}
+
+/// `flush_to_zero` uses the instructions' own `.ftz` forms, and the source's `a * b - c`
+/// contracts into one `fma` unless `--no-fp-fusion` asks for two roundings.
+#[test]
+fn flush_to_zero_and_fp_fusion_lower_to_single_instructions() {
+    let fused = ptx_of("fmha", "fmha", false);
+    assert!(fused.contains("ex2.approx.ftz.f32") && fused.contains("div.approx.ftz.f32"));
+    // The software flush (|x| < 2^-126 → x · 0) is gone.
+    assert!(!fused.contains("abs.f32"), "a software flush-to-zero is left");
+    assert!(fused.contains("fma.rn.f32"));
+    assert!(!fused.contains("sub.rn.f32"), "qk · scale − m is not fused");
+    let separate = ptx_of("fmha", "fmha", true);
+    assert!(!separate.contains("fma.rn.f32"), "--no-fp-fusion still fuses");
+    assert!(separate.contains("mul.rn.f32") && separate.contains("sub.rn.f32"));
+}

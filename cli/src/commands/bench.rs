@@ -85,7 +85,11 @@ fn ablation(a: &Args) -> Result<ExitCode> {
     for (i, (step, kernel, disabled, fast)) in ABLATION.iter().enumerate() {
         out::err_raw(&format!("\r[{}/{}] {step} ...          ", i + 1, ABLATION.len()));
         let Some(spec) = tilec_suite::find(kernel) else { continue };
-        let variant = gpu::Variant { disabled: disabled.iter().map(|d| d.to_string()).collect(), fast_math: *fast };
+        let variant = gpu::Variant {
+            disabled: disabled.iter().map(|d| d.to_string()).collect(),
+            fast_math: *fast,
+            no_fp_fusion: false,
+        };
         let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: None };
         match gpu::bench_case(&dev, &a.kernels_dir, spec, &case, &timing, &variant) {
             Ok(r) => {

@@ -40,6 +40,10 @@ pub struct Args {
     /// exp through exp2, div.approx, flush-to-zero.
     #[arg(long)]
     fast_math: bool,
+    /// Keep every float product and sum separately rounded: no `fma` contraction of the
+    /// source's `a * b + c` (on by default, as in Triton and nvcc).
+    #[arg(long)]
+    no_fp_fusion: bool,
     /// Print what the passes decided.
     #[arg(long)]
     report: bool,
@@ -65,6 +69,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         until: a.emit.map(|s| s.0),
         disabled_passes: a.disable_pass.into_iter().collect(),
         fast_math: a.fast_math,
+        no_fp_fusion: a.no_fp_fusion,
     };
     let compiled = match compile(&source, &opts) {
         Ok(c) => c,

@@ -171,10 +171,17 @@ pub struct VariantArgs {
     /// Compile with `--fast-math`.
     #[arg(long)]
     pub fast_math: bool,
+    /// Compile with `--no-fp-fusion`.
+    #[arg(long)]
+    pub no_fp_fusion: bool,
 }
 
 impl VariantArgs {
     pub fn variant(&self) -> crate::gpu::Variant {
-        crate::gpu::Variant { disabled: self.disable_pass.iter().cloned().collect(), fast_math: self.fast_math }
+        crate::gpu::Variant {
+            disabled: self.disable_pass.iter().cloned().collect(),
+            fast_math: self.fast_math,
+            no_fp_fusion: self.no_fp_fusion,
+        }
     }
 }

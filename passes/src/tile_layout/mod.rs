@@ -426,7 +426,7 @@ mod tests {
         assert_eq!(mlir.print(&m), mlir.print(&back));
         // The conversion lowers to a shared-memory exchange that MLIR and LLVM accept.
         let (arch, _) = tilec_core::target::resolve("sm_90a").unwrap();
-        let low = crate::tile_to_llvm::run(&f, arch, None).unwrap();
+        let low = crate::tile_to_llvm::run(&f, arch, &Default::default()).unwrap();
         assert!(low.shared_bytes >= 1024 && low.text.contains("nvvm.barrier0"), "{}", low.text);
         let ir = mlir.translate_to_llvm_ir(&mlir.parse(&low.text, "llvm").unwrap()).unwrap();
         assert!(tilec_backend::codegen(&ir, arch, 3).unwrap().ptx.contains("bar.sync"));
@@ -448,7 +448,7 @@ mod tests {
         let l = f.ty(t).layout().unwrap().to_linear(&[16]);
         assert_eq!((l.replicated_lanes(), l.replicated_warps()), (0b10000, 0b11));
         let (arch, _) = tilec_core::target::resolve("sm_90a").unwrap();
-        let low = crate::tile_to_llvm::run(&f, arch, None).unwrap();
+        let low = crate::tile_to_llvm::run(&f, arch, &Default::default()).unwrap();
         // Only lanes 0-15 of warp 0 store: (lane & 16) == 0 and (warp & 3) == 0.
         assert!(
             low.text.contains("llvm.mlir.constant(16 : i32)") && low.text.contains("llvm.mlir.constant(3 : i32)"),

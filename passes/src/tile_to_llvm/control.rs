@@ -68,16 +68,22 @@ impl Lowering<'_> {
         // Both branches start from the shared reads pending here; after the join either
         // branch's may be pending.
         let entry = self.pending_reads.clone();
+        let crossed = self.barrier_crossed();
         self.em.label(&tb, &[]);
         self.ops(then_ops)?;
         let regs = self.flatten(then_yields)?;
         self.em.br(&join, &regs);
         let after_then = std::mem::replace(&mut self.pending_reads, entry);
+        let crossed_then = self.barrier_crossed();
+        self.set_barrier_crossed(crossed);
         self.em.label(&eb, &[]);
         self.ops(else_ops)?;
         let regs = self.flatten(else_yields)?;
         self.em.br(&join, &regs);
         self.pending_reads.extend(after_then);
+        // A barrier on one branch only is no barrier for what follows.
+        let crossed_else = self.barrier_crossed();
+        self.set_barrier_crossed(crossed_then && crossed_else);
         let args = self.bind_args(results, then_yields)?;
         self.em.label(&join, &args);
         Ok(())

@@ -13,9 +13,9 @@ use tilec_core::{DType, Diagnostic};
 pub(crate) fn binop(em: &mut Emitter, op: BinOp, a: &Reg, b: &Reg, d: DType) -> Reg {
     if d.is_float() {
         return match op {
-            BinOp::Add => em.fadd(a, b),
-            BinOp::Sub => em.fsub(a, b),
-            BinOp::Mul => em.fmul(a, b),
+            BinOp::Add => em.fsource("fadd", a, b),
+            BinOp::Sub => em.fsource("fsub", a, b),
+            BinOp::Mul => em.fsource("fmul", a, b),
             BinOp::Div => em.fdiv(a, b),
             BinOp::Rem => em.frem(a, b),
             BinOp::Max => em.intr("maximum", &[a, b]),

@@ -157,6 +157,8 @@ pub struct Emitter {
     /// usable until the next label, whatever the control flow).
     labels: u32,
     consts: BTreeMap<String, Reg>,
+    /// The source's float `+ - *` carry LLVM's `contract` flag ([`super::Options::fp_fusion`]).
+    pub fp_fusion: bool,
 }
 
 impl Emitter {
@@ -196,6 +198,22 @@ impl Emitter {
         let name = self.fresh();
         let _ = writeln!(self.pro, "    {name} = {}", rhs.as_ref());
         Reg { name, ty }
+    }
+
+    /// Emits into the prologue until [`Emitter::leave_prologue`]: the values made meanwhile
+    /// dominate every block (they must depend on prologue values only).
+    pub fn enter_prologue(&mut self) {
+        std::mem::swap(&mut self.pro, &mut self.body);
+    }
+
+    pub fn leave_prologue(&mut self) {
+        std::mem::swap(&mut self.pro, &mut self.body);
+    }
+
+    /// `a + b` of non-negative indices known not to wrap (`nsw nuw`), so that LLVM may move
+    /// a constant term through the sign extension into an address's immediate offset.
+    pub fn add_nowrap(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.def(a.ty.clone(), format!("llvm.add {a}, {b} overflow<nsw, nuw> : {}", a.ty.text()))
     }
 
     /// An op without a result, in the body.
@@ -286,6 +304,19 @@ impl Emitter {
     }
     pub fn fmul(&mut self, a: &Reg, b: &Reg) -> Reg {
         self.bin("fmul", a, b)
+    }
+    /// A float `+`, `-` or `*` written in the source: contractable into an `fma` with its
+    /// neighbour under [`Emitter::fp_fusion`]. The lowering's own arithmetic (the math
+    /// expansions, which depend on each rounding) uses [`Emitter::fadd`] and friends.
+    pub fn fsource(&mut self, op: &str, a: &Reg, b: &Reg) -> Reg {
+        if !self.fp_fusion {
+            return self.bin(op, a, b);
+        }
+        debug_assert_eq!(a.ty, b.ty, "{op} of {} and {}", a.ty.text(), b.ty.text());
+        self.def(
+            a.ty.clone(),
+            format!("llvm.{op} {a}, {b} {{fastmathFlags = #llvm.fastmath<contract>}} : {}", a.ty.text()),
+        )
     }
     pub fn fdiv(&mut self, a: &Reg, b: &Reg) -> Reg {
         self.bin("fdiv", a, b)

@@ -157,8 +157,20 @@ impl Lowering<'_> {
                     if !flags.ftz {
                         return unop(em, *u, &a[0], d, flags.approx);
                     }
-                    // Flush the f32 input and result, as the interpreter does.
                     let x = extend_f32(em, &a[0], d);
+                    // The instructions with a `.ftz` form flush their input and result
+                    // themselves (one MUFU, where the plain form costs ptxas a subnormal
+                    // scaling around it).
+                    let hw = match (u, flags.approx) {
+                        (UnOp::Exp2, _) => Some("llvm.nvvm.ex2.approx.ftz.f32"),
+                        (UnOp::Rsqrt, true) => Some("llvm.nvvm.rsqrt.approx.ftz.f"),
+                        _ => None,
+                    };
+                    if let Some(name) = hw {
+                        let r = em.call_intrinsic(name, &[&x], Ty::F32);
+                        return Ok(round_from_f32(em, &r, d));
+                    }
+                    // Flush the f32 input and result, as the interpreter does.
                     let x = ftz32(em, &x);
                     let r = unop(em, *u, &x, DType::F32, flags.approx)?;
                     let r = ftz32(em, &r);
@@ -172,6 +184,11 @@ impl Lowering<'_> {
                         return Ok(binop(em, BinOp::Div, &a[0], &a[1], d));
                     }
                     let (mut x, mut y) = (extend_f32(em, &a[0], d), extend_f32(em, &a[1], d));
+                    if flags.approx && flags.ftz {
+                        // div.approx.ftz flushes its operands and result itself.
+                        let q = em.call_intrinsic("llvm.nvvm.div.approx.ftz.f", &[&x, &y], Ty::F32);
+                        return Ok(round_from_f32(em, &q, d));
+                    }
                     if flags.ftz {
                         (x, y) = (ftz32(em, &x), ftz32(em, &y));
                     }

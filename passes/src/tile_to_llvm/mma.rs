@@ -36,6 +36,8 @@ struct Operand {
     map: BTreeMap<Vec<i64>, i64>,
     /// Thread part of the warp's origin in the tile, per dim (shared operands).
     origin: [Reg; 2],
+    /// The same origin of every warp, known at compile time.
+    origins: Vec<[i64; 2]>,
 }
 
 impl Lowering<'_> {
@@ -280,18 +282,91 @@ impl Lowering<'_> {
     /// The `ldmatrix` reads of one operand fragment group: `blocks` are the 8×8 blocks (their
     /// (row, col) offsets in the operand tile, compile-time) read by one x2/x4; lane `l` gives
     /// the address of row `l % 8` of block `l / 8` along the buffer's row dim.
-    #[allow(clippy::too_many_arguments)]
+    ///
+    /// The fragment groups of one operand are one block pattern translated by a compile-time
+    /// offset (K steps, M and N repetitions). Each lane's row index for the untranslated
+    /// pattern is computed once, in the prologue; a translation is then `(base ^ X) + Y`:
+    /// along the swizzled dim a multiple of the swizzle vector that never carries into the
+    /// lane's own vector bits is an XOR of the index (the swizzle is an XOR of those bits),
+    /// along rows a whole swizzle period is an add, which LLVM folds into the `ldmatrix`
+    /// immediate. The form is checked on the CPU for every warp and lane against the
+    /// swizzle's own index function; a translation it does not fit (none in the kernel
+    /// library) computes the index in full.
     fn ldmatrix_blocks(
         &mut self,
         sl: &SwizzledShared,
         shape: &[i64],
         (view, first): (&Reg, Option<&Reg>),
-        thread: &[Reg; 2],
+        (thread, origins): (&[Reg; 2], &[[i64; 2]]),
         blocks: &[(i64, i64)],
         pair_dim: usize,
     ) -> Vec<Reg> {
-        // Lane-dependent block choice: blocks differ by compile-time offsets, so each lane
-        // adds the offset of its block, selected by the lane's bits 3-4.
+        let n = blocks.len();
+        let t = blocks[0];
+        let pattern: Offsets = blocks.iter().map(|b| (b.0 - t.0, b.1 - t.1)).collect();
+        let (cd, rd) = (sl.order[0], sl.order[1]);
+        let index_at = |shift: (i64, i64)| -> Vec<i64> {
+            let mut out = vec![];
+            for o in origins {
+                for l in 0..32i64 {
+                    let (j, i) = (((l >> 3) & (n as i64 - 1)) as usize, l & 7);
+                    let mut c = [o[0] + pattern[j].0 + shift.0, o[1] + pattern[j].1 + shift.1];
+                    c[rd] += i;
+                    out.push(sl.offset(shape, &c));
+                }
+            }
+            out
+        };
+        let (base, want) = (index_at((0, 0)), index_at(t));
+        let tc = [t.0, t.1][cd];
+        let form = [0, tc - tc.rem_euclid(sl.vec)].into_iter().find_map(|x| {
+            let y = want[0] - (base[0] ^ x);
+            base.iter().zip(&want).all(|(&b, &w)| (b ^ x) + y == w).then_some((x, y))
+        });
+        let mut e = match form {
+            Some((x, y)) => {
+                let key = format!("{view} {} {shape:?} {pattern:?} {} {}", sl.to_mlir(), thread[0], thread[1]);
+                let b = match self.lane_bases.get(&key) {
+                    Some(b) => b.clone(),
+                    None => {
+                        self.em.enter_prologue();
+                        let b = self.lane_row_index(sl, shape, thread, &pattern);
+                        self.em.leave_prologue();
+                        self.lane_bases.insert(key, b.clone());
+                        b
+                    }
+                };
+                let mut e = b;
+                if x != 0 {
+                    let cx = self.em.ci32(x);
+                    e = self.em.xor(&e, &cx);
+                }
+                if let Some(f) = first {
+                    e = self.em.add_nowrap(&e, f);
+                }
+                if y != 0 {
+                    let cy = self.em.ci32(y);
+                    e = self.em.add_nowrap(&e, &cy);
+                }
+                e
+            }
+            None => {
+                let mut e = self.lane_row_index(sl, shape, thread, blocks);
+                if let Some(f) = first {
+                    e = self.em.add(&e, f);
+                }
+                e
+            }
+        };
+        e = self.em.index_cast(&e);
+        // Non-transposed when the buffer's contiguous dim is the dim a register pair spans.
+        self.em.nvgpu_ldmatrix(view, &e, n, cd != pair_dim)
+    }
+
+    /// The element index of the row this lane addresses in an `ldmatrix` of `blocks`:
+    /// lane `l` takes block `l / 8` (selected among the compile-time offsets by the lane's
+    /// bits 3-4) and its row `l % 8`.
+    fn lane_row_index(&mut self, sl: &SwizzledShared, shape: &[i64], thread: &[Reg; 2], blocks: &[(i64, i64)]) -> Reg {
         let lane = self.lane.clone();
         let n = blocks.len();
         let c3 = self.em.ci32(3);
@@ -311,13 +386,7 @@ impl Lowering<'_> {
         let (cd, rd) = (sl.order[0], sl.order[1]);
         let mut c = [self.em.add(&thread[0], &off[0]), self.em.add(&thread[1], &off[1])];
         c[rd] = self.em.add(&c[rd], &i);
-        let mut e = self.swizzled_index(sl, shape, &c[rd], 0, &c[cd], 0);
-        if let Some(f) = first {
-            e = self.em.add(&e, f);
-        }
-        let idx = self.em.index_cast(&e);
-        // Non-transposed when the buffer's contiguous dim is the dim a register pair spans.
-        self.em.nvgpu_ldmatrix(view, &idx, n, cd != pair_dim)
+        self.swizzled_index(sl, shape, &c[rd], 0, &c[cd], 0)
     }
 
     /// Operand `op_idx` of an `mma` with accumulator layout `m`, over a tile of `shape`.
@@ -335,11 +404,18 @@ impl Lowering<'_> {
             let runs: Vec<_> = lin.dim_terms(d).warp.into_iter().map(|r| (self.warp.clone(), r)).collect();
             origin.push(self.sum_of_runs(&runs));
         }
+        let origins = (0..i64::from(self.func.num_warps))
+            .map(|w| {
+                let o = lin.thread_offset(w, 0);
+                [o[0], o[1]]
+            })
+            .collect();
         Ok(Operand {
             val: self.get(v)?,
             pair_dim: if op_idx == 0 { 1 } else { 0 },
             map: lin.reg_of_offset(),
             origin: [origin[0].clone(), origin[1].clone()],
+            origins,
         })
     }
 
@@ -354,7 +430,14 @@ impl Lowering<'_> {
                 // A stage is read through the view of its ring, from the stage's first element.
                 let view = self.smem_view(*offset, buf_span(ty, ring))?;
                 let first = ring.as_ref().map(|r| r.first.clone());
-                let regs = self.ldmatrix_blocks(&sl, &shape, (&view, first.as_ref()), &op.origin, blocks, op.pair_dim);
+                let regs = self.ldmatrix_blocks(
+                    &sl,
+                    &shape,
+                    (&view, first.as_ref()),
+                    (&op.origin, &op.origins),
+                    blocks,
+                    op.pair_dim,
+                );
                 regs.into_iter().map(|r| if bf16 { self.em.bitcast(&r, Ty::I32) } else { r }).collect()
             }
             Value::Tile(regs) => {

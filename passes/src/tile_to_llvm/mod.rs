@@ -33,13 +33,16 @@
 //!   `truediv` is `div.rn` (`div.approx` with `rounding="approx"`). f16/bf16 math runs in
 //!   f32 and rounds once. `sin`/`cos` reduce by 2π (Cody–Waite) then use `sin/cos.approx`;
 //!   `tanh` is an odd polynomial below 0.3 and `1 − 2/(e^{2|x|}+1)` above;
-//!   `flush_to_zero=true` flushes the f32 operands and result. Not lowered: `print`,
+//!   `flush_to_zero=true` flushes the f32 operands and result (the `.ftz` instruction where
+//!   there is one: `ex2`, `rsqrt.approx`, `div.approx`). Float `+ - *` of the source carry
+//!   LLVM's `contract` flag unless `fp-fusion=false`. Not lowered: `print`,
 //!   argmax/argmin.
 //! - Tensor cores ([`mma`]): `local_alloc` writes a tile into a swizzled shared buffer,
 //!   `local_load` into a `#dot_operand` is read by its `mma` per K step with
 //!   `nvgpu.ldmatrix` on a memref view of the buffer (`memref<NxT, strided<[1], offset: O>,
 //!   3>` over the kernel's one shared array; each lane's subscript is its row's swizzled
-//!   element index), `mma` is `nvgpu.mma.sync` m16n8k16 f16 → f32, and `nvvm.mma.sync` for
+//!   element index, computed once in the prologue and moved to each K step and repetition
+//!   by an XOR and an add), `mma` is `nvgpu.mma.sync` m16n8k16 f16 → f32, and `nvvm.mma.sync` for
 //!   bf16 (MLIR 22's `nvgpu.mma.sync` rejects bf16 operands). `async_copy` is one
 //!   `nvgpu.device_async_copy` per 16-byte chunk (bypassing L1; source size 0 out of bounds:
 //!   zero-filled) from a memref view of the tensor straight into the swizzled buffer, the
@@ -60,7 +63,8 @@
 //! follow the ranges read since the last barrier along the structured control flow: every
 //! write is preceded by a barrier when it meets one of them (a read-after-write always gets
 //! one after the write), a loop body ends with one when a range it reads after its last
-//! barrier is written anywhere in it (the next iteration's write), the two branches of an
+//! barrier is written before its first barrier on some path (the next iteration's write
+//! would overtake the read; a write after that barrier cannot), the two branches of an
 //! `if` are followed from the same state and joined, and a loop's exit joins its entry
 //! (zero trips) with its body's end.
 //! - Gathers, scatters and element reads are one predicated scalar access per element
@@ -71,7 +75,8 @@
 //! `@__tilec_smem` array: static up to 48 KiB, dynamic above (sized at launch, at most the
 //! target's `smem_per_block`, else E0020 listing the requests). The parameter ABI is that of `tilec_core::abi`.
 //!
-//! Options: `arch` (default: the module's `tile.target`), `occupancy`.
+//! Options: `arch` (default: the module's `tile.target`), `occupancy`, `fp-fusion` (default
+//! true: the source's float `+ - *` may contract into `fma`, see [`Options::fp_fusion`]).
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
@@ -175,9 +180,9 @@ pub(crate) struct Lowering<'f> {
     smem_views: BTreeMap<(i64, i64, DType), Reg>,
     /// Groups of asynchronous copies not waited for yet: (block serial, token).
     async_groups: Vec<(u32, Reg)>,
-    /// Per enclosing loop, innermost last: the shared ranges its body writes (a write in
-    /// the next iteration must not overtake a read of this one).
-    loop_writes: Vec<Vec<(i64, i64)>>,
+    /// Per enclosing loop, innermost last: the shared ranges its body writes before its
+    /// first barrier (a write in the next iteration must not overtake a read of this one).
+    loop_writes: Vec<LoopWrites>,
     /// Position of the op being lowered in the kernel's walk order.
     pos: u32,
     /// Shared-memory requests so far: (first, last position live, bytes).
@@ -190,6 +195,18 @@ pub(crate) struct Lowering<'f> {
     pending_reads: Vec<(i64, i64)>,
     /// Lines for `--report`.
     report: Vec<String>,
+    /// Per-lane `ldmatrix` row indices computed once in the prologue (see
+    /// `Lowering::ldmatrix_blocks`), by buffer, swizzle, warp origin and block pattern.
+    lane_bases: BTreeMap<String, Reg>,
+}
+
+/// The shared writes of a loop body that the previous iteration's reads can meet.
+#[derive(Debug, Default)]
+struct LoopWrites {
+    /// Ranges written before the body's first barrier on some path.
+    exposed: Vec<(i64, i64)>,
+    /// Every path from the body's top has passed a barrier.
+    crossed: bool,
 }
 
 /// The last position each `local_alloc` buffer is live at: its readers (`local_load`s and
@@ -323,8 +340,26 @@ fn pack_requests(reqs: &[Request]) -> Vec<i64> {
     out
 }
 
+/// The options of `tile-to-llvm`.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Blocks per SM to ask ptxas for (`.minnctapersm`).
+    pub occupancy: Option<u32>,
+    /// Float `+`, `-` and `*` of the source may fuse into one `fma` (one rounding instead of
+    /// two), as Triton's `enable_fp_fusion` and nvcc's default allow: FlashAttention's
+    /// `qk · scale − m` is then one FFMA. Off: every product and sum rounds on its own, as
+    /// on the interpreter.
+    pub fp_fusion: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { occupancy: None, fp_fusion: true }
+    }
+}
+
 /// Lowers a kernel with layouts to the `llvm`/`nvvm` dialects.
-pub fn run(func: &Func, arch: &'static Arch, occupancy: Option<u32>) -> Result<Lowered, Diagnostic> {
+pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, Diagnostic> {
     // The pass's precondition, checked once here rather than where each op meets it.
     let mut unlaid = false;
     func.walk(&mut |op| unlaid |= op.result.is_some_and(|r| matches!(func.ty(r), Type::Tile { layout: None, .. })));
@@ -339,9 +374,9 @@ pub fn run(func: &Func, arch: &'static Arch, occupancy: Option<u32>) -> Result<L
     }
     // The first lowering places shared memory one request after the other; only when the
     // liveness packing chooses other offsets does the kernel lower again with them.
-    let (first, requests) = lower_with(func, arch, occupancy, None)?;
+    let (first, requests) = lower_with(func, arch, opts, None)?;
     let plan = pack_requests(&requests);
-    let low = if plan == bump_offsets(&requests).0 { first } else { lower_with(func, arch, occupancy, Some(plan))?.0 };
+    let low = if plan == bump_offsets(&requests).0 { first } else { lower_with(func, arch, opts, Some(plan))?.0 };
     let smem = low.shared_bytes;
     if smem > arch.smem_per_block {
         let mut d = Diagnostic::error(
@@ -376,11 +411,12 @@ fn bump_offsets(reqs: &[Request]) -> (Vec<i64>, i64) {
 fn lower_with(
     func: &Func,
     arch: &'static Arch,
-    occupancy: Option<u32>,
+    opts: &Options,
     plan: Option<Vec<i64>>,
 ) -> Result<(Lowered, Vec<Request>), Diagnostic> {
     let threads = func.num_warps * 32;
     let mut em = Emitter::new();
+    em.fp_fusion = opts.fp_fusion;
     let tid = em.sreg_prologue("tid.x");
     let c31 = em.ci32(31);
     let c5 = em.ci32(5);
@@ -434,6 +470,7 @@ fn lower_with(
         live_end: buffer_live_ends(func),
         pending_reads: vec![],
         report: vec![],
+        lane_bases: BTreeMap::new(),
     };
     lw.ops(&func.ops)?;
     let smem = lw.smem;
@@ -456,7 +493,7 @@ fn lower_with(
         );
     }
     let mut attrs = format!("nvvm.kernel, nvvm.maxntid = array<i32: {threads}, 1, 1>");
-    if let Some(o) = occupancy {
+    if let Some(o) = opts.occupancy {
         let _ = write!(attrs, ", nvvm.minctasm = {o} : i32");
     }
     let _ = writeln!(s, "  llvm.func @{}({}) attributes {{{attrs}}} {{", func.name, args.join(", "));
@@ -705,18 +742,36 @@ impl Lowering<'_> {
     /// Before writing `[off, off + bytes)`: a barrier if a thread may still read it.
     fn smem_write_begin(&mut self, off: i64, bytes: i64) {
         if overlaps(&self.pending_reads, off, bytes) {
-            self.em.barrier();
-            self.pending_reads.clear();
+            self.full_barrier();
         }
-        if let Some(w) = self.loop_writes.last_mut() {
-            w.push((off, bytes));
+        if let Some(w) = self.loop_writes.last_mut().filter(|w| !w.crossed) {
+            w.exposed.push((off, bytes));
         }
     }
 
     /// After every thread's writes, before anyone reads them.
     fn smem_written(&mut self) {
+        self.full_barrier();
+    }
+
+    fn full_barrier(&mut self) {
         self.em.barrier();
         self.pending_reads.clear();
+        if let Some(w) = self.loop_writes.last_mut() {
+            w.crossed = true;
+        }
+    }
+
+    /// Whether every path of the innermost loop body so far has passed a barrier (saved
+    /// around the branches of an `if`, see [`Lowering::set_barrier_crossed`]).
+    fn barrier_crossed(&self) -> bool {
+        self.loop_writes.last().is_some_and(|w| w.crossed)
+    }
+
+    fn set_barrier_crossed(&mut self, crossed: bool) {
+        if let Some(w) = self.loop_writes.last_mut() {
+            w.crossed = crossed;
+        }
     }
 
     /// After reading `[off, off + bytes)`: remembered for [`Lowering::smem_write_begin`] and
@@ -728,24 +783,27 @@ impl Lowering<'_> {
     /// Entering a loop body: its shared-memory writes are collected. Returns the ranges
     /// read before the loop and not yet behind a barrier.
     fn smem_loop_begin(&mut self) -> Vec<(i64, i64)> {
-        self.loop_writes.push(vec![]);
+        self.loop_writes.push(LoopWrites::default());
         self.pending_reads.clone()
     }
 
     /// Leaving a loop body (before the back edge), with what [`Lowering::smem_loop_begin`]
-    /// returned. The next iteration's writes meet this iteration's last reads: a barrier
-    /// at the end of the body when a range read after the body's last barrier is written
-    /// anywhere in it (the body's own barriers cover every other pair). After the loop,
-    /// the reads still pending are those of the body's end or, for a loop that ran zero
-    /// times, those before it.
+    /// returned. The next iteration's writes meet this iteration's last reads only before
+    /// the next iteration's first barrier: a barrier at the end of the body when a range
+    /// read after the body's last barrier is written before its first one (a pipelined
+    /// ring refilled right after its wait needs none; the body's own barriers cover every
+    /// other pair). After the loop, the reads still pending are those of the body's end or,
+    /// for a loop that ran zero times, those before it; the loop's exposed writes are
+    /// exposed in the enclosing body too unless it had passed a barrier before the loop
+    /// (which the loop's own barriers do not count for: it may run zero times).
     fn smem_loop_end(&mut self, before: Vec<(i64, i64)>) {
         let writes = self.loop_writes.pop().unwrap_or_default();
-        if writes.iter().any(|&(o, b)| overlaps(&self.pending_reads, o, b)) {
+        if writes.exposed.iter().any(|&(o, b)| overlaps(&self.pending_reads, o, b)) {
             self.em.barrier();
             self.pending_reads.clear();
         }
-        if let Some(outer) = self.loop_writes.last_mut() {
-            outer.extend(writes);
+        if let Some(outer) = self.loop_writes.last_mut().filter(|w| !w.crossed) {
+            outer.exposed.extend(writes.exposed);
         }
         self.pending_reads.extend(before);
     }

@@ -460,9 +460,18 @@ fn decode_reference(
     out
 }
 
-/// Sequence lengths of a decode case: uneven, the last one the longest (`smax`).
-fn seq_lens(b: i64, smax: i64) -> Vec<f64> {
+/// Sequence lengths of a decode case: uneven, the last one the longest (`smax`); all `smax`
+/// for a [`Case::full_lengths`] case.
+fn seq_lens(c: &Case, b: i64, smax: i64) -> Vec<f64> {
+    if c.full_lengths {
+        return vec![smax as f64; b.max(0) as usize];
+    }
     (0..b).map(|i| (smax - (b - 1 - i) * smax / (2 * b.max(1))).max(1) as f64).collect()
+}
+
+/// The key/value rows a decode case reads: the sum of its sequence lengths.
+fn total_len(c: &Case, b: i64, smax: i64) -> i64 {
+    seq_lens(c, b, smax).iter().sum::<f64>() as i64
 }
 
 /// Grouped-query decode attention (kernels/attention_decode_grouped.tile). Case dims
@@ -476,8 +485,12 @@ pub const DECODE_GROUPED: Spec = Spec {
     interp_cases: || vec![Case::new(DType::F16, &[2, 8, 2, 80, 64]).with("GP", 16).with("TILE_N", 32)],
     // Qwen2-7B: 28 query and 4 KV heads of dim 128.
     gpu_cases: || vec![Case::new(DType::F16, &[3, 28, 4, 1000, 128]), Case::new(DType::F16, &[16, 28, 4, 4096, 128])],
+    // The peers' workload: every sequence at the full length.
     bench_cases: |_| {
-        vec![Case::new(DType::F16, &[16, 28, 4, 4096, 128]), Case::new(DType::F16, &[16, 28, 4, 8192, 128])]
+        vec![
+            Case::new(DType::F16, &[16, 28, 4, 4096, 128]).full_lengths(),
+            Case::new(DType::F16, &[16, 28, 4, 8192, 128]).full_lengths(),
+        ]
     },
     consts: |c| {
         let [_, hq, hkv, _, d] = c.dims[..] else { return t_const(c) };
@@ -493,7 +506,7 @@ pub const DECODE_GROUPED: Spec = Spec {
             normal_tensor(rng, c.dtype, &[b, hkv, smax, d], 1.0),
             normal_tensor(rng, c.dtype, &[b, hkv, smax, d], 1.0),
             poisoned(c.dtype, &[b, hq, d]),
-            tensor(DType::I32, &[b], &seq_lens(b, smax)),
+            tensor(DType::I32, &[b], &seq_lens(c, b, smax)),
             Arg::F32(1.0 / (d as f32).sqrt()),
         ]
     },
@@ -510,7 +523,7 @@ pub const DECODE_GROUPED: Spec = Spec {
             &values(a, 0),
             &|bi, h, j, e| at(&kv, bi, h, j, e),
             &|bi, h, j, e| at(&vv, bi, h, j, e),
-            &seq_lens(b as i64, smax as i64),
+            &seq_lens(c, b as i64, smax as i64),
             hq,
             hq / hkv,
             d,
@@ -518,9 +531,10 @@ pub const DECODE_GROUPED: Spec = Spec {
         )]
     },
     tolerance: storage_tolerance,
+    // K and V of the rows the sequences hold, read once, plus q and the output.
     bytes: |c| {
         let [b, hq, hkv, smax, d] = c.dims[..] else { return 0.0 };
-        (2 * b * hkv * smax * d + 2 * b * hq * d) as f64 * f64::from(c.dtype.bytes())
+        (2 * total_len(c, b, smax) * hkv * d + 2 * b * hq * d) as f64 * f64::from(c.dtype.bytes())
     },
     flops: None,
     case_for: |dims, dtype| match dims {
@@ -542,7 +556,12 @@ pub const PAGED_DECODE: Spec = Spec {
     kernel: "paged_attention_decode",
     interp_cases: || vec![Case::new(DType::F16, &[2, 8, 2, 80, 64]).with("GP", 16).with("PAGE", 16)],
     gpu_cases: || vec![Case::new(DType::F16, &[3, 28, 4, 1000, 128]).with("PAGE", 16)],
-    bench_cases: |_| vec![],
+    bench_cases: |_| {
+        vec![
+            Case::new(DType::F16, &[16, 28, 4, 4096, 128]).with("PAGE", 16).full_lengths(),
+            Case::new(DType::F16, &[16, 28, 4, 8192, 128]).with("PAGE", 16).full_lengths(),
+        ]
+    },
     consts: |c| {
         let mut m = (DECODE_GROUPED.consts)(c);
         m.insert("PAGE".into(), ConstArg::Int(c.konst("PAGE", 16)));
@@ -564,7 +583,7 @@ pub const PAGED_DECODE: Spec = Spec {
             normal_tensor(rng, c.dtype, &shape, 1.0),
             normal_tensor(rng, c.dtype, &shape, 1.0),
             tensor(DType::I32, &[b, pages_per_seq], &table),
-            tensor(DType::I32, &[b], &seq_lens(b, smax)),
+            tensor(DType::I32, &[b], &seq_lens(c, b, smax)),
             poisoned(c.dtype, &[b, hq, d]),
             Arg::F32(1.0 / (d as f32).sqrt()),
         ]
@@ -586,7 +605,7 @@ pub const PAGED_DECODE: Spec = Spec {
             &values(a, 0),
             &|bi, h, j, e| at(&kp, bi, h, j, e),
             &|bi, h, j, e| at(&vp, bi, h, j, e),
-            &seq_lens(b as i64, smax as i64),
+            &seq_lens(c, b as i64, smax as i64),
             hq,
             hq / hkv,
             d,
@@ -607,7 +626,12 @@ pub const MLA_DECODE: Spec = Spec {
     interp_cases: || vec![Case::new(DType::F16, &[2, 32, 70, 64, 16]).with("HB", 16).with("TILE_N", 32)],
     // DeepSeek-V2-Lite: kv_lora_rank 512, rope dim 64, 16 heads.
     gpu_cases: || vec![Case::new(DType::F16, &[4, 16, 1000, 512, 64])],
-    bench_cases: |_| vec![],
+    bench_cases: |_| {
+        vec![
+            Case::new(DType::F16, &[16, 16, 4096, 512, 64]).full_lengths(),
+            Case::new(DType::F16, &[16, 16, 8192, 512, 64]).full_lengths(),
+        ]
+    },
     consts: |c| {
         let mut m = t_const(c);
         m.insert("DC".into(), ConstArg::Int(c.dims[3]));
@@ -621,7 +645,7 @@ pub const MLA_DECODE: Spec = Spec {
             normal_tensor(rng, c.dtype, &[b, h, dr], 1.0),
             normal_tensor(rng, c.dtype, &[b, smax, dc], 1.0),
             normal_tensor(rng, c.dtype, &[b, smax, dr], 1.0),
-            tensor(DType::I32, &[b], &seq_lens(b, smax)),
+            tensor(DType::I32, &[b], &seq_lens(c, b, smax)),
             poisoned(c.dtype, &[b, h, dc]),
             Arg::F32(1.0 / ((dc + dr) as f32).sqrt()),
         ]
@@ -632,7 +656,7 @@ pub const MLA_DECODE: Spec = Spec {
         let [b, h, smax, dc, dr] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else {
             return vec![];
         };
-        let lens = seq_lens(b as i64, smax as i64);
+        let lens = seq_lens(c, b as i64, smax as i64);
         let scale = 1.0 / ((dc + dr) as f64).sqrt();
         let (qv, qrv, cv, crv) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3));
         let mut want = vec![];
@@ -649,9 +673,10 @@ pub const MLA_DECODE: Spec = Spec {
         vec![want]
     },
     tolerance: storage_tolerance,
+    // The latent and rope rows the sequences hold, read once, plus q and the output.
     bytes: |c| {
         let [b, h, smax, dc, dr] = c.dims[..] else { return 0.0 };
-        (b * smax * (dc + dr) + 2 * b * h * (dc + dr)) as f64 * f64::from(c.dtype.bytes())
+        (total_len(c, b, smax) * (dc + dr) + 2 * b * h * (dc + dr)) as f64 * f64::from(c.dtype.bytes())
     },
     flops: None,
     case_for: |dims, dtype| match dims {
@@ -663,9 +688,17 @@ pub const MLA_DECODE: Spec = Spec {
 
 #[cfg(test)]
 mod tests {
+    use crate::Case;
+    use tilec_core::DType;
+
     #[test]
     fn decode_lengths_are_uneven_and_the_last_fills_the_cache() {
-        assert_eq!(super::seq_lens(2, 80), vec![60.0, 80.0]);
+        let ragged = Case::new(DType::F16, &[2, 8, 2, 80, 64]);
+        assert_eq!(super::seq_lens(&ragged, 2, 80), vec![60.0, 80.0]);
+        let full = ragged.full_lengths();
+        assert_eq!(super::seq_lens(&full, 2, 80), vec![80.0, 80.0]);
+        // Decode bytes count the rows the sequences hold.
+        assert_eq!(super::total_len(&full, 2, 80), 160);
     }
 
     #[test]
