@@ -4,14 +4,17 @@
 //! This crate is the public facade that JIT users link. [`compile`] runs the whole pipeline
 //! on source text for one target and returns every stage's text, the kernel's ABI
 //! ([`abi::Signature`]) and what the passes decided; [`Compiled::artifact`] is the compiled
-//! kernel as the CLI writes it and a cache stores it. The runtime ([`tilec_runtime`]) loads
+//! kernel as the CLI writes it and a cache stores it; [`compile_cached`] answers a compile
+//! request from the compilation cache (memory, then `$TILEC_CACHE_DIR`) when it can. The runtime ([`tilec_runtime`]) loads
 //! and launches compiled kernels without linking MLIR or LLVM. The `tilec` command line is
 //! the `tilec-cli` package; the GPU test and benchmark harness lives there and in
 //! `tilec-suite`, never here.
 
+pub mod cache;
 pub mod compiler;
 pub use tilec_interp::reference;
 
+pub use cache::{cache_key, compile_cached, CachedCompile};
 pub use compiler::{compile, CompileError, CompileOptions, Compiled, Stage};
 pub use tilec_core::artifact::{Artifact, Hints};
 pub use tilec_core::target::{Arch, Feature, ARCHS};

@@ -83,3 +83,11 @@ pub fn codegen(llvm_ir: &str, arch: &Arch, opt_level: u32) -> Result<Codegen, Di
     let ptx = String::from_utf8_lossy(out.as_slice()).trim_end_matches('\0').to_string();
     Ok(Codegen { llvm_ir, ptx })
 }
+
+/// The version of the LLVM this binary links (`major.minor.patch`), for cache keys.
+pub fn llvm_version() -> String {
+    let (mut major, mut minor, mut patch) = (0u32, 0u32, 0u32);
+    // SAFETY: LLVMGetVersion only writes the three integers it is given.
+    unsafe { inkwell::llvm_sys::core::LLVMGetVersion(&mut major, &mut minor, &mut patch) };
+    format!("{major}.{minor}.{patch}")
+}

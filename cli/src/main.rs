@@ -37,6 +37,10 @@ enum Cmd {
     /// `--arg zeros:16x1024:f32`, `--arg 3` (an i32), `--arg 0.5` (an f32), `--arg i64:5`,
     /// `--arg f32:-1` (a negative scalar needs its type, or `--arg=-1`).
     Run(commands::run::Args),
+    /// The compilation cache: `ls`, `stats`, `clear`, `explain FILE --arch …` (why a compile
+    /// misses). Folder: $TILEC_CACHE_DIR, default ~/.cache/tilec.
+    #[command(subcommand)]
+    Cache(commands::cache::Cmd),
     /// Print the long explanation of a diagnostic code (e.g. E0010).
     Explain {
         /// The code, e.g. E0010.
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Compile(a) => commands::compile::run(a),
         Cmd::Run(a) => commands::run::run(a),
+        Cmd::Cache(c) => commands::cache::run(c),
         Cmd::Explain { code } => commands::explain(&code),
         Cmd::Passes { upstream } => commands::passes(upstream),
         Cmd::Opt(a) => commands::opt::run(a),

@@ -1,6 +1,6 @@
 //! The `tilec` binary as a user runs it, from the root of the repository.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn root() -> PathBuf {
@@ -8,7 +8,18 @@ fn root() -> PathBuf {
 }
 
 pub fn tilec(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_tilec")).args(args).current_dir(root()).output().unwrap();
+    tilec_with_cache(args, &std::env::temp_dir().join(format!("tilec-cli-cache-{}", std::process::id())))
+}
+
+/// `tilec ARGS` with its compilation cache in `cache` (tests never touch ~/.cache).
+pub fn tilec_with_cache(args: &[&str], cache: &Path) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tilec"))
+        .args(args)
+        .current_dir(root())
+        .env("TILEC_CACHE_DIR", cache)
+        .env_remove("TILEC_ALWAYS_COMPILE")
+        .output()
+        .unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -488,4 +499,89 @@ fn fuzz_watchdog_records_crashes_hangs_and_memory() {
     assert!(finding.contains("replay: tilec fuzz --target launch --seed 1 --replay 3"), "{finding}");
     assert!(finding.contains("injected panic at input 3"), "{finding}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tilec compile` goes through the cache: a second process hits it (the same PTX, even with
+/// a comment and other spacing), processes compiling one kernel at once all succeed and leave
+/// one whole entry, a damaged entry is recompiled, and `tilec cache explain` names the field
+/// a missing compile differs in.
+#[test]
+fn compile_uses_the_cache_across_processes() {
+    let dir = temp_dir("cache");
+    let cache = dir.join("cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let ptx = |i: usize| dir.join(format!("s{i}.ptx"));
+    let run = |i: usize, file: &str| {
+        let out = ptx(i);
+        tilec_with_cache(&["compile", file, "--arch", "sm_90a", "-o", out.to_str().unwrap()], &cache)
+    };
+    // Four processes at once on a cold cache.
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let out = ptx(i);
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                tilec_with_cache(
+                    &["compile", "kernels/softmax.tile", "--arch", "sm_90a", "-o", out.to_str().unwrap()],
+                    &cache,
+                )
+            })
+        })
+        .collect();
+    for h in handles {
+        let (code, _, err) = h.join().unwrap();
+        assert_eq!(code, 0, "{err}");
+    }
+    let first = std::fs::read_to_string(ptx(0)).unwrap();
+    for i in 1..4 {
+        assert_eq!(std::fs::read_to_string(ptx(i)).unwrap(), first);
+    }
+    let (code, ls, err) = tilec_with_cache(&["cache", "ls"], &cache);
+    assert_eq!(code, 0, "{err}");
+    assert!(ls.starts_with("1 entries"), "{ls}");
+    // Another process, the same kernel with a comment added and other indentation: a hit.
+    let respaced = dir.join("respaced.tile");
+    let text = std::fs::read_to_string(root().join("kernels/softmax.tile")).unwrap();
+    std::fs::write(&respaced, format!("# a new comment\n{}", text.replace("    ", "  "))).unwrap();
+    let (code, out, _) =
+        tilec_with_cache(&["cache", "explain", respaced.to_str().unwrap(), "--arch", "sm_90a"], &cache);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("hit:"), "{out}");
+    // A different constant misses, and explain names it.
+    let (code, out, _) = tilec_with_cache(
+        &["cache", "explain", "kernels/softmax.tile", "--arch", "sm_90a", "--const", "BLOCK_N=512"],
+        &cache,
+    );
+    assert_eq!(code, 1);
+    assert!(out.contains("consts: this compile `BLOCK_N=Int(512)`, the entry ``"), "{out}");
+    // A damaged entry is a miss, recompiled into the same PTX.
+    let file = std::fs::read_dir(cache.join("v1"))
+        .unwrap()
+        .flatten()
+        .flat_map(|shard| std::fs::read_dir(shard.path()).unwrap().flatten())
+        .map(|f| f.path())
+        .find(|p| p.extension().is_some_and(|e| e == "tilec"))
+        .unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+    let (code, out, _) = tilec_with_cache(&["cache", "explain", "kernels/softmax.tile", "--arch", "sm_90a"], &cache);
+    assert_eq!(code, 1);
+    assert!(out.contains("damaged") && out.contains("truncated"), "{out}");
+    let (code, _, err) = run(5, "kernels/softmax.tile");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(ptx(5)).unwrap(), first);
+    let (code, out, _) = tilec_with_cache(&["cache", "explain", "kernels/softmax.tile", "--arch", "sm_90a"], &cache);
+    assert_eq!(code, 0, "the entry was not rewritten: {out}");
+    // A folder that cannot be made: compiling carries on and says so.
+    let blocked = dir.join("blocked");
+    std::fs::write(&blocked, "").unwrap();
+    let (code, _, err) = tilec_with_cache(
+        &["compile", "kernels/softmax.tile", "--arch", "sm_90a", "-o", ptx(6).to_str().unwrap()],
+        &blocked.join("cache"),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.matches("cannot be written").count(), 1, "{err}");
+    let (code, out, _) = tilec_with_cache(&["cache", "clear"], &cache);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("removed 1 entries"), "{out}");
 }

@@ -12,6 +12,7 @@ pub mod elab;
 pub mod parse;
 
 pub use elab::{elaborate, ConstArg, Elaborated, Hints, Request};
+pub use parse::canonical_text;
 pub use parse::parse_file as parse;
 
 use tilec_core::Diagnostic;

@@ -462,9 +462,66 @@ fn check_nesting(text: &str) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// The source as the grammar sees it, for cache keys: the parse tree with each rule's name,
+/// the text of its leaves and the literal tokens between its children, without whitespace or
+/// comments. Two files with the same canonical text parse to the same tree from the same
+/// tokens, so they compile alike; a change to a comment or to spacing leaves it unchanged.
+/// `None` when the text does not parse (its compilation reports why).
+pub fn canonical_text(text: &str) -> Option<String> {
+    let pairs = TileParser::parse(Rule::file, text).ok()?;
+    let mut out = String::with_capacity(text.len());
+    for p in pairs {
+        canonical_pair(text, p, &mut out);
+    }
+    Some(out)
+}
+
+fn canonical_pair(text: &str, p: Pair<Rule>, out: &mut String) {
+    use std::fmt::Write;
+    let _ = write!(out, "{:?}", p.as_rule());
+    let span = p.as_span();
+    let inner: Vec<Pair<Rule>> = p.into_inner().collect();
+    if inner.is_empty() {
+        let _ = write!(out, "{:?}", span.as_str());
+        return;
+    }
+    out.push('(');
+    let mut at = span.start();
+    for c in inner {
+        let (s, e) = (c.as_span().start(), c.as_span().end());
+        literal_tokens(text.get(at..s).unwrap_or(""), out);
+        canonical_pair(text, c, out);
+        out.push(' ');
+        at = e;
+    }
+    literal_tokens(text.get(at..span.end()).unwrap_or(""), out);
+    out.push(')');
+}
+
+/// The literal tokens between two children of a rule: everything but whitespace and `#`
+/// comments (strings and numbers are rules of their own, never in such a gap).
+fn literal_tokens(gap: &str, out: &mut String) {
+    for line in gap.split('\n') {
+        let code = line.split('#').next().unwrap_or("");
+        out.extend(code.chars().filter(|c| !c.is_whitespace()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_text_keeps_tokens_and_drops_spacing_and_comments() {
+        let c = |t: &str| canonical_text(t).unwrap();
+        let a = c("kernel k(x: f32) { let a = x + 2 * 3; }");
+        assert_eq!(a, c("# doc\nkernel  k( x : f32 )\n{\n    let a = x+2*3;  # why\n}\n"));
+        assert_ne!(a, c("kernel k(x: f32) { let a = x - 2 * 3; }"));
+        assert_ne!(a, c("kernel k(x: f32) { let b = x + 2 * 3; }"));
+        assert_ne!(a, c("kernel k(x: f32) { let a = (x + 2) * 3; }"));
+        assert_ne!(a, c("kernel k(x: f32) { let a = x + 2 * 3; let c = 1; }"));
+        assert_eq!(canonical_text("kernel ("), None);
+    }
 
     #[test]
     fn parses_precedence() {

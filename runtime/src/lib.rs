@@ -7,6 +7,11 @@
 //! anything reaches the GPU; it is a pure function, tested without a GPU. [`Device::open`]
 //! looks for the NVIDIA driver library itself before touching cudarc (which panics when
 //! libcuda is missing), so a machine without a driver gets [`RuntimeError::NoDriver`].
+//! [`cache`] is the compilation cache (memory and disk layers, keyed by fields the compiler
+//! fills in); it stores artifacts and never needs the compiler, so a process that only loads
+//! cached kernels links neither MLIR nor LLVM.
+
+pub mod cache;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;

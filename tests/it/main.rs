@@ -1,6 +1,7 @@
 //! Integration tests of the compiler, in one binary (each test binary links MLIR and LLVM,
 //! so they are kept together to keep CI builds short).
 
+mod cache;
 mod frontend_goldens;
 mod opt;
 mod passes;

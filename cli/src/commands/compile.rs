@@ -1,21 +1,16 @@
 //! `tilec compile FILE --arch ARCH`: PTX and its metadata JSON, or one stage with `--emit`.
 
-use super::{parse_consts, read_input, ErrorFormat, StageArg};
+use super::{read_input, ErrorFormat, StageArg};
 use crate::out;
 use anyhow::{bail, Result};
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tilec::{compile, CompileOptions, Source};
+use tilec::{compile, Source};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The .tile source file (`-`: standard input).
     file: PathBuf,
-    /// Target: sm_90, sm_90a, sm_103, sm_103a, sm_121, sm_121a (plain names compile for the
-    /// `a` variant, and say so).
-    #[arg(long)]
-    arch: String,
     /// Print one stage instead of writing PTX and metadata.
     #[arg(long, value_enum)]
     emit: Option<StageArg>,
@@ -23,36 +18,21 @@ pub struct Args {
     /// Default: FILE's stem + .ARCH.ptx in the current directory; `-` is standard output.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Kernel name, when the file has several.
-    #[arg(long)]
-    kernel: Option<String>,
-    /// Compile-time constant override, NAME=VALUE (repeatable, each name once).
-    #[arg(long = "const", value_name = "NAME=VALUE")]
-    consts: Vec<String>,
-    /// Tensor parameter not assumed 16-byte aligned (repeatable).
-    #[arg(long)]
-    unaligned: Vec<String>,
-    /// Leave an optional pass out of the default pipeline (repeatable): tile-load-order,
-    /// tile-approx-math, tile-swizzle, tile-pipeline.
-    #[arg(long = "disable-pass", value_name = "NAME")]
-    disable_pass: Vec<String>,
-    /// Approximate every float op whose options the source leaves open (`tile-approx-math`):
-    /// exp through exp2, div.approx, flush-to-zero.
-    #[arg(long)]
-    fast_math: bool,
-    /// Keep every float product and sum separately rounded: no `fma` contraction of the
-    /// source's `a * b + c` (on by default, as in Triton and nvcc).
-    #[arg(long)]
-    no_fp_fusion: bool,
+    #[command(flatten)]
+    request: super::RequestArgs,
     /// Print what the passes decided.
     #[arg(long)]
     report: bool,
     /// Also assemble with ptxas and print its resource report.
     #[arg(long)]
     ptxas: bool,
-    /// Print the time each stage and pass took.
+    /// Print the time each stage and pass took (compiles in full, without the cache).
     #[arg(short = 'T', long)]
     time_passes: bool,
+    /// Compile without the compilation cache (neither read nor written). The cache is
+    /// `$TILEC_CACHE_DIR` (default ~/.cache/tilec); `tilec cache` lists and clears it.
+    #[arg(long)]
+    no_cache: bool,
     #[arg(long, value_enum, default_value = "human")]
     error_format: ErrorFormat,
 }
@@ -60,19 +40,25 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let text = read_input(&a.file)?;
     let source = Source::new(a.file.display().to_string(), text);
-    let opts = CompileOptions {
-        arch: a.arch,
-        kernel: a.kernel,
-        consts: parse_consts(&a.consts)?,
-        unaligned: a.unaligned.into_iter().collect::<BTreeSet<_>>(),
-        opt_level: None,
-        until: a.emit.map(|s| s.0),
-        disabled_passes: a.disable_pass.into_iter().collect(),
-        fast_math: a.fast_math,
-        no_fp_fusion: a.no_fp_fusion,
+    let opts = a.request.options()?;
+    // The cache answers PTX requests; a stage dump or per-pass timings compile in full.
+    let use_cache = a.emit.is_none() && !a.time_passes && !a.no_cache;
+    let result = if use_cache {
+        let cache = tilec::runtime::cache::Cache::from_env();
+        tilec::compile_cached(&source, &opts, &cache).map(|c| {
+            if let Some(w) = &c.warning {
+                out::err(&format!("warning: {w}"));
+            }
+            (None, c.entry.artifact.clone(), c.entry.resources.clone())
+        })
+    } else {
+        compile(&source, &opts).map(|c| {
+            let art = c.artifact();
+            (Some(c), art, None)
+        })
     };
-    let compiled = match compile(&source, &opts) {
-        Ok(c) => c,
+    let (compiled, artifact, resources) = match result {
+        Ok(r) => r,
         Err(e) => {
             match a.error_format {
                 ErrorFormat::Json => out::println(&e.render_json())?,
@@ -81,70 +67,80 @@ pub fn run(a: Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    if compiled.arch_substituted {
-        out::err(&format!("note: compiling for {} (the arch-specific variant of {})", compiled.arch.name, opts.arch));
+    // The request parsed its arch already (a bad one is an error above).
+    let (arch, substituted) = tilec_core::target::resolve(&opts.arch).map_err(anyhow::Error::msg)?;
+    if substituted {
+        out::err(&format!("note: compiling for {} (the arch-specific variant of {})", arch.name, opts.arch));
     }
     if a.report {
-        for l in &compiled.report {
+        for l in &artifact.report {
             out::err(&format!("report: {l}"));
         }
     }
-    if a.time_passes {
-        let total: f64 = compiled.timings.iter().map(|(_, d)| d.as_secs_f64()).sum();
-        for (what, d) in &compiled.timings {
+    if let (true, Some(c)) = (a.time_passes, &compiled) {
+        let total: f64 = c.timings.iter().map(|(_, d)| d.as_secs_f64()).sum();
+        for (what, d) in &c.timings {
             out::err(&format!("time: {:>9.3} ms  {what}", d.as_secs_f64() * 1e3));
         }
         out::err(&format!("time: {:>9.3} ms  total", total * 1e3));
     }
     if a.ptxas {
-        let r = match tilec_backend::ptxas(compiled.ptx(), compiled.arch) {
-            Ok(r) => r,
-            Err(d) => {
-                out::err(tilec_core::diag::render(&[d], &source).trim_end());
-                return Ok(ExitCode::from(1));
-            }
+        let r = match resources {
+            Some(r) => r,
+            None => match tilec_backend::ptxas(&artifact.ptx, arch) {
+                Ok(r) => tilec::runtime::cache::Resources {
+                    registers: r.registers,
+                    shared_bytes: r.shared_bytes,
+                    stack_bytes: r.stack_bytes,
+                    spill_stores: r.spill_stores,
+                    spill_loads: r.spill_loads,
+                },
+                Err(d) => {
+                    out::err(tilec_core::diag::render(&[d], &source).trim_end());
+                    return Ok(ExitCode::from(1));
+                }
+            },
         };
         out::err(&format!(
             "ptxas {}: {} registers, {} bytes smem, {} bytes stack, {} bytes spill stores, {} bytes spill loads",
-            compiled.arch.name, r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads
+            arch.name, r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads
         ));
     }
     match a.emit {
-        Some(s) => match a.output.as_deref() {
-            None => out::print(compiled.stage(s.0))?,
-            Some(o) if o.as_os_str() == "-" => out::print(compiled.stage(s.0))?,
-            Some(o) => {
-                refuse_input(o, &a.file)?;
-                out::write_file(o, compiled.stage(s.0))?;
-            }
-        },
-        None => {
-            let artifact = compiled.artifact();
-            match a.output {
-                Some(o) if o.as_os_str() == "-" => out::print(&artifact.ptx)?,
-                o => {
-                    let ptx_path = o.unwrap_or_else(|| {
-                        let stem =
-                            a.file.file_stem().and_then(|s| s.to_str()).filter(|s| *s != "-").unwrap_or("kernel");
-                        PathBuf::from(format!("{stem}.{}.ptx", compiled.arch.name))
-                    });
-                    refuse_input(&ptx_path, &a.file)?;
-                    let meta = metadata_path(&ptx_path)?;
-                    out::write_file(&ptx_path, &artifact.ptx)?;
-                    match meta {
-                        Some(m) => {
-                            refuse_input(&m, &a.file)?;
-                            out::write_file(&m, &artifact.metadata_json())?;
-                            out::err(&format!("wrote {} and {}", ptx_path.display(), m.display()));
-                        }
-                        None => out::err(&format!(
-                            "wrote {} (a device: no metadata file beside it; use --emit or a file path for the metadata)",
-                            ptx_path.display()
-                        )),
-                    }
+        Some(s) => {
+            let stage = compiled.as_ref().map(|c| c.stage(s.0)).unwrap_or("");
+            match a.output.as_deref() {
+                None => out::print(stage)?,
+                Some(o) if o.as_os_str() == "-" => out::print(stage)?,
+                Some(o) => {
+                    refuse_input(o, &a.file)?;
+                    out::write_file(o, stage)?;
                 }
             }
         }
+        None => match a.output {
+            Some(o) if o.as_os_str() == "-" => out::print(&artifact.ptx)?,
+            o => {
+                let ptx_path = o.unwrap_or_else(|| {
+                    let stem = a.file.file_stem().and_then(|s| s.to_str()).filter(|s| *s != "-").unwrap_or("kernel");
+                    PathBuf::from(format!("{stem}.{}.ptx", arch.name))
+                });
+                refuse_input(&ptx_path, &a.file)?;
+                let meta = metadata_path(&ptx_path)?;
+                out::write_file(&ptx_path, &artifact.ptx)?;
+                match meta {
+                    Some(m) => {
+                        refuse_input(&m, &a.file)?;
+                        out::write_file(&m, &artifact.metadata_json())?;
+                        out::err(&format!("wrote {} and {}", ptx_path.display(), m.display()));
+                    }
+                    None => out::err(&format!(
+                        "wrote {} (a device: no metadata file beside it; use --emit or a file path for the metadata)",
+                        ptx_path.display()
+                    )),
+                }
+            }
+        },
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! what several commands share live here.
 
 pub mod bench;
+pub mod cache;
 pub mod check;
 pub mod compile;
 pub mod opt;
@@ -161,17 +162,20 @@ mod tests {
     }
 }
 
-/// The pipeline variant of a GPU run (`tilec check`, `tilec bench`).
+/// The pipeline switches of a compile (`tilec compile`, `tilec cache explain`) or a GPU run
+/// (`tilec check`, `tilec bench`).
 #[derive(clap::Args, Debug, Default)]
 pub struct VariantArgs {
-    /// Compile without this optional pass (repeatable): tile-load-order, tile-approx-math,
-    /// tile-swizzle, tile-pipeline.
+    /// Leave an optional pass out of the default pipeline (repeatable): tile-load-order,
+    /// tile-approx-math, tile-swizzle, tile-pipeline.
     #[arg(long = "disable-pass", value_name = "NAME")]
     pub disable_pass: Vec<String>,
-    /// Compile with `--fast-math`.
+    /// Approximate every float op whose options the source leaves open (`tile-approx-math`):
+    /// exp through exp2, div.approx, flush-to-zero.
     #[arg(long)]
     pub fast_math: bool,
-    /// Compile with `--no-fp-fusion`.
+    /// Keep every float product and sum separately rounded: no `fma` contraction of the
+    /// source's `a * b + c` (on by default, as in Triton and nvcc).
     #[arg(long)]
     pub no_fp_fusion: bool,
 }
@@ -183,5 +187,42 @@ impl VariantArgs {
             fast_math: self.fast_math,
             no_fp_fusion: self.no_fp_fusion,
         }
+    }
+}
+
+/// What a compile request names besides its file: target, kernel, constants, the tensors
+/// without the 16-byte specialisation and the pipeline switches (`tilec compile`,
+/// `tilec cache explain`).
+#[derive(clap::Args, Debug)]
+pub struct RequestArgs {
+    /// Target: sm_90, sm_90a, sm_103, sm_103a, sm_121, sm_121a (plain names compile for the
+    /// `a` variant, and say so).
+    #[arg(long)]
+    pub arch: String,
+    /// Kernel name, when the file has several.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Compile-time constant override, NAME=VALUE (repeatable, each name once).
+    #[arg(long = "const", value_name = "NAME=VALUE")]
+    pub consts: Vec<String>,
+    /// Tensor parameter not assumed 16-byte aligned (repeatable).
+    #[arg(long)]
+    pub unaligned: Vec<String>,
+    #[command(flatten)]
+    pub pipeline: VariantArgs,
+}
+
+impl RequestArgs {
+    pub fn options(&self) -> Result<tilec::CompileOptions> {
+        Ok(tilec::CompileOptions {
+            arch: self.arch.clone(),
+            kernel: self.kernel.clone(),
+            consts: parse_consts(&self.consts)?,
+            unaligned: self.unaligned.iter().cloned().collect(),
+            disabled_passes: self.pipeline.disable_pass.iter().cloned().collect(),
+            fast_math: self.pipeline.fast_math,
+            no_fp_fusion: self.pipeline.no_fp_fusion,
+            ..Default::default()
+        })
     }
 }

@@ -1,4 +1,7 @@
-//! `tilec run FILE --arg …`: a kernel on the CPU interpreter, the reference semantics.
+//! `tilec run FILE --arg …`: a kernel on the CPU interpreter, the reference semantics; with
+//! `--gpu`, on the GPU (compiled through the cache for the device, specialised on the actual
+//! arguments' alignment), and with `--check` the same inputs on the interpreter too, every
+//! tensor compared.
 
 use super::{parse_consts, read_input};
 use crate::out;
@@ -11,15 +14,25 @@ use tilec_core::abi::ParamSig;
 pub struct Args {
     /// The .tile source file (`-`: standard input).
     file: PathBuf,
-    /// Accepted for compatibility: `run` executes on the interpreter.
+    /// Accepted for compatibility: without `--gpu`, `run` executes on the interpreter.
     #[arg(long, hide = true)]
     interp: bool,
+    /// Run on the GPU (device 0) instead, compiled for it (`--arch` is the device's).
+    #[arg(long)]
+    gpu: bool,
+    /// With `--gpu`: run the same inputs on the interpreter too and compare every tensor
+    /// (max abs and relative L2 error); exit 1 when one is over the tolerance.
+    #[arg(long, requires = "gpu")]
+    check: bool,
+    /// Relative L2 tolerance of `--check` (default: 1e-5 for f32 tensors, 1e-2 for 16-bit).
+    #[arg(long, requires = "check")]
+    tolerance: Option<f64>,
     /// Kernel name, when the file has several.
     #[arg(long)]
     kernel: Option<String>,
-    /// Target whose `by_target` values to use.
-    #[arg(long, default_value = "sm_90a")]
-    arch: String,
+    /// Target whose `by_target` values to use (default sm_90a; with `--gpu`, the device's).
+    #[arg(long)]
+    arch: Option<String>,
     /// Compile-time constant override, NAME=VALUE (repeatable, each name once).
     #[arg(long = "const", value_name = "NAME=VALUE")]
     consts: Vec<String>,
@@ -41,11 +54,25 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let _ = a.interp;
     let text = read_input(&a.file)?;
     let source = tilec::Source::new(a.file.display().to_string(), text);
-    let (arch, _) = tilec_core::target::resolve(&a.arch).map_err(anyhow::Error::msg)?;
+    let device = if a.gpu { Some(open_device()?) } else { None };
+    let arch = match (&device, &a.arch) {
+        (Some(d), given) => {
+            let t = d.target().map_err(|e| anyhow::anyhow!("{e}"))?;
+            if let Some(g) = given {
+                let (want, _) = tilec_core::target::resolve(g).map_err(anyhow::Error::msg)?;
+                if want.name != t.name {
+                    bail!("--arch {g} but the GPU is {} ({}): --gpu compiles for the device", d.name, t.name);
+                }
+            }
+            t
+        }
+        (None, g) => tilec_core::target::resolve(g.as_deref().unwrap_or("sm_90a")).map_err(anyhow::Error::msg)?.0,
+    };
+    let consts = parse_consts(&a.consts)?;
     let req = tilec_frontend::Request {
-        kernel: a.kernel,
+        kernel: a.kernel.clone(),
         target: arch.name.to_string(),
-        consts: parse_consts(&a.consts)?,
+        consts: consts.clone(),
         unaligned: Default::default(),
     };
     let el = match tilec_frontend::check(&source.text, &req) {
@@ -75,6 +102,47 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let iargs = crate::interp_args::parse(&a.args, a.seed)?;
     tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let grid = tilec_interp::grid(&el.signature, &iargs).map_err(anyhow::Error::msg)?;
+    if let Some(dev) = &device {
+        let opts = tilec::CompileOptions {
+            arch: arch.name.to_string(),
+            kernel: Some(el.func.name.clone()),
+            consts,
+            ..Default::default()
+        };
+        let gpu = match run_on_gpu(dev, &source, opts, &iargs)? {
+            Ok(t) => t,
+            Err(rendered) => {
+                out::err(rendered.trim_end());
+                return Ok(ExitCode::from(1));
+            }
+        };
+        let mut s = format!("ran {} on {} ({}) over grid {:?}\n", el.func.name, dev.name, arch.name, grid);
+        s.push_str(&summaries(params, &gpu));
+        if !a.check {
+            out::print(&s)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let limits =
+            tilec_interp::Limits { work: a.max_work, live_elements: a.max_memory, ..tilec_interp::Limits::default() };
+        let want = tilec_interp::run_with(&el.func, grid, iargs, tilec_interp::BlockOrder::Forward, limits)
+            .map_err(|e| anyhow::anyhow!("the interpreter: {e}"))?;
+        let mut ok = true;
+        s.push_str("check against the interpreter:\n");
+        let tensors = params.iter().filter(|p| matches!(p, ParamSig::Tensor { .. }));
+        for ((p, g), w) in tensors.zip(&gpu).zip(&want.tensors) {
+            let tol = a.tolerance.unwrap_or(if g.dtype == tilec::DType::F32 { 1e-5 } else { 1e-2 });
+            let (max_abs, rel) = tilec_interp::reference::errors(&g.to_f64(), &w.to_f64());
+            let pass = rel <= tol || (max_abs == 0.0);
+            ok &= pass;
+            s.push_str(&format!(
+                "  {}: max abs {max_abs:.3e}, rel L2 {rel:.3e} (tolerance {tol:.0e}) {}\n",
+                p.name(),
+                if pass { "ok" } else { "MISMATCH" }
+            ));
+        }
+        out::print(&s)?;
+        return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
     let limits =
         tilec_interp::Limits { work: a.max_work, live_elements: a.max_memory, ..tilec_interp::Limits::default() };
     let result = tilec_interp::run_with(&el.func, grid, iargs, tilec_interp::BlockOrder::Forward, limits)
@@ -85,7 +153,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
         s.push('\n');
     }
     s.push_str(&format!("ran {} on the interpreter over grid {:?}\n", el.func.name, grid));
-    for (p, t) in params.iter().filter(|p| matches!(p, ParamSig::Tensor { .. })).zip(&result.tensors) {
+    s.push_str(&summaries(params, &result.tensors));
+    out::print(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per tensor parameter: dtype, shape, sum of the finite values, how many are not
+/// finite, the first few.
+fn summaries(params: &[ParamSig], tensors: &[tilec_core::host::HostTensor]) -> String {
+    let mut s = String::new();
+    for (p, t) in params.iter().filter(|p| matches!(p, ParamSig::Tensor { .. })).zip(tensors) {
         let v = t.to_f64();
         let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
         let sum: f64 = finite.iter().sum();
@@ -100,6 +177,74 @@ pub fn run(a: Args) -> Result<ExitCode> {
             head.join(", ")
         ));
     }
-    out::print(&s)?;
-    Ok(ExitCode::SUCCESS)
+    s
+}
+
+fn open_device() -> Result<tilec_runtime::Device> {
+    tilec_runtime::Device::open(0).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Uploads the arguments, compiles through the cache for the device (tensors that miss the
+/// 16-byte specialisation compiled with scalar accesses), launches, and downloads every
+/// tensor. `Ok(Err(text))`: the kernel did not compile (the rendered diagnostics).
+fn run_on_gpu(
+    dev: &tilec_runtime::Device,
+    source: &tilec::Source,
+    mut opts: tilec::CompileOptions,
+    args: &[tilec_interp::Arg],
+) -> Result<std::result::Result<Vec<tilec_core::host::HostTensor>, String>> {
+    use tilec_interp::Arg;
+    use tilec_runtime::ArgDesc;
+    let e = |e: tilec_runtime::RuntimeError| anyhow::anyhow!("{e}");
+    let mut tensors = vec![];
+    let mut descs = vec![];
+    for a in args {
+        descs.push(match a {
+            Arg::Tensor(h) => {
+                let t = dev.upload(h).map_err(e)?;
+                let d = ArgDesc::Tensor(dev.desc(&t));
+                tensors.push(t);
+                d
+            }
+            Arg::I32(v) => ArgDesc::I32(*v),
+            Arg::I64(v) => ArgDesc::I64(*v),
+            Arg::F32(v) => ArgDesc::F32(*v),
+        });
+    }
+    // The signature's parameter names, in order, for the specialisation.
+    let names = match tilec_frontend::check(
+        &source.text,
+        &tilec_frontend::Request {
+            kernel: opts.kernel.clone(),
+            target: opts.arch.clone(),
+            consts: opts.consts.clone(),
+            unaligned: Default::default(),
+        },
+    ) {
+        Ok(el) => el.signature.params.iter().map(|p| p.name().to_string()).collect::<Vec<_>>(),
+        Err(d) => return Ok(Err(tilec_core::diag::render(&d, source))),
+    };
+    opts.unaligned = descs
+        .iter()
+        .zip(&names)
+        .filter(|(d, _)| matches!(d, ArgDesc::Tensor(t) if !t.aligned16()))
+        .map(|(_, n)| n.clone())
+        .collect();
+    let cache = tilec_runtime::cache::Cache::from_env();
+    let compiled = match tilec::compile_cached(source, &opts, &cache) {
+        Ok(c) => c,
+        Err(err) => return Ok(Err(err.render())),
+    };
+    if let Some(w) = &compiled.warning {
+        out::err(&format!("warning: {w}"));
+    }
+    let art = &compiled.entry.artifact;
+    let kernel = dev.load(&art.ptx, art.signature.clone()).map_err(e)?;
+    dev.launch(&kernel, &descs).map_err(e)?;
+    dev.synchronize().map_err(e)?;
+    let mut out = vec![];
+    for t in &tensors {
+        out.push(dev.download(t).map_err(e)?);
+    }
+    Ok(Ok(out))
 }

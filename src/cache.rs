@@ -1,0 +1,116 @@
+//! Compilation through the cache ([`tilec_runtime::cache`]): the key of a compile request,
+//! and [`compile_cached`], which answers from memory or disk when it can and compiles (then
+//! stores) when it cannot.
+
+use crate::compiler::{compile, CompileError, CompileOptions};
+use std::sync::Arc;
+use std::time::Instant;
+use tilec_core::{Diagnostic, Source};
+use tilec_runtime::cache::{sha256_hex, Cache, CacheKey, Entry, Layer, Lookup, Miss, Resources};
+
+/// The compiler's build id: a hash of its sources (see `build.rs`).
+pub const BUILD_ID: &str = env!("TILEC_BUILD_ID");
+
+/// The cache key of compiling `source` with `opts`: every input that decides the PTX.
+/// `None` when the source does not parse or the arch is unknown (compiling says why).
+/// Comments and spacing do not change it ([`tilec_frontend::canonical_text`]).
+pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
+    let canonical = tilec_frontend::canonical_text(&source.text)?;
+    let (arch, _) = tilec_core::target::resolve(&opts.arch).ok()?;
+    let consts: Vec<String> = opts.consts.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    let unaligned: Vec<&str> = opts.unaligned.iter().map(String::as_str).collect();
+    let disabled: Vec<&str> = opts.disabled_passes.iter().map(String::as_str).collect();
+    let pipeline = format!(
+        "disabled=[{}] fast_math={} fp_fusion={} opt_level={}",
+        disabled.join(","),
+        opts.fast_math,
+        !opts.no_fp_fusion,
+        opts.opt_level.map(|o| o.to_string()).unwrap_or_else(|| "kernel".into())
+    );
+    Some(
+        CacheKey::new()
+            .field("source", sha256_hex(canonical.as_bytes()))
+            .field("kernel", opts.kernel.clone().unwrap_or_default())
+            .field("consts", consts.join(","))
+            .field("target", arch.name)
+            .field("unaligned", unaligned.join(","))
+            .field("pipeline", pipeline)
+            .field("tilec", env!("CARGO_PKG_VERSION"))
+            .field("build", BUILD_ID)
+            .field("llvm", tilec_backend::llvm_version()),
+    )
+}
+
+/// A compilation answered by the cache or done and stored.
+#[derive(Clone, Debug)]
+pub struct CachedCompile {
+    pub entry: Arc<Entry>,
+    /// Where the entry came from (`None`: compiled now).
+    pub hit: Option<Layer>,
+    /// Why the lookup missed, when it did.
+    pub miss: Option<Miss>,
+    /// The cache folder could not be written (said once per [`Cache`]).
+    pub warning: Option<String>,
+}
+
+/// Compiles through `cache`: PTX (whatever `opts.until` says), plus a cubin and ptxas's
+/// resource report when ptxas is installed. A damaged entry is recompiled and overwritten;
+/// the cache never fails a compilation.
+pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> Result<CachedCompile, CompileError> {
+    let opts = CompileOptions { until: None, ..opts.clone() };
+    // The same text and options as before (this process, or any through the request's
+    // alias): no key to rebuild.
+    let request = format!("{}\u{0}{opts:?}", source.text);
+    if let Some((entry, layer)) = cache.recall(&request) {
+        return Ok(CachedCompile { entry, hit: Some(layer), miss: None, warning: None });
+    }
+    let key = cache_key(source, &opts);
+    let mut miss = None;
+    if let Some(k) = &key {
+        match cache.get(k) {
+            Lookup::Hit(entry, layer) => {
+                cache.remember(request, k);
+                return Ok(CachedCompile { entry, hit: Some(layer), miss: None, warning: None });
+            }
+            Lookup::Miss(m) => miss = Some(m),
+        }
+    }
+    let start = Instant::now();
+    let compiled = compile(source, &opts)?;
+    let (cubin, resources) = match tilec_backend::find_ptxas() {
+        Some(_) => match tilec_backend::ptxas(compiled.ptx(), compiled.arch) {
+            Ok(r) => (
+                Some(r.cubin.clone()),
+                Some(Resources {
+                    registers: r.registers,
+                    shared_bytes: r.shared_bytes,
+                    stack_bytes: r.stack_bytes,
+                    spill_stores: r.spill_stores,
+                    spill_loads: r.spill_loads,
+                }),
+            ),
+            Err(d) => return Err(CompileError { diagnostics: vec![ptxas_failed(d)], source: source.clone() }),
+        },
+        None => (None, None),
+    };
+    let entry = Entry {
+        key: key.clone().unwrap_or_default(),
+        artifact: compiled.artifact(),
+        cubin,
+        resources,
+        compile_ms: start.elapsed().as_secs_f64() * 1e3,
+    };
+    let warning = match &key {
+        Some(k) => {
+            let w = cache.put(entry.clone());
+            cache.remember(request, k);
+            w
+        }
+        None => None,
+    };
+    Ok(CachedCompile { entry: Arc::new(entry), hit: None, miss, warning })
+}
+
+fn ptxas_failed(d: Diagnostic) -> Diagnostic {
+    d.with_note("ptxas rejected the PTX tilec produced: this is a tilec bug")
+}
