@@ -1,0 +1,244 @@
+//! The JIT: compile on first use, cached, specialised on the arguments, and launch.
+//!
+//! A [`KernelSpec`] names a kernel (source, kernel name, constants, pipeline switches); a
+//! [`Jit`] owns a device, the compilation cache and the modules it loaded. [`Jit::launch`]
+//! reads each tensor argument's 16-byte alignment (base address, strides, last extent — as
+//! Triton specialises on divisibility), compiles the variant those arguments need for the
+//! device (tensors that miss the specialisation read with scalar accesses, the others with
+//! 16-byte vectors; the set is part of the cache key), loads it once, and launches it with
+//! the grid the kernel's signature computes from the arguments. Every argument is validated
+//! against the signature before anything reaches the GPU: a mistake is a
+//! [`JitError::Launch`] naming the argument, never a panic and never a launch.
+//!
+//! ```no_run
+//! use tilec::jit::{Arg, Jit, KernelSpec};
+//! use tilec::runtime::HostTensor;
+//! use tilec::DType;
+//!
+//! let jit = Jit::new()?; // device 0; an error (not a panic) without a GPU
+//! let softmax = KernelSpec::from_file("kernels/softmax.tile")?;
+//! let x = jit.device().upload(&HostTensor::from_f64(DType::F32, &[4, 1000], &vec![0.5; 4000]))?;
+//! let y = jit.device().upload(&HostTensor::from_f64(DType::F32, &[4, 1000], &vec![0.0; 4000]))?;
+//! let softmax = softmax.constant("T", tilec::ConstArg::DType(DType::F32));
+//! jit.launch(&softmax, &[Arg::Tensor(&x), Arg::Tensor(&y)])?;
+//! let out = jit.device().download(&y)?; // every row sums to 1
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::cache::compile_cached;
+use crate::compiler::CompileOptions;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use tilec_core::abi::ParamSig;
+use tilec_core::Source;
+use tilec_frontend::ConstArg;
+use tilec_runtime::cache::Cache;
+use tilec_runtime::{ArgDesc, Device, DeviceTensor, Kernel, RuntimeError};
+
+/// A JIT failure: the kernel did not compile (rendered diagnostics), or the device or a
+/// launch argument said no.
+#[derive(Debug, thiserror::Error)]
+pub enum JitError {
+    #[error("{0}")]
+    Compile(String),
+    #[error(transparent)]
+    Launch(#[from] RuntimeError),
+    #[error("cannot read {path}: {reason}")]
+    Read { path: String, reason: String },
+}
+
+/// A kernel to compile on first use: its source, which kernel, constants and switches.
+#[derive(Clone, Debug)]
+pub struct KernelSpec {
+    source: Source,
+    options: CompileOptions,
+}
+
+impl KernelSpec {
+    /// The kernel of `text` (named `name` in diagnostics); the only kernel of the file unless
+    /// [`KernelSpec::kernel`] names one.
+    pub fn from_source(name: &str, text: &str) -> KernelSpec {
+        KernelSpec { source: Source::new(name, text.to_string()), options: CompileOptions::default() }
+    }
+
+    pub fn from_file(path: impl AsRef<Path>) -> Result<KernelSpec, JitError> {
+        let p = path.as_ref();
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| JitError::Read { path: p.display().to_string(), reason: e.to_string() })?;
+        Ok(KernelSpec::from_source(&p.display().to_string(), &text))
+    }
+
+    /// Which kernel of the file.
+    pub fn kernel(mut self, name: &str) -> KernelSpec {
+        self.options.kernel = Some(name.to_string());
+        self
+    }
+
+    /// A compile-time constant (one cache entry per value).
+    pub fn constant(mut self, name: &str, value: ConstArg) -> KernelSpec {
+        self.options.consts.insert(name.to_string(), value);
+        self
+    }
+
+    /// The pipeline switches and everything else of [`CompileOptions`] but the target and
+    /// the specialisation, which the JIT decides.
+    pub fn options(mut self, options: CompileOptions) -> KernelSpec {
+        let kernel = self.options.kernel.take();
+        let consts = std::mem::take(&mut self.options.consts);
+        self.options = CompileOptions { kernel: options.kernel.or(kernel), consts, ..options };
+        self
+    }
+}
+
+/// A launch argument, in parameter order.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    Tensor(&'a DeviceTensor),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+}
+
+/// The tensor parameters whose arguments miss the 16-byte specialisation: the `unaligned`
+/// set of the variant to compile for `args` (`params` in the kernel's order).
+pub fn specialisation(params: &[ParamSig], args: &[ArgDesc]) -> BTreeSet<String> {
+    params
+        .iter()
+        .zip(args)
+        .filter(|(p, a)| matches!((p, a), (ParamSig::Tensor { .. }, ArgDesc::Tensor(t)) if !t.aligned16()))
+        .map(|(p, _)| p.name().to_string())
+        .collect()
+}
+
+/// What one launch used, for callers that report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchInfo {
+    /// The tensors compiled with scalar accesses for these arguments.
+    pub unaligned: BTreeSet<String>,
+    /// The cache entry of the variant that ran.
+    pub digest: String,
+}
+
+/// A device, the compilation cache and the modules loaded on the device.
+pub struct Jit {
+    device: Device,
+    cache: Cache,
+    modules: Mutex<BTreeMap<String, Arc<Kernel>>>,
+}
+
+impl std::fmt::Debug for Jit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Jit({:?})", self.device)
+    }
+}
+
+impl Jit {
+    /// Device 0 and the cache of the environment (`TILEC_CACHE_DIR`, …).
+    pub fn new() -> Result<Jit, JitError> {
+        Ok(Jit::with(Device::open(0)?, Cache::from_env()))
+    }
+
+    pub fn with(device: Device, cache: Cache) -> Jit {
+        Jit { device, cache, modules: Mutex::new(BTreeMap::new()) }
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    fn compile(&self, spec: &KernelSpec, unaligned: BTreeSet<String>) -> Result<crate::CachedCompile, JitError> {
+        let target = self.device.target()?;
+        let opts = CompileOptions { arch: target.name.to_string(), unaligned, ..spec.options.clone() };
+        let c = compile_cached(&spec.source, &opts, &self.cache).map_err(|e| JitError::Compile(e.render()))?;
+        if let Some(w) = &c.warning {
+            // The cache says this once per Jit; compiling carries on.
+            eprintln!("tilec: warning: {w}");
+        }
+        Ok(c)
+    }
+
+    /// Compiles (or finds) the variant of `spec` for these arguments, validates them and
+    /// launches on the device's stream (asynchronously: [`Device::synchronize`] waits).
+    pub fn launch(&self, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<LaunchInfo, JitError> {
+        let descs: Vec<ArgDesc> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Tensor(t) => ArgDesc::Tensor(self.device.desc(t)),
+                Arg::I32(v) => ArgDesc::I32(*v),
+                Arg::I64(v) => ArgDesc::I64(*v),
+                Arg::F32(v) => ArgDesc::F32(*v),
+            })
+            .collect();
+        // The fully specialised variant names the parameters; the arguments then pick the
+        // variant to run (often the same one: a memory hit).
+        let first = self.compile(spec, BTreeSet::new())?;
+        let unaligned = specialisation(&first.entry.artifact.signature.params, &descs);
+        let chosen = if unaligned.is_empty() { first } else { self.compile(spec, unaligned.clone())? };
+        let digest = chosen.entry.key.digest();
+        let kernel = {
+            let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+            match modules.get(&digest) {
+                Some(k) => k.clone(),
+                None => {
+                    let art = &chosen.entry.artifact;
+                    let k = Arc::new(self.device.load(&art.ptx, art.signature.clone())?);
+                    modules.insert(digest.clone(), k.clone());
+                    k
+                }
+            }
+        };
+        self.device.launch(&kernel, &descs)?;
+        Ok(LaunchInfo { unaligned, digest })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_core::DType;
+    use tilec_runtime::TensorDesc;
+
+    fn tensor(name: &str) -> ParamSig {
+        ParamSig::Tensor {
+            name: name.into(),
+            dtype: DType::F16,
+            rank: 2,
+            aligned16: true,
+            access: Default::default(),
+            extents: vec![],
+        }
+    }
+
+    #[test]
+    fn the_specialisation_names_the_tensors_the_arguments_leave_unaligned() {
+        let params = [tensor("x"), ParamSig::Scalar { name: "eps".into(), dtype: DType::F32 }, tensor("y")];
+        let t = |n: i64, addr: u64| {
+            ArgDesc::Tensor(TensorDesc {
+                dtype: DType::F16,
+                shape: vec![4, n],
+                strides: vec![n, 1],
+                addr,
+                len_bytes: (8 * n) as u64,
+            })
+        };
+        assert!(specialisation(&params, &[t(1024, 256), ArgDesc::F32(1.0), t(1024, 512)]).is_empty());
+        // A ragged row (1000 f16 = 2000 bytes is a multiple of 16; 999 is not) and an odd base.
+        let s = specialisation(&params, &[t(999, 256), ArgDesc::F32(1.0), t(1024, 514)]);
+        assert_eq!(s, ["x".to_string(), "y".to_string()].into_iter().collect());
+    }
+
+    #[test]
+    fn without_a_driver_the_jit_is_an_error_not_a_panic() {
+        if tilec_runtime::driver_available().is_ok() {
+            return; // a GPU machine: nothing to show here
+        }
+        let e = Jit::new().unwrap_err();
+        assert!(e.to_string().contains("no NVIDIA driver"), "{e}");
+        assert!(matches!(KernelSpec::from_file("no/such.tile"), Err(JitError::Read { .. })));
+    }
+}
