@@ -54,8 +54,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let _ = a.interp;
     let text = read_input(&a.file)?;
     let source = tilec::Source::new(a.file.display().to_string(), text);
-    let device = if a.gpu { Some(open_device()?) } else { None };
-    let arch = match (&device, &a.arch) {
+    let jit = if a.gpu { Some(open_jit()?) } else { None };
+    let arch = match (jit.as_ref().map(tilec::jit::Jit::device), &a.arch) {
         (Some(d), given) => {
             let t = d.target().map_err(|e| anyhow::anyhow!("{e}"))?;
             if let Some(g) = given {
@@ -102,14 +102,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let iargs = crate::interp_args::parse(&a.args, a.seed)?;
     tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let grid = tilec_interp::grid(&el.signature, &iargs).map_err(anyhow::Error::msg)?;
-    if let Some(dev) = &device {
-        let opts = tilec::CompileOptions {
-            arch: arch.name.to_string(),
-            kernel: Some(el.func.name.clone()),
-            consts,
-            ..Default::default()
-        };
-        let gpu = match run_on_gpu(dev, &source, opts, &iargs)? {
+    if let Some(jit) = &jit {
+        let mut spec = tilec::jit::KernelSpec::from_source(&source.name, &source.text).kernel(&el.func.name);
+        for (k, v) in consts {
+            spec = spec.constant(&k, v);
+        }
+        let dev = jit.device();
+        let gpu = match run_on_gpu(jit, &spec, &iargs)? {
             Ok(t) => t,
             Err(rendered) => {
                 out::err(rendered.trim_end());
@@ -180,67 +179,45 @@ fn summaries(params: &[ParamSig], tensors: &[tilec_core::host::HostTensor]) -> S
     s
 }
 
-fn open_device() -> Result<tilec_runtime::Device> {
-    tilec_runtime::Device::open(0).map_err(|e| anyhow::anyhow!("{e}"))
+fn open_jit() -> Result<tilec::jit::Jit> {
+    let dev = tilec_runtime::Device::open(0).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(tilec::jit::Jit::with(dev, tilec_runtime::cache::Cache::from_env()))
 }
 
-/// Uploads the arguments, compiles through the cache for the device (tensors that miss the
-/// 16-byte specialisation compiled with scalar accesses), launches, and downloads every
-/// tensor. `Ok(Err(text))`: the kernel did not compile (the rendered diagnostics).
+/// Uploads the arguments, launches through the JIT (compiled for the device, specialised
+/// on the arguments) and downloads every tensor. `Ok(Err(text))`: the kernel did not
+/// compile (the rendered diagnostics).
 fn run_on_gpu(
-    dev: &tilec_runtime::Device,
-    source: &tilec::Source,
-    mut opts: tilec::CompileOptions,
+    jit: &tilec::jit::Jit,
+    spec: &tilec::jit::KernelSpec,
     args: &[tilec_interp::Arg],
 ) -> Result<std::result::Result<Vec<tilec_core::host::HostTensor>, String>> {
-    use tilec_interp::Arg;
-    use tilec_runtime::ArgDesc;
+    use tilec::jit::{Arg, JitError};
+    let dev = jit.device();
     let e = |e: tilec_runtime::RuntimeError| anyhow::anyhow!("{e}");
     let mut tensors = vec![];
-    let mut descs = vec![];
     for a in args {
-        descs.push(match a {
-            Arg::Tensor(h) => {
-                let t = dev.upload(h).map_err(e)?;
-                let d = ArgDesc::Tensor(dev.desc(&t));
-                tensors.push(t);
-                d
-            }
-            Arg::I32(v) => ArgDesc::I32(*v),
-            Arg::I64(v) => ArgDesc::I64(*v),
-            Arg::F32(v) => ArgDesc::F32(*v),
-        });
+        if let tilec_interp::Arg::Tensor(h) = a {
+            tensors.push(dev.upload(h).map_err(e)?);
+        }
     }
-    // The signature's parameter names, in order, for the specialisation.
-    let names = match tilec_frontend::check(
-        &source.text,
-        &tilec_frontend::Request {
-            kernel: opts.kernel.clone(),
-            target: opts.arch.clone(),
-            consts: opts.consts.clone(),
-            unaligned: Default::default(),
-        },
-    ) {
-        Ok(el) => el.signature.params.iter().map(|p| p.name().to_string()).collect::<Vec<_>>(),
-        Err(d) => return Ok(Err(tilec_core::diag::render(&d, source))),
-    };
-    opts.unaligned = descs
+    let mut uploaded = tensors.iter();
+    let jargs: Vec<Arg> = args
         .iter()
-        .zip(&names)
-        .filter(|(d, _)| matches!(d, ArgDesc::Tensor(t) if !t.aligned16()))
-        .map(|(_, n)| n.clone())
+        .filter_map(|a| {
+            Some(match a {
+                tilec_interp::Arg::Tensor(_) => Arg::Tensor(uploaded.next()?),
+                tilec_interp::Arg::I32(v) => Arg::I32(*v),
+                tilec_interp::Arg::I64(v) => Arg::I64(*v),
+                tilec_interp::Arg::F32(v) => Arg::F32(*v),
+            })
+        })
         .collect();
-    let cache = tilec_runtime::cache::Cache::from_env();
-    let compiled = match tilec::compile_cached(source, &opts, &cache) {
-        Ok(c) => c,
-        Err(err) => return Ok(Err(err.render())),
-    };
-    if let Some(w) = &compiled.warning {
-        out::err(&format!("warning: {w}"));
+    match jit.launch(spec, &jargs) {
+        Ok(_) => {}
+        Err(JitError::Compile(text)) => return Ok(Err(text)),
+        Err(other) => return Err(anyhow::anyhow!("{other}")),
     }
-    let art = &compiled.entry.artifact;
-    let kernel = dev.load(&art.ptx, art.signature.clone()).map_err(e)?;
-    dev.launch(&kernel, &descs).map_err(e)?;
     dev.synchronize().map_err(e)?;
     let mut out = vec![];
     for t in &tensors {
