@@ -2,6 +2,7 @@
 //!
 //! - `16x1024:f16` a tensor of standard normal samples (dtype default f32),
 //!   `zeros:16x1024:f32` a tensor of zeros;
+//! - `@x.npy` a tensor from a NumPy file (float16, float32, int32, int64, bool; C order);
 //! - `3` an i32, `0.5` an f32; a typed scalar `i32:3`, `i64:5000000000`, `f32:-1.5` (the
 //!   type prefix also makes a negative value unambiguous: `--arg f32:-1`, or `--arg=-1`).
 
@@ -33,6 +34,18 @@ pub fn parse(args: &[String], seed: u64) -> Result<Vec<Arg>> {
 
 /// One argument; a tensor holds at most `room` elements (what the earlier ones left).
 fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, room: u64) -> Result<Arg> {
+    if let Some(path) = a.strip_prefix('@') {
+        let bytes = std::fs::read(path).with_context(|| format!("--arg {a}: cannot read {path}"))?;
+        let t = tilec_core::npy::read(&bytes).map_err(|e| anyhow::anyhow!("--arg {a}: {e}"))?;
+        if t.numel() as u64 > room.min(MAX_ELEMENTS) {
+            bail!(
+                "--arg {a}: {} elements are more than the {} the arguments may hold",
+                t.numel(),
+                room.min(MAX_ELEMENTS)
+            );
+        }
+        return Ok(Arg::Tensor(t));
+    }
     if let Ok(v) = a.parse::<i32>() {
         return Ok(Arg::I32(v));
     }

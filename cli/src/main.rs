@@ -31,11 +31,13 @@ struct Cli {
 enum Cmd {
     /// Compile a .tile file: PTX + metadata JSON, or one stage with --emit.
     Compile(commands::compile::Args),
-    /// Run a kernel on the CPU interpreter (the reference semantics; no GPU needed).
+    /// Run a kernel on the CPU interpreter (the reference semantics; no GPU needed), or with
+    /// `--gpu` on the GPU (`--check`: against the interpreter).
     ///
     /// Arguments, in parameter order: `--arg 16x1024:f16` (a random normal tensor),
-    /// `--arg zeros:16x1024:f32`, `--arg 3` (an i32), `--arg 0.5` (an f32), `--arg i64:5`,
-    /// `--arg f32:-1` (a negative scalar needs its type, or `--arg=-1`).
+    /// `--arg zeros:16x1024:f32`, `--arg @x.npy` (a NumPy file), `--arg 3` (an i32),
+    /// `--arg 0.5` (an f32), `--arg i64:5`, `--arg f32:-1` (a negative scalar needs its type,
+    /// or `--arg=-1`). `--save-out DIR` writes every tensor after the run as .npy.
     Run(commands::run::Args),
     /// The compilation cache: `ls`, `stats`, `clear`, `explain FILE --arch …` (why a compile
     /// misses). Folder: $TILEC_CACHE_DIR, default ~/.cache/tilec.

@@ -58,6 +58,11 @@ pub fn err_raw(s: &str) {
 /// Writes a file: through a temporary file and a rename for a regular path, directly for a
 /// device or anything else that exists and is not a regular file.
 pub fn write_file(path: &Path, contents: &str) -> Result<()> {
+    write_bytes(path, contents.as_bytes())
+}
+
+/// [`write_file`] for binary contents.
+pub fn write_bytes(path: &Path, contents: &[u8]) -> Result<()> {
     let is_special = std::fs::metadata(path).map(|m| !m.is_file()).unwrap_or(false);
     if is_special {
         return std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()));

@@ -585,3 +585,44 @@ fn compile_uses_the_cache_across_processes() {
     assert_eq!(code, 0);
     assert!(out.starts_with("removed 1 entries"), "{out}");
 }
+
+/// `--save-out` writes every tensor as .npy, `--arg @file.npy` reads one back: a second run
+/// on the saved inputs gives the same outputs byte for byte; a missing or foreign file is an
+/// error naming it.
+#[test]
+fn run_reads_and_writes_npy() {
+    let dir = temp_dir("npy");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let k = "kernels/softmax.tile";
+    let (code, out, err) = tilec(&[
+        "run",
+        k,
+        "--const",
+        "T=f32",
+        "--arg",
+        "3x40:f32",
+        "--arg",
+        "zeros:3x40:f32",
+        "--save-out",
+        a.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("wrote") && a.join("y.npy").is_file(), "{out}");
+    let x = format!("@{}", a.join("x.npy").display());
+    let y = format!("@{}", a.join("y.npy").display());
+    let (code, _, err) =
+        tilec(&["run", k, "--const", "T=f32", "--arg", &x, "--arg", &y, "--save-out", b.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(a.join("y.npy")).unwrap(), std::fs::read(b.join("y.npy")).unwrap());
+    let bytes = std::fs::read(a.join("x.npy")).unwrap();
+    assert!(bytes.starts_with(b"\x93NUMPY\x01\x00"));
+    let missing = format!("@{}", dir.join("missing.npy").display());
+    let (code, _, err) = tilec(&["run", k, "--arg", &missing, "--arg", &y]);
+    assert_ne!(code, 0);
+    assert!(err.contains("cannot read") && err.contains("missing.npy"), "{err}");
+    let foreign = dir.join("foreign.npy");
+    std::fs::write(&foreign, "not numpy").unwrap();
+    let (code, _, err) = tilec(&["run", k, "--arg", &format!("@{}", foreign.display()), "--arg", &y]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not a .npy file"), "{err}");
+}

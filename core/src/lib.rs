@@ -15,6 +15,7 @@ pub mod diag;
 pub mod dtype;
 pub mod host;
 pub mod layout;
+pub mod npy;
 pub mod target;
 pub mod tir;
 

@@ -39,6 +39,9 @@ pub struct Args {
     /// One argument per kernel parameter, in order (see `tilec run --help`).
     #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
     args: Vec<String>,
+    /// Write every tensor argument after the run as DIR/<parameter>.npy (the folder is made).
+    #[arg(long, value_name = "DIR")]
+    save_out: Option<PathBuf>,
     /// Seed of the random tensors.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -117,6 +120,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         };
         let mut s = format!("ran {} on {} ({}) over grid {:?}\n", el.func.name, dev.name, arch.name, grid);
         s.push_str(&summaries(params, &gpu));
+        if let Some(dir) = &a.save_out {
+            s.push_str(&save(dir, params, &gpu)?);
+        }
         if !a.check {
             out::print(&s)?;
             return Ok(ExitCode::SUCCESS);
@@ -153,8 +159,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     s.push_str(&format!("ran {} on the interpreter over grid {:?}\n", el.func.name, grid));
     s.push_str(&summaries(params, &result.tensors));
+    if let Some(dir) = &a.save_out {
+        s.push_str(&save(dir, params, &result.tensors)?);
+    }
     out::print(&s)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes each tensor parameter's value as DIR/<name>.npy; the lines saying so.
+fn save(dir: &std::path::Path, params: &[ParamSig], tensors: &[tilec_core::host::HostTensor]) -> Result<String> {
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("--save-out {}: {e}", dir.display()))?;
+    let mut s = String::new();
+    for (p, t) in params.iter().filter(|p| matches!(p, ParamSig::Tensor { .. })).zip(tensors) {
+        let path = dir.join(format!("{}.npy", p.name()));
+        out::write_bytes(&path, &tilec_core::npy::write(t))?;
+        s.push_str(&format!("  wrote {}\n", path.display()));
+    }
+    Ok(s)
 }
 
 /// One line per tensor parameter: dtype, shape, sum of the finite values, how many are not
