@@ -63,6 +63,10 @@ enum Cmd {
     Check(commands::check::Args),
     /// Time kernels on the GPU (each checked first), beside the copy ceiling and the peers.
     Bench(commands::bench::Args),
+    /// Autotune a kernel on the GPU for these arguments: every configuration of its `tune`
+    /// space (or --space) timed, checked against the first, failures kept with their reason;
+    /// the fastest is filed in the cache folder and reused by the next run.
+    Tune(commands::tune::Args),
     /// Fuzz the compiler, `tilec opt`, the `--arg` parser and the launch validator: mutated
     /// inputs in watched worker processes; crashes, hangs and runaway memory are written out.
     Fuzz(fuzz::Args),
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Cmd::Opt(a) => commands::opt::run(a),
         Cmd::Check(a) => commands::check::run(a),
         Cmd::Bench(a) => commands::bench::run(a),
+        Cmd::Tune(a) => commands::tune::run(a),
         Cmd::Fuzz(a) => fuzz::run(a),
     };
     match r {

@@ -626,3 +626,17 @@ fn run_reads_and_writes_npy() {
     assert_ne!(code, 0);
     assert!(err.contains("not a .npy file"), "{err}");
 }
+
+/// `tilec tune` needs a GPU: without one it says so (no panic), and its arguments are the
+/// `tilec run` grammar.
+#[test]
+fn tune_without_a_gpu_says_so() {
+    if Path::new("/dev/nvidiactl").exists() {
+        return; // a GPU machine: the H100 results under bench/results/ show the real thing
+    }
+    let (code, _, err) =
+        tilec(&["tune", "kernels/matmul.tile", "--arg", "64x64:f16", "--arg", "64x64:f16", "--arg", "zeros:64x64:f16"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no NVIDIA driver"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -12,6 +12,7 @@
 //! cached kernels links neither MLIR nor LLVM.
 
 pub mod cache;
+pub mod tune;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;

@@ -7,6 +7,7 @@ pub mod check;
 pub mod compile;
 pub mod opt;
 pub mod run;
+pub mod tune;
 
 use crate::out;
 use anyhow::{bail, Context, Result};

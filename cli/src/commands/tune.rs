@@ -1,0 +1,300 @@
+//! `tilec tune FILE --arg …`: times every configuration of the kernel's `tune` space on the
+//! GPU for these arguments, checks each one's outputs against the first configuration's,
+//! keeps every failure with its reason, and files the fastest under the kernel, the fixed
+//! constants, the target, the tilec build and the shape bucket of the arguments
+//! (`tilec_runtime::tune`). A second run with the same key reuses the record without timing.
+
+use super::{parse_consts, read_input};
+use crate::out;
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tilec::jit::{Arg, Jit, JitError, KernelSpec};
+use tilec::ConstArg;
+use tilec_core::host::HostTensor;
+use tilec_runtime::cache::{sha256_hex, Cache, CacheKey};
+use tilec_runtime::tune::{self, Config, Outcome, Record};
+use tilec_runtime::{Device, RuntimeError};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The .tile source file.
+    file: PathBuf,
+    /// Kernel name, when the file has several.
+    #[arg(long)]
+    kernel: Option<String>,
+    /// A constant fixed for the whole search, NAME=VALUE (repeatable; a tuned name given here
+    /// leaves the space).
+    #[arg(long = "const", value_name = "NAME=VALUE")]
+    consts: Vec<String>,
+    /// The space instead of the kernel's `tune` block for this name: NAME=V1,V2,… (repeatable).
+    #[arg(long, value_name = "NAME=V1,V2")]
+    space: Vec<String>,
+    /// One argument per kernel parameter, the `tilec run` grammar.
+    #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
+    args: Vec<String>,
+    /// Timed launches per configuration (after 3 untimed ones).
+    #[arg(long, default_value_t = 50)]
+    reps: usize,
+    /// Most configurations to try.
+    #[arg(long, default_value_t = 64)]
+    max_configs: usize,
+    /// Time again even when a record for this key exists.
+    #[arg(long)]
+    retune: bool,
+    /// Seed of the random tensors.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+/// The tensors of the arguments, uploaded fresh (a configuration may write its inputs).
+fn upload(dev: &Device, hosts: &[Option<HostTensor>]) -> Result<Vec<Option<tilec_runtime::DeviceTensor>>> {
+    hosts.iter().map(|h| h.as_ref().map(|h| dev.upload(h)).transpose().map_err(|e| anyhow::anyhow!("{e}"))).collect()
+}
+
+fn launch_args<'a>(iargs: &[tilec_interp::Arg], tensors: &'a [Option<tilec_runtime::DeviceTensor>]) -> Vec<Arg<'a>> {
+    iargs
+        .iter()
+        .zip(tensors)
+        .map(|(a, t)| match (a, t) {
+            (_, Some(t)) => Arg::Tensor(t),
+            (tilec_interp::Arg::I32(v), None) => Arg::I32(*v),
+            (tilec_interp::Arg::I64(v), None) => Arg::I64(*v),
+            (tilec_interp::Arg::F32(v), None) => Arg::F32(*v),
+            (tilec_interp::Arg::Tensor(_), None) => Arg::I32(0),
+        })
+        .collect()
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+}
+
+fn show(c: &Config) -> String {
+    let v: Vec<String> = c.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if v.is_empty() {
+        "(defaults)".into()
+    } else {
+        v.join(" ")
+    }
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let text = read_input(&a.file)?;
+    let source = tilec::Source::new(a.file.display().to_string(), text);
+    let fixed = parse_consts(&a.consts)?;
+    let dev = Device::open(0).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let target = dev.target().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let elaborate = |consts: &BTreeMap<String, ConstArg>| {
+        tilec_frontend::check(
+            &source.text,
+            &tilec_frontend::Request {
+                kernel: a.kernel.clone(),
+                target: target.name.to_string(),
+                consts: consts.clone(),
+                unaligned: Default::default(),
+            },
+        )
+    };
+    let el = match elaborate(&fixed) {
+        Ok(e) => e,
+        Err(d) => {
+            out::err(tilec_core::diag::render(&d, &source).trim_end());
+            return Ok(ExitCode::from(1));
+        }
+    };
+    // The space: the tune block, overridden per name by --space, without fixed names.
+    let show_arg = |c: &ConstArg| match c {
+        ConstArg::Int(v) => v.to_string(),
+        ConstArg::Bool(b) => b.to_string(),
+        ConstArg::Float(f) => f.to_string(),
+        ConstArg::DType(d) => d.to_string(),
+    };
+    let mut space: Vec<(String, Vec<String>)> =
+        el.tune.iter().map(|(n, cs)| (n.clone(), cs.iter().map(show_arg).collect())).collect();
+    for s in &a.space {
+        let Some((name, vals)) = s.split_once('=') else { bail!("--space {s}: write NAME=V1,V2") };
+        let vals: Vec<String> = vals.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+        if vals.is_empty() {
+            bail!("--space {s}: no values");
+        }
+        match space.iter_mut().find(|(n, _)| n == name) {
+            Some(e) => e.1 = vals,
+            None => space.push((name.to_string(), vals)),
+        }
+    }
+    space.retain(|(n, _)| !fixed.contains_key(n));
+    if space.is_empty() {
+        bail!("nothing to tune: the kernel has no `tune` block (or every name is fixed); give --space NAME=V1,V2");
+    }
+    let iargs = crate::interp_args::parse(&a.args, a.seed)?;
+    tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let hosts: Vec<Option<HostTensor>> = iargs
+        .iter()
+        .map(|x| match x {
+            tilec_interp::Arg::Tensor(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    let shapes: Vec<Vec<i64>> = hosts.iter().flatten().map(|t| t.shape.clone()).collect();
+    let bucket = tune::shape_bucket(&shapes);
+    let canonical = tilec_frontend::canonical_text(&source.text).unwrap_or_default();
+    let fixed_text: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    let key = CacheKey::new()
+        .field("source", sha256_hex(canonical.as_bytes()))
+        .field("kernel", el.func.name.clone())
+        .field("consts", fixed_text.join(","))
+        .field("space", format!("{space:?}"))
+        .field("target", target.name)
+        .field("build", tilec::cache::BUILD_ID)
+        .field("tilec", env!("CARGO_PKG_VERSION"))
+        .field("shapes", bucket.clone());
+    let cache = Cache::from_env();
+    let dir = cache.dir().map(PathBuf::from);
+    if let (false, Some(d)) = (a.retune, &dir) {
+        if let Some(r) = tune::load(d, &key) {
+            out::println(&format!(
+                "reusing the tuned configuration of {} for {bucket} on {}: {} ({:.4} ms; tuned on {} at unix time {}; --retune times again)",
+                el.func.name,
+                target.name,
+                show(&r.best),
+                r.best_ms,
+                r.device,
+                r.unix_time
+            ))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let configs = tune::configs(&space, a.max_configs);
+    let jit = Jit::with(dev, cache);
+    let dev = jit.device();
+    let bar = indicatif::ProgressBar::new(configs.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} configurations {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut reference: Option<Vec<HostTensor>> = None;
+    let mut results: Vec<(Config, Outcome)> = vec![];
+    for c in configs {
+        bar.set_message(show(&c));
+        let mut consts = fixed.clone();
+        for (k, v) in &c {
+            match ConstArg::parse(v) {
+                Some(x) => consts.insert(k.clone(), x),
+                None => bail!("--space value `{v}` of {k} is not a constant"),
+            };
+        }
+        let outcome = (|| -> Result<Outcome> {
+            match elaborate(&consts) {
+                Err(d) => {
+                    let msg = d.first().map(|d| d.message.clone()).unwrap_or_default();
+                    return Ok(Outcome::Failed { stage: "frontend".into(), reason: msg });
+                }
+                Ok(e) if !e.tune_ok => {
+                    return Ok(Outcome::Failed {
+                        stage: "require".into(),
+                        reason: "a `require` of the tune block".into(),
+                    })
+                }
+                Ok(_) => {}
+            }
+            let mut spec = KernelSpec::from_source(&source.name, &source.text).kernel(&el.func.name);
+            for (k, v) in &consts {
+                spec = spec.constant(k, v.clone());
+            }
+            let tensors = upload(dev, &hosts)?;
+            let args = launch_args(&iargs, &tensors);
+            match jit.launch(&spec, &args) {
+                Ok(_) => {}
+                Err(JitError::Compile(t)) => {
+                    return Ok(Outcome::Failed { stage: "compile".into(), reason: first_line(&t) })
+                }
+                Err(e) => return Ok(Outcome::Failed { stage: "launch".into(), reason: e.to_string() }),
+            }
+            if let Err(e) = dev.synchronize() {
+                return Ok(Outcome::Failed { stage: "launch".into(), reason: e.to_string() });
+            }
+            let outs: Vec<HostTensor> = tensors
+                .iter()
+                .flatten()
+                .map(|t| dev.download(t))
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            match &reference {
+                None => reference = Some(outs),
+                Some(r) => {
+                    let mut worst: f64 = 0.0;
+                    for (g, w) in outs.iter().zip(r) {
+                        let (_, rel) = tilec_interp::reference::errors(&g.to_f64(), &w.to_f64());
+                        worst = worst.max(if rel.is_nan() { f64::INFINITY } else { rel });
+                    }
+                    let tol = if outs.iter().all(|t| t.dtype == tilec::DType::F32) { 1e-4 } else { 2e-2 };
+                    if worst > tol {
+                        return Ok(Outcome::Mismatch { rel_l2: worst });
+                    }
+                }
+            }
+            let samples = dev.time(
+                3,
+                a.reps.max(1),
+                || Ok(()),
+                || jit.launch(&spec, &args).map(|_| ()).map_err(|e| RuntimeError::Driver(e.to_string())),
+            );
+            Ok(match samples {
+                Ok(s) => Outcome::Timed { median_ms: tune::robust_median(&s), samples: s.len() },
+                Err(e) => Outcome::Failed { stage: "launch".into(), reason: e.to_string() },
+            })
+        })()?;
+        results.push((c, outcome));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let first_ms = results.iter().find_map(|(_, o)| match o {
+        Outcome::Timed { median_ms, .. } => Some(*median_ms),
+        _ => None,
+    });
+    let mut s = format!("tune {} on {} ({}), shapes {bucket}:\n", el.func.name, dev.name, target.name);
+    for (c, o) in &results {
+        let what = match o {
+            Outcome::Timed { median_ms, samples } => format!(
+                "{median_ms:.4} ms (median of {samples}){}",
+                first_ms.map(|f| format!(", {:.2}x the first", f / median_ms)).unwrap_or_default()
+            ),
+            Outcome::Failed { stage, reason } => format!("failed at {stage}: {reason}"),
+            Outcome::Mismatch { rel_l2 } => {
+                format!("outputs differ from the first configuration's (rel L2 {rel_l2:.2e})")
+            }
+        };
+        s.push_str(&format!("  {:<40} {what}\n", show(c)));
+    }
+    let Some(best) = tune::select(&results) else {
+        s.push_str("no configuration ran and agreed: nothing filed\n");
+        out::print(&s)?;
+        return Ok(ExitCode::from(1));
+    };
+    let (best_cfg, best_ms) = match &results[best] {
+        (c, Outcome::Timed { median_ms, .. }) => (c.clone(), *median_ms),
+        _ => bail!("internal error: the selected configuration was not timed"),
+    };
+    s.push_str(&format!("best: {} at {best_ms:.4} ms\n", show(&best_cfg)));
+    let record = Record {
+        key,
+        best: best_cfg,
+        best_ms,
+        results,
+        device: dev.name.clone(),
+        tilec_version: env!("CARGO_PKG_VERSION").to_string(),
+        unix_time: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        shapes: bucket,
+    };
+    match &dir {
+        Some(d) => match tune::save(d, &record) {
+            Ok(p) => s.push_str(&format!("filed in {}\n", p.display())),
+            Err(e) => s.push_str(&format!("could not file the result ({e}); it holds for this run only\n")),
+        },
+        None => s.push_str("no cache folder (TILEC_CACHE_DIR or HOME): the result is not filed\n"),
+    }
+    out::print(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
