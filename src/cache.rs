@@ -6,6 +6,7 @@ use crate::compiler::{compile, CompileError, CompileOptions};
 use std::sync::Arc;
 use std::time::Instant;
 use tilec_core::{Diagnostic, Source};
+use tilec_frontend::ConstArg;
 use tilec_runtime::cache::{sha256_hex, Cache, CacheKey, Entry, Layer, Lookup, Miss, Resources};
 
 /// The compiler's build id: a hash of its sources (see `build.rs`).
@@ -113,4 +114,51 @@ pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> 
 
 fn ptxas_failed(d: Diagnostic) -> Diagnostic {
     d.with_note("ptxas rejected the PTX tilec produced: this is a tilec bug")
+}
+
+/// A tune space as `tilec tune` files it: the kernel's `tune` block (`tune`, from the
+/// elaborator), values spelled as on the command line, without the names fixed by `fixed`.
+pub fn tune_space(
+    tune: &[(String, Vec<ConstArg>)],
+    fixed: &std::collections::BTreeMap<String, ConstArg>,
+) -> Vec<(String, Vec<String>)> {
+    tune.iter()
+        .filter(|(n, _)| !fixed.contains_key(n))
+        .map(|(n, cs)| (n.clone(), cs.iter().map(const_text).collect()))
+        .collect()
+}
+
+/// A constant's value as the command line spells it (`128`, `true`, `f16`).
+pub fn const_text(c: &ConstArg) -> String {
+    match c {
+        ConstArg::Int(v) => v.to_string(),
+        ConstArg::Bool(b) => b.to_string(),
+        ConstArg::Float(f) => f.to_string(),
+        ConstArg::DType(d) => d.to_string(),
+    }
+}
+
+/// The key a tuning result is filed under (`tilec_runtime::tune`): the canonical source,
+/// the kernel, the fixed constants, the space, the target, the build and the shape bucket of
+/// the tensor arguments. `tilec tune` files under it and the JIT (`KernelSpec::tuned`) looks
+/// it up, so both must build it here.
+pub fn tune_key(
+    source: &Source,
+    kernel: &str,
+    fixed: &std::collections::BTreeMap<String, ConstArg>,
+    space: &[(String, Vec<String>)],
+    target: &tilec_core::target::Arch,
+    shapes: &[Vec<i64>],
+) -> CacheKey {
+    let canonical = tilec_frontend::canonical_text(&source.text).unwrap_or_default();
+    let fixed_text: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    CacheKey::new()
+        .field("source", sha256_hex(canonical.as_bytes()))
+        .field("kernel", kernel)
+        .field("consts", fixed_text.join(","))
+        .field("space", format!("{space:?}"))
+        .field("target", target.name)
+        .field("build", BUILD_ID)
+        .field("tilec", env!("CARGO_PKG_VERSION"))
+        .field("shapes", tilec_runtime::tune::shape_bucket(shapes))
 }

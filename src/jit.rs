@@ -53,13 +53,14 @@ pub enum JitError {
 pub struct KernelSpec {
     source: Source,
     options: CompileOptions,
+    tuned: bool,
 }
 
 impl KernelSpec {
     /// The kernel of `text` (named `name` in diagnostics); the only kernel of the file unless
     /// [`KernelSpec::kernel`] names one.
     pub fn from_source(name: &str, text: &str) -> KernelSpec {
-        KernelSpec { source: Source::new(name, text.to_string()), options: CompileOptions::default() }
+        KernelSpec { source: Source::new(name, text.to_string()), options: CompileOptions::default(), tuned: false }
     }
 
     pub fn from_file(path: impl AsRef<Path>) -> Result<KernelSpec, JitError> {
@@ -72,6 +73,14 @@ impl KernelSpec {
     /// Which kernel of the file.
     pub fn kernel(mut self, name: &str) -> KernelSpec {
         self.options.kernel = Some(name.to_string());
+        self
+    }
+
+    /// Use the configuration `tilec tune` filed for this kernel, its constants and the shape
+    /// bucket of the arguments on this target (the kernel's own `tune` space), when there is
+    /// one; the defaults otherwise. Looked up once per shape bucket.
+    pub fn tuned(mut self) -> KernelSpec {
+        self.tuned = true;
         self
     }
 
@@ -125,6 +134,8 @@ pub struct Jit {
     device: Device,
     cache: Cache,
     modules: Mutex<BTreeMap<String, Arc<Kernel>>>,
+    /// Filed tune choices by (spec, shape bucket): the constants to add, if any.
+    tuned: Mutex<BTreeMap<String, Option<BTreeMap<String, ConstArg>>>>,
 }
 
 impl std::fmt::Debug for Jit {
@@ -140,7 +151,7 @@ impl Jit {
     }
 
     pub fn with(device: Device, cache: Cache) -> Jit {
-        Jit { device, cache, modules: Mutex::new(BTreeMap::new()) }
+        Jit { device, cache, modules: Mutex::new(BTreeMap::new()), tuned: Mutex::new(BTreeMap::new()) }
     }
 
     pub fn device(&self) -> &Device {
@@ -162,9 +173,60 @@ impl Jit {
         Ok(c)
     }
 
+    /// The constants `tilec tune` filed for `spec` and these tensor shapes (see
+    /// [`KernelSpec::tuned`]).
+    fn tuned_constants(
+        &self,
+        spec: &KernelSpec,
+        shapes: &[Vec<i64>],
+    ) -> Result<Option<BTreeMap<String, ConstArg>>, JitError> {
+        let memo =
+            format!("{}\u{0}{:?}\u{0}{}", spec.source.text, spec.options, tilec_runtime::tune::shape_bucket(shapes));
+        if let Some(found) = self.tuned.lock().unwrap_or_else(|p| p.into_inner()).get(&memo) {
+            return Ok(found.clone());
+        }
+        let target = self.device.target()?;
+        let req = tilec_frontend::Request {
+            kernel: spec.options.kernel.clone(),
+            target: target.name.to_string(),
+            consts: spec.options.consts.clone(),
+            unaligned: Default::default(),
+        };
+        let el = tilec_frontend::check(&spec.source.text, &req)
+            .map_err(|d| JitError::Compile(tilec_core::diag::render(&d, &spec.source)))?;
+        let space = crate::cache::tune_space(&el.tune, &spec.options.consts);
+        let key = crate::cache::tune_key(&spec.source, &el.func.name, &spec.options.consts, &space, target, shapes);
+        let found = self.cache.dir().and_then(|d| tilec_runtime::tune::load(d, &key)).map(|r| {
+            r.best.iter().filter_map(|(k, v)| ConstArg::parse(v).map(|c| (k.clone(), c))).collect::<BTreeMap<_, _>>()
+        });
+        self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(memo, found.clone());
+        Ok(found)
+    }
+
     /// Compiles (or finds) the variant of `spec` for these arguments, validates them and
     /// launches on the device's stream (asynchronously: [`Device::synchronize`] waits).
     pub fn launch(&self, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<LaunchInfo, JitError> {
+        let applied;
+        let spec = if spec.tuned {
+            let shapes: Vec<Vec<i64>> = args
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Tensor(t) => Some(t.shape.clone()),
+                    _ => None,
+                })
+                .collect();
+            match self.tuned_constants(spec, &shapes)? {
+                Some(consts) => {
+                    let mut s = spec.clone();
+                    s.options.consts.extend(consts);
+                    applied = s;
+                    &applied
+                }
+                None => spec,
+            }
+        } else {
+            spec
+        };
         let descs: Vec<ArgDesc> = args
             .iter()
             .map(|a| match a {

@@ -18,12 +18,30 @@ pub const MAX_ELEMENTS: u64 = 1 << 26;
 /// Largest number of elements all `--arg` tensors together hold.
 pub const MAX_TOTAL_ELEMENTS: u64 = 1 << 27;
 
+/// How many elements the arguments may hold: the interpreter's (`tilec run`) or the GPU's.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub per_tensor: u64,
+    pub total: u64,
+}
+
+/// The limits of arguments that the interpreter will also run on.
+pub const INTERPRETER: Limits = Limits { per_tensor: MAX_ELEMENTS, total: MAX_TOTAL_ELEMENTS };
+
+/// The limits of arguments only the GPU runs on (`tilec tune`): 2^28 elements a tensor (the
+/// host builds it in f64 first, 2 GiB), 2^30 in all.
+pub const GPU_ONLY: Limits = Limits { per_tensor: 1 << 28, total: 1 << 30 };
+
 pub fn parse(args: &[String], seed: u64) -> Result<Vec<Arg>> {
+    parse_with(args, seed, INTERPRETER)
+}
+
+pub fn parse_with(args: &[String], seed: u64, limits: Limits) -> Result<Vec<Arg>> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut total = 0u64;
     let mut out = vec![];
     for a in args {
-        let arg = parse_one(a, &mut rng, MAX_TOTAL_ELEMENTS - total)?;
+        let arg = parse_one(a, &mut rng, limits, limits.total.saturating_sub(total))?;
         if let Arg::Tensor(t) = &arg {
             total += t.shape.iter().product::<i64>() as u64;
         }
@@ -33,15 +51,15 @@ pub fn parse(args: &[String], seed: u64) -> Result<Vec<Arg>> {
 }
 
 /// One argument; a tensor holds at most `room` elements (what the earlier ones left).
-fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, room: u64) -> Result<Arg> {
+fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -> Result<Arg> {
     if let Some(path) = a.strip_prefix('@') {
         let bytes = std::fs::read(path).with_context(|| format!("--arg {a}: cannot read {path}"))?;
         let t = tilec_core::npy::read(&bytes).map_err(|e| anyhow::anyhow!("--arg {a}: {e}"))?;
-        if t.numel() as u64 > room.min(MAX_ELEMENTS) {
+        if t.numel() as u64 > room.min(limits.per_tensor) {
             bail!(
                 "--arg {a}: {} elements are more than the {} the arguments may hold",
                 t.numel(),
-                room.min(MAX_ELEMENTS)
+                room.min(limits.per_tensor)
             );
         }
         return Ok(Arg::Tensor(t));
@@ -81,10 +99,10 @@ fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, room: u64) -> Result<Arg> {
     let n = shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
-        .filter(|n| *n <= MAX_ELEMENTS)
-        .with_context(|| format!("--arg {a}: more than {MAX_ELEMENTS} elements is too many for the interpreter"))?;
+        .filter(|n| *n <= limits.per_tensor)
+        .with_context(|| format!("--arg {a}: more than {} elements is too many for one argument", limits.per_tensor))?;
     if n > room {
-        bail!("--arg {a}: the tensors of all --arg together may hold {MAX_TOTAL_ELEMENTS} elements");
+        bail!("--arg {a}: the tensors of all --arg together may hold {} elements", limits.total);
     }
     let vals: Vec<f64> = (0..n)
         .map(|_| {

@@ -102,7 +102,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
             a.args.len()
         );
     }
-    let iargs = crate::interp_args::parse(&a.args, a.seed)?;
+    // The interpreter's size limits hold unless only the GPU runs the arguments.
+    let limits = if a.gpu && !a.check { crate::interp_args::GPU_ONLY } else { crate::interp_args::INTERPRETER };
+    let iargs = crate::interp_args::parse_with(&a.args, a.seed, limits)?;
     tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let grid = tilec_interp::grid(&el.signature, &iargs).map_err(anyhow::Error::msg)?;
     if let Some(jit) = &jit {

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use tilec::jit::{Arg, Jit, JitError, KernelSpec};
 use tilec::ConstArg;
 use tilec_core::host::HostTensor;
-use tilec_runtime::cache::{sha256_hex, Cache, CacheKey};
+use tilec_runtime::cache::Cache;
 use tilec_runtime::tune::{self, Config, Outcome, Record};
 use tilec_runtime::{Device, RuntimeError};
 
@@ -105,14 +105,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     };
     // The space: the tune block, overridden per name by --space, without fixed names.
-    let show_arg = |c: &ConstArg| match c {
-        ConstArg::Int(v) => v.to_string(),
-        ConstArg::Bool(b) => b.to_string(),
-        ConstArg::Float(f) => f.to_string(),
-        ConstArg::DType(d) => d.to_string(),
-    };
-    let mut space: Vec<(String, Vec<String>)> =
-        el.tune.iter().map(|(n, cs)| (n.clone(), cs.iter().map(show_arg).collect())).collect();
+    let mut space = tilec::cache::tune_space(&el.tune, &fixed);
     for s in &a.space {
         let Some((name, vals)) = s.split_once('=') else { bail!("--space {s}: write NAME=V1,V2") };
         let vals: Vec<String> = vals.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
@@ -128,7 +121,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if space.is_empty() {
         bail!("nothing to tune: the kernel has no `tune` block (or every name is fixed); give --space NAME=V1,V2");
     }
-    let iargs = crate::interp_args::parse(&a.args, a.seed)?;
+    // Only the GPU runs these: the interpreter's size limits do not apply.
+    let iargs = crate::interp_args::parse_with(&a.args, a.seed, crate::interp_args::GPU_ONLY)?;
     tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let hosts: Vec<Option<HostTensor>> = iargs
         .iter()
@@ -139,17 +133,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .collect();
     let shapes: Vec<Vec<i64>> = hosts.iter().flatten().map(|t| t.shape.clone()).collect();
     let bucket = tune::shape_bucket(&shapes);
-    let canonical = tilec_frontend::canonical_text(&source.text).unwrap_or_default();
-    let fixed_text: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
-    let key = CacheKey::new()
-        .field("source", sha256_hex(canonical.as_bytes()))
-        .field("kernel", el.func.name.clone())
-        .field("consts", fixed_text.join(","))
-        .field("space", format!("{space:?}"))
-        .field("target", target.name)
-        .field("build", tilec::cache::BUILD_ID)
-        .field("tilec", env!("CARGO_PKG_VERSION"))
-        .field("shapes", bucket.clone());
+    let key = tilec::cache::tune_key(&source, &el.func.name, &fixed, &space, target, &shapes);
     let cache = Cache::from_env();
     let dir = cache.dir().map(PathBuf::from);
     if let (false, Some(d)) = (a.retune, &dir) {
