@@ -127,13 +127,22 @@ pub struct LaunchInfo {
     pub unaligned: BTreeSet<String>,
     /// The cache entry of the variant that ran.
     pub digest: String,
+    /// Blocks that fit one SM at once (the driver's occupancy calculator; `None` when it
+    /// could not say), beside the kernel's own `occupancy` hint.
+    pub blocks_per_sm: Option<u32>,
+    pub occupancy_hint: Option<u32>,
 }
+
+/// A variant loaded on the device, with the blocks of it that fit an SM (the driver's
+/// occupancy calculator; `None` when it could not say).
+type Loaded = (Arc<Kernel>, Option<u32>);
 
 /// A device, the compilation cache and the modules loaded on the device.
 pub struct Jit {
     device: Device,
     cache: Cache,
-    modules: Mutex<BTreeMap<String, Arc<Kernel>>>,
+    /// Loaded variants by cache digest, with their blocks per SM.
+    modules: Mutex<BTreeMap<String, Loaded>>,
     /// Filed tune choices by (spec, shape bucket): the constants to add, if any.
     tuned: Mutex<BTreeMap<String, Option<BTreeMap<String, ConstArg>>>>,
 }
@@ -242,20 +251,29 @@ impl Jit {
         let unaligned = specialisation(&first.entry.artifact.signature.params, &descs);
         let chosen = if unaligned.is_empty() { first } else { self.compile(spec, unaligned.clone())? };
         let digest = chosen.entry.key.digest();
-        let kernel = {
+        let (kernel, blocks_per_sm) = {
             let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
             match modules.get(&digest) {
                 Some(k) => k.clone(),
                 None => {
                     let art = &chosen.entry.artifact;
                     let k = Arc::new(self.device.load(&art.ptx, art.signature.clone())?);
-                    modules.insert(digest.clone(), k.clone());
-                    k
+                    let occ = self.device.occupancy(&k).ok();
+                    modules.insert(digest.clone(), (k.clone(), occ));
+                    (k, occ)
                 }
             }
         };
+        if blocks_per_sm == Some(0) {
+            let sig = &kernel.signature;
+            return Err(JitError::Launch(RuntimeError::Unsupported(format!(
+                "`{}` cannot run on this device: not one block of {} threads with {} bytes of shared memory fits an SM (the driver's occupancy calculator)",
+                sig.name, sig.block_threads, sig.shared_bytes
+            ))));
+        }
         self.device.launch(&kernel, &descs)?;
-        Ok(LaunchInfo { unaligned, digest })
+        let occupancy_hint = chosen.entry.artifact.hints.occupancy;
+        Ok(LaunchInfo { unaligned, digest, blocks_per_sm, occupancy_hint })
     }
 }
 

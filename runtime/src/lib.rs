@@ -393,6 +393,14 @@ impl Device {
         }
     }
 
+    /// Blocks of `k` that fit one SM at once, by the driver's occupancy calculator (registers,
+    /// shared memory, threads); `Ok(0)` means the kernel cannot launch on this device.
+    pub fn occupancy(&self, k: &Kernel) -> Result<u32, RuntimeError> {
+        let sig = &k.signature;
+        let dynamic = if sig.shared_bytes > tilec_core::target::STATIC_SMEM_LIMIT { sig.shared_bytes } else { 0 };
+        k.func.occupancy_max_active_blocks_per_multiprocessor(sig.block_threads, dynamic as usize, None).map_err(drv)
+    }
+
     /// Validates and launches (asynchronously on the device's stream).
     pub fn launch(&self, k: &Kernel, args: &[ArgDesc]) -> Result<(), RuntimeError> {
         let plan = validate(&k.signature, args, None)?;

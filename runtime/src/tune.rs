@@ -44,8 +44,9 @@ pub enum Outcome {
     /// Timed: the robust median (see [`robust_median`]) and every sample, in ms.
     Timed { median_ms: f64, samples: usize },
     /// Did not get to timing: `stage` (`frontend`, `require`, `compile` — which includes the
-    /// compiler's shared-memory checks against the target —, `launch`) and the reason: the
-    /// constraint the space learned.
+    /// compiler's shared-memory checks against the target —, `resources` — not one block fits
+    /// an SM by the driver's occupancy calculator, checked before launching —, `launch`) and
+    /// the reason: the constraint the space learned.
     Failed { stage: String, reason: String },
     /// Ran, but its outputs differ from the first configuration's (relative L2 error).
     Mismatch { rel_l2: f64 },

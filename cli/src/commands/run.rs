@@ -113,7 +113,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             spec = spec.constant(&k, v);
         }
         let dev = jit.device();
-        let gpu = match run_on_gpu(jit, &spec, &iargs)? {
+        let (gpu, info) = match run_on_gpu(jit, &spec, &iargs)? {
             Ok(t) => t,
             Err(rendered) => {
                 out::err(rendered.trim_end());
@@ -121,6 +121,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
         };
         let mut s = format!("ran {} on {} ({}) over grid {:?}\n", el.func.name, dev.name, arch.name, grid);
+        let occ = match (info.blocks_per_sm, info.occupancy_hint) {
+            (Some(n), Some(h)) => format!("{n} blocks per SM (the kernel asks for {h})"),
+            (Some(n), None) => format!("{n} blocks per SM"),
+            (None, _) => "unknown".to_string(),
+        };
+        let scalar = if info.unaligned.is_empty() {
+            "every tensor 16-byte vectorised".to_string()
+        } else {
+            format!("scalar accesses for {}", info.unaligned.iter().cloned().collect::<Vec<_>>().join(", "))
+        };
+        s.push_str(&format!("  occupancy: {occ}; {scalar}\n"));
         s.push_str(&summaries(params, &gpu));
         if let Some(dir) = &a.save_out {
             s.push_str(&save(dir, params, &gpu)?);
@@ -214,7 +225,7 @@ fn run_on_gpu(
     jit: &tilec::jit::Jit,
     spec: &tilec::jit::KernelSpec,
     args: &[tilec_interp::Arg],
-) -> Result<std::result::Result<Vec<tilec_core::host::HostTensor>, String>> {
+) -> Result<std::result::Result<(Vec<tilec_core::host::HostTensor>, tilec::jit::LaunchInfo), String>> {
     use tilec::jit::{Arg, JitError};
     let dev = jit.device();
     let e = |e: tilec_runtime::RuntimeError| anyhow::anyhow!("{e}");
@@ -236,15 +247,15 @@ fn run_on_gpu(
             })
         })
         .collect();
-    match jit.launch(spec, &jargs) {
-        Ok(_) => {}
+    let info = match jit.launch(spec, &jargs) {
+        Ok(i) => i,
         Err(JitError::Compile(text)) => return Ok(Err(text)),
         Err(other) => return Err(anyhow::anyhow!("{other}")),
-    }
+    };
     dev.synchronize().map_err(e)?;
     let mut out = vec![];
     for t in &tensors {
         out.push(dev.download(t).map_err(e)?);
     }
-    Ok(Ok(out))
+    Ok(Ok((out, info)))
 }

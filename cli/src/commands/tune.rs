@@ -194,6 +194,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 Err(JitError::Compile(t)) => {
                     return Ok(Outcome::Failed { stage: "compile".into(), reason: first_line(&t) })
                 }
+                Err(JitError::Launch(RuntimeError::Unsupported(m))) => {
+                    return Ok(Outcome::Failed { stage: "resources".into(), reason: m })
+                }
                 Err(e) => return Ok(Outcome::Failed { stage: "launch".into(), reason: e.to_string() }),
             }
             if let Err(e) = dev.synchronize() {
