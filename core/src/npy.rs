@@ -56,7 +56,8 @@ pub fn read(bytes: &[u8]) -> Result<HostTensor, String> {
     let inner = shape_text.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or("the shape is not a tuple")?;
     let mut shape = vec![];
     for d in inner.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let n: i64 = d.parse().map_err(|_| format!("the shape entry `{d}` is not a size"))?;
+        let n: i64 =
+            d.parse().ok().filter(|n| *n >= 0).ok_or_else(|| format!("the shape entry `{d}` is not a size"))?;
         shape.push(n);
     }
     let numel = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d)).ok_or("the shape overflows")?;
@@ -154,5 +155,7 @@ mod tests {
         assert!(read(&patched(&t, b"False", b"True ")).unwrap_err().contains("Fortran"));
         assert!(read(&patched(&t, b"<f4", b">f4")).unwrap_err().contains("big-endian"));
         assert!(read(&patched(&t, b"(4,)", b"(x,)")).unwrap_err().contains("not a size"));
+        let square = write(&HostTensor::from_f64(DType::F32, &[1, 1], &[1.0]));
+        assert!(read(&patched(&square, b"(1, 1)", b"(-1,-1)")).unwrap_err().contains("not a size"));
     }
 }

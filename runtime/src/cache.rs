@@ -185,7 +185,6 @@ pub struct Cache {
     /// memory hit without rebuilding the key).
     requests: Mutex<BTreeMap<String, String>>,
     warned: AtomicBool,
-    tmp_serial: AtomicU64,
 }
 
 /// The default size cap of the disk layer.
@@ -215,7 +214,6 @@ impl Cache {
             mem: Mutex::new(BTreeMap::new()),
             requests: Mutex::new(BTreeMap::new()),
             warned: AtomicBool::new(false),
-            tmp_serial: AtomicU64::new(0),
         }
     }
 
@@ -277,7 +275,7 @@ impl Cache {
     pub fn remember(&self, request: String, key: &CacheKey) {
         let digest = key.digest();
         if let Some(alias) = self.alias_path(&request) {
-            let _ = self.write_atomically(&alias, digest.as_bytes());
+            let _ = write_atomically(&alias, digest.as_bytes());
         }
         self.requests.lock().unwrap_or_else(|p| p.into_inner()).insert(request, digest);
     }
@@ -319,7 +317,7 @@ impl Cache {
         let bytes = encode(&entry);
         self.memory().insert(digest.clone(), Arc::new(entry));
         let path = self.entry_path(&digest)?;
-        match self.write_atomically(&path, &bytes) {
+        match write_atomically(&path, &bytes) {
             Ok(()) => {
                 self.evict(&path);
                 None
@@ -336,29 +334,10 @@ impl Cache {
         }
     }
 
-    fn write_atomically(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        let folder = path.parent().ok_or_else(|| std::io::Error::other("entry path without a folder"))?;
-        std::fs::create_dir_all(folder)?;
-        let serial = self.tmp_serial.fetch_add(1, Ordering::Relaxed);
-        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let tmp = folder.join(format!(".tmp-{}-{nanos}-{serial}", std::process::id()));
-        let result = (|| {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
-    }
-
     /// Removes the least recently used entries until the folder is under its cap (never
     /// `keep`, the entry just written).
     fn evict(&self, keep: &Path) {
-        let mut all = self.entries();
+        let mut all = self.entry_files();
         let total: u64 = all.iter().map(|e| e.bytes).sum();
         if total <= self.cap_bytes {
             return;
@@ -378,6 +357,16 @@ impl Cache {
 
     /// The entries on disk, by digest (damaged ones included, with an empty key).
     pub fn entries(&self) -> Vec<EntryInfo> {
+        let mut all = self.entry_files();
+        for e in &mut all {
+            e.key = read_header(&e.path).map(|h| h.key).unwrap_or_default();
+        }
+        all
+    }
+
+    /// The entry files on disk with their size and last use, keys not read (an empty key):
+    /// what eviction needs after every write, without opening every entry.
+    fn entry_files(&self) -> Vec<EntryInfo> {
         let Some(root) = self.dir.as_ref().map(|d| d.join(LAYOUT)) else { return vec![] };
         let mut out = vec![];
         let Ok(shards) = std::fs::read_dir(&root) else { return out };
@@ -392,7 +381,7 @@ impl Cache {
                     continue;
                 }
                 let Ok(meta) = std::fs::metadata(&path) else { continue };
-                let key = read_header(&path).map(|h| h.key).unwrap_or_default();
+                let key = CacheKey::default();
                 let digest = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
                 let last_used = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
                 out.push(EntryInfo { digest, key, bytes: meta.len(), last_used, path });
@@ -406,7 +395,7 @@ impl Cache {
         self.memory().clear();
         self.requests.lock().unwrap_or_else(|p| p.into_inner()).clear();
         let mut n = 0;
-        for e in self.entries() {
+        for e in self.entry_files() {
             std::fs::remove_file(&e.path)?;
             n += 1;
         }
@@ -435,6 +424,29 @@ impl Cache {
         }
         best
     }
+}
+
+/// Writes `bytes` to `path` through a temporary file of its folder (made if missing) and a
+/// rename: a reader sees the old file or the new one, never part of one, and writers of the
+/// same path at once (threads or processes) each leave a whole file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    let folder = path.parent().ok_or_else(|| std::io::Error::other("a path without a folder"))?;
+    std::fs::create_dir_all(folder)?;
+    let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let tmp = folder.join(format!(".tmp-{}-{nanos}-{serial}", std::process::id()));
+    let result = (|| {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 fn touch(path: &Path) {
@@ -491,9 +503,10 @@ fn read_header(path: &Path) -> Result<Header, String> {
 fn decode(bytes: &[u8]) -> Result<Entry, String> {
     let (h, start) = split_header(bytes)?;
     let payload = &bytes[start..];
-    let sizes = [Some(h.meta), Some(h.ptx), h.cubin];
-    let want: u64 = sizes.iter().flatten().sum();
-    if payload.len() as u64 != want {
+    // Checked: a damaged header may hold any sizes.
+    let want = [Some(h.meta), Some(h.ptx), h.cubin].into_iter().flatten().try_fold(0u64, u64::checked_add);
+    if want != Some(payload.len() as u64) {
+        let want = want.map_or_else(|| "more than 2^64".to_string(), |w| w.to_string());
         return Err(format!("truncated: {} payload bytes, the header says {want}", payload.len()));
     }
     if sha256_hex(payload) != h.sha256 {
@@ -602,6 +615,20 @@ mod tests {
         std::fs::write(&path, &flipped).unwrap();
         let Lookup::Miss(Miss::Corrupt(why)) = disk(d.path()).get(&k) else { panic!("corruption not seen") };
         assert!(why.contains("checksum"), "{why}");
+        // Section sizes whose sum overflows: damaged, not a panic.
+        let huge = Header {
+            key: k.clone(),
+            meta: u64::MAX,
+            ptx: 2,
+            cubin: None,
+            resources: None,
+            compile_ms: 0.0,
+            sha256: String::new(),
+        };
+        let text = format!("{MAGIC}\n{}\npayload", serde_json::to_string(&huge).unwrap());
+        std::fs::write(&path, text).unwrap();
+        let Lookup::Miss(Miss::Corrupt(why)) = disk(d.path()).get(&k) else { panic!("huge sizes not seen") };
+        assert!(why.contains("more than 2^64"), "{why}");
         std::fs::write(&path, b"garbage").unwrap();
         assert!(matches!(disk(d.path()).get(&k), Lookup::Miss(Miss::Corrupt(_))));
         // A new write repairs it.

@@ -8,7 +8,7 @@
 //! target, the tilec build and the shape bucket of the arguments (every extent rounded up to a
 //! power of two, so 1000 and 1024 rows share a choice).
 
-use crate::cache::{sha256_hex, CacheKey};
+use crate::cache::{write_atomically, CacheKey};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -119,11 +119,7 @@ pub fn load(dir: &Path, key: &CacheKey) -> Option<Record> {
 /// Files `r` (temporary file and rename); the path written.
 pub fn save(dir: &Path, r: &Record) -> std::io::Result<PathBuf> {
     let path = record_path(dir, &r.key);
-    let folder = path.parent().ok_or_else(|| std::io::Error::other("record path without a folder"))?;
-    std::fs::create_dir_all(folder)?;
-    let tmp = folder.join(format!(".tmp-{}-{}", std::process::id(), sha256_hex(r.key.digest().as_bytes())));
-    std::fs::write(&tmp, serde_json::to_string_pretty(r).unwrap_or_default())?;
-    std::fs::rename(&tmp, &path)?;
+    write_atomically(&path, serde_json::to_string_pretty(r).unwrap_or_default().as_bytes())?;
     Ok(path)
 }
 
