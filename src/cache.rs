@@ -80,16 +80,7 @@ pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> 
     let compiled = compile(source, &opts)?;
     let (cubin, resources) = match tilec_backend::find_ptxas() {
         Some(_) => match tilec_backend::ptxas(compiled.ptx(), compiled.arch) {
-            Ok(r) => (
-                Some(r.cubin.clone()),
-                Some(Resources {
-                    registers: r.registers,
-                    shared_bytes: r.shared_bytes,
-                    stack_bytes: r.stack_bytes,
-                    spill_stores: r.spill_stores,
-                    spill_loads: r.spill_loads,
-                }),
-            ),
+            Ok(r) => (Some(r.cubin.clone()), Some(resources(&r))),
             Err(d) => return Err(CompileError { diagnostics: vec![ptxas_failed(d)], source: source.clone() }),
         },
         None => (None, None),
@@ -110,6 +101,17 @@ pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> 
         None => None,
     };
     Ok(CachedCompile { entry: Arc::new(entry), hit: None, miss, warning })
+}
+
+/// What the cache keeps of ptxas's report (the runtime does not link the backend).
+pub fn resources(r: &tilec_backend::PtxasReport) -> Resources {
+    Resources {
+        registers: r.registers,
+        shared_bytes: r.shared_bytes,
+        stack_bytes: r.stack_bytes,
+        spill_stores: r.spill_stores,
+        spill_loads: r.spill_loads,
+    }
 }
 
 fn ptxas_failed(d: Diagnostic) -> Diagnostic {

@@ -22,12 +22,79 @@ pub struct CheckRow {
     pub note: String,
 }
 
+/// An argument on the device: a tensor uploaded (a fresh copy), or a scalar.
+pub enum DeviceArg {
+    Tensor(DeviceTensor),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+}
+
+impl std::fmt::Debug for DeviceArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceArg::Tensor(t) => write!(f, "{t:?}"),
+            DeviceArg::I32(v) => write!(f, "{v}i32"),
+            DeviceArg::I64(v) => write!(f, "{v}i64"),
+            DeviceArg::F32(v) => write!(f, "{v}f32"),
+        }
+    }
+}
+
+impl DeviceArg {
+    pub fn tensor(&self) -> Option<&DeviceTensor> {
+        match self {
+            DeviceArg::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The argument as the launch validator sees it.
+    pub fn desc(&self, dev: &Device) -> ArgDesc {
+        match self {
+            DeviceArg::Tensor(t) => ArgDesc::Tensor(dev.desc(t)),
+            DeviceArg::I32(v) => ArgDesc::I32(*v),
+            DeviceArg::I64(v) => ArgDesc::I64(*v),
+            DeviceArg::F32(v) => ArgDesc::F32(*v),
+        }
+    }
+
+    /// The argument as the JIT takes it.
+    pub fn jit(&self) -> tilec::jit::Arg<'_> {
+        match self {
+            DeviceArg::Tensor(t) => tilec::jit::Arg::Tensor(t),
+            DeviceArg::I32(v) => tilec::jit::Arg::I32(*v),
+            DeviceArg::I64(v) => tilec::jit::Arg::I64(*v),
+            DeviceArg::F32(v) => tilec::jit::Arg::F32(*v),
+        }
+    }
+}
+
+/// Host arguments (a suite case's, or `--arg`'s) on the device, in order.
+pub fn upload_args(dev: &Device, args: &[Arg]) -> Result<Vec<DeviceArg>, tilec_runtime::RuntimeError> {
+    args.iter()
+        .map(|a| {
+            Ok(match a {
+                Arg::Tensor(h) => DeviceArg::Tensor(dev.upload(h)?),
+                Arg::I32(v) => DeviceArg::I32(*v),
+                Arg::I64(v) => DeviceArg::I64(*v),
+                Arg::F32(v) => DeviceArg::F32(*v),
+            })
+        })
+        .collect()
+}
+
+/// Every tensor argument after a run, in order.
+pub fn download_tensors(dev: &Device, args: &[DeviceArg]) -> Result<Vec<HostTensor>, tilec_runtime::RuntimeError> {
+    args.iter().filter_map(DeviceArg::tensor).map(|t| dev.download(t)).collect()
+}
+
 /// A kernel compiled, loaded and with its arguments on the device.
 #[derive(Debug)]
 pub struct Prepared {
     pub kernel: tilec_runtime::Kernel,
-    /// One device buffer per tensor argument, `None` for scalars.
-    pub tensors: Vec<Option<DeviceTensor>>,
+    /// The arguments on the device, in parameter order.
+    pub on_device: Vec<DeviceArg>,
     pub args: Vec<Arg>,
     pub descs: Vec<ArgDesc>,
     pub report: Vec<String>,
@@ -71,29 +138,8 @@ pub fn prepare(
     let source = Source::new(path.display().to_string(), text);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let args = (spec.inputs)(case, &mut rng);
-    let mut tensors = vec![];
-    let mut descs = vec![];
-    for a in &args {
-        match a {
-            Arg::Tensor(h) => {
-                let t = dev.upload(h).map_err(|e| e.to_string())?;
-                descs.push(ArgDesc::Tensor(dev.desc(&t)));
-                tensors.push(Some(t));
-            }
-            Arg::I32(v) => {
-                descs.push(ArgDesc::I32(*v));
-                tensors.push(None);
-            }
-            Arg::I64(v) => {
-                descs.push(ArgDesc::I64(*v));
-                tensors.push(None);
-            }
-            Arg::F32(v) => {
-                descs.push(ArgDesc::F32(*v));
-                tensors.push(None);
-            }
-        }
-    }
+    let on_device = upload_args(dev, &args).map_err(|e| e.to_string())?;
+    let descs: Vec<ArgDesc> = on_device.iter().map(|a| a.desc(dev)).collect();
     let file = tilec_frontend::parse(&source.text).map_err(|d| tilec_core::diag::render(&d, &source))?;
     let kdecl = file
         .kernels
@@ -122,7 +168,7 @@ pub fn prepare(
     };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;
-    Ok(Prepared { kernel, tensors, args, descs, report: compiled.report })
+    Ok(Prepared { kernel, on_device, args, descs, report: compiled.report })
 }
 
 /// The row of a case not run (yet): no errors measured, not passed.
@@ -154,8 +200,8 @@ pub fn check_case(
         dev.launch(&p.kernel, &p.descs).map_err(|e| e.to_string())?;
         dev.synchronize().map_err(|e| e.to_string())?;
         let mut after = vec![];
-        for t in &p.tensors {
-            after.push(match t {
+        for a in &p.on_device {
+            after.push(match a.tensor() {
                 Some(t) => dev.download(t).map_err(|e| e.to_string())?,
                 None => HostTensor::from_f64(DType::F32, &[0], &[]),
             });

@@ -88,13 +88,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let r = match resources {
             Some(r) => r,
             None => match tilec_backend::ptxas(&artifact.ptx, arch) {
-                Ok(r) => tilec::runtime::cache::Resources {
-                    registers: r.registers,
-                    shared_bytes: r.shared_bytes,
-                    stack_bytes: r.stack_bytes,
-                    spill_stores: r.spill_stores,
-                    spill_loads: r.spill_loads,
-                },
+                Ok(r) => tilec::cache::resources(&r),
                 Err(d) => {
                     out::err(tilec_core::diag::render(&[d], &source).trim_end());
                     return Ok(ExitCode::from(1));

@@ -226,36 +226,16 @@ fn run_on_gpu(
     spec: &tilec::jit::KernelSpec,
     args: &[tilec_interp::Arg],
 ) -> Result<std::result::Result<(Vec<tilec_core::host::HostTensor>, tilec::jit::LaunchInfo), String>> {
-    use tilec::jit::{Arg, JitError};
+    use tilec::jit::JitError;
     let dev = jit.device();
     let e = |e: tilec_runtime::RuntimeError| anyhow::anyhow!("{e}");
-    let mut tensors = vec![];
-    for a in args {
-        if let tilec_interp::Arg::Tensor(h) = a {
-            tensors.push(dev.upload(h).map_err(e)?);
-        }
-    }
-    let mut uploaded = tensors.iter();
-    let jargs: Vec<Arg> = args
-        .iter()
-        .filter_map(|a| {
-            Some(match a {
-                tilec_interp::Arg::Tensor(_) => Arg::Tensor(uploaded.next()?),
-                tilec_interp::Arg::I32(v) => Arg::I32(*v),
-                tilec_interp::Arg::I64(v) => Arg::I64(*v),
-                tilec_interp::Arg::F32(v) => Arg::F32(*v),
-            })
-        })
-        .collect();
+    let on_device = crate::gpu::upload_args(dev, args).map_err(e)?;
+    let jargs: Vec<tilec::jit::Arg> = on_device.iter().map(crate::gpu::DeviceArg::jit).collect();
     let info = match jit.launch(spec, &jargs) {
         Ok(i) => i,
         Err(JitError::Compile(text)) => return Ok(Err(text)),
         Err(other) => return Err(anyhow::anyhow!("{other}")),
     };
     dev.synchronize().map_err(e)?;
-    let mut out = vec![];
-    for t in &tensors {
-        out.push(dev.download(t).map_err(e)?);
-    }
-    Ok(Ok((out, info)))
+    Ok(Ok((crate::gpu::download_tensors(dev, &on_device).map_err(e)?, info)))
 }

@@ -48,25 +48,6 @@ pub struct Args {
     seed: u64,
 }
 
-/// The tensors of the arguments, uploaded fresh (a configuration may write its inputs).
-fn upload(dev: &Device, hosts: &[Option<HostTensor>]) -> Result<Vec<Option<tilec_runtime::DeviceTensor>>> {
-    hosts.iter().map(|h| h.as_ref().map(|h| dev.upload(h)).transpose().map_err(|e| anyhow::anyhow!("{e}"))).collect()
-}
-
-fn launch_args<'a>(iargs: &[tilec_interp::Arg], tensors: &'a [Option<tilec_runtime::DeviceTensor>]) -> Vec<Arg<'a>> {
-    iargs
-        .iter()
-        .zip(tensors)
-        .map(|(a, t)| match (a, t) {
-            (_, Some(t)) => Arg::Tensor(t),
-            (tilec_interp::Arg::I32(v), None) => Arg::I32(*v),
-            (tilec_interp::Arg::I64(v), None) => Arg::I64(*v),
-            (tilec_interp::Arg::F32(v), None) => Arg::F32(*v),
-            (tilec_interp::Arg::Tensor(_), None) => Arg::I32(0),
-        })
-        .collect()
-}
-
 fn first_line(s: &str) -> String {
     s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
 }
@@ -124,14 +105,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // Only the GPU runs these: the interpreter's size limits do not apply.
     let iargs = crate::interp_args::parse_with(&a.args, a.seed, crate::interp_args::GPU_ONLY)?;
     tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let hosts: Vec<Option<HostTensor>> = iargs
+    let shapes: Vec<Vec<i64>> = iargs
         .iter()
-        .map(|x| match x {
-            tilec_interp::Arg::Tensor(t) => Some(t.clone()),
+        .filter_map(|x| match x {
+            tilec_interp::Arg::Tensor(t) => Some(t.shape.clone()),
             _ => None,
         })
         .collect();
-    let shapes: Vec<Vec<i64>> = hosts.iter().flatten().map(|t| t.shape.clone()).collect();
     let bucket = tune::shape_bucket(&shapes);
     let key = tilec::cache::tune_key(&source, &el.func.name, &fixed, &space, target, &shapes);
     let cache = Cache::from_env();
@@ -187,8 +167,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
             for (k, v) in &consts {
                 spec = spec.constant(k, v.clone());
             }
-            let tensors = upload(dev, &hosts)?;
-            let args = launch_args(&iargs, &tensors);
+            // Fresh copies for each configuration: a kernel may write its inputs.
+            let on_device = crate::gpu::upload_args(dev, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let args: Vec<Arg> = on_device.iter().map(crate::gpu::DeviceArg::jit).collect();
             match jit.launch(&spec, &args) {
                 Ok(_) => {}
                 Err(JitError::Compile(t)) => {
@@ -202,12 +183,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             if let Err(e) = dev.synchronize() {
                 return Ok(Outcome::Failed { stage: "launch".into(), reason: e.to_string() });
             }
-            let outs: Vec<HostTensor> = tensors
-                .iter()
-                .flatten()
-                .map(|t| dev.download(t))
-                .collect::<Result<_, _>>()
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let outs = crate::gpu::download_tensors(dev, &on_device).map_err(|e| anyhow::anyhow!("{e}"))?;
             match &reference {
                 None => reference = Some(outs),
                 Some(r) => {
