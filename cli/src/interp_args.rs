@@ -1,7 +1,9 @@
 //! The `--arg` grammar of `tilec run`: tensors and scalars in parameter order.
 //!
 //! - `16x1024:f16` a tensor of standard normal samples (dtype default f32),
-//!   `zeros:16x1024:f32` a tensor of zeros;
+//!   `zeros:16x1024:f32` a tensor of zeros, `arange:64:i32` the numbers 0, 1, … in row-major
+//!   order, `randint:0:1000:64:i32` integers uniform in [0, 1000) (ids, lengths, block
+//!   tables; dtype default i32);
 //! - `@x.npy` a tensor from a NumPy file (float16, float32, int32, int64, bool; C order);
 //! - `3` an i32, `0.5` an f32; a typed scalar `i32:3`, `i64:5000000000`, `f32:-1.5` (the
 //!   type prefix also makes a negative value unambiguous: `--arg f32:-1`, or `--arg=-1`).
@@ -83,11 +85,34 @@ fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -
             return s.map_err(|e| anyhow::anyhow!("--arg {a}: `{v}` is not an {ty}: {e}"));
         }
     }
-    let (zeros, rest) = match a.strip_prefix("zeros:") {
-        Some(r) => (true, r),
-        None => (false, a),
+    #[derive(PartialEq)]
+    enum Fill {
+        Normal,
+        Zeros,
+        Arange,
+        RandInt(i64, i64),
+    }
+    let (fill, rest) = if let Some(r) = a.strip_prefix("zeros:") {
+        (Fill::Zeros, r)
+    } else if let Some(r) = a.strip_prefix("arange:") {
+        (Fill::Arange, r)
+    } else if let Some(r) = a.strip_prefix("randint:") {
+        let mut it = r.splitn(3, ':');
+        let (lo, hi, rest) = (it.next().unwrap_or(""), it.next().unwrap_or(""), it.next().unwrap_or(""));
+        let bound = |v: &str| {
+            v.parse::<i64>()
+                .with_context(|| format!("--arg {a}: `{v}` is not an integer (randint:LOW:HIGH:SHAPE[:dtype])"))
+        };
+        let (lo, hi) = (bound(lo)?, bound(hi)?);
+        if lo >= hi {
+            bail!("--arg {a}: randint's range [{lo}, {hi}) is empty");
+        }
+        (Fill::RandInt(lo, hi), rest)
+    } else {
+        (Fill::Normal, a)
     };
-    let (dims, dt) = rest.split_once(':').unwrap_or((rest, "f32"));
+    let default_dtype = if matches!(fill, Fill::RandInt(..)) { "i32" } else { "f32" };
+    let (dims, dt) = rest.split_once(':').unwrap_or((rest, default_dtype));
     let dtype = DType::parse(dt).with_context(|| format!("unknown dtype `{dt}` in --arg {a}"))?;
     let mut shape = vec![];
     for d in dims.split('x') {
@@ -104,11 +129,19 @@ fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -
     if n > room {
         bail!("--arg {a}: the tensors of all --arg together may hold {} elements", limits.total);
     }
+    if let Fill::RandInt(lo, hi) = fill {
+        // Every value must survive the dtype exactly (an i32 tensor of ids up to 2^40 would not).
+        let exact = |v: i64| HostTensor::from_f64(dtype, &[1], &[v as f64]).to_f64().first() == Some(&(v as f64));
+        if !exact(lo) || !exact(hi - 1) {
+            bail!("--arg {a}: [{lo}, {hi}) does not fit in {dtype}");
+        }
+    }
     let vals: Vec<f64> = (0..n)
-        .map(|_| {
-            if zeros {
-                0.0
-            } else {
+        .map(|i| match fill {
+            Fill::Zeros => 0.0,
+            Fill::Arange => i as f64,
+            Fill::RandInt(lo, hi) => rng.gen_range(lo..hi) as f64,
+            Fill::Normal => {
                 let u: f64 = rng.gen_range(f64::EPSILON..1.0);
                 let v: f64 = rng.gen_range(0.0..1.0);
                 (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
@@ -138,6 +171,19 @@ mod tests {
         let e = parse(&big, 0).unwrap_err().to_string();
         assert!(e.contains("all --arg together"), "{e}");
         assert!(parse(&["3x-2:f32".into()], 0).is_err());
+        // Negative scalars without a type, integer ranges and aranges.
+        assert_eq!(parse(&["-2.0".into(), "-3".into()], 0).unwrap(), vec![Arg::F32(-2.0), Arg::I32(-3)]);
+        let r = parse(&["randint:-5:7:1000".into(), "arange:2x3:i64".into()], 0).unwrap();
+        let Arg::Tensor(ids) = &r[0] else { panic!("randint is a tensor") };
+        assert_eq!(ids.dtype, DType::I32);
+        let v = ids.to_f64();
+        assert!(v.iter().all(|x| (-5.0..7.0).contains(x) && x.fract() == 0.0), "{v:?}");
+        assert!(v.contains(&-5.0) && v.contains(&6.0), "both ends are drawn");
+        let Arg::Tensor(ar) = &r[1] else { panic!("arange is a tensor") };
+        assert_eq!((ar.dtype, ar.to_f64()), (DType::I64, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]));
+        assert!(parse(&["randint:3:3:4".into()], 0).unwrap_err().to_string().contains("empty"));
+        assert!(parse(&["randint:0:99999999999:4:i32".into()], 0).unwrap_err().to_string().contains("fit"));
+        assert!(parse(&["randint:a:3:4".into()], 0).is_err());
         assert!(parse(&["i32:x".into()], 0).is_err());
     }
 }

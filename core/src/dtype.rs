@@ -83,6 +83,21 @@ impl std::fmt::Display for DType {
     }
 }
 
+/// Converts a value of dtype `from` to `to` (values held as f64, as the interpreter and the
+/// constant folder hold them): float → int truncates toward zero and saturates to the
+/// integer's range, NaN → 0 (PTX's `cvt.rzi` and LLVM's `fptosi.sat`); int → int wraps and
+/// anything → float rounds to nearest even, both when the result is stored in its dtype.
+pub fn convert(v: f64, from: DType, to: DType) -> f64 {
+    if !from.is_float() || to.is_float() {
+        return v;
+    }
+    match to {
+        DType::I32 => f64::from(v as i32),
+        DType::I64 => (v as i64) as f64,
+        _ => f64::from(u8::from(v != 0.0)),
+    }
+}
+
 /// IEEE binary16 conversion, round to nearest even (the rule of `cvt.rn.f16.f32`).
 pub fn f32_to_f16_bits(x: f32) -> u16 {
     let b = x.to_bits();

@@ -79,6 +79,20 @@ pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
     s
 }
 
+/// The leading coordinates of row `i` of a tensor of `shape` (every dim but the last), for
+/// printing it row by row.
+pub fn unravel_row(i: usize, shape: &[i64]) -> Vec<i64> {
+    let lead = &shape[..shape.len().saturating_sub(1)];
+    let mut rest = i as i64;
+    let mut c = vec![0; lead.len()];
+    for d in (0..lead.len()).rev() {
+        let e = lead[d].max(1);
+        c[d] = rest % e;
+        rest /= e;
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -147,7 +147,10 @@ impl BinOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnaryOp {
     Neg,
+    /// `not`/`!`: logical negation of bools.
     Not,
+    /// `~`: bitwise complement of integers (of bools, the same as `not`).
+    BitNot,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -17,6 +17,11 @@ pub use parse::parse_file as parse;
 
 use tilec_core::Diagnostic;
 
+/// The names of the language's builtin functions (methods `astype`/`reshape` aside).
+pub fn builtin_names() -> Vec<&'static str> {
+    elab::builtin_names()
+}
+
 /// Parses and elaborates in one call.
 pub fn check(text: &str, req: &Request) -> Result<Elaborated, Vec<Diagnostic>> {
     let file = parse(text)?;

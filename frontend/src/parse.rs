@@ -36,7 +36,7 @@ fn pratt() -> &'static PrattParser<Rule> {
                 | Op::infix(Rule::div, Assoc::Left)
                 | Op::infix(Rule::floordiv, Assoc::Left)
                 | Op::infix(Rule::rem, Assoc::Left))
-            .op(Op::prefix(Rule::neg) | Op::prefix(Rule::not))
+            .op(Op::prefix(Rule::neg) | Op::prefix(Rule::not) | Op::prefix(Rule::bitnot))
             .op(Op::postfix(Rule::call) | Op::postfix(Rule::index) | Op::postfix(Rule::field))
     })
 }
@@ -73,7 +73,7 @@ fn rule_name(r: &Rule) -> &'static str {
         Rule::require => "`require`",
         Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::floordiv | Rule::rem => "an operator",
         Rule::or | Rule::and | Rule::eq | Rule::ne | Rule::le | Rule::ge | Rule::lt | Rule::gt => "an operator",
-        Rule::bitor | Rule::bitxor | Rule::bitand | Rule::shl | Rule::shr => "an operator",
+        Rule::bitor | Rule::bitxor | Rule::bitand | Rule::shl | Rule::shr | Rule::bitnot => "an operator",
         _ => "a token",
     }
 }
@@ -109,6 +109,14 @@ fn internal(span: Span, what: &str) -> Diagnostic {
 }
 
 type R<T> = Result<T, Diagnostic>;
+
+/// A decimal or `0x` hexadecimal literal, if it fits in an i64.
+fn parse_int(s: &str) -> Option<i64> {
+    match s.strip_prefix("0x") {
+        Some(h) => i64::from_str_radix(h, 16).ok(),
+        None => s.parse::<i64>().ok(),
+    }
+}
 
 /// Parses a whole file.
 pub fn parse_file(text: &str) -> Result<File, Vec<Diagnostic>> {
@@ -206,7 +214,7 @@ fn param(p: Pair<Rule>) -> R<ParamDecl> {
                     let v = next(&mut e.into_inner(), sp, "extent")?;
                     extents.push(match v.as_rule() {
                         Rule::int => ExtentDecl::Fixed(
-                            v.as_str().parse::<i64>().map_err(|_| {
+                            parse_int(v.as_str()).ok_or_else(|| {
                                 Diagnostic::error("E0016", "tensor extent is too large").with_primary(sp, "here")
                             })?,
                             sp,
@@ -287,7 +295,7 @@ fn expr(p: Pair<Rule>) -> R<Expr> {
     let (mut run, mut longest, mut parts) = (0u32, 0u32, 0u32);
     for q in p.clone().into_inner() {
         parts += 1;
-        run = if matches!(q.as_rule(), Rule::neg | Rule::not) { run + 1 } else { 0 };
+        run = if matches!(q.as_rule(), Rule::neg | Rule::not | Rule::bitnot) { run + 1 } else { 0 };
         longest = longest.max(run);
     }
     if longest > MAX_EXPR_DEPTH || parts > 4 * MAX_EXPR_DEPTH {
@@ -300,7 +308,11 @@ fn expr(p: Pair<Rule>) -> R<Expr> {
         .map_prefix(|op, rhs| {
             let rhs = rhs?;
             let span = span_of(&op).to(rhs.span);
-            let u = if op.as_rule() == Rule::neg { UnaryOp::Neg } else { UnaryOp::Not };
+            let u = match op.as_rule() {
+                Rule::neg => UnaryOp::Neg,
+                Rule::bitnot => UnaryOp::BitNot,
+                _ => UnaryOp::Not,
+            };
             node(ExprKind::Unary(u, Box::new(rhs)), span)
         })
         .map_postfix(|lhs, op| {
@@ -378,7 +390,7 @@ fn index_item(p: Pair<Rule>) -> R<IndexItem> {
 fn primary(p: Pair<Rule>) -> R<Expr> {
     let span = span_of(&p);
     let kind = match p.as_rule() {
-        Rule::int => ExprKind::Int(p.as_str().parse::<i64>().map_err(|_| {
+        Rule::int => ExprKind::Int(parse_int(p.as_str()).ok_or_else(|| {
             Diagnostic::error("E0001", "integer literal does not fit in 64 bits").with_primary(span, "too large")
         })?),
         Rule::float => ExprKind::Float(

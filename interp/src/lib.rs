@@ -399,8 +399,23 @@ impl Machine<'_> {
                 self.set(op, v)
             }
             OpKind::Binary { op: b, lhs: x, rhs: y, .. } => {
-                let float = self.ty(*x).dtype().is_float();
-                let v = self.map2(*x, *y, |p, q| binop(*b, p, q, float))?;
+                let d = self.ty(*x).dtype();
+                let v = self.map2(*x, *y, |p, q| binop(*b, p, q, d))?;
+                self.set(op, v)
+            }
+            OpKind::Fma { a, b, c } => {
+                let (a, b, c) = (self.get(*a)?.clone(), self.get(*b)?.clone(), self.get(*c)?.clone());
+                // f32 operands: the f64 product is exact and the f64 sum rounds once more than
+                // a true fma, which can differ in the last bit only for sums that cancel to
+                // below 2^-29 of the product; mul_add rounds once, exactly as fma.
+                let f = |x: f64, y: f64, z: f64| x.mul_add(y, z);
+                let v = match (a, b, c) {
+                    (V::Scalar(x), V::Scalar(y), V::Scalar(z)) => V::Scalar(f(x, y, z)),
+                    (V::Tile(x), V::Tile(y), V::Tile(z)) => {
+                        V::Tile(x.iter().zip(&y).zip(&z).map(|((x, y), z)| f(*x, *y, *z)).collect())
+                    }
+                    _ => return Err(ill("fma of mismatched kinds")),
+                };
                 self.set(op, v)
             }
             OpKind::Unary { op: u, value: x, flags } => {
@@ -417,9 +432,8 @@ impl Machine<'_> {
                 self.set(op, v)
             }
             OpKind::Cast(x) => {
-                let to = self.rty(op)?.dtype();
-                // Float → int truncates toward zero; NaN becomes 0.
-                let v = self.map1(*x, |p| if !to.is_float() && p.is_finite() { p.trunc() } else { p })?;
+                let (from, to) = (self.ty(*x).dtype(), self.rty(op)?.dtype());
+                let v = self.map1(*x, |p| tilec_core::dtype::convert(p, from, to))?;
                 self.set(op, v)
             }
             OpKind::Cmp(p, x, y) => {
@@ -438,13 +452,14 @@ impl Machine<'_> {
             }
             OpKind::Logic(l, x, y) => {
                 let l = *l;
+                // Integers are held exactly (i64 up to 2^53), so the bits are the i64's.
                 let v = self.map2(*x, *y, |a, b| {
-                    let (a, b) = (a != 0.0, b != 0.0);
-                    f64::from(u8::from(match l {
-                        LogicOp::And => a && b,
-                        LogicOp::Or => a || b,
+                    let (a, b) = (a as i64, b as i64);
+                    (match l {
+                        LogicOp::And => a & b,
+                        LogicOp::Or => a | b,
                         LogicOp::Xor => a ^ b,
-                    }))
+                    }) as f64
                 })?;
                 self.set(op, v)
             }
@@ -575,13 +590,20 @@ impl Machine<'_> {
                     _ => self.set(op, V::Tile(out)),
                 }
             }
-            OpKind::Store { tensor, index, tile } => {
+            OpKind::Store { tensor, index, tile, mask } => {
                 let ti = self.tensor(*tensor)?;
                 let idx = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
                 let shape = self.ty(*tile).shape().to_vec();
                 let vals = self.tile(*tile)?.to_vec();
+                let keep = match mask {
+                    Some(m) => Some(self.tile(*m)?.to_vec()),
+                    None => None,
+                };
                 let t = &mut self.tensors[ti];
                 for (i, v) in vals.iter().enumerate() {
+                    if keep.as_ref().is_some_and(|k| k.get(i).is_none_or(|m| *m == 0.0)) {
+                        continue;
+                    }
                     let e = unravel(i as i64, &shape);
                     let c: Vec<i64> = (0..shape.len()).map(|d| idx[d] * shape[d] + e[d]).collect();
                     if let Some(o) = Self::element_offset(t, &c) {
@@ -685,8 +707,32 @@ impl Machine<'_> {
     }
 }
 
-fn binop(b: BinOp, p: f64, q: f64, float: bool) -> f64 {
+/// `p << q` / `p >> q` on a `bits`-bit integer, the amount read as unsigned and clamped to
+/// the width (PTX `shl`/`shr.s`): 0 or the sign fill once every bit is shifted out.
+fn shift(left: bool, p: f64, q: f64, bits: u32) -> f64 {
+    let (x, amount) = (p as i64, q as i64);
+    let amount = if bits == 64 { amount as u64 } else { (amount as u64) & ((1u64 << bits) - 1) };
+    if left {
+        if amount >= u64::from(bits) {
+            0.0
+        } else {
+            (x << amount) as f64
+        }
+    } else {
+        (x >> amount.min(u64::from(bits) - 1)) as f64
+    }
+}
+
+/// `pow(x, y)` as the lowering defines it (IEEE `pow` on the special cases it names).
+fn pow(x: f64, y: f64) -> f64 {
+    x.powf(y)
+}
+
+fn binop(b: BinOp, p: f64, q: f64, d: DType) -> f64 {
+    let float = d.is_float();
     match b {
+        BinOp::Shl | BinOp::Shr => shift(b == BinOp::Shl, p, q, d.bits()),
+        BinOp::Pow => pow(p, q),
         BinOp::Add => p + q,
         BinOp::Sub => p - q,
         BinOp::Mul => p * q,
@@ -698,7 +744,15 @@ fn binop(b: BinOp, p: f64, q: f64, float: bool) -> f64 {
                 (p / q).floor()
             }
         }
-        BinOp::Rem if float => p % q,
+        // Python's `%`: the remainder takes the divisor's sign.
+        BinOp::Rem if float => {
+            let r = p % q;
+            if r != 0.0 && (r < 0.0) != (q < 0.0) {
+                r + q
+            } else {
+                r
+            }
+        }
         BinOp::Rem => {
             if q == 0.0 {
                 0.0
@@ -736,6 +790,9 @@ fn unop(u: UnOp, p: f64) -> f64 {
         UnOp::Sin => p.sin(),
         UnOp::Cos => p.cos(),
         UnOp::Abs => p.abs(),
+        UnOp::Floor => p.floor(),
+        UnOp::Ceil => p.ceil(),
+        UnOp::Erf => libm::erf(p),
     }
 }
 
@@ -748,7 +805,11 @@ fn reduce(kind: ReduceKind, items: impl Iterator<Item = f64>) -> f64 {
         ReduceKind::Min if nan => f64::NAN,
         ReduceKind::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         ReduceKind::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
+        // The first NaN, else the first maximum (minimum): NumPy's answer.
         ReduceKind::Argmax | ReduceKind::Argmin => {
+            if let Some(i) = v.iter().position(|x| x.is_nan()) {
+                return i as f64;
+            }
             let mut best = 0usize;
             for (i, x) in v.iter().enumerate() {
                 let better = if kind == ReduceKind::Argmax { *x > v[best] } else { *x < v[best] };

@@ -358,17 +358,25 @@ impl Reader<'_> {
                     let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
                     OpKind::Element { tensor: *tensor, index: index.to_vec() }
                 }
-                "tile.store" | "tile.scatter" => {
-                    if operands.len() < 2 {
-                        return Err(bad("expected a tensor, indices and a tile"));
+                "tile.store" | "tile.scatter" | "tile.store_masked" => {
+                    let masked = name == "tile.store_masked";
+                    let fixed = if masked { 3 } else { 2 };
+                    if operands.len() < fixed {
+                        return Err(bad("expected a tensor, indices, a tile (and a mask)"));
                     }
-                    let (tensor, tile) = (operands[0], operands[operands.len() - 1]);
-                    let index = operands[1..operands.len() - 1].to_vec();
-                    if name == "tile.store" {
-                        OpKind::Store { tensor, index, tile }
-                    } else {
+                    let mut rest = operands.clone();
+                    let mask = if masked { rest.pop() } else { None };
+                    let tile = rest.pop().ok_or_else(|| bad("no tile operand"))?;
+                    let (tensor, index) = (rest[0], rest[1..].to_vec());
+                    if name == "tile.scatter" {
                         OpKind::Scatter { tensor, index, tile }
+                    } else {
+                        OpKind::Store { tensor, index, tile, mask }
                     }
+                }
+                "math.fma" => {
+                    arity(3)?;
+                    OpKind::Fma { a: operands[0], b: operands[1], c: operands[2] }
                 }
                 "tile.mma" => {
                     arity(3)?;
@@ -384,8 +392,8 @@ impl Reader<'_> {
                 }
                 n if LogicOp::from_mlir(n).is_some() => {
                     arity(2)?;
-                    if operand_dtype(0) != Some(DType::I1) {
-                        return Err(bad("bitwise ops on integers have no tile-IR form (only on i1)"));
+                    if operand_dtype(0).is_none_or(DType::is_float) {
+                        return Err(bad("bitwise ops take integers or bools"));
                     }
                     let l = LogicOp::from_mlir(n).ok_or_else(|| bad("not a logical op"))?;
                     OpKind::Logic(l, operands[0], operands[1])

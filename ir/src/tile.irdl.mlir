@@ -254,4 +254,12 @@ irdl.dialect @tile {
     %t = irdl.base "!builtin.tensor"
     irdl.operands(tensor: %mem, index: variadic %i32, tile: %t)
   }
+  // store with a mask: elements whose i1 mask element is false are not written.
+  irdl.operation @store_masked {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %t = irdl.base "!builtin.tensor"
+    %m = irdl.base "!builtin.tensor"
+    irdl.operands(tensor: %mem, index: variadic %i32, tile: %t, mask: %m)
+  }
 }

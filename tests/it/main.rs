@@ -2,6 +2,7 @@
 //! so they are kept together to keep CI builds short).
 
 mod cache;
+mod docs;
 mod frontend_goldens;
 mod opt;
 mod passes;

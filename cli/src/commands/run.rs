@@ -45,6 +45,9 @@ pub struct Args {
     /// Seed of the random tensors.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Print every element of every tensor after the run (row by row), not only a summary.
+    #[arg(long)]
+    print_all: bool,
     /// Most element operations the run may do (over the whole grid).
     #[arg(long, value_name = "N", default_value_t = tilec_interp::Limits::default().work)]
     max_work: u64,
@@ -132,7 +135,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             format!("scalar accesses for {}", info.unaligned.iter().cloned().collect::<Vec<_>>().join(", "))
         };
         s.push_str(&format!("  occupancy: {occ}; {scalar}\n"));
-        s.push_str(&summaries(params, &gpu));
+        s.push_str(&summaries(params, &gpu, a.print_all));
         if let Some(dir) = &a.save_out {
             s.push_str(&save(dir, params, &gpu)?);
         }
@@ -161,6 +164,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
         out::print(&s)?;
         return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
+    // The interpreter runs what the GPU may not: say so when the lowering for the target
+    // rejects the kernel (compiled through the cache, so a second run costs nothing).
+    let opts = tilec::CompileOptions {
+        arch: arch.name.to_string(),
+        kernel: Some(el.func.name.clone()),
+        consts: req.consts.clone(),
+        ..Default::default()
+    };
+    if let Err(e) = tilec::compile_cached(&source, &opts, &tilec::runtime::cache::Cache::from_env()) {
+        out::err(&format!(
+            "warning: the GPU lowering for {} rejects this kernel (the interpreter runs it anyway):\n{}",
+            arch.name,
+            e.render().trim_end()
+        ));
+    }
     let limits =
         tilec_interp::Limits { work: a.max_work, live_elements: a.max_memory, ..tilec_interp::Limits::default() };
     let result = tilec_interp::run_with(&el.func, grid, iargs, tilec_interp::BlockOrder::Forward, limits)
@@ -171,7 +189,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         s.push('\n');
     }
     s.push_str(&format!("ran {} on the interpreter over grid {:?}\n", el.func.name, grid));
-    s.push_str(&summaries(params, &result.tensors));
+    s.push_str(&summaries(params, &result.tensors, a.print_all));
     if let Some(dir) = &a.save_out {
         s.push_str(&save(dir, params, &result.tensors)?);
     }
@@ -192,11 +210,21 @@ fn save(dir: &std::path::Path, params: &[ParamSig], tensors: &[tilec_core::host:
 }
 
 /// One line per tensor parameter: dtype, shape, sum of the finite values, how many are not
-/// finite, the first few.
-fn summaries(params: &[ParamSig], tensors: &[tilec_core::host::HostTensor]) -> String {
+/// finite, the first few; with `all`, then every element, one line per last-dim row.
+fn summaries(params: &[ParamSig], tensors: &[tilec_core::host::HostTensor], all: bool) -> String {
     let mut s = String::new();
     for (p, t) in params.iter().filter(|p| matches!(p, ParamSig::Tensor { .. })).zip(tensors) {
         let v = t.to_f64();
+        if all {
+            s.push_str(&format!("  {} {} {:?}:\n", p.name(), t.dtype, t.shape));
+            let row = t.shape.last().copied().unwrap_or(1).max(1) as usize;
+            for (i, chunk) in v.chunks(row).enumerate() {
+                let lead = tilec_core::host::unravel_row(i, &t.shape);
+                let items: Vec<String> = chunk.iter().map(|x| format!("{x}")).collect();
+                s.push_str(&format!("    {lead:?}: [{}]\n", items.join(", ")));
+            }
+            continue;
+        }
         let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
         let sum: f64 = finite.iter().sum();
         let head: Vec<String> = v.iter().take(6).map(|x| format!("{x:.4}")).collect();

@@ -5,6 +5,9 @@
 use crate::dtype::DType;
 
 /// Binary arithmetic. On integers `Div` and `Rem` are floor division and modulo (Python).
+/// `Shl`/`Shr` (integers only) take the amount as unsigned: an amount of the width or more
+/// gives 0 (`Shl`) or the sign fill (`Shr`, arithmetic), as PTX's `shl`/`shr` clamp it.
+/// `Pow` is on floats only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinOp {
     Add,
@@ -14,6 +17,9 @@ pub enum BinOp {
     Rem,
     Max,
     Min,
+    Shl,
+    Shr,
+    Pow,
 }
 
 /// (op, the `arith` op on floats, the `arith` op on integers).
@@ -25,9 +31,23 @@ const BINOPS: &[(BinOp, &str, &str)] = &[
     (BinOp::Rem, "arith.remf", "arith.remsi"),
     (BinOp::Max, "arith.maximumf", "arith.maxsi"),
     (BinOp::Min, "arith.minimumf", "arith.minsi"),
+    // Integer-only and float-only ops name the same op in both columns; the verifier keeps
+    // them to their kind.
+    (BinOp::Shl, "arith.shli", "arith.shli"),
+    (BinOp::Shr, "arith.shrsi", "arith.shrsi"),
+    (BinOp::Pow, "math.powf", "math.powf"),
 ];
 
 impl BinOp {
+    /// Whether the op applies to values of `d`.
+    pub fn accepts(self, d: DType) -> bool {
+        match self {
+            BinOp::Shl | BinOp::Shr => !d.is_float() && d != DType::I1,
+            BinOp::Pow => d.is_float(),
+            _ => true,
+        }
+    }
+
     /// The `arith` op for this operation on values of `d`.
     pub fn arith_name(self, d: DType) -> &'static str {
         let row = BINOPS.iter().find(|r| r.0 == self).unwrap_or(&BINOPS[0]);
@@ -58,6 +78,9 @@ pub enum UnOp {
     Sin,
     Cos,
     Abs,
+    Floor,
+    Ceil,
+    Erf,
 }
 
 const UNOPS: &[(UnOp, &str)] = &[
@@ -72,6 +95,9 @@ const UNOPS: &[(UnOp, &str)] = &[
     (UnOp::Sin, "math.sin"),
     (UnOp::Cos, "math.cos"),
     (UnOp::Abs, "math.absf"),
+    (UnOp::Floor, "math.floor"),
+    (UnOp::Ceil, "math.ceil"),
+    (UnOp::Erf, "math.erf"),
 ];
 
 impl UnOp {
@@ -164,7 +190,7 @@ impl CmpPred {
     }
 }
 
-/// Logical ops on i1 values.
+/// Bitwise ops on integers (on i1: logical and, or, xor).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogicOp {
     And,
@@ -259,6 +285,11 @@ impl Padding {
 
 /// The `arith` conversion op from `from` to `to`.
 pub fn cast_op(from: DType, to: DType) -> &'static str {
+    // A bool is 0 or 1 (`true` is 1, not the -1 of a signed i1). Casts to bool are
+    // comparisons with 0, which the frontend writes as such.
+    if from == DType::I1 {
+        return if to.is_float() { "arith.uitofp" } else { "arith.extui" };
+    }
     match (from.is_float(), to.is_float()) {
         (true, true) if to.bits() > from.bits() => "arith.extf",
         (true, true) => "arith.truncf",

@@ -315,7 +315,7 @@ mod tests {
             Type::tile(vec![1, 128], DType::F16),
             None,
         );
-        f.push_void(OpKind::Store { tensor: y, index: vec![b, z], tile: t }, None);
+        f.push_void(OpKind::Store { tensor: y, index: vec![b, z], tile: t, mask: None }, None);
         let text = f.to_mlir();
         assert!(text.contains("func.func @copy(%x: memref<?x?xf16, strided<[?, ?]>>"), "{text}");
         assert!(text.contains("\"tile.store\"(%y, %2, %3, %4)"), "{text}");

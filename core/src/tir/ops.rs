@@ -32,6 +32,12 @@ pub enum OpKind {
         value: ValueId,
         flags: MathFlags,
     },
+    /// `a · b + c` rounded once (floats).
+    Fma {
+        a: ValueId,
+        b: ValueId,
+        c: ValueId,
+    },
     /// Element type conversion (float widths, int↔float).
     Cast(ValueId),
     /// Reduction along `axis`, keeping it with extent 1.
@@ -51,11 +57,13 @@ pub enum OpKind {
         order: Vec<u32>,
         latency: u32,
     },
-    /// Tile `index` of a tensor; out-of-bounds elements are not written.
+    /// Tile `index` of a tensor; out-of-bounds elements are not written, nor are those whose
+    /// `mask` element (an i1 tile of the tile's shape) is false.
     Store {
         tensor: ValueId,
         index: Vec<ValueId>,
         tile: ValueId,
+        mask: Option<ValueId>,
     },
     /// The elements at per-dimension element-index tiles (broadcast together): a gather.
     Gather {
@@ -213,6 +221,7 @@ impl OpKind {
             OpKind::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
             OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![*a, *b],
             OpKind::Select { cond, a, b } => vec![*cond, *a, *b],
+            OpKind::Fma { a, b, c } => vec![*a, *b, *c],
             OpKind::Mma { a, b, acc } => vec![*a, *b, *acc],
             OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
             OpKind::AsyncWait { .. } | OpKind::StagesAlloc => vec![],
@@ -223,7 +232,12 @@ impl OpKind {
             OpKind::Load { tensor, index, .. }
             | OpKind::Gather { tensor, index, .. }
             | OpKind::Element { tensor, index } => std::iter::once(*tensor).chain(index.iter().copied()).collect(),
-            OpKind::Store { tensor, index, tile } | OpKind::Scatter { tensor, index, tile } => {
+            OpKind::Store { tensor, index, tile, mask } => std::iter::once(*tensor)
+                .chain(index.iter().copied())
+                .chain(std::iter::once(*tile))
+                .chain(mask.iter().copied())
+                .collect(),
+            OpKind::Scatter { tensor, index, tile } => {
                 std::iter::once(*tensor).chain(index.iter().copied()).chain(std::iter::once(*tile)).collect()
             }
             OpKind::Print { values, .. } => values.clone(),

@@ -248,6 +248,7 @@ impl Printer<'_> {
             OpKind::Logic(l, x, y) => {
                 format!("{} {}, {} : {rty}", l.mlir_name(), n(x), n(y))
             }
+            OpKind::Fma { a, b, c } => format!("math.fma {}, {}, {} : {rty}", n(a), n(b), n(c)),
             OpKind::Select { cond, a, b } => {
                 format!("arith.select {}, {}, {} : {}, {rty}", n(cond), n(a), n(b), t(cond))
             }
@@ -307,14 +308,22 @@ impl Printer<'_> {
                 format!("\"tile.print\"({}) {{prefix = {:?}}} : ({}) -> ()", args.join(", "), prefix, tys.join(", "))
             }
             OpKind::For { .. } | OpKind::If { .. } => "// region op printed by print_ops".to_string(),
-            OpKind::Store { tensor, index, tile } => {
+            OpKind::Store { tensor, index, tile, mask } => {
                 let mut args = vec![n(tensor)];
                 args.extend(index.iter().map(n));
                 args.push(n(tile));
                 let mut tys = vec![t(tensor)];
                 tys.extend(index.iter().map(t));
                 tys.push(t(tile));
-                format!("\"tile.store\"({}) : ({}) -> ()", args.join(", "), tys.join(", "))
+                if let Some(m) = mask {
+                    args.push(n(m));
+                    tys.push(t(m));
+                }
+                let (args, tys) = (args.join(", "), tys.join(", "));
+                match mask {
+                    Some(_) => format!("\"tile.store_masked\"({args}) : ({tys}) -> ()"),
+                    None => format!("\"tile.store\"({args}) : ({tys}) -> ()"),
+                }
             }
         };
         format!("{res}{body}")

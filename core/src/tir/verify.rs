@@ -159,6 +159,8 @@ fn placement_mismatch(func: &Func, op: &Op) -> Option<String> {
         OpKind::Unary { value, .. } | OpKind::Cast(value) => (op.result?, vec![*value]),
         OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => (op.result?, vec![*a, *b]),
         OpKind::Select { cond, a, b } => (op.result?, vec![*cond, *a, *b]),
+        OpKind::Fma { a, b, c } => (op.result?, vec![*a, *b, *c]),
+        OpKind::Store { tile, mask: Some(m), .. } => (*tile, vec![*m]),
         OpKind::Gather { index, .. } => (op.result?, index.clone()),
         OpKind::Rand { offsets, .. } => (op.result?, vec![*offsets]),
         OpKind::Scatter { index, tile, .. } => (*tile, index.clone()),
@@ -232,10 +234,13 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("splat of {} to {}", t.to_mlir(), r.to_mlir()));
             }
         }
-        OpKind::Binary { lhs, rhs, flags, .. } => {
+        OpKind::Binary { op: bop, lhs, rhs, flags } => {
             let (a, b) = (u(*lhs)?, u(*rhs)?);
             if !same(&a, &b) || !same(&a, &r) {
                 return fail(format!("operands {} and {} to {}", a.to_mlir(), b.to_mlir(), r.to_mlir()));
+            }
+            if !bop.accepts(a.dtype()) {
+                return fail(format!("{} on {}", bop.arith_name(a.dtype()), a.dtype()));
             }
             if !flags.is_default() && !a.dtype().is_float() {
                 return fail("math options (ftz, approx) on integers".into());
@@ -245,6 +250,12 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             let a = u(*value)?;
             if !same(&a, &r) || !a.dtype().is_float() {
                 return fail(format!("a unary op from {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Fma { a, b, c } => {
+            let (x, y, z) = (u(*a)?, u(*b)?, u(*c)?);
+            if !same(&x, &y) || !same(&x, &z) || !same(&x, &r) || !x.dtype().is_float() {
+                return fail(format!("fma of {}, {} and {}", x.to_mlir(), y.to_mlir(), z.to_mlir()));
             }
         }
         OpKind::Cast(x) => {
@@ -288,12 +299,18 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a load from a rank-{rank} {d} tensor to {}", r.to_mlir()));
             }
         }
-        OpKind::Store { tensor, index, tile } => {
+        OpKind::Store { tensor, index, tile, mask } => {
             let (d, rank) = tensor_of(func, defined, op, *tensor)?;
             indices(func, defined, op, index, rank)?;
             let t = u(*tile)?;
             if shape_of(&t).map(<[i64]>::len) != Some(rank) || t.dtype() != d {
                 return fail(format!("a store of {} into a rank-{rank} {d} tensor", t.to_mlir()));
+            }
+            if let Some(m) = mask {
+                let m = u(*m)?;
+                if m.dtype() != DType::I1 || shape_of(&m) != shape_of(&t) {
+                    return fail(format!("a store of {} masked by {}", t.to_mlir(), m.to_mlir()));
+                }
             }
         }
         OpKind::Gather { tensor, index, .. } | OpKind::Element { tensor, index } => {
@@ -353,8 +370,8 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
         }
         OpKind::Logic(_, x, y) => {
             let (a, b) = (u(*x)?, u(*y)?);
-            if !same(&a, &b) || !same(&a, &r) || a.dtype() != DType::I1 {
-                return fail(format!("a logical op on {} and {}", a.to_mlir(), b.to_mlir()));
+            if !same(&a, &b) || !same(&a, &r) || a.dtype().is_float() {
+                return fail(format!("a bitwise op on {} and {}", a.to_mlir(), b.to_mlir()));
             }
         }
         OpKind::Select { cond, a, b } => {
@@ -552,7 +569,7 @@ mod tests {
             None,
         );
         let c = f.push(OpKind::Cast(t), Type::tile(vec![64], store_dtype), None);
-        f.push_void(OpKind::Store { tensor: x, index: vec![b], tile: c }, None);
+        f.push_void(OpKind::Store { tensor: x, index: vec![b], tile: c, mask: None }, None);
         f
     }
 

@@ -269,7 +269,17 @@ impl Cx<'_> {
                 .map(Val::Int)
                 .ok_or_else(|| Diagnostic::error("E0014", "integer overflow").with_primary(span, "here")),
             (UnaryOp::Neg, Val::Float(f)) => Ok(Val::Float(-f)),
-            (UnaryOp::Not, Val::Bool(b)) => Ok(Val::Bool(!b)),
+            (UnaryOp::Not | UnaryOp::BitNot, Val::Bool(b)) => Ok(Val::Bool(!b)),
+            (UnaryOp::BitNot, Val::Int(i)) => Ok(Val::Int(!i)),
+            (UnaryOp::BitNot, v @ (Val::Tile(_) | Val::Scalar(_))) => {
+                let d = self.func.ty(self.value_id(&v)).dtype();
+                if d.is_float() {
+                    return Err(Diagnostic::error("E0008", format!("`~` needs integers or bools, found {d}"))
+                        .with_primary(span, "a float"));
+                }
+                let ones = if d == DType::I1 { Val::Bool(true) } else { Val::Int(-1) };
+                self.binary(AB::BitXor, v, ones, span, span, span)
+            }
             (UnaryOp::Neg, Val::Host(h)) => Ok(Val::Host(HostExpr::Sub(Box::new(HostExpr::Int(0)), Box::new(h)))),
             (UnaryOp::Not, v @ (Val::Tile(_) | Val::Scalar(_))) => {
                 self.binary(AB::BitXor, v, Val::Bool(true), span, span, span)
@@ -292,7 +302,15 @@ impl Cx<'_> {
             }
             (op, v) => Err(Diagnostic::error(
                 "E0006",
-                format!("`{}` does not apply to {}", if op == UnaryOp::Neg { "-" } else { "not" }, kind_name(&v)),
+                format!(
+                    "`{}` does not apply to {}",
+                    match op {
+                        UnaryOp::Neg => "-",
+                        UnaryOp::Not => "not",
+                        UnaryOp::BitNot => "~",
+                    },
+                    kind_name(&v)
+                ),
             )
             .with_primary(span, "here")),
         }
@@ -377,7 +395,8 @@ impl Cx<'_> {
             AB::And | AB::BitAnd => Emit::Logic(LogicOp::And),
             AB::Or | AB::BitOr => Emit::Logic(LogicOp::Or),
             AB::BitXor => Emit::Logic(LogicOp::Xor),
-            AB::Shl | AB::Shr => return Err(not_lowered(span, "shifts on run-time values")),
+            AB::Shl => Emit::Bin(BinOp::Shl, MathFlags::default()),
+            AB::Shr => Emit::Bin(BinOp::Shr, MathFlags::default()),
         };
         self.arith(emit, a, b, sa, sb, span, op)
     }
@@ -407,12 +426,34 @@ impl Cx<'_> {
                 .with_note("use `//` for integer floor division"));
         }
         if src == AB::FloorDiv && d.is_float() {
-            return Err(not_lowered(span, "`//` on float values"));
+            // Python's float `//`: floor(a / b), of the rounded quotient.
+            let q = self.arith(Emit::Bin(BinOp::Div, MathFlags::default()), a, b, sa, sb, span, AB::Div)?;
+            let id = self.value_id(&q);
+            let ty = self.func.ty(id).clone();
+            let op = OpKind::Unary { op: UnOp::Floor, value: id, flags: MathFlags::default() };
+            return Ok(wrap(&q, self.func.push(op, ty, Some(span))));
         }
-        if matches!(emit, Emit::Logic(_)) && d != DType::I1 {
+        if matches!(src, AB::And | AB::Or) && d != DType::I1 {
             return Err(Diagnostic::error("E0008", format!("`{}` needs bools (i1), found {d}", src.symbol()))
                 .with_primary(span, "not a bool")
-                .with_note("compare first, e.g. `x > 0`"));
+                .with_note("compare first, e.g. `x > 0`; for bits use `&`, `|`, `^`"));
+        }
+        if matches!(emit, Emit::Logic(_)) && d.is_float() {
+            return Err(Diagnostic::error("E0008", format!("`{}` needs integers or bools, found {d}", src.symbol()))
+                .with_primary(span, "a float")
+                .with_note("bitwise operators apply to integer and bool values"));
+        }
+        if let Emit::Bin(op, _) = emit {
+            if !op.accepts(d) {
+                let what = if d.is_float() { "integers" } else { "floats" };
+                return Err(Diagnostic::error("E0008", format!("`{}` needs {what}, found {d}", src.symbol()))
+                    .with_primary(span, format!("{d} operands"))
+                    .with_note(if d.is_float() {
+                        "cast first: `.astype(i32)`"
+                    } else {
+                        "cast first: `.astype(f32)`"
+                    }));
+            }
         }
         let result_dtype = if matches!(emit, Emit::Cmp(_)) { DType::I1 } else { d };
         let make = move |x: ValueId, y: ValueId| match emit {
@@ -497,14 +538,21 @@ impl Cx<'_> {
         match v {
             Val::Poison => Ok(Val::Poison),
             Val::Int(i) => Ok(if d.is_float() { Val::Float(i as f64) } else { Val::Int(i) }),
-            Val::Float(f) => Ok(if d.is_float() { Val::Float(f) } else { Val::Int(f as i64) }),
+            // Constants convert as values do (`convert`: truncation toward zero, saturating).
+            Val::Float(f) => Ok(if d.is_float() {
+                Val::Float(f)
+            } else {
+                Val::Int(tilec_core::dtype::convert(f, DType::F32, d) as i64)
+            }),
             Val::Tile(id) | Val::Scalar(id) => {
                 let ty = self.func.ty(id).clone();
                 if ty.dtype() == d {
                     return Ok(v);
                 }
-                if d == DType::I1 || ty.dtype() == DType::I1 {
-                    return Err(not_lowered(span, "casts to or from i1"));
+                if d == DType::I1 {
+                    // A number is true when it is not 0 (NaN included).
+                    let zero = if ty.dtype().is_float() { Val::Float(0.0) } else { Val::Int(0) };
+                    return self.binary(AB::Ne, v, zero, span, span, span);
                 }
                 Ok(wrap(&v, self.func.push(OpKind::Cast(id), ty.with_dtype(d), Some(span))))
             }

@@ -54,6 +54,8 @@ pub(crate) fn fold_float(op: AB, x: f64, y: f64, span: Span) -> R<Val> {
         AB::Sub => Val::Float(x - y),
         AB::Mul => Val::Float(x * y),
         AB::Div => Val::Float(x / y),
+        AB::FloorDiv => Val::Float((x / y).floor()),
+        AB::Rem => Val::Float(py_fmod(x, y)),
         AB::Eq => Val::Bool(x == y),
         AB::Ne => Val::Bool(x != y),
         AB::Lt => Val::Bool(x < y),
@@ -65,6 +67,16 @@ pub(crate) fn fold_float(op: AB, x: f64, y: f64, span: Span) -> R<Val> {
                 .with_primary(span, "here"))
         }
     })
+}
+
+/// Python's float `%`: the remainder with the divisor's sign.
+pub(crate) fn py_fmod(x: f64, y: f64) -> f64 {
+    let r = x % y;
+    if r != 0.0 && (r < 0.0) != (y < 0.0) {
+        r + y
+    } else {
+        r
+    }
 }
 
 pub(crate) fn broadcast_shape(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {

@@ -133,6 +133,11 @@ pub(crate) enum Emit {
     Logic(LogicOp),
 }
 
+/// The builtin function names, in table order.
+pub fn builtin_names() -> Vec<&'static str> {
+    builtins::names().collect()
+}
+
 fn kind_name(v: &Val) -> &'static str {
     match v {
         Val::Poison => "an erroneous value",
@@ -264,12 +269,6 @@ fn wrap(like: &Val, id: ValueId) -> Val {
         Val::Scalar(_) => Val::Scalar(id),
         _ => Val::Tile(id),
     }
-}
-
-fn not_lowered(span: Span, what: &str) -> Diagnostic {
-    Diagnostic::error("E0900", format!("not lowered yet: {what}"))
-        .with_primary(span, "not supported by this version of tilec")
-        .with_note("the language has this construct, but no lowering to GPU code exists for it yet")
 }
 
 fn bad_operands(op: AB, a: &Val, b: &Val, span: Span) -> Diagnostic {

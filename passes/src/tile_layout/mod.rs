@@ -442,7 +442,7 @@ mod tests {
             Type::tile(vec![16], DType::F32),
             None,
         );
-        f.push_void(OpKind::Store { tensor: x, index: vec![b], tile: t }, None);
+        f.push_void(OpKind::Store { tensor: x, index: vec![b], tile: t, mask: None }, None);
         let rep = run(&mut f).unwrap();
         assert_eq!(rep.num_warps, 4);
         let l = f.ty(t).layout().unwrap().to_linear(&[16]);

@@ -17,43 +17,87 @@ pub(crate) fn binop(em: &mut Emitter, op: BinOp, a: &Reg, b: &Reg, d: DType) -> 
             BinOp::Sub => em.fsource("fsub", a, b),
             BinOp::Mul => em.fsource("fmul", a, b),
             BinOp::Div => em.fdiv(a, b),
-            BinOp::Rem => em.frem(a, b),
+            BinOp::Rem => {
+                // Python's `%`: fmod, moved by the divisor when its sign differs from it.
+                let r = em.frem(a, b);
+                let zero = em.cfloat(0.0, d);
+                let nz = em.cmp(true, "une", &r, &zero);
+                let rn = em.cmp(true, "olt", &r, &zero);
+                let bn = em.cmp(true, "olt", b, &zero);
+                let differ = em.xor(&rn, &bn);
+                let adj = em.and(&nz, &differ);
+                let moved = em.fadd(&r, b);
+                em.select(&adj, &moved, &r)
+            }
             BinOp::Max => em.intr("maximum", &[a, b]),
             BinOp::Min => em.intr("minimum", &[a, b]),
+            BinOp::Pow => super::math::pow(em, a, b, d),
+            // Integer-only (the verifier keeps floats away).
+            BinOp::Shl | BinOp::Shr => a.clone(),
         };
     }
+    let t = Ty::of(d);
     match op {
         BinOp::Add => em.add(a, b),
         BinOp::Sub => em.sub(a, b),
         BinOp::Mul => em.mul(a, b),
         BinOp::Max => em.intr("smax", &[a, b]),
         BinOp::Min => em.intr("smin", &[a, b]),
+        BinOp::Shl | BinOp::Shr => {
+            // PTX semantics whatever the amount (LLVM's shifts are poison from the width
+            // on): the amount as unsigned, clamped to the width.
+            let bits = em.cint(i64::from(d.bits()), t.clone());
+            if op == BinOp::Shl {
+                let s = em.shl(a, b);
+                let inside = em.icmp(ICmp::Ult, b, &bits);
+                let zero = em.cint(0, t);
+                em.select(&inside, &s, &zero)
+            } else {
+                let top = em.cint(i64::from(d.bits()) - 1, t);
+                let amount = em.intr("umin", &[b, &top]);
+                em.ashr(a, &amount)
+            }
+        }
         BinOp::Div | BinOp::Rem => {
             // Floor division and modulo (Python semantics): adjust truncating results when
-            // the remainder is non-zero and its sign differs from the divisor's.
-            let t = Ty::of(d);
-            let q = em.sdiv(a, b);
-            let r = em.srem(a, b);
+            // the remainder is non-zero and its sign differs from the divisor's. Division by
+            // 0 gives 0 (as the interpreter), by -1 the wrapped negation (LLVM's sdiv would be
+            // undefined for the most negative value): the divisor is 1 for both.
             let zero = em.cint(0, t.clone());
+            let (one, minus_one) = (em.cint(1, t.clone()), em.cint(-1, t.clone()));
+            let by_zero = em.icmp(ICmp::Eq, b, &zero);
+            let by_minus_one = em.icmp(ICmp::Eq, b, &minus_one);
+            let special = em.or(&by_zero, &by_minus_one);
+            let safe = em.select(&special, &one, b);
+            let q = em.sdiv(a, &safe);
+            let r = em.srem(a, &safe);
             let nz = em.icmp(ICmp::Ne, &r, &zero);
             let x = em.xor(&r, b);
             let neg = em.icmp(ICmp::Slt, &x, &zero);
             let adj = em.and(&nz, &neg);
             if op == BinOp::Div {
-                let one = em.cint(1, t);
                 let q1 = em.sub(&q, &one);
-                em.select(&adj, &q1, &q)
+                let fq = em.select(&adj, &q1, &q);
+                let negated = em.sub(&zero, a);
+                let fq = em.select(&by_minus_one, &negated, &fq);
+                em.select(&by_zero, &zero, &fq)
             } else {
                 let r1 = em.add(&r, b);
-                em.select(&adj, &r1, &r)
+                let fr = em.select(&adj, &r1, &r);
+                em.select(&special, &zero, &fr)
             }
         }
+        BinOp::Pow => a.clone(),
     }
 }
 
-/// Element type conversion (float widths, int ↔ float).
+/// Element type conversion (float widths, int ↔ float, bool → number with true as 1; a cast
+/// to bool is a comparison with 0 by the time it gets here).
 pub(crate) fn cast(em: &mut Emitter, v: &Reg, from: DType, to: DType) -> Reg {
     let t = Ty::of(to);
+    if from == DType::I1 {
+        return em.convert(if to.is_float() { "uitofp" } else { "zext" }, v, t);
+    }
     let op = match (from.is_float(), to.is_float()) {
         (true, true) if to.bits() > from.bits() => "fpext",
         (true, true) if from == DType::F16 && to == DType::BF16 || from == DType::BF16 && to == DType::F16 => {
@@ -62,7 +106,12 @@ pub(crate) fn cast(em: &mut Emitter, v: &Reg, from: DType, to: DType) -> Reg {
         }
         (true, true) => "fptrunc",
         (false, true) => "sitofp",
-        (true, false) => "fptosi",
+        // Truncation toward zero, saturating, NaN → 0 (cvt.rzi.sat), as the interpreter;
+        // LLVM's plain fptosi is poison out of range.
+        (true, false) => {
+            let name = format!("llvm.fptosi.sat.{}.{}", t.text(), v.ty.text());
+            return em.call_intrinsic(&name, &[v], t);
+        }
         (false, false) if to.bits() > from.bits() => "sext",
         (false, false) => "trunc",
     };
@@ -99,6 +148,19 @@ impl Lowering<'_> {
             })?,
             OpKind::Select { cond, a, b } => {
                 self.elementwise(&[*cond, *a, *b], |em, x| Ok(em.select(&x[0], &x[1], &x[2])))?
+            }
+            OpKind::Fma { a, b, c } => {
+                let d = func.ty(*a).dtype();
+                self.elementwise(&[*a, *b, *c], |em, x| {
+                    if d == DType::F32 {
+                        return Ok(em.intr("fma", &[&x[0], &x[1], &x[2]]));
+                    }
+                    // f16/bf16: the f32 fma of the widened operands (the product is exact) rounds
+                    // the sum to f32, then to the dtype; the interpreter rounds through f64.
+                    let w: Vec<Reg> = x.iter().map(|r| em.convert("fpext", r, Ty::F32)).collect();
+                    let r = em.intr("fma", &[&w[0], &w[1], &w[2]]);
+                    Ok(em.convert("fptrunc", &r, Ty::of(d)))
+                })?
             }
             _ => return Err(err("not an elementwise op")),
         })

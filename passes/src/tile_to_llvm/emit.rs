@@ -296,6 +296,9 @@ impl Emitter {
     pub fn shl(&mut self, a: &Reg, b: &Reg) -> Reg {
         self.bin("shl", a, b)
     }
+    pub fn ashr(&mut self, a: &Reg, b: &Reg) -> Reg {
+        self.bin("ashr", a, b)
+    }
     pub fn fadd(&mut self, a: &Reg, b: &Reg) -> Reg {
         self.bin("fadd", a, b)
     }

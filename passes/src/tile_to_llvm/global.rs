@@ -20,10 +20,53 @@ fn pad_bits(p: Padding, d: DType) -> u64 {
     }
 }
 
+/// How an element of dtype `d` lies in memory: i1 as one byte (0 or 1).
+fn mem_ty(d: DType) -> Ty {
+    if d == DType::I1 {
+        Ty::I8
+    } else {
+        Ty::of(d)
+    }
+}
+
+/// The register type and PTX type suffix of a `bits`-bit memory word (a byte travels in a
+/// 16-bit register: PTX has no 8-bit registers).
+fn word(bits: u32) -> (Ty, String) {
+    if bits == 8 {
+        (Ty::I16, "u8".into())
+    } else {
+        (Ty::int(bits), format!("b{bits}"))
+    }
+}
+
+/// A loaded single-element word as a value of dtype `d` (a byte is != 0 for i1).
+fn from_word(em: &mut Emitter, w: &Reg, d: DType) -> Reg {
+    match d {
+        DType::I1 => {
+            let z = em.cint(0, w.ty.clone());
+            em.icmp(ICmp::Ne, w, &z)
+        }
+        _ => em.bitcast(w, Ty::of(d)),
+    }
+}
+
+/// A value of dtype `d` as the word that stores it.
+fn to_word(em: &mut Emitter, v: &Reg, d: DType) -> Reg {
+    match d {
+        DType::I1 => em.convert("zext", v, Ty::I16),
+        _ => em.bitcast(v, Ty::int(d.bits())),
+    }
+}
+
 /// One tile access.
 pub(crate) enum Access {
     Load(Padding),
-    Store(Vec<Reg>),
+    /// The registers stored; with a mask (one i1 register per register), each element
+    /// alone under its own predicate.
+    Store {
+        vals: Vec<Reg>,
+        mask: Option<Vec<Reg>>,
+    },
     /// An asynchronous copy (`nvgpu.device_async_copy`) of each 16-byte chunk into the
     /// shared view `dst`, at the element index given for the chunk's first register; the
     /// source is read through the global view `src`; out-of-bounds chunks are zero-filled
@@ -55,9 +98,6 @@ fn element_access(
     if idx.len() != t.dims.len() {
         return Err(err("element access with the wrong number of indices"));
     }
-    if d == DType::I1 {
-        return Err(err("element access of i1 tensors is not lowered yet"));
-    }
     let mut pred: Option<Reg> = None;
     let mut lin: Option<Reg> = None;
     for (k, i) in idx.iter().enumerate() {
@@ -74,26 +114,27 @@ fn element_access(
         });
     }
     let (Some(pred), Some(lin)) = (pred, lin) else { return Err(err("element access of a rank-0 tensor")) };
-    let ety = Ty::of(d);
+    let ety = mem_ty(d);
     let addr = em.gep(&t.ptr, &lin, &ety);
-    let bits = d.bits();
-    let wty = Ty::int(bits);
+    let bits = d.bytes() * 8;
+    let (wty, suffix) = word(bits);
+    let rbits = if bits == 8 { 16 } else { bits };
     let mut asm = PtxAsm::new();
     Ok(match access {
         ElemAccess::Load(pad) => {
             let o = asm.output(wty);
             let a = asm.input(&addr);
             let p = asm.input(&pred);
-            asm.push(&format!("mov.b{bits} {o}, 0x{pad:X}; @{p} ld.global.b{bits} {o}, [{a}];"));
+            asm.push(&format!("mov.b{rbits} {o}, 0x{pad:X}; @{p} ld.global.{suffix} {o}, [{a}];"));
             let w = asm.emit(em).pop().ok_or_else(|| err("inline asm without result"))?;
-            Some(em.bitcast(&w, ety))
+            Some(from_word(em, &w, d))
         }
         ElemAccess::Store(v) => {
-            let w = em.bitcast(&v, wty);
+            let w = to_word(em, &v, d);
             let a = asm.input(&addr);
             let x = asm.input(&w);
             let p = asm.input(&pred);
-            asm.push(&format!("@{p} st.global.b{bits} [{a}], {x};"));
+            asm.push(&format!("@{p} st.global.{suffix} [{a}], {x};"));
             asm.emit(em);
             None
         }
@@ -150,12 +191,16 @@ impl Lowering<'_> {
                 let t = view(&t, order)?;
                 Ok(Some(Value::Tile(self.tile_access(&t, &idx, &ty, Access::Load(*padding))?)))
             }
-            OpKind::Store { tensor, index, tile } => {
+            OpKind::Store { tensor, index, tile, mask } => {
                 let t = self.tensor(*tensor)?;
                 let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
                 let ty = self.func.ty(*tile).clone();
                 let regs = self.tile(*tile)?;
-                self.tile_access(&t, &idx, &ty, Access::Store(regs))?;
+                let mask = match mask {
+                    Some(m) => Some(self.tile(*m)?),
+                    None => None,
+                };
+                self.tile_access(&t, &idx, &ty, Access::Store { vals: regs, mask })?;
                 Ok(None)
             }
             _ => Err(err("not a tile access")),
@@ -236,20 +281,22 @@ impl Lowering<'_> {
         // duplicate reads hit the same cache lines; a duplicate store writes the same value.
         let rank = shape.len();
         let bytes = i64::from(d.bytes());
-        if d == DType::I1 {
-            return Err(err("load/store of i1 tiles is not lowered yet"));
+        if d == DType::I1 && matches!(access, Access::Async { .. }) {
+            return Err(err("an asynchronous copy of an i1 tile"));
         }
+        let masked = matches!(&access, Access::Store { mask: Some(_), .. });
         // The dim with unit stride under the 16-byte specialisation: the view's, which for an
         // ordered load is the tile dim viewing the tensor's last dim.
         let last = t.contiguous.unwrap_or(rank - 1);
         let map = l.to_linear(&shape);
         // Registers contiguous along the last dim: the leading register bases 1, 2, 4, … there.
         let contiguous = map.contiguous_reg_bits(last);
-        let chunk = if t.aligned { (1i64 << contiguous).min(16 / bytes).max(1) } else { 1 };
+        // A masked store writes element by element (each has its own predicate).
+        let chunk = if t.aligned && !masked { (1i64 << contiguous).min(16 / bytes).max(1) } else { 1 };
         // Threads holding copies of the tile (a tile smaller than the block) do not store.
         let (rep_lanes, rep_warps) = (map.replicated_lanes(), map.replicated_warps());
         let owner = match (&access, rep_lanes | rep_warps) {
-            (Access::Store(_), m) if m != 0 => Some(self.owner(rep_lanes, rep_warps)),
+            (Access::Store { .. }, m) if m != 0 => Some(self.owner(rep_lanes, rep_warps)),
             _ => None,
         };
         // Global coordinate of this thread's first element, per dim, in 64 bits: a tile index
@@ -266,7 +313,7 @@ impl Lowering<'_> {
         let regs = l.regs_per_thread(&shape);
         let mut out: Vec<Option<Reg>> = vec![None; if matches!(access, Access::Load(_)) { regs as usize } else { 0 }];
         let mut tokens = vec![];
-        let ety = Ty::of(d);
+        let ety = mem_ty(d);
         let mut r = 0;
         while r < regs {
             let off = l.reg_offset(&shape, r);
@@ -291,6 +338,10 @@ impl Lowering<'_> {
             if let Some(o) = &owner {
                 pred = self.em.and(&pred, o);
             }
+            if let Access::Store { mask: Some(m), .. } = &access {
+                let mr = m.get(r as usize).ok_or_else(|| err("a store mask with too few registers"))?;
+                pred = self.em.and(&pred, mr);
+            }
             let addr =
                 if matches!(access, Access::Async { .. }) { None } else { Some(self.em.gep(&t.ptr, &lin, &ety)) };
             let addr = || addr.clone().ok_or_else(|| err("a global access without its address"));
@@ -298,7 +349,8 @@ impl Lowering<'_> {
             // Access words: 32-bit when the chunk allows, else one 16-bit (or 64-bit) element.
             let wbits = if nbytes >= 4 { (bytes * 8).max(32) } else { nbytes * 8 };
             let nwords = nbytes * 8 / wbits;
-            let wty = Ty::int(wbits as u32);
+            let (wty, wsuffix) = word(wbits as u32);
+            let rbits = if wbits == 8 { 16 } else { wbits };
             let vsuf = if nwords > 1 { format!(".v{nwords}") } else { String::new() };
             let per_word = (wbits / 8 / bytes).max(1);
             let mut asm = PtxAsm::new();
@@ -312,35 +364,60 @@ impl Lowering<'_> {
                     let outs: Vec<String> = (0..nwords).map(|_| asm.output(wty.clone())).collect();
                     let a = asm.input(&addr()?);
                     let pr = asm.input(&pred);
-                    let movs: String = outs.iter().map(|o| format!("mov.b{wbits} {o}, 0x{pat:X}; ")).collect();
+                    let movs: String = outs.iter().map(|o| format!("mov.b{rbits} {o}, 0x{pat:X}; ")).collect();
                     let dst = if nwords > 1 { format!("{{{}}}", outs.join(", ")) } else { outs[0].clone() };
-                    asm.push(&format!("{movs}@{pr} ld.global{vsuf}.b{wbits} {dst}, [{a}];"));
+                    asm.push(&format!("{movs}@{pr} ld.global{vsuf}.{wsuffix} {dst}, [{a}];"));
                     let words = asm.emit(&mut self.em);
                     let mut k = 0;
                     for w in words {
-                        if per_word == 1 {
+                        if per_word == 1 && wbits == 8 {
+                            // A byte in a 16-bit register.
+                            out[(r + k) as usize] = Some(match d {
+                                DType::I1 => from_word(&mut self.em, &w, d),
+                                _ => self.em.convert("trunc", &w, ety.clone()),
+                            });
+                            k += 1;
+                        } else if per_word == 1 {
                             out[(r + k) as usize] = Some(self.em.bitcast(&w, ety.clone()));
                             k += 1;
                         } else {
                             let v = self.em.bitcast(&w, Ty::Vector(per_word as u32, Box::new(ety.clone())));
                             for e in 0..per_word {
-                                out[(r + k) as usize] = Some(self.em.extractelement(&v, e));
+                                let x = self.em.extractelement(&v, e);
+                                out[(r + k) as usize] = Some(if d == DType::I1 {
+                                    let z = self.em.cint(0, Ty::I8);
+                                    self.em.icmp(ICmp::Ne, &x, &z)
+                                } else {
+                                    x
+                                });
                                 k += 1;
                             }
                         }
                     }
                 }
-                Access::Store(vals) => {
+                Access::Store { vals, .. } => {
                     let mut words = vec![];
+                    // Bytes (i1) widen to i8 before packing.
+                    let elem = |em: &mut Emitter, v: &Reg| {
+                        if d == DType::I1 {
+                            em.convert("zext", v, Ty::I8)
+                        } else {
+                            v.clone()
+                        }
+                    };
                     for w in 0..nwords {
                         let first = (r + w * per_word) as usize;
-                        if per_word == 1 {
+                        if per_word == 1 && wbits == 8 {
+                            let b = elem(&mut self.em, &vals[first]);
+                            words.push(self.em.convert("zext", &b, Ty::I16));
+                        } else if per_word == 1 {
                             words.push(self.em.bitcast(&vals[first], wty.clone()));
                         } else {
                             let vty = Ty::Vector(per_word as u32, Box::new(ety.clone()));
                             let mut v = self.em.undef(vty);
                             for e in 0..per_word {
-                                v = self.em.insertelement(&v, &vals[first + e as usize], e);
+                                let x = elem(&mut self.em, &vals[first + e as usize]);
+                                v = self.em.insertelement(&v, &x, e);
                             }
                             words.push(self.em.bitcast(&v, wty.clone()));
                         }
@@ -349,7 +426,7 @@ impl Lowering<'_> {
                     let ins: Vec<String> = words.iter().map(|w| asm.input(w)).collect();
                     let pr = asm.input(&pred);
                     let src = if nwords > 1 { format!("{{{}}}", ins.join(", ")) } else { ins[0].clone() };
-                    asm.push(&format!("@{pr} st.global{vsuf}.b{wbits} [{a}], {src};"));
+                    asm.push(&format!("@{pr} st.global{vsuf}.{wsuffix} [{a}], {src};"));
                     asm.emit(&mut self.em);
                 }
                 Access::Async { src, dst, at } => {

@@ -102,7 +102,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use tilec_core::layout::Layout;
 use tilec_core::target::Arch;
-use tilec_core::tir::{BinOp, Func, Op, OpKind, ReduceKind, Type, ValueId};
+use tilec_core::tir::{BinOp, Func, Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 use tilec_core::target::STATIC_SMEM_LIMIT;
@@ -125,6 +125,10 @@ pub(crate) fn err(msg: impl Into<String>) -> Diagnostic {
     Diagnostic::error("E0900", msg)
 }
 
+/// The builtins of the language this lowering does not handle yet (the "lowered today"
+/// column of docs/language.md says "no" for exactly these; `tests/it/docs.rs` checks it).
+pub const NOT_LOWERED: &[&str] = &["print"];
+
 /// The first op this lowering does not handle yet, as an `E0900` diagnostic pointing at it.
 /// This is the one list of what `tile-to-llvm` lowers: `tile-layout` asks it first, so a
 /// kernel that cannot lower fails before any layout work, with the construct's span.
@@ -135,8 +139,7 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
             return;
         }
         let what = match &op.kind {
-            OpKind::Print { .. } => Some("print".to_string()),
-            OpKind::Reduce { kind: ReduceKind::Argmax | ReduceKind::Argmin, .. } => Some("argmax/argmin".to_string()),
+            OpKind::Print { .. } => Some(NOT_LOWERED[0].to_string()),
             _ => None,
         };
         if let Some(w) = what {
@@ -526,9 +529,12 @@ impl Lowering<'_> {
             }
             OpKind::Binary { op: BinOp::Div, flags, .. } if !flags.is_default() => self.math_op(&op.kind)?,
             OpKind::Unary { .. } => self.math_op(&op.kind)?,
-            OpKind::Binary { .. } | OpKind::Cast(_) | OpKind::Cmp(..) | OpKind::Logic(..) | OpKind::Select { .. } => {
-                self.elementwise_op(op, rty.as_ref())?
-            }
+            OpKind::Binary { .. }
+            | OpKind::Cast(_)
+            | OpKind::Cmp(..)
+            | OpKind::Logic(..)
+            | OpKind::Select { .. }
+            | OpKind::Fma { .. } => self.elementwise_op(op, rty.as_ref())?,
             OpKind::Rand { seed, offsets } => self.rand(*seed, *offsets)?,
             OpKind::Broadcast(x) => self.broadcast(op, *x, rty.as_ref())?,
             OpKind::Reduce { kind, axis, value } => {

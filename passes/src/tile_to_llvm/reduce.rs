@@ -2,6 +2,11 @@
 //! shuffles over the lane bits of the axis, and across warps through shared memory (each
 //! warp's partials written by one lane, one barrier, every thread combining its rows' partials
 //! in warp order, which keeps the result deterministic).
+//!
+//! `argmax`/`argmin` reduce (value, index) pairs with the same tree: the pair with the larger
+//! (smaller) value wins, NaN beating every number, and of equal values (or two NaNs) the lower
+//! index — an order in which the combination is associative and commutative, so any tree
+//! gives the interpreter's answer (the first maximum, or the first NaN).
 
 use super::elementwise::binop;
 use super::emit::{Emitter, ICmp, Reg, Ty};
@@ -10,13 +15,42 @@ use super::{err, Lowering};
 use tilec_core::tir::{BinOp, ReduceKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
-fn combine_op(k: ReduceKind) -> Result<BinOp, Diagnostic> {
-    match k {
-        ReduceKind::Max => Ok(BinOp::Max),
-        ReduceKind::Min => Ok(BinOp::Min),
-        ReduceKind::Sum => Ok(BinOp::Add),
-        ReduceKind::Argmax | ReduceKind::Argmin => Err(err("argmax/argmin is not lowered yet")),
-    }
+/// Combines two partial results of a reduction of `kind` over values of dtype `d`: one
+/// register each, or (value, index) for the arg-reductions.
+fn combine(em: &mut Emitter, kind: ReduceKind, a: &[Reg], b: &[Reg], d: DType) -> Vec<Reg> {
+    let op = match kind {
+        ReduceKind::Max => BinOp::Max,
+        ReduceKind::Min => BinOp::Min,
+        ReduceKind::Sum => BinOp::Add,
+        ReduceKind::Argmax | ReduceKind::Argmin => {
+            let ((v1, i1), (v2, i2)) = ((&a[0], &a[1]), (&b[0], &b[1]));
+            let float = d.is_float();
+            let better = match (kind, float) {
+                (ReduceKind::Argmax, true) => "ogt",
+                (ReduceKind::Argmax, false) => "sgt",
+                (_, true) => "olt",
+                (_, false) => "slt",
+            };
+            let wins = em.cmp(float, better, v2, v1);
+            let mut same = em.cmp(float, if float { "oeq" } else { "eq" }, v2, v1);
+            let lower = em.icmp(ICmp::Slt, i2, i1);
+            let mut take = wins;
+            if float {
+                let n1 = em.cmp(true, "uno", v1, v1);
+                let n2 = em.cmp(true, "uno", v2, v2);
+                let both = em.and(&n1, &n2);
+                same = em.or(&same, &both);
+                let t = em.cint(1, Ty::I1);
+                let not_n1 = em.xor(&n1, &t);
+                let nan_wins = em.and(&n2, &not_n1);
+                take = em.or(&take, &nan_wins);
+            }
+            let tie = em.and(&same, &lower);
+            let take = em.or(&take, &tie);
+            return vec![em.select(&take, v2, v1), em.select(&take, i2, i1)];
+        }
+    };
+    vec![binop(em, op, &a[0], &b[0], d)]
 }
 
 /// A butterfly shuffle of a 16-, 32- or 64-bit scalar.
@@ -67,10 +101,14 @@ impl Lowering<'_> {
         let xl = xty.layout().ok_or_else(|| err("reduce of a tile without layout"))?.clone();
         let l = ty.layout().ok_or_else(|| err("reduce result without layout"))?.clone();
         let (xs, s) = (xty.shape().to_vec(), ty.shape().to_vec());
-        let d = ty.dtype();
-        let op = combine_op(kind)?;
+        // The operand's dtype; the result's is i32 for the arg-reductions.
+        let d = xty.dtype();
+        let arg = matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin);
+        let parts: Vec<DType> = if arg { vec![d, DType::I32] } else { vec![d] };
         let (lx, lr) = (xl.to_linear(&xs), l.to_linear(&s));
         let n = lr.num_regs();
+        // The index along `axis` of each operand register (arg-reductions only).
+        let along_base = if arg { Some(self.thread_base(&xl, &xs, axis)) } else { None };
         // 1. In-thread: a balanced tree over the registers that differ only along `axis`, in
         //    increasing order along it.
         let mut groups: std::collections::BTreeMap<Vec<i64>, Vec<(i64, i64)>> = std::collections::BTreeMap::new();
@@ -80,18 +118,26 @@ impl Lowering<'_> {
             o[axis] = 0;
             groups.entry(o).or_default().push((along, r));
         }
-        let mut vals = vec![];
+        let mut vals: Vec<Vec<Reg>> = vec![];
         for sr in 0..n {
             let o = lr.reg_offset(sr);
             let mut members =
                 groups.get(&o).cloned().ok_or_else(|| err("reduction result register without operand registers"))?;
             members.sort_unstable();
-            let mut items: Vec<Reg> = members.iter().map(|&(_, r)| src[r as usize].clone()).collect();
+            let mut items: Vec<Vec<Reg>> = vec![];
+            for &(along, r) in &members {
+                let mut item = vec![src[r as usize].clone()];
+                if let Some(b) = &along_base {
+                    let c = self.em.ci32(along);
+                    item.push(self.em.add(b, &c));
+                }
+                items.push(item);
+            }
             while items.len() > 1 {
                 let mut next = vec![];
                 for pair in items.chunks(2) {
                     next.push(if pair.len() == 2 {
-                        binop(&mut self.em, op, &pair[0], &pair[1], d)
+                        combine(&mut self.em, kind, &pair[0], &pair[1], d)
                     } else {
                         pair[0].clone()
                     });
@@ -106,22 +152,32 @@ impl Lowering<'_> {
                 continue;
             }
             for v in vals.iter_mut() {
-                let other = shfl_bfly(&mut self.em, v, d, 1 << k);
-                *v = binop(&mut self.em, op, v, &other, d);
+                let other: Vec<Reg> =
+                    v.iter().zip(&parts).map(|(x, pd)| shfl_bfly(&mut self.em, x, *pd, 1 << k)).collect();
+                *v = combine(&mut self.em, kind, v, &other, d);
             }
         }
+        let result = |vals: Vec<Vec<Reg>>| -> Result<Value, Diagnostic> {
+            let pick = usize::from(arg);
+            vals.into_iter()
+                .map(|v| v.get(pick).cloned().ok_or_else(|| err("a reduction without its result part")))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Tile)
+        };
         // 3. Across warps: each warp's partials go to shared memory, then every thread
         //    combines the partials of its rows in warp order (deterministic).
         let terms = lx.dim_terms(axis);
-        let Some(wrun) = terms.warp.first().copied() else { return Ok(Value::Tile(vals)) };
+        let Some(wrun) = terms.warp.first().copied() else { return result(vals) };
         if terms.warp.len() > 1 {
             return Err(err("a reduction across warps whose warp bits along the axis are not contiguous"));
         }
         let w = 1i64 << wrun.bits;
-        let bytes = i64::from(d.bytes());
         let rows: i64 = s.iter().product();
-        let region = self.smem_region(rows * w * bytes)?;
-        self.smem_write_begin(region, rows * w * bytes);
+        // One array per part, each `rows · w` elements, 4-byte aligned.
+        let part_bytes: Vec<i64> = parts.iter().map(|pd| (rows * w * i64::from(pd.bytes()) + 3) / 4 * 4).collect();
+        let total: i64 = part_bytes.iter().sum();
+        let region = self.smem_region(total)?;
+        self.smem_write_begin(region, total);
         let base = self.smem_base();
         // This thread's coordinate along `axis` among warps, and whether it is lane 0 there.
         let (warp, lane) = (self.warp.clone(), self.lane.clone());
@@ -155,40 +211,53 @@ impl Lowering<'_> {
             row_idx.push(lin.unwrap_or_else(|| self.em.ci32(0)));
         }
         let wc = self.em.ci32(w);
-        let region_c = self.em.ci32(region);
-        let slot = |em: &mut Emitter, row: &Reg, wi: &Reg| -> Reg {
+        let mut part_at = vec![];
+        let mut at = region;
+        for pb in &part_bytes {
+            part_at.push(self.em.ci32(at));
+            at += pb;
+        }
+        let slot = |em: &mut Emitter, part: usize, row: &Reg, wi: &Reg| -> Reg {
             let rw = em.mul(row, &wc);
             let i = em.add(&rw, wi);
-            let bsz = em.ci32(bytes);
+            let bsz = em.ci32(i64::from(parts[part].bytes()));
             let bo = em.mul(&i, &bsz);
-            let o = em.add(&bo, &region_c);
+            let o = em.add(&bo, &part_at[part]);
             em.gep(&base, &o, &Ty::I8)
         };
-        let addrs: Vec<Reg> = row_idx.iter().map(|ri| slot(&mut self.em, ri, &warp_a)).collect();
+        let mut stores = vec![];
+        for (ri, v) in row_idx.iter().zip(&vals) {
+            for (p, x) in v.iter().enumerate() {
+                stores.push((slot(&mut self.em, p, ri, &warp_a), x.clone(), i64::from(parts[p].bytes())));
+            }
+        }
         let (then_b, join_b) = (self.em.new_block(), self.em.new_block());
         self.em.cond_br(&writer, &then_b, &join_b);
         self.em.label(&then_b, &[]);
-        for (a, v) in addrs.iter().zip(&vals) {
-            self.em.store(v, a, bytes);
+        for (a, v, b) in &stores {
+            self.em.store(v, a, *b);
         }
         self.em.br(&join_b, &[]);
         self.em.label(&join_b, &[]);
         self.smem_written();
         let mut out = vec![];
         for ri in &row_idx {
-            let mut acc: Option<Reg> = None;
+            let mut acc: Option<Vec<Reg>> = None;
             for wi in 0..w {
                 let wv = self.em.ci32(wi);
-                let a = slot(&mut self.em, ri, &wv);
-                let x = self.em.load(&a, Ty::of(d), bytes);
+                let mut x = vec![];
+                for (p, pd) in parts.iter().enumerate() {
+                    let a = slot(&mut self.em, p, ri, &wv);
+                    x.push(self.em.load(&a, Ty::of(*pd), i64::from(pd.bytes())));
+                }
                 acc = Some(match acc {
                     None => x,
-                    Some(p) => binop(&mut self.em, op, &p, &x, d),
+                    Some(prev) => combine(&mut self.em, kind, &prev, &x, d),
                 });
             }
             out.push(acc.ok_or_else(|| err("empty cross-warp reduction"))?);
         }
-        self.smem_read_done(region, rows * w * bytes);
-        Ok(Value::Tile(out))
+        self.smem_read_done(region, total);
+        result(out)
     }
 }

@@ -1,12 +1,13 @@
 //! The specs, one file per kernel family.
 
 mod compute;
+mod lang;
 mod membound;
 
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 27] = [
+pub(crate) static ALL: [&Spec; 31] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -20,6 +21,10 @@ pub(crate) static ALL: [&Spec; 27] = [
     &membound::GELU,
     &membound::ROPE_TABLE,
     &membound::ROW_MAX,
+    &lang::ARGMAX,
+    &lang::BITS,
+    &lang::MATH,
+    &lang::MASKED,
     &compute::MATMUL,
     &compute::BMM,
     &compute::GROUP_GEMM,

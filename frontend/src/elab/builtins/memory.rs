@@ -91,6 +91,7 @@ impl Cx<'_> {
                 ("padding", false),
                 ("order", false),
                 ("latency", false),
+                ("mask", false),
             ],
             "load",
             span,
@@ -144,15 +145,56 @@ impl Cx<'_> {
             return Err(Diagnostic::error("E0008", format!("infinite padding needs a float tensor; this one is {d}"))
                 .with_primary(a.span(3), "here"));
         }
-        Ok(Val::Tile(self.func.push(
+        let tile = self.func.push(
             OpKind::Load { tensor: t, index, padding, order, latency },
-            Type::tile(shape, d),
+            Type::tile(shape.clone(), d),
             Some(span),
-        )))
+        );
+        let Some(m) = a.get(6).cloned() else { return Ok(Val::Tile(tile)) };
+        // A masked load is the load with its masked-off elements replaced by the padding: the
+        // lowering may still read them (they are in bounds, so no fault), never returns them.
+        let mask = self.mask_tile(m, &shape, a.span(6))?;
+        let pad = if d.is_float() { Val::Float(padding.value()) } else { Val::Int(padding.value() as i64) };
+        let pad = self.materialize(pad, d, a.span(3))?;
+        let pad = self.as_tile(pad, &shape, span)?;
+        Ok(Val::Tile(self.func.push(OpKind::Select { cond: mask, a: tile, b: pad }, Type::tile(shape, d), Some(span))))
+    }
+
+    /// A `mask=` argument: an i1 tile (or bool scalar) broadcast to `shape`.
+    fn mask_tile(&mut self, m: Val, shape: &[i64], span: Span) -> R<ValueId> {
+        let id = match m {
+            Val::Bool(b) => self.materialize(Val::Bool(b), DType::I1, span)?,
+            Val::Tile(id) | Val::Scalar(id) if self.func.ty(id).dtype() == DType::I1 => id,
+            other => {
+                let what = match &other {
+                    Val::Tile(id) => format!("a {} tile", self.func.ty(*id).dtype()),
+                    Val::Scalar(id) => format!("a {} scalar", self.func.ty(*id).dtype()),
+                    v => kind_name(v).to_string(),
+                };
+                return Err(Diagnostic::error("E0008", format!("a mask is a bool (i1) tile, found {what}"))
+                    .with_primary(span, "not a bool tile")
+                    .with_note("build it with comparisons, e.g. `mask=arange(64) < n`"));
+            }
+        };
+        let ms = self.func.ty(id).shape().to_vec();
+        if broadcast_shape(&ms, shape).as_deref() != Some(shape) {
+            return Err(Diagnostic::error(
+                "E0007",
+                format!("a mask of shape {ms:?} does not broadcast to the tile's {shape:?}"),
+            )
+            .with_primary(span, format!("{ms:?}")));
+        }
+        self.as_tile(id, shape, span)
     }
 
     pub(crate) fn store(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
-        let a = Args::new(self, args, &[("tensor", true), ("index", true), ("tile", true)], "store", span)?;
+        let a = Args::new(
+            self,
+            args,
+            &[("tensor", true), ("index", true), ("tile", true), ("mask", false)],
+            "store",
+            span,
+        )?;
         if a.any_poison() {
             return Ok(Val::Tuple(vec![]));
         }
@@ -179,7 +221,11 @@ impl Cx<'_> {
                 .with_primary(a.span(2), format!("this tile is {}", tt.dtype()))
                 .with_note(format!("cast it: `.astype({d})`")));
         }
-        self.func.push_void(OpKind::Store { tensor: t, index, tile }, Some(span));
+        let mask = match a.get(3).cloned() {
+            Some(m) => Some(self.mask_tile(m, tt.shape(), a.span(3))?),
+            None => None,
+        };
+        self.func.push_void(OpKind::Store { tensor: t, index, tile, mask }, Some(span));
         Ok(Val::Tuple(vec![]))
     }
 

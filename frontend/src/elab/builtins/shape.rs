@@ -53,11 +53,15 @@ pub(super) fn full(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<
     let (value, d) = if name == "full" {
         (a.get(1).cloned().unwrap_or(Val::Poison), a.dtype(cx, 2)?)
     } else {
-        (Val::Float(0.0), a.dtype(cx, 1)?)
+        (Val::Int(0), a.dtype(cx, 1)?)
     };
     let value = match value {
         Val::Int(i) if !d.is_float() => Val::Int(i),
         Val::Int(i) => Val::Float(i as f64),
+        // A whole float fills an integer tile with that integer (`full(s, 0.0, i32)`); any
+        // other float needs an explicit choice of rounding.
+        Val::Float(f) if !d.is_float() && f.fract() == 0.0 && f.abs() < 9.0e15 => Val::Int(f as i64),
+        Val::Bool(b) if !d.is_float() && d != DType::I1 => Val::Int(i64::from(b)),
         v => v,
     };
     let s = cx.materialize(value, d, a.span(if name == "full" { 1 } else { 0 }))?;

@@ -1,0 +1,408 @@
+//! Greedy `argmax` over a vocabulary (kernels/argmax.tile), and the language's conformance
+//! kernels (kernels/lang/): integer and bit operations, the math functions, masks and bool
+//! tensors — each checked on the GPU against plain Rust on ragged shapes with the edge values
+//! (the most negative i32, shifts past the width, ±inf, NaN, division by 0 and by -1).
+
+use crate::inputs::{numel, poisoned, pow2_clamped, randn, tensor, values};
+use crate::{storage_tolerance, Case, Class, Spec};
+use rand::rngs::StdRng;
+use rand::Rng;
+use std::collections::BTreeMap;
+use tilec_core::DType;
+use tilec_frontend::ConstArg;
+
+fn t_const(c: &Case) -> BTreeMap<String, ConstArg> {
+    BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))])
+}
+
+fn no_peer(_: &Case) -> Option<String> {
+    None
+}
+
+fn no_bench(_: bool) -> Vec<Case> {
+    vec![]
+}
+
+/// The value `v` rounded to `d`, as the kernel sees an input.
+fn in_dtype(d: DType, v: f64) -> f64 {
+    tilec_interp::round_to(v, d)
+}
+
+/// The first NaN's index, else the first maximum's (NumPy's `argmax`).
+pub fn argmax_row(row: &[f64]) -> usize {
+    if let Some(i) = row.iter().position(|x| x.is_nan()) {
+        return i;
+    }
+    let mut best = 0;
+    for (i, x) in row.iter().enumerate() {
+        if *x > row[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Greedy next tokens: the argmax of each row of a [B, V] tensor of logits.
+pub const ARGMAX: Spec = Spec {
+    name: "argmax",
+    file: "argmax.tile",
+    kernel: "argmax",
+    class: Class::Membound,
+    peer_kernel: "argmax",
+    interp_cases: || {
+        vec![
+            Case::new(DType::F32, &[4, 1000]).with("BLOCK_N", 256),
+            Case::new(DType::F16, &[3, 33]).with("BLOCK_N", 16),
+            Case::new(DType::BF16, &[2, 100]),
+        ]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 1]),
+            Case::new(DType::F32, &[7, 1000]).with("BLOCK_N", 256),
+            Case::new(DType::BF16, &[5, 33]).with("BLOCK_N", 32),
+            Case::new(DType::F32, &[3, 70001]),
+            Case::new(DType::F16, &[16, 152_064]),
+        ]
+    },
+    bench_cases: |_| vec![Case::new(DType::F16, &[16, 152_064]), Case::new(DType::F32, &[64, 152_064])],
+    consts: |c| {
+        let mut m = t_const(c);
+        m.insert("BLOCK_N".into(), ConstArg::Int(pow2_clamped(c.dims[1], 16, 4096)));
+        m
+    },
+    inputs: |c, rng| {
+        let (b, v) = (c.dims[0] as usize, c.dims[1] as usize);
+        // Logits on a grid of quarters, so that rows hold ties; row 1 holds two NaNs, row 2
+        // is all -inf (the answer is 0), row 3 has its maximum at the last column.
+        let mut x: Vec<f64> = randn(rng, b * v, 3.0).into_iter().map(|z| (z * 4.0).round() / 4.0).collect();
+        if b > 1 && v > 2 {
+            x[v + v / 2] = f64::NAN;
+            x[v + v - 1] = f64::NAN;
+        }
+        if b > 2 {
+            x[2 * v..3 * v].fill(f64::NEG_INFINITY);
+        }
+        if b > 3 {
+            x[4 * v - 1] = 100.0;
+        }
+        vec![tensor(c.dtype, &c.dims, &x), poisoned(DType::I32, &[c.dims[0], 1])]
+    },
+    outputs: &[1],
+    exact: &[1],
+    reference: |c, a| {
+        let v = c.dims[1] as usize;
+        vec![values(a, 0).chunks(v.max(1)).map(|r| argmax_row(r) as f64).collect()]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes()) + c.dims[0] as f64 * 4.0,
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [b, v] if *b >= 1 && *v >= 1 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("argmax takes BxV, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// The reference rows of kernels/lang/bits.tile for one element (i32 wrapping semantics).
+fn bits_rows(x: i32, y: i32, f: f64) -> [i32; 10] {
+    let s = (y & 0x3F) as u32;
+    let floordiv = |a: i32, b: i32| match b {
+        0 => 0,
+        -1 => a.wrapping_neg(),
+        _ => a.div_euclid(b) - i32::from(b < 0 && a.rem_euclid(b) != 0),
+    };
+    let modulo = |a: i32, b: i32| match b {
+        0 | -1 => 0,
+        _ => a.wrapping_sub(floordiv(a, b).wrapping_mul(b)),
+    };
+    let d = y.wrapping_abs().max(1);
+    [
+        if s >= 32 { 0 } else { x.wrapping_shl(s) },
+        x >> s.min(31),
+        (x & y) ^ (!x | 7),
+        floordiv(x, y),
+        modulo(x, y),
+        floordiv(x.wrapping_add(d - 1), d),
+        x.clamp(-1000, 1000).wrapping_add(x.min(y)).wrapping_sub(x.max(y)),
+        x.wrapping_abs() ^ (x >> 31),
+        f as f32 as i32,
+        10,
+    ]
+}
+
+/// Integer and bit operations (kernels/lang/bits.tile), exact.
+pub const BITS: Spec = Spec {
+    name: "lang_bits",
+    file: "lang/bits.tile",
+    kernel: "bits",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::I32, &[300]), Case::new(DType::I32, &[17]).with("BLOCK", 16)],
+    gpu_cases: || vec![Case::new(DType::I32, &[1]), Case::new(DType::I32, &[1000]), Case::new(DType::I32, &[100_003])],
+    bench_cases: no_bench,
+    consts: |_| BTreeMap::new(),
+    inputs: |c, rng| {
+        let n = c.dims[0] as usize;
+        let edge_a = [i32::MIN, i32::MAX, 0, -1, 1, -7, 7, 1 << 30];
+        let edge_b = [0, -1, 1, 31, 32, 63, 64, -64, i32::MIN + 1, 100];
+        let edge_f = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 3e9, -3e9, -2.5, 2.5, -0.5, 0.99, -2_147_483_648.0];
+        let pick = |i: usize, edge: &[f64], rng: &mut StdRng, lo: f64, hi: f64| {
+            if i.is_multiple_of(5) {
+                edge[(i / 5) % edge.len()]
+            } else {
+                rng.gen_range(lo..hi).round()
+            }
+        };
+        let ea: Vec<f64> = edge_a.iter().map(|&v| f64::from(v)).collect();
+        let eb: Vec<f64> = edge_b.iter().map(|&v| f64::from(v)).collect();
+        let a: Vec<f64> = (0..n).map(|i| pick(i, &ea, rng, -100_000.0, 100_000.0)).collect();
+        let b: Vec<f64> = (0..n).map(|i| pick(i, &eb, rng, -40.0, 40.0)).collect();
+        let f: Vec<f64> = (0..n)
+            .map(|i| if i.is_multiple_of(3) { edge_f[(i / 3) % edge_f.len()] } else { rng.gen_range(-1e4..1e4) })
+            .collect();
+        vec![
+            tensor(DType::I32, &c.dims, &a),
+            tensor(DType::I32, &c.dims, &b),
+            tensor(DType::F32, &c.dims, &f),
+            poisoned(DType::I32, &[10, c.dims[0]]),
+        ]
+    },
+    outputs: &[3],
+    exact: &[3],
+    reference: |c, a| {
+        let n = c.dims[0] as usize;
+        let (x, y, f) = (values(a, 0), values(a, 1), values(a, 2));
+        let mut out = vec![0.0; 10 * n];
+        for i in 0..n {
+            for (k, v) in bits_rows(x[i] as i32, y[i] as i32, f[i]).iter().enumerate() {
+                out[k * n + i] = f64::from(*v);
+            }
+        }
+        vec![out]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| c.dims[0] as f64 * 52.0,
+    flops: None,
+    case_for: |dims, _| match dims {
+        [n] if *n >= 1 => Ok(Case::new(DType::I32, dims)),
+        _ => Err(format!("lang_bits takes N, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// Python's float `%` (the remainder with the divisor's sign).
+fn py_mod(a: f64, b: f64) -> f64 {
+    let r = a % b;
+    if r != 0.0 && (r < 0.0) != (b < 0.0) {
+        r + b
+    } else {
+        r
+    }
+}
+
+/// `pow` with the encoding of kernels/lang/math.tile (NaN → -777, ±inf → 1e4).
+fn encoded_pow(a: f64, b: f64, d: DType) -> f64 {
+    let p = in_dtype(d, a.powf(b));
+    if p.is_nan() {
+        -777.0
+    } else if p.is_infinite() {
+        1e4
+    } else {
+        p
+    }
+}
+
+/// The math functions (kernels/lang/math.tile): `exact` bit for bit, `approx` within the
+/// functions' bounds (the storage tolerance).
+pub const MATH: Spec = Spec {
+    name: "lang_math",
+    file: "lang/math.tile",
+    kernel: "math",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F32, &[300]), Case::new(DType::F16, &[40]).with("BLOCK", 32)],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F32, &[1]),
+            Case::new(DType::F32, &[4099]),
+            Case::new(DType::F16, &[1000]),
+            Case::new(DType::BF16, &[777]),
+            Case::new(DType::F32, &[200_000]),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: t_const,
+    inputs: |c, rng| {
+        let n = numel(&c.dims);
+        let edge_x = [0.0, -0.0, 0.5, -0.5, 2.5, -2.5, 1.0, -1.0, 3.0, -3.0, 0.1, 9.75];
+        let edge_y = [2.0, 3.0, -2.0, -3.0, 0.5, 1.0, -1.0, 0.25, 0.75, 2.5];
+        let x: Vec<f64> = (0..n)
+            .map(|i| {
+                if i.is_multiple_of(4) {
+                    edge_x[(i / 4) % edge_x.len()]
+                } else {
+                    // Magnitudes from 0.1 to 10: pow stays finite in f16.
+                    let m: f64 = rng.gen_range(0.1..10.0);
+                    if rng.gen_bool(0.5) {
+                        -m
+                    } else {
+                        m
+                    }
+                }
+            })
+            .collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| {
+                if i.is_multiple_of(3) {
+                    edge_y[(i / 3) % edge_y.len()]
+                } else {
+                    // |y| from 0.25 (quotients stay below 40) to 3, and some in [0, 1) whose
+                    // floor is 0 (the division by zero of row 5).
+                    let m: f64 = rng.gen_range(0.25..3.0);
+                    if rng.gen_bool(0.5) {
+                        -m
+                    } else {
+                        m
+                    }
+                }
+            })
+            .collect();
+        vec![
+            tensor(c.dtype, &c.dims, &x),
+            tensor(c.dtype, &c.dims, &y),
+            poisoned(c.dtype, &[7, c.dims[0]]),
+            poisoned(c.dtype, &[3, c.dims[0]]),
+        ]
+    },
+    outputs: &[2, 3],
+    exact: &[2],
+    reference: |c, a| {
+        let d = c.dtype;
+        let n = c.dims[0] as usize;
+        let (x, y) = (values(a, 0), values(a, 1));
+        let r = |v: f64| in_dtype(d, v);
+        let mut exact = vec![0.0; 7 * n];
+        let mut approx = vec![0.0; 3 * n];
+        for i in 0..n {
+            let (p, q) = (x[i], y[i]);
+            let quotient = r(p / q);
+            let by_floor = r(p / q.floor());
+            let code = if by_floor.is_nan() {
+                -777.0
+            } else if by_floor.is_infinite() {
+                if by_floor > 0.0 {
+                    1e4
+                } else {
+                    -1e4
+                }
+            } else {
+                0.0
+            };
+            let rows = [
+                p.floor(),
+                p.ceil(),
+                p.clamp(-1.5, 2.25),
+                quotient.floor(),
+                r(py_mod(p, q)),
+                code,
+                r(py_mod(p.abs(), 0.75)),
+            ];
+            for (k, v) in rows.iter().enumerate() {
+                exact[k * n + i] = r(*v);
+            }
+            approx[i] = r(libm::erf(p));
+            approx[n + i] = encoded_pow(p, q, d);
+            approx[2 * n + i] = r(p.mul_add(q, -p));
+        }
+        vec![exact, approx]
+    },
+    tolerance: |c| if c.dtype == DType::F32 { 1e-6 } else { storage_tolerance(c) },
+    bytes: |c| c.dims[0] as f64 * 12.0 * f64::from(c.dtype.bytes()),
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [n] if *n >= 1 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("lang_math takes N, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// Row lengths of the masked kernel's inputs: 0, N and a spread between.
+fn lengths(m: usize, n: i64, rng: &mut StdRng) -> Vec<f64> {
+    (0..m)
+        .map(|i| match i % 4 {
+            0 => 0.0,
+            1 => n as f64,
+            _ => rng.gen_range(0..=n) as f64,
+        })
+        .collect()
+}
+
+/// Masked loads and stores, bool tensors (kernels/lang/masked.tile).
+pub const MASKED: Spec = Spec {
+    name: "lang_masked",
+    file: "lang/masked.tile",
+    kernel: "masked",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![Case::new(DType::F16, &[5, 300]), Case::new(DType::F32, &[3, 40]).with("BLOCK_N", 16).with("ROWS", 1)]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 1]),
+            Case::new(DType::F32, &[7, 1000]),
+            Case::new(DType::BF16, &[33, 130]).with("ROWS", 4),
+            Case::new(DType::F16, &[1001, 4097]).with("BLOCK_N", 1024),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: t_const,
+    inputs: |c, rng| {
+        let (m, n) = (c.dims[0], c.dims[1]);
+        let x = randn(rng, numel(&c.dims), 1.0);
+        let len = lengths(m as usize, n, rng);
+        let given: Vec<f64> = (0..numel(&c.dims)).map(|_| f64::from(u8::from(rng.gen_bool(0.5)))).collect();
+        vec![
+            tensor(c.dtype, &c.dims, &x),
+            tensor(DType::I32, &[m], &len),
+            tensor(DType::I1, &c.dims, &given),
+            // What the masked store must leave alone.
+            tensor(c.dtype, &c.dims, &vec![-3.0; numel(&c.dims)]),
+            poisoned(DType::F32, &[m, 1]),
+            poisoned(DType::I1, &c.dims),
+            poisoned(DType::I32, &c.dims),
+        ]
+    },
+    outputs: &[3, 4, 5, 6],
+    exact: &[3, 5, 6],
+    reference: |c, a| {
+        let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+        let (x, len, given) = (values(a, 0), values(a, 1), values(a, 2));
+        let (mut y, mut sums, mut keep, mut flags) =
+            (vec![-3.0; m * n], vec![0.0; m], vec![0.0; m * n], vec![0.0; m * n]);
+        for r in 0..m {
+            for col in 0..n {
+                let i = r * n + col;
+                let k = (col as f64) < len[r];
+                if k {
+                    y[i] = x[i];
+                    sums[r] += x[i];
+                }
+                keep[i] = f64::from(u8::from(k));
+                let g = given[i] != 0.0;
+                flags[i] =
+                    f64::from(u8::from(g)) + 10.0 * f64::from(u8::from(k)) + 100.0 * f64::from(u8::from(g && !k));
+            }
+        }
+        vec![y, sums, keep, flags]
+    },
+    tolerance: |c| if c.dtype == DType::F32 { 1e-6 } else { 1e-3 },
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * (2.0 * f64::from(c.dtype.bytes()) + 6.0),
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, n] if *m >= 1 && *n >= 1 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("lang_masked takes MxN, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
