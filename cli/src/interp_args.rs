@@ -3,7 +3,8 @@
 //! - `16x1024:f16` a tensor of standard normal samples (dtype default f32),
 //!   `zeros:16x1024:f32` a tensor of zeros, `arange:64:i32` the numbers 0, 1, … in row-major
 //!   order, `randint:0:1000:64:i32` integers uniform in [0, 1000) (ids, lengths, block
-//!   tables; dtype default i32);
+//!   tables; dtype default i32), `full:-inf:1x300:f32` a tensor of one value (a number, `inf`,
+//!   `-inf` or `nan`);
 //! - `@x.npy` a tensor from a NumPy file (float16, float32, int32, int64, bool; C order);
 //! - `3` an i32, `0.5` an f32; a typed scalar `i32:3`, `i64:5000000000`, `f32:-1.5` (the
 //!   type prefix also makes a negative value unambiguous: `--arg f32:-1`, or `--arg=-1`).
@@ -91,11 +92,16 @@ fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -
         Zeros,
         Arange,
         RandInt(i64, i64),
+        Full(f64),
     }
     let (fill, rest) = if let Some(r) = a.strip_prefix("zeros:") {
         (Fill::Zeros, r)
     } else if let Some(r) = a.strip_prefix("arange:") {
         (Fill::Arange, r)
+    } else if let Some(r) = a.strip_prefix("full:") {
+        let (v, rest) = r.split_once(':').with_context(|| format!("--arg {a}: full:VALUE:SHAPE[:dtype]"))?;
+        let v = v.parse::<f64>().with_context(|| format!("--arg {a}: `{v}` is not a number"))?;
+        (Fill::Full(v), rest)
     } else if let Some(r) = a.strip_prefix("randint:") {
         let mut it = r.splitn(3, ':');
         let (lo, hi, rest) = (it.next().unwrap_or(""), it.next().unwrap_or(""), it.next().unwrap_or(""));
@@ -141,6 +147,7 @@ fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -
             Fill::Zeros => 0.0,
             Fill::Arange => i as f64,
             Fill::RandInt(lo, hi) => rng.gen_range(lo..hi) as f64,
+            Fill::Full(v) => v,
             Fill::Normal => {
                 let u: f64 = rng.gen_range(f64::EPSILON..1.0);
                 let v: f64 = rng.gen_range(0.0..1.0);
@@ -182,6 +189,9 @@ mod tests {
         let Arg::Tensor(ar) = &r[1] else { panic!("arange is a tensor") };
         assert_eq!((ar.dtype, ar.to_f64()), (DType::I64, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]));
         assert!(parse(&["randint:3:3:4".into()], 0).unwrap_err().to_string().contains("empty"));
+        let f = parse(&["full:-inf:2x2:f16".into(), "full:-1:3:i32".into()], 0).unwrap();
+        assert!(matches!(&f[0], Arg::Tensor(t) if t.to_f64() == vec![f64::NEG_INFINITY; 4]));
+        assert!(matches!(&f[1], Arg::Tensor(t) if t.dtype == DType::I32 && t.to_f64() == vec![-1.0; 3]));
         assert!(parse(&["randint:0:99999999999:4:i32".into()], 0).unwrap_err().to_string().contains("fit"));
         assert!(parse(&["randint:a:3:4".into()], 0).is_err());
         assert!(parse(&["i32:x".into()], 0).is_err());

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use tilec_core::host::HostTensor;
 pub mod reference;
 
-use tilec_core::tir::{BinOp, CmpPred, Func, LogicOp, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::tir::{AtomicOp, BinOp, CmpPred, Func, LogicOp, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
 use tilec_core::DType;
 
 /// A launch argument of the interpreter.
@@ -548,6 +548,25 @@ impl Machine<'_> {
                 }
                 self.set(op, V::Tile(out))
             }
+            OpKind::Scan { op: sop, axis, value } => {
+                // In order along the axis, each partial rounded to the dtype (the GPU combines
+                // in a tree: sums of floats may differ in the last bits).
+                let shape = self.ty(*value).shape().to_vec();
+                let d = self.ty(*value).dtype();
+                let mut out = self.tile(*value)?.to_vec();
+                let st = strides_of(&shape);
+                let ax = *axis as usize;
+                for i in 0..out.len() as i64 {
+                    let c = unravel(i, &shape);
+                    if c[ax] == 0 {
+                        continue;
+                    }
+                    let prev = out[(i - st[ax]) as usize];
+                    let cur = out[i as usize];
+                    out[i as usize] = round_to(binop(*sop, prev, cur, d), d);
+                }
+                self.set(op, V::Tile(out))
+            }
             OpKind::Mma { a, b, acc } => {
                 let (sa, sb) = (self.ty(*a).shape().to_vec(), self.ty(*b).shape().to_vec());
                 let (m, k, n) = (sa[0] as usize, sa[1] as usize, sb[1] as usize);
@@ -611,6 +630,44 @@ impl Machine<'_> {
                     }
                 }
                 Ok(())
+            }
+            OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, .. } => {
+                // Blocks run one after the other, so an atomic is its read-modify-write; the
+                // elements of one tile go in row-major order.
+                let ti = self.tensor(*tensor)?;
+                let idx = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
+                let shape = self.ty(*tile).shape().to_vec();
+                let d = self.ty(*tile).dtype();
+                let vals = self.tile(*tile)?.to_vec();
+                let keep = self.tile(*mask)?.to_vec();
+                let cmps = match cmp {
+                    Some(c) => Some(self.tile(*c)?.to_vec()),
+                    None => None,
+                };
+                let aop = *aop;
+                let t = &mut self.tensors[ti];
+                let mut old = vec![0.0; vals.len()];
+                for (i, v) in vals.iter().enumerate() {
+                    if keep.get(i).is_none_or(|m| *m == 0.0) {
+                        continue;
+                    }
+                    let e = unravel(i as i64, &shape);
+                    let c: Vec<i64> = (0..shape.len()).map(|k| idx[k] * shape[k] + e[k]).collect();
+                    let Some(o) = Self::element_offset(t, &c) else { continue };
+                    let was = Self::read(t, o);
+                    old[i] = was;
+                    let new = match aop {
+                        AtomicOp::Add => round_to(was + v, d),
+                        AtomicOp::Max => binop(BinOp::Max, was, *v, d),
+                        AtomicOp::Min => binop(BinOp::Min, was, *v, d),
+                        AtomicOp::Cas => match &cmps {
+                            Some(cs) if cs.get(i) == Some(&was) => *v,
+                            _ => was,
+                        },
+                    };
+                    Self::write(t, o, new);
+                }
+                self.set(op, V::Tile(old))
             }
             OpKind::Gather { tensor, index, padding } => {
                 let ti = self.tensor(*tensor)?;

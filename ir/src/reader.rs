@@ -22,7 +22,8 @@ use melior::ir::operation::OperationLike;
 use melior::ir::{Attribute, BlockRef, Module, OperationRef, RegionLike, Value, ValueLike};
 use std::collections::HashMap;
 use tilec_core::tir::{
-    is_cast_op, BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId,
+    is_cast_op, AtomicOp, BinOp, CmpPred, Func, LogicOp, MathFlags, MemScope, MemSem, Op, OpKind, Padding, ReduceKind,
+    Type, UnOp, ValueId,
 };
 use tilec_core::{DType, Diagnostic, Source, Span};
 
@@ -285,6 +286,12 @@ impl Reader<'_> {
                     })?;
                     OpKind::Reduce { kind, axis: u32_attr("axis")?, value: operands[0] }
                 }
+                "tile.scan" => {
+                    arity(1)?;
+                    let name = string_attr(attr("op")?).unwrap_or_default();
+                    let op = BinOp::parse_scan(&name).ok_or_else(|| bad("unknown scan op"))?;
+                    OpKind::Scan { op, axis: u32_attr("axis")?, value: operands[0] }
+                }
                 "tile.broadcast" => {
                     arity(1)?;
                     OpKind::Broadcast(operands[0])
@@ -373,6 +380,27 @@ impl Reader<'_> {
                     } else {
                         OpKind::Store { tensor, index, tile, mask }
                     }
+                }
+                "tile.atomic" | "tile.atomic_cas" => {
+                    let fixed = if name == "tile.atomic_cas" { 3 } else { 2 };
+                    if operands.len() < 1 + fixed {
+                        return Err(bad("expected a tensor, indices, the tiles and a mask"));
+                    }
+                    let mut rest = operands.clone();
+                    let mask = rest.pop().ok_or_else(|| bad("no mask"))?;
+                    let tile = rest.pop().ok_or_else(|| bad("no tile"))?;
+                    let cmp = if fixed == 3 { rest.pop() } else { None };
+                    let (tensor, index) = (rest[0], rest[1..].to_vec());
+                    let text = |n: &str| -> Result<String, Diagnostic> {
+                        string_attr(attr(n)?).ok_or_else(|| bad(&format!("bad `{n}`")))
+                    };
+                    let op = AtomicOp::parse(&text("op")?).ok_or_else(|| bad("unknown atomic op"))?;
+                    let sem = MemSem::parse(&text("sem")?).ok_or_else(|| bad("unknown memory semantics"))?;
+                    let scope = MemScope::parse(&text("scope")?).ok_or_else(|| bad("unknown scope"))?;
+                    if (op == AtomicOp::Cas) != cmp.is_some() {
+                        return Err(bad("`cas` is tile.atomic_cas, the others tile.atomic"));
+                    }
+                    OpKind::Atomic { op, tensor, index, tile, cmp, mask, sem, scope }
                 }
                 "math.fma" => {
                     arity(3)?;

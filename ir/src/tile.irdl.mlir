@@ -262,4 +262,33 @@ irdl.dialect @tile {
     %m = irdl.base "!builtin.tensor"
     irdl.operands(tensor: %mem, index: variadic %i32, tile: %t, mask: %m)
   }
+  // atomic read-modify-write of a tile of a tensor ({op = add|max|min, sem, scope}),
+  // masked; the result is the tile of old values.
+  irdl.operation @atomic {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %t = irdl.base "!builtin.tensor"
+    %m = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(tensor: %mem, index: variadic %i32, tile: %t, mask: %m)
+    irdl.results(old: %r)
+  }
+  // compare-and-swap of a tile: writes `tile` where the element equals `cmp`.
+  irdl.operation @atomic_cas {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %c = irdl.base "!builtin.tensor"
+    %t = irdl.base "!builtin.tensor"
+    %m = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(tensor: %mem, index: variadic %i32, cmp: %c, tile: %t, mask: %m)
+    irdl.results(old: %r)
+  }
+  // inclusive scan along an axis ({op = add|mul|max|min, axis}).
+  irdl.operation @scan {
+    %t = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(value: %t)
+    irdl.results(result: %r)
+  }
 }

@@ -38,7 +38,26 @@ const BINOPS: &[(BinOp, &str, &str)] = &[
     (BinOp::Pow, "math.powf", "math.powf"),
 ];
 
+/// The ops a scan combines with, by name.
+const SCAN_OPS: &[(BinOp, &str)] =
+    &[(BinOp::Add, "add"), (BinOp::Mul, "mul"), (BinOp::Max, "max"), (BinOp::Min, "min")];
+
 impl BinOp {
+    /// The name of a scan's op (`add`, `mul`, `max`, `min`), if it is one.
+    pub fn scan_name(self) -> Option<&'static str> {
+        SCAN_OPS.iter().find(|r| r.0 == self).map(|r| r.1)
+    }
+
+    /// The scan op of a name.
+    pub fn parse_scan(s: &str) -> Option<BinOp> {
+        SCAN_OPS.iter().find(|r| r.1 == s).map(|r| r.0)
+    }
+
+    /// Every scan op's name.
+    pub fn scan_names() -> impl Iterator<Item = &'static str> {
+        SCAN_OPS.iter().map(|r| r.1)
+    }
+
     /// Whether the op applies to values of `d`.
     pub fn accepts(self, d: DType) -> bool {
         match self {
@@ -245,6 +264,93 @@ impl ReduceKind {
     }
 }
 
+/// The read-modify-write of an atomic op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOp {
+    Add,
+    Max,
+    Min,
+    /// Compare-and-swap: writes the new value where the element equals the compared one.
+    Cas,
+}
+
+/// Memory-order semantics of an atomic (PTX `.relaxed`, `.acquire`, `.release`, `.acq_rel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemSem {
+    Relaxed,
+    Acquire,
+    Release,
+    AcqRel,
+}
+
+/// The threads an atomic is coherent with (PTX `.cta`, `.gpu`, `.sys`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemScope {
+    Block,
+    Gpu,
+    System,
+}
+
+/// (op, language and attribute name).
+const ATOMIC_OPS: &[(AtomicOp, &str)] =
+    &[(AtomicOp::Add, "add"), (AtomicOp::Max, "max"), (AtomicOp::Min, "min"), (AtomicOp::Cas, "cas")];
+/// (semantics, language and attribute name, PTX qualifier).
+const MEM_SEMS: &[(MemSem, &str, &str)] = &[
+    (MemSem::Relaxed, "relaxed", "relaxed"),
+    (MemSem::Acquire, "acquire", "acquire"),
+    (MemSem::Release, "release", "release"),
+    (MemSem::AcqRel, "acq_rel", "acq_rel"),
+];
+/// (scope, language and attribute name, PTX qualifier).
+const MEM_SCOPES: &[(MemScope, &str, &str)] =
+    &[(MemScope::Block, "block", "cta"), (MemScope::Gpu, "gpu", "gpu"), (MemScope::System, "system", "sys")];
+
+impl AtomicOp {
+    pub fn name(self) -> &'static str {
+        ATOMIC_OPS.iter().find(|r| r.0 == self).map(|r| r.1).unwrap_or("add")
+    }
+    pub fn parse(s: &str) -> Option<AtomicOp> {
+        ATOMIC_OPS.iter().find(|r| r.1 == s).map(|r| r.0)
+    }
+    /// The dtypes the op takes (f32 max/min through the integer order of its bits).
+    pub fn accepts(self, d: DType) -> bool {
+        match self {
+            AtomicOp::Add => matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::I32 | DType::I64),
+            AtomicOp::Max | AtomicOp::Min | AtomicOp::Cas => matches!(d, DType::F32 | DType::I32),
+        }
+    }
+}
+
+impl MemSem {
+    pub fn name(self) -> &'static str {
+        MEM_SEMS.iter().find(|r| r.0 == self).map(|r| r.1).unwrap_or("relaxed")
+    }
+    pub fn ptx(self) -> &'static str {
+        MEM_SEMS.iter().find(|r| r.0 == self).map(|r| r.2).unwrap_or("relaxed")
+    }
+    pub fn parse(s: &str) -> Option<MemSem> {
+        MEM_SEMS.iter().find(|r| r.1 == s).map(|r| r.0)
+    }
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        MEM_SEMS.iter().map(|r| r.1)
+    }
+}
+
+impl MemScope {
+    pub fn name(self) -> &'static str {
+        MEM_SCOPES.iter().find(|r| r.0 == self).map(|r| r.1).unwrap_or("gpu")
+    }
+    pub fn ptx(self) -> &'static str {
+        MEM_SCOPES.iter().find(|r| r.0 == self).map(|r| r.2).unwrap_or("gpu")
+    }
+    pub fn parse(s: &str) -> Option<MemScope> {
+        MEM_SCOPES.iter().find(|r| r.1 == s).map(|r| r.0)
+    }
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        MEM_SCOPES.iter().map(|r| r.1)
+    }
+}
+
 /// What an out-of-bounds element of a `load` or `gather` reads as.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Padding {
@@ -324,6 +430,16 @@ mod tests {
         }
         for k in ReduceKind::names() {
             assert_eq!(ReduceKind::parse(k).map(ReduceKind::name), Some(k));
+        }
+        for (op, n) in ATOMIC_OPS {
+            assert_eq!(AtomicOp::parse(n), Some(*op));
+            assert_eq!(op.name(), *n);
+        }
+        for (m, n, _) in MEM_SEMS {
+            assert_eq!(MemSem::parse(n), Some(*m));
+        }
+        for (m, n, _) in MEM_SCOPES {
+            assert_eq!(MemScope::parse(n), Some(*m));
         }
         for p in [Padding::Zero, Padding::NegInf, Padding::PosInf, Padding::Value(-2.5)] {
             assert_eq!(Padding::parse(&p.name()), Some(p));

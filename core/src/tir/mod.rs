@@ -10,7 +10,9 @@ mod ops;
 mod print;
 pub mod verify;
 
-pub use attrs::{cast_op, is_cast_op, BinOp, CmpPred, LogicOp, MathFlags, Padding, ReduceKind, UnOp};
+pub use attrs::{
+    cast_op, is_cast_op, AtomicOp, BinOp, CmpPred, LogicOp, MathFlags, MemScope, MemSem, Padding, ReduceKind, UnOp,
+};
 pub use ops::OpKind;
 pub use print::PrintOptions;
 

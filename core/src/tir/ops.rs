@@ -1,6 +1,6 @@
 //! The ops of the tile IR (`tile` and `tilegpu` dialects), with their meaning.
 
-use super::attrs::{BinOp, CmpPred, LogicOp, MathFlags, Padding, ReduceKind, UnOp};
+use super::attrs::{AtomicOp, BinOp, CmpPred, LogicOp, MathFlags, MemScope, MemSem, Padding, ReduceKind, UnOp};
 use super::{Op, ValueId};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +46,13 @@ pub enum OpKind {
         axis: u32,
         value: ValueId,
     },
+    /// Inclusive scan along `axis` with `op` (`Add`, `Mul`, `Max` or `Min`): element i is
+    /// the combination of elements 0..=i along the axis.
+    Scan {
+        op: BinOp,
+        axis: u32,
+        value: ValueId,
+    },
     /// Broadcast of extent-1 dimensions to the result shape.
     Broadcast(ValueId),
     /// Tile `index` (in units of the tile shape) of the tensor viewed with its dims in
@@ -64,6 +71,20 @@ pub enum OpKind {
         index: Vec<ValueId>,
         tile: ValueId,
         mask: Option<ValueId>,
+    },
+    /// An atomic read-modify-write of tile `index` of a tensor (addressed as `Store`), element
+    /// by element where `mask` (an i1 tile of the tile's shape) holds and the element is in
+    /// bounds; the result is the tile of the values before (0 where nothing was done). `Cas`
+    /// writes `tile` where the element equals `cmp`.
+    Atomic {
+        op: AtomicOp,
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        tile: ValueId,
+        cmp: Option<ValueId>,
+        mask: ValueId,
+        sem: MemSem,
+        scope: MemScope,
     },
     /// The elements at per-dimension element-index tiles (broadcast together): a gather.
     Gather {
@@ -214,6 +235,7 @@ impl OpKind {
             | OpKind::Reshape(x)
             | OpKind::Unary { value: x, .. }
             | OpKind::Reduce { value: x, .. }
+            | OpKind::Scan { value: x, .. }
             | OpKind::ConvertLayout { value: x, .. }
             | OpKind::LocalAlloc { value: x }
             | OpKind::LocalLoad { buf: x }
@@ -240,6 +262,11 @@ impl OpKind {
             OpKind::Scatter { tensor, index, tile } => {
                 std::iter::once(*tensor).chain(index.iter().copied()).chain(std::iter::once(*tile)).collect()
             }
+            OpKind::Atomic { tensor, index, tile, cmp, mask, .. } => std::iter::once(*tensor)
+                .chain(index.iter().copied())
+                .chain(cmp.iter().copied())
+                .chain([*tile, *mask])
+                .collect(),
             OpKind::Print { values, .. } => values.clone(),
             OpKind::For { lb, ub, step, init, yields, .. } => {
                 [*lb, *ub, *step].into_iter().chain(init.iter().copied()).chain(yields.iter().copied()).collect()

@@ -193,6 +193,12 @@ impl Printer<'_> {
                 kind.name(),
                 t(value)
             ),
+            OpKind::Scan { op: sop, axis, value } => format!(
+                "\"tile.scan\"({}) {{op = \"{}\", axis = {axis} : i32}} : ({}) -> {rty}",
+                n(value),
+                sop.scan_name().unwrap_or("add"),
+                t(value)
+            ),
             OpKind::Broadcast(x) => format!("\"tile.broadcast\"({}) : ({}) -> {rty}", n(x), t(x)),
             OpKind::Load { tensor, index, padding, order, latency } => {
                 let mut args = vec![n(tensor)];
@@ -228,6 +234,23 @@ impl Printer<'_> {
                 tys.extend(index.iter().map(t));
                 tys.push(t(tile));
                 format!("\"tile.scatter\"({}) : ({}) -> ()", args.join(", "), tys.join(", "))
+            }
+            OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, sem, scope } => {
+                let mut args = vec![n(tensor)];
+                args.extend(index.iter().map(n));
+                let mut tys = vec![t(tensor)];
+                tys.extend(index.iter().map(t));
+                for v in cmp.iter().chain([tile, mask]) {
+                    args.push(n(v));
+                    tys.push(t(v));
+                }
+                let attrs =
+                    format!("{{op = \"{}\", scope = \"{}\", sem = \"{}\"}}", aop.name(), scope.name(), sem.name());
+                let (args, tys) = (args.join(", "), tys.join(", "));
+                match cmp {
+                    Some(_) => format!("\"tile.atomic_cas\"({args}) {attrs} : ({tys}) -> {rty}"),
+                    None => format!("\"tile.atomic\"({args}) {attrs} : ({tys}) -> {rty}"),
+                }
             }
             OpKind::Mma { a, b, acc } => {
                 format!("\"tile.mma\"({}, {}, {}) : ({}, {}, {}) -> {rty}", n(a), n(b), n(acc), t(a), t(b), t(acc))

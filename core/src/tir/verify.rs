@@ -7,7 +7,7 @@
 //! rule (`E0905`), never lowered into wrong code: an f32 tile stored into an f16 tensor
 //! would write past the buffer; a block of zero warps would launch nothing.
 
-use super::{Func, Op, OpKind, ReduceKind, Type, ValueId};
+use super::{AtomicOp, Func, Op, OpKind, ReduceKind, Type, ValueId};
 use crate::diag::Diagnostic;
 use crate::dtype::DType;
 
@@ -156,11 +156,12 @@ fn same(a: &Type, b: &Type) -> bool {
 fn placement_mismatch(func: &Func, op: &Op) -> Option<String> {
     let (reference, operands): (ValueId, Vec<ValueId>) = match &op.kind {
         OpKind::Binary { lhs, rhs, .. } => (op.result?, vec![*lhs, *rhs]),
-        OpKind::Unary { value, .. } | OpKind::Cast(value) => (op.result?, vec![*value]),
+        OpKind::Unary { value, .. } | OpKind::Cast(value) | OpKind::Scan { value, .. } => (op.result?, vec![*value]),
         OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => (op.result?, vec![*a, *b]),
         OpKind::Select { cond, a, b } => (op.result?, vec![*cond, *a, *b]),
         OpKind::Fma { a, b, c } => (op.result?, vec![*a, *b, *c]),
         OpKind::Store { tile, mask: Some(m), .. } => (*tile, vec![*m]),
+        OpKind::Atomic { tile, cmp, mask, .. } => (op.result?, cmp.iter().copied().chain([*tile, *mask]).collect()),
         OpKind::Gather { index, .. } => (op.result?, index.clone()),
         OpKind::Rand { offsets, .. } => (op.result?, vec![*offsets]),
         OpKind::Scatter { index, tile, .. } => (*tile, index.clone()),
@@ -277,6 +278,13 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("{} of {} along {axis} to {}", kind.name(), a.to_mlir(), r.to_mlir()));
             }
         }
+        OpKind::Scan { op: sop, axis, value } => {
+            let a = u(*value)?;
+            let rank = shape_of(&a).map_or(0, <[i64]>::len);
+            if !same(&a, &r) || (*axis as usize) >= rank || sop.scan_name().is_none() || a.dtype() == DType::I1 {
+                return fail(format!("a scan along {axis} of {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
         OpKind::Broadcast(x) => {
             let a = u(*x)?;
             let ok = match (shape_of(&a), shape_of(&r)) {
@@ -311,6 +319,26 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 if m.dtype() != DType::I1 || shape_of(&m) != shape_of(&t) {
                     return fail(format!("a store of {} masked by {}", t.to_mlir(), m.to_mlir()));
                 }
+            }
+        }
+        OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, .. } => {
+            let (d, rank) = tensor_of(func, defined, op, *tensor)?;
+            indices(func, defined, op, index, rank)?;
+            let t = u(*tile)?;
+            if shape_of(&t).map(<[i64]>::len) != Some(rank) || t.dtype() != d || !aop.accepts(d) {
+                return fail(format!("atomic {} of {} on a rank-{rank} {d} tensor", aop.name(), t.to_mlir()));
+            }
+            let m = u(*mask)?;
+            if m.dtype() != DType::I1 || shape_of(&m) != shape_of(&t) || !same(&t, &r) {
+                return fail(format!("atomic of {} masked by {} to {}", t.to_mlir(), m.to_mlir(), r.to_mlir()));
+            }
+            if let Some(c) = cmp {
+                if !same(&u(*c)?, &t) {
+                    return fail("a compare-and-swap whose compared tile is not the new one's type".into());
+                }
+            }
+            if (*aop == AtomicOp::Cas) != cmp.is_some() {
+                return fail("only `cas` compares".into());
             }
         }
         OpKind::Gather { tensor, index, .. } | OpKind::Element { tensor, index } => {

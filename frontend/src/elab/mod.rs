@@ -20,7 +20,8 @@ use crate::ast::{
 use std::collections::{BTreeMap, BTreeSet};
 use tilec_core::abi::{Extent, HostExpr, ParamSig, Signature};
 use tilec_core::tir::{
-    self, BinOp, CmpPred, Func, LogicOp, MathFlags, Op, OpKind, Padding, ReduceKind, Type, UnOp, ValueId,
+    self, AtomicOp, BinOp, CmpPred, Func, LogicOp, MathFlags, MemScope, MemSem, Op, OpKind, Padding, ReduceKind, Type,
+    UnOp, ValueId,
 };
 use tilec_core::{DType, Diagnostic, Span};
 
@@ -220,7 +221,8 @@ fn const_text(v: &Val) -> String {
         Val::Bool(b) => b.to_string(),
         Val::Float(f) => tir::float_literal(*f),
         Val::DType(d) => d.name().to_string(),
-        _ => "<error>".to_string(),
+        Val::Str(s) => format!("\"{s}\""),
+        other => kind_name(other).to_string(),
     }
 }
 

@@ -94,9 +94,13 @@ impl Cx<'_> {
             }
             StmtKind::Expr(e) => {
                 let v = self.expr(e)?;
+                // An atomic's old values may be dropped: it is done for its write.
+                let atomic = matches!(&e.kind, ExprKind::Call(f, _)
+                    if matches!(&f.kind, ExprKind::Name(n) if n.starts_with("atomic_")));
                 match v {
                     Val::Tuple(t) if t.is_empty() => Ok(()),
                     Val::Poison => Ok(()),
+                    Val::Tile(_) if atomic => Ok(()),
                     other => Err(Diagnostic::error(
                         "E0006",
                         format!("the value of this expression ({}) is unused", kind_name(&other)),

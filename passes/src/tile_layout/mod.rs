@@ -222,6 +222,25 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         ));
     }
 
+    // A shape's layout: its own, the slice of a full shape's, or (a [1, 1] beside [1, N] beside
+    // [M, N]) the slice of a slice, as the reductions that make such tiles place them.
+    fn sliced(shape: &[i64], layouts: &BTreeMap<Vec<i64>, Blocked>, all: &[Vec<i64>], depth: usize) -> Option<Layout> {
+        if let Some(b) = layouts.get(shape) {
+            return Some(Layout::Blocked(b.clone()));
+        }
+        if depth == 0 {
+            return None;
+        }
+        all.iter().find_map(|f| {
+            let diff: Vec<usize> = (0..shape.len()).filter(|&d| f.len() == shape.len() && f[d] != shape[d]).collect();
+            match diff.as_slice() {
+                [d] if shape[*d] == 1 => {
+                    sliced(f, layouts, all, depth - 1).map(|p| Layout::Slice { dim: *d, parent: Box::new(p) })
+                }
+                _ => None,
+            }
+        })
+    }
     let layout_of = |shape: &[i64]| -> Option<Layout> {
         if let Some(b) = layouts.get(shape) {
             return Some(Layout::Blocked(b.clone()));
@@ -229,6 +248,7 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         let full: Vec<Vec<i64>> = layouts.keys().cloned().collect();
         slice_parent(shape, &full)
             .map(|(d, f)| Layout::Slice { dim: d, parent: Box::new(Layout::Blocked(layouts[&f].clone())) })
+            .or_else(|| sliced(shape, &layouts, &snapshot, shape.len()))
     };
 
     // Assign in definition order: reductions take the slice of their operand's layout;

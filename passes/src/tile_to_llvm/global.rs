@@ -7,7 +7,7 @@ use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::{TensorArgs, Value};
 use super::{err, Lowering};
-use tilec_core::tir::{OpKind, Padding, Type, ValueId};
+use tilec_core::tir::{AtomicOp, Op, OpKind, Padding, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 /// Bit pattern of the padding of one element, as `u64`.
@@ -66,6 +66,15 @@ pub(crate) enum Access {
     Store {
         vals: Vec<Reg>,
         mask: Option<Vec<Reg>>,
+    },
+    /// An atomic read-modify-write of each element (one `atom` each, under the mask's and
+    /// the bounds' predicate, by the owner of a replicated element): the old values.
+    Atomic {
+        op: AtomicOp,
+        vals: Vec<Reg>,
+        cmp: Option<Vec<Reg>>,
+        mask: Vec<Reg>,
+        qual: String,
     },
     /// An asynchronous copy (`nvgpu.device_async_copy`) of each 16-byte chunk into the
     /// shared view `dst`, at the element index given for the chunk's first register; the
@@ -284,7 +293,7 @@ impl Lowering<'_> {
         if d == DType::I1 && matches!(access, Access::Async { .. }) {
             return Err(err("an asynchronous copy of an i1 tile"));
         }
-        let masked = matches!(&access, Access::Store { mask: Some(_), .. });
+        let masked = matches!(&access, Access::Store { mask: Some(_), .. } | Access::Atomic { .. });
         // The dim with unit stride under the 16-byte specialisation: the view's, which for an
         // ordered load is the tile dim viewing the tensor's last dim.
         let last = t.contiguous.unwrap_or(rank - 1);
@@ -296,7 +305,7 @@ impl Lowering<'_> {
         // Threads holding copies of the tile (a tile smaller than the block) do not store.
         let (rep_lanes, rep_warps) = (map.replicated_lanes(), map.replicated_warps());
         let owner = match (&access, rep_lanes | rep_warps) {
-            (Access::Store { .. }, m) if m != 0 => Some(self.owner(rep_lanes, rep_warps)),
+            (Access::Store { .. } | Access::Atomic { .. }, m) if m != 0 => Some(self.owner(rep_lanes, rep_warps)),
             _ => None,
         };
         // Global coordinate of this thread's first element, per dim, in 64 bits: a tile index
@@ -311,7 +320,8 @@ impl Lowering<'_> {
             g.push(self.em.add(&o, &b));
         }
         let regs = l.regs_per_thread(&shape);
-        let mut out: Vec<Option<Reg>> = vec![None; if matches!(access, Access::Load(_)) { regs as usize } else { 0 }];
+        let mut out: Vec<Option<Reg>> =
+            vec![None; if matches!(access, Access::Load(_) | Access::Atomic { .. }) { regs as usize } else { 0 }];
         let mut tokens = vec![];
         let ety = mem_ty(d);
         let mut r = 0;
@@ -338,8 +348,8 @@ impl Lowering<'_> {
             if let Some(o) = &owner {
                 pred = self.em.and(&pred, o);
             }
-            if let Access::Store { mask: Some(m), .. } = &access {
-                let mr = m.get(r as usize).ok_or_else(|| err("a store mask with too few registers"))?;
+            if let Access::Store { mask: Some(m), .. } | Access::Atomic { mask: m, .. } = &access {
+                let mr = m.get(r as usize).ok_or_else(|| err("a mask with too few registers"))?;
                 pred = self.em.and(&pred, mr);
             }
             let addr =
@@ -429,6 +439,19 @@ impl Lowering<'_> {
                     asm.push(&format!("@{pr} st.global{vsuf}.{wsuffix} [{a}], {src};"));
                     asm.emit(&mut self.em);
                 }
+                Access::Atomic { op, vals, cmp, qual, .. } => {
+                    let v = vals.get(r as usize).ok_or_else(|| err("an atomic without its value"))?;
+                    out[r as usize] = Some(atomic_element(
+                        &mut self.em,
+                        *op,
+                        &addr()?,
+                        v,
+                        cmp.as_ref().map(|c| &c[r as usize]),
+                        &pred,
+                        d,
+                        qual,
+                    )?);
+                }
                 Access::Async { src, dst, at } => {
                     let di = at.get(&r).ok_or_else(|| err("async copy: no shared index for a chunk"))?.clone();
                     if nbytes != 16 {
@@ -449,4 +472,147 @@ impl Lowering<'_> {
         }
         Ok(out.into_iter().flatten().collect())
     }
+
+    /// `atomic_*`: the old values, in every thread that holds the tile (a replicated
+    /// element is updated once, by its owner, and its old value reaches the copies through
+    /// shared memory when the result is used).
+    pub(crate) fn atomic(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
+        let OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, sem, scope } = &op.kind else {
+            return Err(err("not an atomic"));
+        };
+        let t = self.tensor(*tensor)?;
+        let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
+        let ty = rty.ok_or_else(|| err("atomic without result"))?.clone();
+        let vals = self.tile(*tile)?;
+        let cmp = match cmp {
+            Some(c) => Some(self.tile(*c)?),
+            None => None,
+        };
+        let mask = self.tile(*mask)?;
+        let qual = format!("{}.{}", sem.ptx(), scope.ptx());
+        let old = self.tile_access(&t, &idx, &ty, Access::Atomic { op: *aop, vals, cmp, mask, qual })?;
+        let l = ty.layout().ok_or_else(|| err("atomic of a tile without layout"))?.clone();
+        let shape = ty.shape().to_vec();
+        let map = l.to_linear(&shape);
+        let replicated = map.replicated_lanes() | map.replicated_warps() != 0;
+        let used = op.result.is_some_and(|r| {
+            let mut u = false;
+            self.func.walk(&mut |o| u |= o.kind.operands().contains(&r));
+            u
+        });
+        if !replicated || !used {
+            return Ok(Value::Tile(old));
+        }
+        // Owners write every element's old value, then every copy reads it.
+        let d = ty.dtype();
+        let bytes = i64::from(d.bytes());
+        let n: i64 = shape.iter().product();
+        let region = self.smem_region(n * bytes)?;
+        self.smem_write_begin(region, n * bytes);
+        let base = self.smem_base();
+        let owner = self.owner(map.replicated_lanes(), map.replicated_warps());
+        let region_c = self.em.ci32(region);
+        let bsz = self.em.ci32(bytes);
+        let mut addrs = vec![];
+        for r in 0..map.num_regs() {
+            let lin = self.element_index(&l, &shape, &map.reg_offset(r));
+            let bo = self.em.mul(&lin, &bsz);
+            let at = self.em.add(&bo, &region_c);
+            addrs.push(self.em.gep(&base, &at, &Ty::I8));
+        }
+        let (then_b, join_b) = (self.em.new_block(), self.em.new_block());
+        self.em.cond_br(&owner, &then_b, &join_b);
+        self.em.label(&then_b, &[]);
+        for (a, v) in addrs.iter().zip(&old) {
+            self.em.store(v, a, bytes);
+        }
+        self.em.br(&join_b, &[]);
+        self.em.label(&join_b, &[]);
+        self.smem_written();
+        let out = addrs.iter().map(|a| self.em.load(a, Ty::of(d), bytes)).collect();
+        self.smem_read_done(region, n * bytes);
+        Ok(Value::Tile(out))
+    }
+}
+
+/// One element's `atom` (PTX) under predicate `pred`; the old value (0 where not done). f32
+/// max/min order the bits as integers: non-negative values as signed (`max.s32`), negative
+/// ones as unsigned in the opposite sense (`min.u32`), which is the float order for every
+/// non-NaN value.
+#[allow(clippy::too_many_arguments)]
+fn atomic_element(
+    em: &mut Emitter,
+    op: AtomicOp,
+    addr: &Reg,
+    v: &Reg,
+    cmp: Option<&Reg>,
+    pred: &Reg,
+    d: DType,
+    qual: &str,
+) -> Result<Reg, Diagnostic> {
+    let mut asm = PtxAsm::new();
+    let float_order = d == DType::F32 && matches!(op, AtomicOp::Max | AtomicOp::Min);
+    let cas_bits = d == DType::F32 && op == AtomicOp::Cas;
+    let (rty, zero) = match d {
+        DType::F16 | DType::BF16 => (Ty::I16, "mov.b16"),
+        DType::I64 => (Ty::I64, "mov.b64"),
+        DType::F32 if !float_order && !cas_bits => (Ty::F32, "mov.b32"),
+        _ => (Ty::I32, "mov.b32"),
+    };
+    let o = asm.output(rty.clone());
+    let a = asm.input(addr);
+    let word = |em: &mut Emitter, x: &Reg| match d {
+        DType::F16 | DType::BF16 => em.bitcast(x, Ty::I16),
+        DType::F32 if float_order || cas_bits => em.bitcast(x, Ty::I32),
+        _ => x.clone(),
+    };
+    let vw = word(em, v);
+    let x = asm.input(&vw);
+    let text = match (op, d) {
+        (AtomicOp::Add, DType::F32) => {
+            let p = asm.input(pred);
+            format!("@{p} atom.{qual}.global.add.f32 {o}, [{a}], {x};")
+        }
+        (AtomicOp::Add, DType::F16 | DType::BF16) => {
+            let p = asm.input(pred);
+            format!("@{p} atom.{qual}.global.add.noftz.{} {o}, [{a}], {x};", d.name())
+        }
+        (AtomicOp::Add, DType::I32) => {
+            let p = asm.input(pred);
+            format!("@{p} atom.{qual}.global.add.u32 {o}, [{a}], {x};")
+        }
+        (AtomicOp::Add, DType::I64) => {
+            let p = asm.input(pred);
+            format!("@{p} atom.{qual}.global.add.u64 {o}, [{a}], {x};")
+        }
+        (AtomicOp::Max | AtomicOp::Min, DType::I32) => {
+            let p = asm.input(pred);
+            format!("@{p} atom.{qual}.global.{}.s32 {o}, [{a}], {x};", if op == AtomicOp::Max { "max" } else { "min" })
+        }
+        (AtomicOp::Max | AtomicOp::Min, DType::F32) => {
+            let zero_i = em.cint(0, Ty::I32);
+            let neg = em.icmp(ICmp::Slt, &vw, &zero_i);
+            let t = em.cint(1, Ty::I1);
+            let pos = em.xor(&neg, &t);
+            let (pp, pn) = (em.and(pred, &pos), em.and(pred, &neg));
+            let (p1, p2) = (asm.input(&pp), asm.input(&pn));
+            let (a1, a2) = if op == AtomicOp::Max { ("max.s32", "min.u32") } else { ("min.s32", "max.u32") };
+            format!("@{p1} atom.{qual}.global.{a1} {o}, [{a}], {x}; @{p2} atom.{qual}.global.{a2} {o}, [{a}], {x};")
+        }
+        (AtomicOp::Cas, DType::I32 | DType::F32) => {
+            let c = cmp.ok_or_else(|| err("a compare-and-swap without its compared value"))?;
+            let cw = word(em, c);
+            let ci = asm.input(&cw);
+            let p = asm.input(pred);
+            format!("@{p} atom.{qual}.global.cas.b32 {o}, [{a}], {ci}, {x};")
+        }
+        (op, d) => return Err(err(format!("atomic {} of {d}", op.name()))),
+    };
+    asm.push(&format!("{zero} {o}, 0; {text}"));
+    let w = asm.emit(em).pop().ok_or_else(|| err("an atom without result"))?;
+    Ok(match d {
+        DType::F16 | DType::BF16 => em.bitcast(&w, Ty::of(d)),
+        DType::F32 if float_order || cas_bits => em.bitcast(&w, Ty::F32),
+        _ => w,
+    })
 }

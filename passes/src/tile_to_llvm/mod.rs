@@ -541,10 +541,15 @@ impl Lowering<'_> {
                 let ty = rty.ok_or_else(|| err("reduce without result"))?;
                 self.reduce(*kind, *axis as usize, *value, &ty)?
             }
+            OpKind::Scan { op: sop, axis, value } => {
+                let ty = rty.ok_or_else(|| err("scan without result"))?;
+                self.scan(*sop, *axis as usize, *value, &ty)?
+            }
             OpKind::Load { .. } | OpKind::Store { .. } => match self.global_access(&op.kind, rty.as_ref())? {
                 Some(v) => v,
                 None => return Ok(()),
             },
+            OpKind::Atomic { .. } => self.atomic(op, rty.as_ref())?,
             OpKind::Gather { .. } | OpKind::Element { .. } | OpKind::Scatter { .. } => {
                 match self.element_op(&op.kind, rty.as_ref())? {
                     Some(v) => v,

@@ -261,3 +261,142 @@ impl Lowering<'_> {
         result(out)
     }
 }
+
+/// One hardware bit that moves along a scan's axis: a register bit, a lane bit or a warp bit.
+#[derive(Clone, Copy, Debug)]
+enum AxisBit {
+    Reg(usize),
+    Lane(usize),
+    Warp(usize),
+}
+
+/// Whether an element is in the upper half of its block of the axis at one scan step.
+#[derive(Clone, Debug)]
+enum Upper {
+    Known(bool),
+    RunTime(Reg),
+}
+
+impl Lowering<'_> {
+    /// The row-major index of the element that register `r` of this thread holds, of a tile of
+    /// `shape` in layout `l` (i32).
+    pub(crate) fn element_index(&mut self, l: &tilec_core::layout::Layout, shape: &[i64], off: &[i64]) -> Reg {
+        let mut lin = self.em.ci32(0);
+        let mut stride = 1i64;
+        for dd in (0..shape.len()).rev() {
+            if shape[dd] > 1 {
+                let tb = self.thread_base(l, shape, dd);
+                let o = self.em.ci32(off[dd]);
+                let c = self.em.add(&tb, &o);
+                let st = self.em.ci32(stride);
+                let term = self.em.mul(&c, &st);
+                lin = self.em.add(&lin, &term);
+            }
+            stride *= shape[dd];
+        }
+        lin
+    }
+
+    /// An inclusive scan along `axis`: over the hardware bits that move along the axis, in
+    /// increasing order of the coordinate bit they move, each element keeps its prefix and
+    /// the total of its block of the axis; the partner across a bit (the element with that
+    /// coordinate bit flipped) gives its block's total — another register, a butterfly
+    /// shuffle, or through shared memory across warps. log2(extent) steps for any layout.
+    pub(crate) fn scan(&mut self, op: BinOp, axis: usize, value: ValueId, ty: &Type) -> Result<Value, Diagnostic> {
+        let src = self.tile(value)?;
+        let l = ty.layout().ok_or_else(|| err("scan of a tile without layout"))?.clone();
+        let shape = ty.shape().to_vec();
+        let d = ty.dtype();
+        let map = l.to_linear(&shape);
+        let mut bits: Vec<(i64, AxisBit)> = vec![];
+        let groups = [(&map.regs, 0), (&map.lanes, 1), (&map.warps, 2)];
+        for (bases, kind) in groups {
+            for (k, b) in bases.iter().enumerate() {
+                if b[axis] == 0 {
+                    continue;
+                }
+                if b.iter().enumerate().any(|(dd, v)| dd != axis && *v != 0) {
+                    return Err(err("a scan over a layout whose bits move along several dims"));
+                }
+                bits.push((b[axis], [AxisBit::Reg(k), AxisBit::Lane(k), AxisBit::Warp(k)][kind]));
+            }
+        }
+        bits.sort_by_key(|(p, _)| *p);
+        let combine = |em: &mut Emitter, a: &Reg, b: &Reg| binop(em, op, a, b, d);
+        let mut pre = src.clone();
+        let mut tot = src;
+        let n = map.num_regs();
+        for (p, bit) in bits {
+            // The partner's total, and whether this element is the upper half (bit set): known
+            // per register for a register bit, a run-time i1 for a lane or warp bit.
+            let (partner, upper): (Vec<Reg>, Vec<Upper>) = match bit {
+                AxisBit::Reg(k) => {
+                    let partner = (0..n).map(|r| tot[(r ^ (1 << k)) as usize].clone()).collect();
+                    let upper = (0..n).map(|r| Upper::Known((r >> k) & 1 == 1)).collect();
+                    (partner, upper)
+                }
+                AxisBit::Lane(k) => {
+                    let partner = tot.iter().map(|t| shfl_bfly(&mut self.em, t, d, 1 << k)).collect();
+                    let lane = self.lane.clone();
+                    let b = self.coord_bits(&lane, k as u32, 2);
+                    let one = self.em.ci32(1);
+                    let u = self.em.icmp(ICmp::Eq, &b, &one);
+                    (partner, vec![Upper::RunTime(u); n as usize])
+                }
+                AxisBit::Warp(k) => {
+                    let warp = self.warp.clone();
+                    let b = self.coord_bits(&warp, k as u32, 2);
+                    let one = self.em.ci32(1);
+                    let u = self.em.icmp(ICmp::Eq, &b, &one);
+                    // Every thread writes its totals, then reads its partner's: the element
+                    // whose axis coordinate differs by ±p.
+                    let bytes = i64::from(d.bytes());
+                    let total: i64 = shape.iter().product::<i64>() * bytes;
+                    let region = self.smem_region(total)?;
+                    self.smem_write_begin(region, total);
+                    let base = self.smem_base();
+                    let stride: i64 = shape[axis + 1..].iter().product();
+                    let (region_c, bsz) = (self.em.ci32(region), self.em.ci32(bytes));
+                    let (down, upc) = (self.em.ci32(-p * stride), self.em.ci32(p * stride));
+                    let delta = self.em.select(&u, &down, &upc);
+                    let mut reads = vec![];
+                    for r in 0..n {
+                        let off = map.reg_offset(r);
+                        let lin = self.element_index(&l, &shape, &off);
+                        let bo = self.em.mul(&lin, &bsz);
+                        let at = self.em.add(&bo, &region_c);
+                        let a = self.em.gep(&base, &at, &Ty::I8);
+                        self.em.store(&tot[r as usize], &a, bytes);
+                        let plin = self.em.add(&lin, &delta);
+                        let pbo = self.em.mul(&plin, &bsz);
+                        let pat = self.em.add(&pbo, &region_c);
+                        reads.push(self.em.gep(&base, &pat, &Ty::I8));
+                    }
+                    self.smem_written();
+                    let partner = reads.iter().map(|a| self.em.load(a, Ty::of(d), bytes)).collect();
+                    self.smem_read_done(region, total);
+                    (partner, vec![Upper::RunTime(u); n as usize])
+                }
+            };
+            for r in 0..n as usize {
+                let (pt, mine_pre, mine_tot) = (&partner[r], pre[r].clone(), tot[r].clone());
+                // Upper half: the lower block's total comes first; lower half: after it.
+                match &upper[r] {
+                    Upper::Known(false) => tot[r] = combine(&mut self.em, &mine_tot, pt),
+                    Upper::Known(true) => {
+                        pre[r] = combine(&mut self.em, pt, &mine_pre);
+                        tot[r] = combine(&mut self.em, pt, &mine_tot);
+                    }
+                    Upper::RunTime(u) => {
+                        let hi_pre = combine(&mut self.em, pt, &mine_pre);
+                        let hi_tot = combine(&mut self.em, pt, &mine_tot);
+                        let lo_tot = combine(&mut self.em, &mine_tot, pt);
+                        pre[r] = self.em.select(u, &hi_pre, &mine_pre);
+                        tot[r] = self.em.select(u, &hi_tot, &lo_tot);
+                    }
+                }
+            }
+        }
+        Ok(Value::Tile(pre))
+    }
+}

@@ -406,3 +406,132 @@ pub const MASKED: Spec = Spec {
     },
     peer_config: no_peer,
 };
+
+/// Atomics over many blocks (kernels/lang/atomics.tile): the inputs are multiples of 1/8, so
+/// that every f32 sum is exact in any order and every output must match bit for bit.
+pub const ATOMICS: Spec = Spec {
+    name: "lang_atomics",
+    file: "lang/atomics.tile",
+    kernel: "atomics",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![Case::new(DType::F32, &[100, 300]), Case::new(DType::F32, &[5, 7]).with("ROWS", 2).with("BLOCK_N", 4)]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F32, &[1, 1]),
+            Case::new(DType::F32, &[100, 300]),
+            Case::new(DType::F32, &[4097, 1000]),
+            Case::new(DType::F32, &[65_536, 64]).with("ROWS", 4),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |_| BTreeMap::new(),
+    inputs: |c, rng| {
+        let n = c.dims[1];
+        let mut x: Vec<f64> = randn(rng, numel(&c.dims), 4.0).into_iter().map(|v| (v * 8.0).round() / 8.0).collect();
+        if let Some(v) = x.get_mut(1) {
+            *v = -0.0;
+        }
+        vec![
+            tensor(DType::F32, &c.dims, &x),
+            tensor(DType::F32, &[1, n], &vec![0.0; n as usize]),
+            tensor(DType::F32, &[1, n], &vec![f64::NEG_INFINITY; n as usize]),
+            tensor(DType::F32, &[1, n], &vec![f64::INFINITY; n as usize]),
+            tensor(DType::I32, &[1, n], &vec![0.0; n as usize]),
+            tensor(DType::I32, &[1, n], &vec![-1.0; n as usize]),
+            tensor(DType::I32, &[1, n], &vec![0.0; n as usize]),
+            tensor(DType::I32, &[1, 1], &[0.0]),
+        ]
+    },
+    outputs: &[1, 2, 3, 4, 5, 6, 7],
+    exact: &[1, 2, 3, 4, 5, 6, 7],
+    reference: |c, a| {
+        let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+        let rows = c.konst("ROWS", 16).max(1) as usize;
+        let x = values(a, 0);
+        let x = &x;
+        let col = |j: usize| (0..m).map(move |i| x[i * n + j]);
+        let sum: Vec<f64> = (0..n).map(|j| col(j).sum()).collect();
+        let max: Vec<f64> = (0..n).map(|j| col(j).fold(f64::NEG_INFINITY, f64::max)).collect();
+        let min: Vec<f64> = (0..n).map(|j| col(j).fold(f64::INFINITY, f64::min)).collect();
+        let pos: Vec<f64> = (0..n).map(|j| col(j).filter(|v| *v > 0.0).count() as f64).collect();
+        vec![sum, max, min, pos, vec![0.0; n], vec![1.0; n], vec![m.div_ceil(rows) as f64]]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 4.0,
+    flops: None,
+    case_for: |dims, _| match dims {
+        [m, n] if *m >= 1 && *n >= 1 => Ok(Case::new(DType::F32, dims)),
+        _ => Err(format!("lang_atomics takes MxN, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// Scans (kernels/lang/scan.tile): integer outputs exact, float ones within the f32 bound of a
+/// tree-ordered sum or product.
+pub const SCAN: Spec = Spec {
+    name: "lang_scan",
+    file: "lang/scan.tile",
+    kernel: "scan",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![Case::new(DType::F32, &[20, 200]), Case::new(DType::F32, &[5, 7]).with("BM", 2).with("BN", 8)]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F32, &[1, 1]),
+            Case::new(DType::F32, &[20, 200]),
+            Case::new(DType::F32, &[1000, 256]).with("BM", 16),
+            Case::new(DType::F32, &[33, 1000]).with("BM", 2).with("BN", 1024),
+            Case::new(DType::F32, &[4099, 60]).with("BM", 64).with("BN", 64),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |_| BTreeMap::new(),
+    inputs: |c, rng| {
+        let a: Vec<f64> = (0..numel(&c.dims)).map(|_| f64::from(rng.gen_range(-1000..1000))).collect();
+        vec![
+            tensor(DType::I32, &c.dims, &a),
+            tensor(DType::F32, &c.dims, &randn(rng, numel(&c.dims), 1.0)),
+            poisoned(DType::I32, &c.dims),
+            poisoned(DType::F32, &c.dims),
+            poisoned(DType::F32, &c.dims),
+            poisoned(DType::F32, &c.dims),
+            poisoned(DType::I32, &c.dims),
+        ]
+    },
+    outputs: &[2, 3, 4, 5, 6],
+    exact: &[2, 5, 6],
+    reference: |c, a| {
+        let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+        let bm = c.konst("BM", 8).max(1) as usize;
+        let (t, f) = (values(a, 0), values(a, 1));
+        let f32r = |v: f64| f64::from(v as f32);
+        let (mut isum, mut fsum, mut prod, mut runmax, mut colmin) =
+            (vec![0.0; m * n], vec![0.0; m * n], vec![0.0; m * n], vec![0.0; m * n], vec![0.0; m * n]);
+        for i in 0..m {
+            let (mut s, mut fs, mut p, mut mx) = (0i32, 0.0, 1.0, f64::NEG_INFINITY);
+            for j in 0..n {
+                let k = i * n + j;
+                s = s.wrapping_add(t[k] as i32);
+                fs += f[k];
+                p *= f32r(1.0 + f32r(f[k] * f64::from(0.01f32)));
+                mx = mx.max(f[k]);
+                (isum[k], fsum[k], prod[k], runmax[k]) = (f64::from(s), f32r(fs), f32r(p), mx);
+                colmin[k] = if i % bm == 0 { t[k] } else { colmin[k - n].min(t[k]) };
+            }
+        }
+        vec![isum, fsum, prod, runmax, colmin]
+    },
+    tolerance: |_| 1e-5,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 28.0,
+    flops: None,
+    case_for: |dims, _| match dims {
+        [m, n] if *m >= 1 && *n >= 1 => Ok(Case::new(DType::F32, dims).with("BN", pow2_clamped(*n, 1, 4096))),
+        _ => Err(format!("lang_scan takes MxN, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};

@@ -7,7 +7,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 31] = [
+pub(crate) static ALL: [&Spec; 33] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -25,6 +25,8 @@ pub(crate) static ALL: [&Spec; 31] = [
     &lang::BITS,
     &lang::MATH,
     &lang::MASKED,
+    &lang::ATOMICS,
+    &lang::SCAN,
     &compute::MATMUL,
     &compute::BMM,
     &compute::GROUP_GEMM,

@@ -12,6 +12,12 @@ pub(super) fn store(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> 
     cx.store(args, span)
 }
 
+/// `atomic_add/max/min(tensor, index, tile, mask=, sem=, scope=)` and
+/// `atomic_cas(tensor, index, cmp, tile, mask=, sem=, scope=)`: the old values.
+pub(super) fn atomic(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    cx.atomic(name, args, span)
+}
+
 /// `gather(tensor, index)`.
 pub(super) fn gather(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
     cx.gather(args, span)
@@ -161,7 +167,7 @@ impl Cx<'_> {
     }
 
     /// A `mask=` argument: an i1 tile (or bool scalar) broadcast to `shape`.
-    fn mask_tile(&mut self, m: Val, shape: &[i64], span: Span) -> R<ValueId> {
+    pub(crate) fn mask_tile(&mut self, m: Val, shape: &[i64], span: Span) -> R<ValueId> {
         let id = match m {
             Val::Bool(b) => self.materialize(Val::Bool(b), DType::I1, span)?,
             Val::Tile(id) | Val::Scalar(id) if self.func.ty(id).dtype() == DType::I1 => id,
@@ -227,6 +233,95 @@ impl Cx<'_> {
         };
         self.func.push_void(OpKind::Store { tensor: t, index, tile, mask }, Some(span));
         Ok(Val::Tuple(vec![]))
+    }
+
+    pub(crate) fn atomic(&mut self, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+        let op = AtomicOp::parse(name.trim_start_matches("atomic_")).unwrap_or(AtomicOp::Add);
+        let cas = op == AtomicOp::Cas;
+        let spec: &[(&str, bool)] = if cas {
+            &[
+                ("tensor", true),
+                ("index", true),
+                ("cmp", true),
+                ("tile", true),
+                ("mask", false),
+                ("sem", false),
+                ("scope", false),
+            ]
+        } else {
+            &[("tensor", true), ("index", true), ("tile", true), ("mask", false), ("sem", false), ("scope", false)]
+        };
+        let a = Args::new(self, args, spec, name, span)?;
+        if a.any_poison() {
+            return Ok(Val::Poison);
+        }
+        let at = usize::from(cas);
+        let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let index = self.index_values(a.get(1), rank, a.span(1))?;
+        let tile = match a.get(2 + at) {
+            Some(Val::Tile(id)) => *id,
+            Some(other) => {
+                return Err(Diagnostic::error("E0006", format!("`{name}` needs a tile, found {}", kind_name(other)))
+                    .with_primary(a.span(2 + at), "here")
+                    .with_note("a single element is a tile of shape (1, …, 1): `full((1,), v, dtype)`"))
+            }
+            None => return Err(Diagnostic::error("E0004", "missing tile").with_primary(span, "here")),
+        };
+        let tt = self.func.ty(tile).clone();
+        let shape = tt.shape().to_vec();
+        if shape.len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("a tile of rank {} cannot update a tensor of rank {rank}", shape.len()),
+            )
+            .with_primary(a.span(2 + at), format!("shape {shape:?}")));
+        }
+        if tt.dtype() != d {
+            return Err(Diagnostic::error("E0008", format!("`{name}` of a {} tile on a {d} tensor", tt.dtype()))
+                .with_primary(a.span(2 + at), format!("this tile is {}", tt.dtype()))
+                .with_note(format!("cast it: `.astype({d})`")));
+        }
+        if !op.accepts(d) {
+            let takes = DType::ALL.iter().filter(|x| op.accepts(**x)).map(|x| x.name()).collect::<Vec<_>>();
+            return Err(Diagnostic::error("E0008", format!("`{name}` does not take {d} tensors"))
+                .with_primary(a.span(0), format!("a {d} tensor"))
+                .with_note(format!("`{name}` takes {}", takes.join(", "))));
+        }
+        let cmp = match a.get(2).cloned() {
+            Some(c) if cas => {
+                let id = self.materialize(c, d, a.span(2))?;
+                Some(self.as_tile(id, &shape, a.span(2))?)
+            }
+            _ => None,
+        };
+        let mask = match a.get(3 + at).cloned() {
+            Some(m) => self.mask_tile(m, &shape, a.span(3 + at))?,
+            None => {
+                let yes = self.materialize(Val::Bool(true), DType::I1, span)?;
+                self.as_tile(yes, &shape, span)?
+            }
+        };
+        // `sem=` and `scope=`: one of the names, as a string.
+        let word = |i: usize, what: &str, names: &[&str]| -> R<Option<String>> {
+            match a.get(i) {
+                None => Ok(None),
+                Some(Val::Str(s)) if names.contains(&s.as_str()) => Ok(Some(s.clone())),
+                Some(v) => Err(Diagnostic::error(
+                    "E0009",
+                    format!("`{what}` is one of \"{}\", found {}", names.join("\", \""), const_text(v)),
+                )
+                .with_primary(a.span(i), "here")),
+            }
+        };
+        let sems: Vec<&str> = MemSem::names().collect();
+        let scopes: Vec<&str> = MemScope::names().collect();
+        let sem = word(4 + at, "sem", &sems)?.and_then(|s| MemSem::parse(&s)).unwrap_or(MemSem::Relaxed);
+        let scope = word(5 + at, "scope", &scopes)?.and_then(|s| MemScope::parse(&s)).unwrap_or(MemScope::Gpu);
+        Ok(Val::Tile(self.func.push(
+            OpKind::Atomic { op, tensor: t, index, tile, cmp, mask, sem, scope },
+            Type::tile(shape, d),
+            Some(span),
+        )))
     }
 
     pub(crate) fn gather(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {

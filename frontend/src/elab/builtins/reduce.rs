@@ -1,4 +1,5 @@
-//! Reductions: `max`, `min`, `sum`, `argmax`, `argmin` along an axis.
+//! Reductions: `max`, `min`, `sum`, `argmax`, `argmin` along an axis; scans: `cumsum`,
+//! `cumprod`, `scan(x, axis, op=)`.
 
 use super::super::*;
 
@@ -20,6 +21,65 @@ pub(super) fn reduce(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> 
 pub(super) fn argreduce(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
     let a = Args::new(cx, args, &[("x", true), ("axis", true), ("keepdims", false)], name, span)?;
     cx.reduce(if name == "argmax" { ReduceKind::Argmax } else { ReduceKind::Argmin }, &a, span)
+}
+
+/// `cumsum(x, axis=0)`, `cumprod(x, axis=0)`, `scan(x, axis=0, op="add"|"mul"|"max"|"min")`:
+/// inclusive scans along an axis.
+pub(super) fn scan(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let spec: &[(&str, bool)] =
+        if name == "scan" { &[("x", true), ("axis", false), ("op", true)] } else { &[("x", true), ("axis", false)] };
+    let a = Args::new(cx, args, spec, name, span)?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let op = match (name, a.get(2)) {
+        ("cumsum", _) => BinOp::Add,
+        ("cumprod", _) => BinOp::Mul,
+        (_, Some(Val::Str(s))) if BinOp::parse_scan(s).is_some() => BinOp::parse_scan(s).unwrap_or(BinOp::Add),
+        (_, other) => {
+            let names: Vec<&str> = BinOp::scan_names().collect();
+            return Err(Diagnostic::error(
+                "E0009",
+                format!(
+                    "a scan's `op` is one of \"{}\", found {}",
+                    names.join("\", \""),
+                    other.map(const_text).unwrap_or_else(|| "nothing".into())
+                ),
+            )
+            .with_primary(a.span(2), "here"));
+        }
+    };
+    let id = match a.get(0) {
+        Some(Val::Tile(id)) => *id,
+        other => {
+            return Err(Diagnostic::error(
+                "E0006",
+                format!("`{name}` needs a tile, found {}", other.map(kind_name).unwrap_or("nothing")),
+            )
+            .with_primary(a.span(0), "here"))
+        }
+    };
+    let ty = cx.func.ty(id).clone();
+    if ty.dtype() == DType::I1 {
+        return Err(Diagnostic::error("E0008", format!("`{name}` of a bool tile"))
+            .with_primary(a.span(0), "cast it first: `.astype(i32)`"));
+    }
+    let rank = ty.shape().len() as i64;
+    let axis = match a.get(1) {
+        None => 0,
+        Some(Val::Int(ax)) if (-rank..rank).contains(ax) => {
+            if *ax < 0 {
+                ax + rank
+            } else {
+                *ax
+            }
+        }
+        Some(_) => {
+            return Err(Diagnostic::error("E0011", format!("a scan axis is a constant in {}..{}", -rank, rank))
+                .with_primary(a.span(1), "here"))
+        }
+    };
+    Ok(Val::Tile(cx.func.push(OpKind::Scan { op, axis: axis as u32, value: id }, ty, Some(span))))
 }
 
 impl Cx<'_> {
