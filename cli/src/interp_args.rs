@@ -5,7 +5,9 @@
 //!   order, `randint:0:1000:64:i32` integers uniform in [0, 1000) (ids, lengths, block
 //!   tables; dtype default i32), `full:-inf:1x300:f32` a tensor of one value (a number, `inf`,
 //!   `-inf` or `nan`);
-//! - `@x.npy` a tensor from a NumPy file (float16, float32, int32, int64, bool; C order);
+//! - `@x.npy` a tensor from a NumPy file (float16/32/64, int8/32/64, uint8/32, bool; C order),
+//!   `@x.npz` the only array of an archive or `@x.npz:NAME` a named one (`np.savez`,
+//!   `np.savez_compressed`), `@x.bin:16x1024:f16` raw little-endian elements of a shape;
 //! - `3` an i32, `0.5` an f32; a typed scalar `i32:3`, `i64:5000000000`, `f32:-1.5` (the
 //!   type prefix also makes a negative value unambiguous: `--arg f32:-1`, or `--arg=-1`).
 
@@ -53,11 +55,52 @@ pub fn parse_with(args: &[String], seed: u64, limits: Limits) -> Result<Vec<Arg>
     Ok(out)
 }
 
+/// A tensor from a file: `x.npy`, `x.npz[:NAME]`, or `x.bin:SHAPE:dtype` (raw).
+fn file_tensor(a: &str, spec: &str) -> Result<HostTensor> {
+    let read = |path: &str| std::fs::read(path).with_context(|| format!("--arg {a}: cannot read {path}"));
+    if spec.ends_with(".npy") {
+        return tilec_core::npy::read(&read(spec)?).map_err(|e| anyhow::anyhow!("--arg {a}: {e}"));
+    }
+    if let Some(i) = spec.find(".npz") {
+        let (path, rest) = spec.split_at(i + 4);
+        let key = rest.strip_prefix(':');
+        if !rest.is_empty() && key.is_none() {
+            bail!("--arg {a}: an archive member is `@file.npz:NAME`");
+        }
+        return tilec_core::npy::read_npz(&read(path)?, key).map_err(|e| anyhow::anyhow!("--arg {a}: {e}"));
+    }
+    let mut it = spec.rsplitn(3, ':');
+    let (dt, dims, path) = (it.next().unwrap_or(""), it.next(), it.next());
+    let (Some(dims), Some(path)) = (dims, path) else {
+        bail!("--arg {a}: a file is `@x.npy`, `@x.npz[:NAME]` or raw `@x.bin:SHAPE:dtype`");
+    };
+    let dtype = DType::parse(dt).with_context(|| format!("unknown dtype `{dt}` in --arg {a}"))?;
+    let mut shape = vec![];
+    for d in dims.split('x') {
+        shape.push(
+            d.trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|d| *d >= 0)
+                .with_context(|| format!("bad extent `{d}` in --arg {a}"))?,
+        );
+    }
+    let bytes = read(path)?;
+    let want = shape.iter().try_fold(u64::from(dtype.bytes()), |acc, &d| acc.checked_mul(d as u64));
+    if want != Some(bytes.len() as u64) {
+        bail!(
+            "--arg {a}: {path} holds {} bytes, {shape:?} of {dtype} needs {}",
+            bytes.len(),
+            want.map_or("more".into(), |w| w.to_string())
+        );
+    }
+    Ok(HostTensor { dtype, strides: tilec_core::host::contiguous_strides(&shape), shape, data: bytes })
+}
+
 /// One argument; a tensor holds at most `room` elements (what the earlier ones left).
 fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -> Result<Arg> {
-    if let Some(path) = a.strip_prefix('@') {
-        let bytes = std::fs::read(path).with_context(|| format!("--arg {a}: cannot read {path}"))?;
-        let t = tilec_core::npy::read(&bytes).map_err(|e| anyhow::anyhow!("--arg {a}: {e}"))?;
+    if let Some(spec) = a.strip_prefix('@') {
+        let t = file_tensor(a, spec)?;
         if t.numel() as u64 > room.min(limits.per_tensor) {
             bail!(
                 "--arg {a}: {} elements are more than the {} the arguments may hold",
@@ -194,6 +237,17 @@ mod tests {
         assert!(matches!(&f[1], Arg::Tensor(t) if t.dtype == DType::I32 && t.to_f64() == vec![-1.0; 3]));
         assert!(parse(&["randint:0:99999999999:4:i32".into()], 0).unwrap_err().to_string().contains("fit"));
         assert!(parse(&["randint:a:3:4".into()], 0).is_err());
+        // Raw files of a shape, and their size check.
+        let dir = std::env::temp_dir().join(format!("tilec-raw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let raw = dir.join("x.bin");
+        std::fs::write(&raw, [1u8, 0, 2, 0, 3, 0]).unwrap();
+        assert!(parse(&[format!("@{}:3:i16", raw.display())], 0).unwrap_err().to_string().contains("unknown dtype"));
+        let r = parse(&[format!("@{}:6:u8", raw.display()), format!("@{}:2x3:i8", raw.display())], 0).unwrap();
+        assert!(matches!(&r[0], Arg::Tensor(t) if t.to_f64() == vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0]));
+        assert!(matches!(&r[1], Arg::Tensor(t) if t.dtype == DType::I8 && t.shape == vec![2, 3]));
+        assert!(parse(&[format!("@{}:4:u8", raw.display())], 0).unwrap_err().to_string().contains("holds 6 bytes"));
+        std::fs::remove_dir_all(&dir).ok();
         assert!(parse(&["i32:x".into()], 0).is_err());
     }
 }

@@ -35,9 +35,11 @@ enum Cmd {
     /// `--gpu` on the GPU (`--check`: against the interpreter).
     ///
     /// Arguments, in parameter order: `--arg 16x1024:f16` (a random normal tensor),
-    /// `--arg zeros:16x1024:f32`, `--arg @x.npy` (a NumPy file), `--arg 3` (an i32),
-    /// `--arg 0.5` (an f32), `--arg i64:5`, `--arg f32:-1` (a negative scalar needs its type,
-    /// or `--arg=-1`). `--save-out DIR` writes every tensor after the run as .npy.
+    /// `--arg zeros:16x1024:f32`, `--arg full:-inf:1x64:f32`, `--arg arange:64:i32`,
+    /// `--arg randint:0:1000:64:i32` (integers in [0, 1000)), `--arg @x.npy` (a NumPy file),
+    /// `--arg @x.npz:NAME` (an array of an archive), `--arg @x.bin:16x1024:f16` (raw bytes),
+    /// `--arg 3` (an i32), `--arg -0.5` (an f32), `--arg i64:5`, `--arg f32:-1`. `--save-out
+    /// DIR` writes every tensor after the run as .npy; `--print-all` prints every element.
     Run(commands::run::Args),
     /// The compilation cache: `ls`, `stats`, `clear`, `explain FILE --arch …` (why a compile
     /// misses). Folder: $TILEC_CACHE_DIR, default ~/.cache/tilec.

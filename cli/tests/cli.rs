@@ -145,9 +145,13 @@ fn run_on_the_interpreter() {
     assert!(out.contains("ran softmax on the interpreter over grid [3, 1, 1]"), "{out}");
     // Each of the 3 rows sums to 1.
     assert!(out.contains("y f32 [3, 50]: sum 3.0000"), "{out}");
-    let (code, _, err) = tilec(&["run", "--interp", "kernels/softmax.tile", "--arg", "3x50:f64", "--arg", "3x50"]);
+    let (code, _, err) = tilec(&["run", "--interp", "kernels/softmax.tile", "--arg", "3x50:f8", "--arg", "3x50"]);
     assert_ne!(code, 0);
-    assert!(err.contains("unknown dtype `f64`"), "the old --interp spelling still works: {err}");
+    assert!(err.contains("unknown dtype `f8`"), "the old --interp spelling still works: {err}");
+    // A tensor of a dtype the kernel does not take names both.
+    let (code, _, err) = tilec(&["run", "kernels/softmax.tile", "--arg", "3x50:f64", "--arg", "3x50"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("expected a rank-2 f16 tensor, got a f64 tensor"), "{err}");
     // A missing argument names the parameters the kernel takes.
     let (code, _, err) = tilec(&["run", "kernels/softmax.tile", "--arg", "3x50:f16"]);
     assert_eq!(code, 2);

@@ -6,56 +6,111 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "lowercase")]
 pub enum DType {
     I1,
+    I8,
     I32,
     I64,
     F16,
     BF16,
     F32,
+    F64,
+    /// Unsigned storage types: loaded, stored and cast; arithmetic takes a cast first.
+    U8,
+    U32,
+    /// 8-bit floats (OCP FP8): storage and casts; E4M3 has no infinity (NaN is S.1111.111),
+    /// E5M2 is the upper byte of an f16.
+    F8E4M3,
+    F8E5M2,
 }
 
 impl DType {
-    pub const ALL: [DType; 6] = [DType::I1, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32];
+    pub const ALL: [DType; 12] = [
+        DType::I1,
+        DType::I8,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::U8,
+        DType::U32,
+        DType::F8E4M3,
+        DType::F8E5M2,
+    ];
 
-    /// The spelling in the tile language, MLIR and the metadata JSON.
+    /// The spelling in the tile language and the metadata JSON.
     pub fn name(self) -> &'static str {
         match self {
             DType::I1 => "i1",
+            DType::I8 => "i8",
             DType::I32 => "i32",
             DType::I64 => "i64",
             DType::F16 => "f16",
             DType::BF16 => "bf16",
             DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::U8 => "u8",
+            DType::U32 => "u32",
+            DType::F8E4M3 => "f8e4m3",
+            DType::F8E5M2 => "f8e5m2",
         }
     }
 
-    /// Parses the tile-language names (also accepts `bool`, `int`, `float`).
+    /// The MLIR element type.
+    pub fn mlir_name(self) -> &'static str {
+        match self {
+            DType::U8 => "ui8",
+            DType::U32 => "ui32",
+            DType::F8E4M3 => "f8E4M3FN",
+            DType::F8E5M2 => "f8E5M2",
+            d => d.name(),
+        }
+    }
+
+    /// Parses the tile-language names (also `bool`, `int`, `float`, NumPy's names and the
+    /// MLIR element types).
     pub fn parse(s: &str) -> Option<DType> {
         Some(match s {
             "i1" | "bool" => DType::I1,
+            "i8" | "int8" => DType::I8,
             "i32" | "int" | "int32" => DType::I32,
             "i64" | "int64" => DType::I64,
             "f16" | "float16" => DType::F16,
             "bf16" | "bfloat16" => DType::BF16,
             "f32" | "float" | "float32" => DType::F32,
+            "f64" | "float64" => DType::F64,
+            "u8" | "uint8" | "ui8" => DType::U8,
+            "u32" | "uint32" | "ui32" => DType::U32,
+            "f8e4m3" | "float8_e4m3fn" | "f8E4M3FN" => DType::F8E4M3,
+            "f8e5m2" | "float8_e5m2" | "f8E5M2" => DType::F8E5M2,
             _ => return None,
         })
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32)
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2)
     }
 
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I1 | DType::I32 | DType::I64)
+        !self.is_float()
+    }
+
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U32)
+    }
+
+    /// Types the language only loads, stores and casts (arithmetic takes a cast first).
+    pub fn is_storage_only(self) -> bool {
+        matches!(self, DType::U8 | DType::U32 | DType::F8E4M3 | DType::F8E5M2)
     }
 
     /// Storage size in bytes (i1 is stored as one byte).
     pub fn bytes(self) -> u32 {
         match self {
-            DType::I1 => 1,
+            DType::I1 | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 1,
             DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::F32 => 4,
-            DType::I64 => 8,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
         }
     }
 
@@ -70,10 +125,158 @@ impl DType {
     pub fn float_bits(self, v: f64) -> u64 {
         match self {
             DType::F32 => u64::from((v as f32).to_bits()),
+            DType::F64 => v.to_bits(),
             DType::F16 => u64::from(f32_to_f16_bits(v as f32)),
             DType::BF16 => u64::from(f32_to_bf16_bits(v as f32)),
+            DType::F8E4M3 | DType::F8E5M2 => u64::from(to_fp8(v, self)),
             _ => v as i64 as u64,
         }
+    }
+
+    /// The little-endian bytes of `v` in this dtype (rounded, or wrapped for integers; a
+    /// value outside an unsigned range wraps too).
+    pub fn encode(self, v: f64, out: &mut [u8]) {
+        match self {
+            DType::F16 => out.copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            DType::BF16 => out.copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+            DType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
+            DType::F64 => out.copy_from_slice(&v.to_le_bytes()),
+            DType::I32 | DType::U32 => out.copy_from_slice(&(wrap_int(v) as u32).to_le_bytes()),
+            DType::I64 => out.copy_from_slice(&wrap_int(v).to_le_bytes()),
+            DType::I8 | DType::U8 => out[0] = wrap_int(v) as u8,
+            DType::I1 => out[0] = u8::from(v != 0.0),
+            DType::F8E4M3 | DType::F8E5M2 => out[0] = to_fp8(v, self),
+        }
+    }
+
+    /// The value of the little-endian bytes of one element (exact for every dtype but i64
+    /// above 2^53).
+    pub fn decode(self, b: &[u8]) -> f64 {
+        let w4 = |b: &[u8]| [b[0], b[1], b[2], b[3]];
+        match self {
+            DType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_f64(),
+            DType::BF16 => half::bf16::from_le_bytes([b[0], b[1]]).to_f64(),
+            DType::F32 => f64::from(f32::from_le_bytes(w4(b))),
+            DType::F64 => f64::from_le_bytes(b.try_into().unwrap_or([0; 8])),
+            DType::I32 => f64::from(i32::from_le_bytes(w4(b))),
+            DType::U32 => f64::from(u32::from_le_bytes(w4(b))),
+            DType::I64 => i64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as f64,
+            DType::I8 => f64::from(b[0] as i8),
+            DType::U8 => f64::from(b[0]),
+            DType::I1 => f64::from(u8::from(b[0] != 0)),
+            DType::F8E4M3 | DType::F8E5M2 => from_fp8(b[0], self),
+        }
+    }
+
+    /// `v` as this dtype holds it: floats rounded to nearest even (fp8 saturating to the
+    /// largest finite value, as PTX's `.satfinite`), integers wrapped, bools 0 or 1.
+    pub fn round(self, v: f64) -> f64 {
+        match self {
+            DType::F64 => v,
+            // The interpreter rounds every element of every op: the common types directly.
+            DType::F32 => f64::from(v as f32),
+            DType::F16 => half::f16::from_f64(v).to_f64(),
+            DType::BF16 => half::bf16::from_f64(v).to_f64(),
+            DType::I32 => f64::from(wrap_int(v) as i32),
+            DType::I1 => f64::from(u8::from(v != 0.0)),
+            d => {
+                let mut b = [0u8; 8];
+                let n = d.bytes() as usize;
+                d.encode(v, &mut b[..n]);
+                d.decode(&b[..n])
+            }
+        }
+    }
+}
+
+/// 2^63, exactly.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// An integral value (NaN → 0) as an i64 whose low bits are the wrapped value of any
+/// narrower integer type.
+fn wrap_int(v: f64) -> i64 {
+    if v.is_nan() {
+        0
+    } else if !(-TWO_63..TWO_63).contains(&v) {
+        // Beyond i64: the value modulo 2^64 of a float that large is 0 in its low 64 bits
+        // (it is a multiple of 2^11 at least); the bits of the narrower types are 0 too.
+        (v.rem_euclid(2.0 * TWO_63)) as u64 as i64
+    } else {
+        v as i64
+    }
+}
+
+/// (exponent bits, mantissa bits, bias, largest finite value, NaN encoding) of an fp8 type.
+fn fp8_format(d: DType) -> (i32, i32, i32, f64) {
+    match d {
+        DType::F8E4M3 => (4, 3, 7, 448.0),
+        _ => (5, 2, 15, 57344.0),
+    }
+}
+
+/// `v` rounded to fp8 (nearest even), saturating to ± the largest finite value (±inf too),
+/// NaN → 0x7F (with the sign).
+pub fn to_fp8(v: f64, d: DType) -> u8 {
+    let (_, man, bias, max) = fp8_format(d);
+    let sign = if v.is_sign_negative() { 0x80u8 } else { 0 };
+    if v.is_nan() {
+        return sign | 0x7f;
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        return sign;
+    }
+    if a >= 2.0 * max {
+        // Far beyond the range (±inf included): saturated, before any exponent arithmetic.
+        return sign | to_fp8(max, d);
+    }
+    let emin = 1 - bias;
+    let (e, m) = if a < 2f64.powi(emin) {
+        // Subnormal: multiples of 2^(emin - man); a result of 2^man is the smallest normal.
+        (0, (a / 2f64.powi(emin - man)).round_ties_even() as i64)
+    } else {
+        let mut e = a.log2().floor() as i32;
+        // log2 may be off by one at exact powers of two.
+        if 2f64.powi(e) > a {
+            e -= 1;
+        } else if 2f64.powi(e + 1) <= a {
+            e += 1;
+        }
+        let mut m = (a / 2f64.powi(e - man)).round_ties_even() as i64;
+        if m == 1 << (man + 1) {
+            m >>= 1;
+            e += 1;
+        }
+        (e + bias, m - (1 << man))
+    };
+    let value = if e == 0 {
+        m as f64 * 2f64.powi(emin - man)
+    } else {
+        (1.0 + m as f64 / f64::from(1 << man)) * 2f64.powi(e - bias)
+    };
+    if value > max {
+        return sign | to_fp8(max, d);
+    }
+    sign | (((e as u8) << man) + m as u8)
+}
+
+/// The value of fp8 bits.
+pub fn from_fp8(b: u8, d: DType) -> f64 {
+    let (ebits, man, bias, _) = fp8_format(d);
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = i32::from((b >> man) & ((1 << ebits) - 1) as u8);
+    let m = f64::from(b & ((1 << man) - 1) as u8);
+    let all_ones = (1 << ebits) - 1;
+    match d {
+        DType::F8E4M3 if e == all_ones && m == f64::from((1 << man) - 1) => return f64::NAN,
+        DType::F8E5M2 if e == all_ones && m != 0.0 => return f64::NAN,
+        DType::F8E5M2 if e == all_ones => return sign * f64::INFINITY,
+        _ => {}
+    }
+    if e == 0 {
+        sign * m * 2f64.powi(1 - bias - man)
+    } else {
+        sign * (1.0 + m / f64::from(1 << man)) * 2f64.powi(e - bias)
     }
 }
 
@@ -88,12 +291,19 @@ impl std::fmt::Display for DType {
 /// integer's range, NaN → 0 (PTX's `cvt.rzi` and LLVM's `fptosi.sat`); int → int wraps and
 /// anything → float rounds to nearest even, both when the result is stored in its dtype.
 pub fn convert(v: f64, from: DType, to: DType) -> f64 {
-    if !from.is_float() || to.is_float() {
+    if to.is_float() {
+        // Through f32 to an fp8 type, as the GPU converts (`cvt.rn.satfinite.e4m3x2.f32`).
+        return if matches!(to, DType::F8E4M3 | DType::F8E5M2) { f64::from(v as f32) } else { v };
+    }
+    if !from.is_float() {
         return v;
     }
     match to {
+        DType::I8 => f64::from(v as i8),
         DType::I32 => f64::from(v as i32),
         DType::I64 => (v as i64) as f64,
+        DType::U8 => f64::from(v as u8),
+        DType::U32 => f64::from(v as u32),
         _ => f64::from(u8::from(v != 0.0)),
     }
 }
@@ -169,6 +379,39 @@ mod tests {
     fn names_round_trip() {
         for d in DType::ALL {
             assert_eq!(DType::parse(d.name()), Some(d));
+            assert_eq!(DType::parse(d.mlir_name()), Some(d));
         }
+    }
+
+    #[test]
+    fn fp8_round_trips_every_encoding_and_rounds_to_nearest_even() {
+        for d in [DType::F8E4M3, DType::F8E5M2] {
+            for b in 0..=255u8 {
+                let v = from_fp8(b, d);
+                if v.is_nan() {
+                    assert!(from_fp8(to_fp8(v, d), d).is_nan());
+                } else if v.is_finite() {
+                    assert_eq!(to_fp8(v, d), b, "{d} {b:#x} = {v}");
+                }
+            }
+        }
+        // E4M3: 1 + 1/16 is halfway between 1 and 1.125: even (1.0) wins; 1.1875 → 1.25.
+        assert_eq!(from_fp8(to_fp8(1.0625, DType::F8E4M3), DType::F8E4M3), 1.0);
+        assert_eq!(from_fp8(to_fp8(1.1875, DType::F8E4M3), DType::F8E4M3), 1.25);
+        // Saturation (and no infinity in E4M3), the smallest subnormal, NaN.
+        assert_eq!(from_fp8(to_fp8(1e6, DType::F8E4M3), DType::F8E4M3), 448.0);
+        assert_eq!(from_fp8(to_fp8(f64::NEG_INFINITY, DType::F8E5M2), DType::F8E5M2), -57344.0);
+        assert_eq!(from_fp8(to_fp8(2f64.powi(-9), DType::F8E4M3), DType::F8E4M3), 2f64.powi(-9));
+        assert_eq!(from_fp8(to_fp8(2f64.powi(-11), DType::F8E4M3), DType::F8E4M3), 0.0);
+        assert_eq!(from_fp8(0x7c, DType::F8E5M2), f64::INFINITY);
+        assert!(from_fp8(0x7f, DType::F8E4M3).is_nan());
+        assert_eq!(DType::F8E4M3.round(0.3), 0.3125);
+        assert_eq!(DType::F8E5M2.round(f64::MAX), 57344.0);
+        assert_eq!(DType::F8E4M3.round(-1e300), -448.0);
+        // Integers wrap, unsigned ones too.
+        assert_eq!(DType::U8.round(-1.0), 255.0);
+        assert_eq!(DType::I8.round(200.0), -56.0);
+        assert_eq!(DType::U32.round(-1.0), 4_294_967_295.0);
+        assert_eq!(DType::I32.round(4_294_967_297.0), 1.0);
     }
 }

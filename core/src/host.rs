@@ -1,7 +1,6 @@
 //! Host-side tensors: bytes with a dtype, shape and strides, and f64 views for checking.
 
 use crate::DType;
-use half::{bf16, f16};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostTensor {
@@ -15,16 +14,10 @@ pub struct HostTensor {
 impl HostTensor {
     /// A contiguous row-major tensor of `values` rounded to `dtype`.
     pub fn from_f64(dtype: DType, shape: &[i64], values: &[f64]) -> HostTensor {
-        let mut data = Vec::with_capacity(values.len() * dtype.bytes() as usize);
-        for &v in values {
-            match dtype {
-                DType::F16 => data.extend_from_slice(&f16::from_f64(v).to_le_bytes()),
-                DType::BF16 => data.extend_from_slice(&bf16::from_f64(v).to_le_bytes()),
-                DType::F32 => data.extend_from_slice(&(v as f32).to_le_bytes()),
-                DType::I32 => data.extend_from_slice(&(v as i32).to_le_bytes()),
-                DType::I64 => data.extend_from_slice(&(v as i64).to_le_bytes()),
-                DType::I1 => data.push(u8::from(v != 0.0)),
-            }
+        let b = dtype.bytes() as usize;
+        let mut data = vec![0u8; values.len() * b];
+        for (v, out) in values.iter().zip(data.chunks_mut(b)) {
+            dtype.encode(*v, out);
         }
         HostTensor { dtype, shape: shape.to_vec(), strides: contiguous_strides(shape), data }
     }
@@ -50,15 +43,7 @@ impl HostTensor {
         for _ in 0..n {
             let off: i64 = idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum();
             let o = off as usize * b;
-            let bytes = &self.data[o..o + b];
-            out.push(match self.dtype {
-                DType::F16 => f16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
-                DType::BF16 => bf16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
-                DType::F32 => f64::from(f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
-                DType::I32 => f64::from(i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
-                DType::I64 => i64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])) as f64,
-                DType::I1 => f64::from(bytes[0]),
-            });
+            out.push(self.dtype.decode(&self.data[o..o + b]));
             for d in (0..idx.len()).rev() {
                 idx[d] += 1;
                 if idx[d] < self.shape[d] {

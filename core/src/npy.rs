@@ -1,11 +1,11 @@
 //! NumPy's `.npy` format (versions 1–3), for tensors that come from or go to Python
 //! (`tilec run --arg @x.npy`, `--save-out DIR`).
 //!
-//! Read: little-endian `float16`, `float32`, `int32`, `int64` and `bool`, C order. Refused with
-//! the reason: Fortran order, big-endian data, other dtypes (`float64` says to cast to
-//! `float32`), a size that does not match the shape. Write: C order, version 1.0, the header
-//! padded to 64 bytes as NumPy does; `bf16` tensors (NumPy has no such dtype) are written as
-//! `float32`, which holds every bf16 value exactly.
+//! Read: little-endian `float16`, `float32`, `float64`, `int8`, `int32`, `int64`, `uint8`,
+//! `uint32` and `bool`, C order. Refused with the reason: Fortran order, big-endian data, other
+//! dtypes, a size that does not match the shape. Write: C order, version 1.0, the header
+//! padded to 64 bytes as NumPy does; `bf16` and fp8 tensors (NumPy has no such dtypes) are
+//! written as `float32`, which holds every one of their values exactly.
 
 use crate::host::{contiguous_strides, HostTensor};
 use crate::DType;
@@ -18,10 +18,17 @@ fn descr_dtype(descr: &str) -> Result<DType, String> {
         "<f4" => DType::F32,
         "<i4" => DType::I32,
         "<i8" => DType::I64,
+        "<f8" => DType::F64,
+        "|i1" => DType::I8,
+        "|u1" => DType::U8,
+        "<u4" => DType::U32,
         "|b1" => DType::I1,
-        "<f8" => return Err("float64 tensors are not supported: cast to float32 (`x.astype(np.float32)`)".into()),
         d if d.starts_with('>') => return Err(format!("big-endian data (`{d}`) is not supported")),
-        d => return Err(format!("dtype `{d}` is not supported (float16, float32, int32, int64, bool)")),
+        d => {
+            return Err(format!(
+                "dtype `{d}` is not supported (float16, float32, float64, int8, int32, int64, uint8, uint32, bool; NumPy has no fp8 dtype)"
+            ))
+        }
     })
 }
 
@@ -69,16 +76,134 @@ pub fn read(bytes: &[u8]) -> Result<HostTensor, String> {
     Ok(HostTensor { dtype, strides: contiguous_strides(&shape), shape, data: data.to_vec() })
 }
 
+/// The array `key` (its name in the archive without `.npy`; `None`: the only one) of a
+/// NumPy `.npz` archive — `np.savez` (stored) or `np.savez_compressed` (deflate), zip64
+/// included.
+pub fn read_npz(bytes: &[u8], key: Option<&str>) -> Result<HostTensor, String> {
+    let entries = zip_entries(bytes)?;
+    let names: Vec<String> = entries.iter().map(|e| e.name.trim_end_matches(".npy").to_string()).collect();
+    let pick = match key {
+        Some(k) => names
+            .iter()
+            .position(|n| n == k)
+            .ok_or_else(|| format!("the archive has no array `{k}` (it holds {})", names.join(", ")))?,
+        None if entries.len() == 1 => 0,
+        None => {
+            return Err(format!(
+                "the archive holds {} arrays ({}): name one, `@file.npz:NAME`",
+                names.len(),
+                names.join(", ")
+            ))
+        }
+    };
+    let e = &entries[pick];
+    let u16_at = |o: usize| bytes.get(o..o + 2).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+    let lh = e.local_offset;
+    if bytes.get(lh..lh + 4) != Some(&[0x50, 0x4b, 0x03, 0x04][..]) {
+        return Err(format!("`{}`: no local header where the directory says", e.name));
+    }
+    let (n, x) =
+        (u16_at(lh + 26).ok_or("a truncated local header")?, u16_at(lh + 28).ok_or("a truncated local header")?);
+    let start = lh + 30 + n + x;
+    let data =
+        bytes.get(start..start.saturating_add(e.compressed)).ok_or_else(|| format!("`{}` is truncated", e.name))?;
+    match e.method {
+        0 => read(data),
+        8 => {
+            let inflated = miniz_oxide::inflate::decompress_to_vec_with_limit(data, e.size.max(1))
+                .map_err(|err| format!("`{}`: bad deflate data ({err:?})", e.name))?;
+            read(&inflated)
+        }
+        m => Err(format!("`{}` is compressed with method {m} (stored and deflate are supported)", e.name)),
+    }
+}
+
+/// One member of a zip archive, from its central directory.
+struct ZipEntry {
+    name: String,
+    method: u16,
+    compressed: usize,
+    size: usize,
+    local_offset: usize,
+}
+
+/// The members of a zip archive (the central directory, zip64 fields included).
+fn zip_entries(b: &[u8]) -> Result<Vec<ZipEntry>, String> {
+    let u16_at = |o: usize| b.get(o..o + 2).map(|x| u16::from_le_bytes([x[0], x[1]]));
+    let u32_at = |o: usize| b.get(o..o + 4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]));
+    let u64_at = |o: usize| b.get(o..o + 8).and_then(|x| x.try_into().ok()).map(u64::from_le_bytes);
+    let bad = || "not a .npz (zip) archive".to_string();
+    // The end-of-directory record, within the last 64 KiB (its comment) of the file.
+    let lo = b.len().saturating_sub(22 + 65_535);
+    let eocd = (lo..b.len().saturating_sub(21)).rev().find(|&o| u32_at(o) == Some(0x0605_4b50)).ok_or_else(bad)?;
+    let mut count = u64::from(u16_at(eocd + 10).ok_or_else(bad)?);
+    let mut offset = u64::from(u32_at(eocd + 16).ok_or_else(bad)?);
+    if (count == 0xffff || offset == 0xffff_ffff) && eocd >= 20 && u32_at(eocd - 20) == Some(0x0706_4b50) {
+        let rec = usize::try_from(u64_at(eocd - 12).ok_or_else(bad)?).map_err(|_| bad())?;
+        if u32_at(rec) != Some(0x0606_4b50) {
+            return Err(bad());
+        }
+        count = u64_at(rec + 32).ok_or_else(bad)?;
+        offset = u64_at(rec + 48).ok_or_else(bad)?;
+    }
+    let mut at = usize::try_from(offset).map_err(|_| bad())?;
+    let mut out = vec![];
+    for _ in 0..count.min(1 << 16) {
+        if u32_at(at) != Some(0x0201_4b50) {
+            return Err("a damaged zip directory".into());
+        }
+        let field = |o: usize| u32_at(at + o).map(u64::from).ok_or_else(bad);
+        let method = u16_at(at + 10).ok_or_else(bad)?;
+        let (mut compressed, mut size, mut local) = (field(20)?, field(24)?, field(42)?);
+        let n = usize::from(u16_at(at + 28).ok_or_else(bad)?);
+        let x = usize::from(u16_at(at + 30).ok_or_else(bad)?);
+        let c = usize::from(u16_at(at + 32).ok_or_else(bad)?);
+        let name = String::from_utf8_lossy(b.get(at + 46..at + 46 + n).ok_or_else(bad)?).to_string();
+        // The zip64 extra field holds, in order, the fields that read 0xFFFFFFFF.
+        let mut e = at + 46 + n;
+        while e + 4 <= at + 46 + n + x {
+            let (id, len) = (u16_at(e).ok_or_else(bad)?, usize::from(u16_at(e + 2).ok_or_else(bad)?));
+            if id == 1 {
+                let mut f = e + 4;
+                for v in [&mut size, &mut compressed, &mut local] {
+                    if *v == 0xffff_ffff {
+                        *v = u64_at(f).ok_or_else(bad)?;
+                        f += 8;
+                    }
+                }
+            }
+            e += 4 + len;
+        }
+        let conv = |v: u64| usize::try_from(v).map_err(|_| bad());
+        out.push(ZipEntry {
+            name,
+            method,
+            compressed: conv(compressed)?,
+            size: conv(size)?,
+            local_offset: conv(local)?,
+        });
+        at += 46 + n + x + c;
+    }
+    Ok(out)
+}
+
 /// The `.npy` bytes of a tensor (C order).
 pub fn write(t: &HostTensor) -> Vec<u8> {
     let contiguous = t.strides == contiguous_strides(&t.shape) && t.data.len() == t.numel() * t.dtype.bytes() as usize;
+    // NumPy has no bfloat16 or fp8: those are written as float32 (exactly).
     let (descr, data) = match t.dtype {
-        DType::BF16 => ("<f4", HostTensor::from_f64(DType::F32, &t.shape, &t.to_f64()).data),
+        DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => {
+            ("<f4", HostTensor::from_f64(DType::F32, &t.shape, &t.to_f64()).data)
+        }
         d => {
             let descr = match d {
                 DType::F16 => "<f2",
                 DType::F32 => "<f4",
+                DType::F64 => "<f8",
+                DType::I8 => "|i1",
+                DType::U8 => "|u1",
                 DType::I32 => "<i4",
+                DType::U32 => "<u4",
                 DType::I64 => "<i8",
                 _ => "|b1",
             };
@@ -108,6 +233,60 @@ pub fn write(t: &HostTensor) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stored (uncompressed) zip of `.npy` members, as `np.savez` writes one.
+    fn zip(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let (mut out, mut dir) = (vec![], vec![]);
+        for (name, data) in members {
+            let off = out.len() as u32;
+            let head = |sig: u32, central: bool| {
+                let mut h = sig.to_le_bytes().to_vec();
+                if central {
+                    h.extend_from_slice(&[20, 0]);
+                }
+                h.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+                h.extend_from_slice(&(data.len() as u32).to_le_bytes());
+                h.extend_from_slice(&(data.len() as u32).to_le_bytes());
+                h.extend_from_slice(&(name.len() as u16).to_le_bytes());
+                h.extend_from_slice(&[0, 0]);
+                if central {
+                    // Comment length, disk, internal and external attributes, then the offset.
+                    h.extend_from_slice(&[0; 10]);
+                    h.extend_from_slice(&off.to_le_bytes());
+                }
+                h.extend_from_slice(name.as_bytes());
+                h
+            };
+            out.extend(head(0x0403_4b50, false));
+            out.extend_from_slice(data);
+            dir.extend(head(0x0201_4b50, true));
+        }
+        let cd = out.len() as u32;
+        out.extend_from_slice(&dir);
+        out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(dir.len() as u32).to_le_bytes());
+        out.extend_from_slice(&cd.to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
+        out
+    }
+
+    #[test]
+    fn npz_members_by_name() {
+        let a = HostTensor::from_f64(DType::F32, &[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+        let b = HostTensor::from_f64(DType::I32, &[3], &[7.0, 8.0, 9.0]);
+        let z = zip(&[("a.npy", write(&a)), ("ids.npy", write(&b))]);
+        assert_eq!(read_npz(&z, Some("a")).unwrap(), a);
+        assert_eq!(read_npz(&z, Some("ids")).unwrap().to_f64(), vec![7.0, 8.0, 9.0]);
+        assert!(read_npz(&z, None).unwrap_err().contains("name one"));
+        assert!(read_npz(&z, Some("b")).unwrap_err().contains("a, ids"));
+        let one = zip(&[("x.npy", write(&b))]);
+        assert_eq!(read_npz(&one, None).unwrap().to_f64(), vec![7.0, 8.0, 9.0]);
+        assert!(read_npz(b"PK not really", None).is_err());
+        assert!(read_npz(&z[..z.len() - 3], Some("a")).is_err());
+    }
 
     #[test]
     fn every_dtype_round_trips() {
@@ -151,7 +330,7 @@ mod tests {
         let t = write(&HostTensor::from_f64(DType::F32, &[4], &[1.0; 4]));
         assert!(read(&t[..t.len() - 1]).unwrap_err().contains("needs 16"));
         assert!(read(b"hello").unwrap_err().contains("not a .npy"));
-        assert!(read(&patched(&t, b"<f4", b"<f8")).unwrap_err().contains("cast to float32"));
+        assert!(read(&patched(&t, b"<f4", b"<c8")).unwrap_err().contains("not supported"));
         assert!(read(&patched(&t, b"False", b"True ")).unwrap_err().contains("Fortran"));
         assert!(read(&patched(&t, b"<f4", b">f4")).unwrap_err().contains("big-endian"));
         assert!(read(&patched(&t, b"(4,)", b"(x,)")).unwrap_err().contains("not a size"));

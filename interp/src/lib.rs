@@ -112,26 +112,7 @@ enum V {
 
 /// Rounds `v` to what dtype `d` can hold (round to nearest even; ints wrap).
 pub fn round_to(v: f64, d: DType) -> f64 {
-    match d {
-        DType::F32 => f64::from(v as f32),
-        DType::F16 => half::f16::from_f64(v).to_f64(),
-        DType::BF16 => half::bf16::from_f64(v).to_f64(),
-        DType::I32 => {
-            if v.is_nan() {
-                0.0
-            } else {
-                f64::from((v as i64) as i32)
-            }
-        }
-        DType::I64 => {
-            if v.is_nan() {
-                0.0
-            } else {
-                (v as i64) as f64
-            }
-        }
-        DType::I1 => f64::from(u8::from(v != 0.0)),
-    }
+    d.round(v)
 }
 
 /// Flush f32 subnormals to zero (the `flush_to_zero` option).
@@ -317,28 +298,12 @@ impl Machine<'_> {
 
     fn read(t: &HostTensor, off: usize) -> f64 {
         let b = t.dtype.bytes() as usize;
-        let bytes = &t.data[off * b..off * b + b];
-        match t.dtype {
-            DType::F16 => half::f16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
-            DType::BF16 => half::bf16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
-            DType::F32 => f64::from(f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
-            DType::I32 => f64::from(i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
-            DType::I64 => i64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])) as f64,
-            DType::I1 => f64::from(bytes[0] != 0),
-        }
+        t.dtype.decode(&t.data[off * b..off * b + b])
     }
 
     fn write(t: &mut HostTensor, off: usize, v: f64) {
         let b = t.dtype.bytes() as usize;
-        let out = &mut t.data[off * b..off * b + b];
-        match t.dtype {
-            DType::F16 => out.copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
-            DType::BF16 => out.copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
-            DType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
-            DType::I32 => out.copy_from_slice(&(v as i32).to_le_bytes()),
-            DType::I64 => out.copy_from_slice(&(v as i64).to_le_bytes()),
-            DType::I1 => out[0] = u8::from(v != 0.0),
-        }
+        t.dtype.encode(v, &mut t.data[off * b..off * b + b]);
     }
 
     fn exec(&mut self, ops: &[Op]) -> Result<(), InterpError> {

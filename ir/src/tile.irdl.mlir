@@ -291,4 +291,11 @@ irdl.dialect @tile {
     irdl.operands(value: %t)
     irdl.results(result: %r)
   }
+  // a conversion to or from a storage type (unsigned integers, fp8), which `arith` lacks.
+  irdl.operation @cast {
+    %t = irdl.any
+    %r = irdl.any
+    irdl.operands(value: %t)
+    irdl.results(result: %r)
+  }
 }

@@ -153,6 +153,7 @@ impl Pass {
                 if fast
                     && !flags.pinned
                     && func.ty(*value).dtype().is_float()
+                    && func.ty(*value).dtype() != DType::F64
                     && matches!(u, UnOp::Exp2 | UnOp::Exp | UnOp::Log | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt) =>
             {
                 let before = *flags;
@@ -167,7 +168,11 @@ impl Pass {
                 }
             }
             OpKind::Binary { op: BinOp::Div, lhs, flags, .. }
-                if fast && !flags.pinned && func.ty(*lhs).dtype().is_float() && !(flags.ftz && flags.approx) =>
+                if fast
+                    && !flags.pinned
+                    && func.ty(*lhs).dtype().is_float()
+                    && func.ty(*lhs).dtype() != DType::F64
+                    && !(flags.ftz && flags.approx) =>
             {
                 flags.ftz = true;
                 flags.approx = true;

@@ -391,6 +391,11 @@ impl Padding {
 
 /// The `arith` conversion op from `from` to `to`.
 pub fn cast_op(from: DType, to: DType) -> &'static str {
+    // `arith` takes signless integers and no fp8 arithmetic: casts of the storage types
+    // are the tile dialect's own.
+    if from.is_storage_only() || to.is_storage_only() {
+        return "tile.cast";
+    }
     // A bool is 0 or 1 (`true` is 1, not the -1 of a signed i1). Casts to bool are
     // comparisons with 0, which the frontend writes as such.
     if from == DType::I1 {

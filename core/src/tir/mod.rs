@@ -105,29 +105,29 @@ impl Type {
             return Some(Type::Tile { shape, dtype, layout });
         }
         match DType::parse(text)? {
-            d if d.name() == text => Some(Type::Scalar(d)),
+            d if d.mlir_name() == text => Some(Type::Scalar(d)),
             _ => None,
         }
     }
 
     pub fn to_mlir(&self) -> String {
         match self {
-            Type::Scalar(d) => d.name().to_string(),
+            Type::Scalar(d) => d.mlir_name().to_string(),
             Type::Tensor { dtype, rank } => {
                 let dims = vec!["?"; *rank].join("x");
                 let strides = vec!["?"; *rank].join(", ");
-                format!("memref<{dims}x{dtype}, strided<[{strides}]>>")
+                format!("memref<{dims}x{}, strided<[{strides}]>>", dtype.mlir_name())
             }
             Type::Tile { shape, dtype, layout } => {
                 let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
                 match layout {
-                    None => format!("tensor<{}x{dtype}>", dims.join("x")),
-                    Some(l) => format!("tensor<{}x{dtype}, {}>", dims.join("x"), l.to_mlir()),
+                    None => format!("tensor<{}x{}>", dims.join("x"), dtype.mlir_name()),
+                    Some(l) => format!("tensor<{}x{}, {}>", dims.join("x"), dtype.mlir_name(), l.to_mlir()),
                 }
             }
             Type::Smem { shape, dtype, layout } => {
                 let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-                format!("memref<{}x{dtype}, {}>", dims.join("x"), layout.to_mlir())
+                format!("memref<{}x{}, {}>", dims.join("x"), dtype.mlir_name(), layout.to_mlir())
             }
         }
     }

@@ -185,7 +185,10 @@ impl Printer<'_> {
             OpKind::Cast(x) => {
                 let from = self.f.ty(*x).dtype();
                 let to = op.result.map(|r| self.f.ty(r).dtype()).unwrap_or(from);
-                format!("{} {} : {} to {rty}", cast_op(from, to), n(x), t(x))
+                match cast_op(from, to) {
+                    "tile.cast" => format!("\"tile.cast\"({}) : ({}) -> {rty}", n(x), t(x)),
+                    name => format!("{name} {} : {} to {rty}", n(x), t(x)),
+                }
             }
             OpKind::Reduce { kind, axis, value } => format!(
                 "\"tile.reduce\"({}) {{kind = \"{}\", axis = {axis} : i32}} : ({}) -> {rty}",

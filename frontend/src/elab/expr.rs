@@ -420,6 +420,9 @@ impl Cx<'_> {
             (Some(x), _) | (None, Some(x)) => x,
             (None, None) => return Err(bad_operands(src, &a, &b, span)),
         };
+        if d.is_storage_only() {
+            return Err(storage_only(d, &format!("`{}`", src.symbol()), span));
+        }
         if src == AB::Div && !d.is_float() {
             return Err(Diagnostic::error("E0008", "`/` is true division and needs floats")
                 .with_primary(span, format!("both sides are {d}"))

@@ -493,9 +493,10 @@ impl Cx<'_> {
                 Err(Diagnostic::error("E0016", format!("`{}` is {}, not a dtype", id.name, kind_name(other)))
                     .with_primary(id.span, "expected a dtype"))
             }
-            None => Err(self
-                .unknown_name(&id.name, id.span)
-                .with_note("tensor element types are f16, bf16, f32, i32, i64, i1 or a `dtype` constant")),
+            None => Err(self.unknown_name(&id.name, id.span).with_note(format!(
+                "tensor element types are {} or a `dtype` constant",
+                DType::ALL.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
+            ))),
         }
     }
 }

@@ -134,6 +134,20 @@ pub(crate) enum Emit {
     Logic(LogicOp),
 }
 
+/// The error for arithmetic on a storage type (`u8`, `u32`, fp8): it takes a cast first.
+pub(crate) fn storage_only(d: DType, what: &str, span: Span) -> Diagnostic {
+    let to = if d.is_float() {
+        "f32"
+    } else if d == DType::U32 {
+        "i64"
+    } else {
+        "i32"
+    };
+    Diagnostic::error("E0008", format!("{what} of {d} values: {d} is a storage type"))
+        .with_primary(span, format!("{d}"))
+        .with_note(format!("load, store and cast {d}; compute after a cast, e.g. `.astype({to})`"))
+}
+
 /// The builtin function names, in table order.
 pub fn builtin_names() -> Vec<&'static str> {
     builtins::names().collect()

@@ -4,6 +4,7 @@
 //! `rand`.
 
 use super::emit::{Emitter, ICmp, Reg, Ty};
+use super::ptx_asm::PtxAsm;
 use super::regs::Value;
 use super::{err, Lowering};
 use tilec_core::tir::{BinOp, LogicOp, Op, OpKind, Type, ValueId};
@@ -91,12 +92,53 @@ pub(crate) fn binop(em: &mut Emitter, op: BinOp, a: &Reg, b: &Reg, d: DType) -> 
     }
 }
 
-/// Element type conversion (float widths, int ↔ float, bool → number with true as 1; a cast
-/// to bool is a comparison with 0 by the time it gets here).
+/// An f32 as fp8 `d` (round to nearest even, saturating to the largest finite value, NaN
+/// kept: `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`, which packs its second operand in the low
+/// byte).
+fn f32_to_fp8(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
+    let kind = if d == DType::F8E4M3 { "e4m3x2" } else { "e5m2x2" };
+    let mut asm = PtxAsm::new();
+    let o = asm.output(Ty::I16);
+    let a = asm.input(x);
+    asm.push(&format!("cvt.rn.satfinite.{kind}.f32 {o}, 0f00000000, {a};"));
+    let w = asm.emit(em).pop().unwrap_or_else(|| em.cint(0, Ty::I16));
+    em.convert("trunc", &w, Ty::I8)
+}
+
+/// An fp8 byte as the f16 holding its value exactly (`cvt.rn.f16x2.{e4m3,e5m2}x2`).
+fn fp8_to_f16(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
+    let kind = if d == DType::F8E4M3 { "e4m3x2" } else { "e5m2x2" };
+    let w = em.convert("zext", x, Ty::I16);
+    let mut asm = PtxAsm::new();
+    let o = asm.output(Ty::I32);
+    let a = asm.input(&w);
+    asm.push(&format!("cvt.rn.f16x2.{kind} {o}, {a};"));
+    let pair = asm.emit(em).pop().unwrap_or_else(|| em.cint(0, Ty::I32));
+    let lo = em.convert("trunc", &pair, Ty::I16);
+    em.bitcast(&lo, Ty::F16)
+}
+
+/// Element type conversion: float widths; int ↔ float (unsigned through `uitofp` and
+/// `fptoui.sat`); float → int truncating and saturating (NaN → 0); int ↔ int extending by
+/// the source's signedness or truncating; bool → number with true as 1 (a cast to bool is a
+/// comparison with 0 by the time it gets here); fp8 through f32 (from) and f16 (to).
 pub(crate) fn cast(em: &mut Emitter, v: &Reg, from: DType, to: DType) -> Reg {
     let t = Ty::of(to);
+    let fp8 = |d: DType| matches!(d, DType::F8E4M3 | DType::F8E5M2);
     if from == DType::I1 {
+        if fp8(to) {
+            let f = em.convert("uitofp", v, Ty::F32);
+            return f32_to_fp8(em, &f, to);
+        }
         return em.convert(if to.is_float() { "uitofp" } else { "zext" }, v, t);
+    }
+    if fp8(from) {
+        let h = fp8_to_f16(em, v, from);
+        return if to == DType::F16 { h } else { cast(em, &h, DType::F16, to) };
+    }
+    if fp8(to) {
+        let f = if from == DType::F32 { v.clone() } else { cast(em, v, from, DType::F32) };
+        return f32_to_fp8(em, &f, to);
     }
     let op = match (from.is_float(), to.is_float()) {
         (true, true) if to.bits() > from.bits() => "fpext",
@@ -105,14 +147,18 @@ pub(crate) fn cast(em: &mut Emitter, v: &Reg, from: DType, to: DType) -> Reg {
             return em.convert("fptrunc", &x, t);
         }
         (true, true) => "fptrunc",
+        (false, true) if from.is_unsigned() => "uitofp",
         (false, true) => "sitofp",
         // Truncation toward zero, saturating, NaN → 0 (cvt.rzi.sat), as the interpreter;
         // LLVM's plain fptosi is poison out of range.
         (true, false) => {
-            let name = format!("llvm.fptosi.sat.{}.{}", t.text(), v.ty.text());
+            let sat = if to.is_unsigned() { "fptoui" } else { "fptosi" };
+            let name = format!("llvm.{sat}.sat.{}.{}", t.text(), v.ty.text());
             return em.call_intrinsic(&name, &[v], t);
         }
+        (false, false) if to.bits() > from.bits() && from.is_unsigned() => "zext",
         (false, false) if to.bits() > from.bits() => "sext",
+        (false, false) if to.bits() == from.bits() => return v.clone(),
         (false, false) => "trunc",
     };
     em.convert(op, v, t)
@@ -152,7 +198,7 @@ impl Lowering<'_> {
             OpKind::Fma { a, b, c } => {
                 let d = func.ty(*a).dtype();
                 self.elementwise(&[*a, *b, *c], |em, x| {
-                    if d == DType::F32 {
+                    if matches!(d, DType::F32 | DType::F64) {
                         return Ok(em.intr("fma", &[&x[0], &x[1], &x[2]]));
                     }
                     // f16/bf16: the f32 fma of the widened operands (the product is exact) rounds

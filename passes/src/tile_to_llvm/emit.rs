@@ -23,6 +23,7 @@ pub enum Ty {
     F16,
     BF16,
     F32,
+    F64,
     /// `!llvm.ptr<addrspace>`.
     Ptr(u32),
     /// `vector<NxT>`.
@@ -49,14 +50,18 @@ pub enum Ty {
 
 impl Ty {
     /// The type of a tile element or scalar of dtype `d` (MLIR's builtin names are LLVM's).
+    /// Unsigned integers are their signless width (the ops choose the signedness); an fp8
+    /// value is its byte (LLVM has no fp8 type: converted by `cvt` in the lowering).
     pub fn of(d: DType) -> Ty {
         match d {
             DType::I1 => Ty::I1,
-            DType::I32 => Ty::I32,
+            DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => Ty::I8,
+            DType::I32 | DType::U32 => Ty::I32,
             DType::I64 => Ty::I64,
             DType::F16 => Ty::F16,
             DType::BF16 => Ty::BF16,
             DType::F32 => Ty::F32,
+            DType::F64 => Ty::F64,
         }
     }
 
@@ -81,6 +86,7 @@ impl Ty {
             Ty::F16 => "f16".into(),
             Ty::BF16 => "bf16".into(),
             Ty::F32 => "f32".into(),
+            Ty::F64 => "f64".into(),
             Ty::Ptr(a) => format!("!llvm.ptr<{a}>"),
             Ty::Vector(n, t) => format!("vector<{n}x{}>", t.text()),
             Ty::Struct(ts) => format!("!llvm.struct<({})>", ts.iter().map(Ty::text).collect::<Vec<_>>().join(", ")),
@@ -97,7 +103,7 @@ impl Ty {
     }
 
     pub fn is_float(&self) -> bool {
-        matches!(self, Ty::F16 | Ty::BF16 | Ty::F32)
+        matches!(self, Ty::F16 | Ty::BF16 | Ty::F32 | Ty::F64)
     }
 }
 

@@ -39,13 +39,15 @@ fn word(bits: u32) -> (Ty, String) {
     }
 }
 
-/// A loaded single-element word as a value of dtype `d` (a byte is != 0 for i1).
+/// A loaded single-element word as a value of dtype `d` (a byte is != 0 for i1; other bytes
+/// come in the low half of a 16-bit register).
 fn from_word(em: &mut Emitter, w: &Reg, d: DType) -> Reg {
     match d {
         DType::I1 => {
             let z = em.cint(0, w.ty.clone());
             em.icmp(ICmp::Ne, w, &z)
         }
+        _ if d.bytes() == 1 => em.convert("trunc", w, Ty::I8),
         _ => em.bitcast(w, Ty::of(d)),
     }
 }
@@ -54,6 +56,7 @@ fn from_word(em: &mut Emitter, w: &Reg, d: DType) -> Reg {
 fn to_word(em: &mut Emitter, v: &Reg, d: DType) -> Reg {
     match d {
         DType::I1 => em.convert("zext", v, Ty::I16),
+        _ if d.bytes() == 1 => em.convert("zext", v, Ty::I16),
         _ => em.bitcast(v, Ty::int(d.bits())),
     }
 }

@@ -11,6 +11,7 @@ fn constraint(t: &Ty) -> &'static str {
         Ty::I1 => "b",
         Ty::I16 | Ty::F16 | Ty::BF16 => "h",
         Ty::I64 | Ty::Ptr(_) => "l",
+        Ty::F64 => "d",
         _ => "r",
     }
 }

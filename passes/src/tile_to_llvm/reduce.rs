@@ -62,6 +62,16 @@ fn shfl_bfly(em: &mut Emitter, v: &Reg, d: DType, offset: i64) -> Reg {
     em.ci32(31);
     match d.bits() {
         32 => em.shfl_bfly32(v, offset),
+        8 => {
+            let w = em.convert("zext", v, Ty::I32);
+            let s = em.shfl_bfly32(&w, offset);
+            em.convert("trunc", &s, Ty::I8)
+        }
+        64 if d.is_float() => {
+            let i = em.bitcast(v, Ty::I64);
+            let s = shfl_bfly(em, &i, DType::I64, offset);
+            em.bitcast(&s, Ty::F64)
+        }
         16 => {
             let i = em.bitcast(v, Ty::I16);
             let w = em.convert("zext", &i, Ty::I32);

@@ -535,3 +535,103 @@ pub const SCAN: Spec = Spec {
     },
     peer_config: no_peer,
 };
+
+/// The storage dtypes and f64 (kernels/lang/dtypes.tile): every conversion bit for bit,
+/// fp8 at its ties, subnormals and saturation.
+pub const DTYPES: Spec = Spec {
+    name: "lang_dtypes",
+    file: "lang/dtypes.tile",
+    kernel: "dtypes",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F32, &[300]), Case::new(DType::F32, &[17]).with("B", 16)],
+    gpu_cases: || vec![Case::new(DType::F32, &[1]), Case::new(DType::F32, &[1000]), Case::new(DType::F32, &[100_003])],
+    bench_cases: no_bench,
+    consts: |_| BTreeMap::new(),
+    inputs: |c, rng| {
+        let n = numel(&c.dims);
+        let edge_f = [
+            1.0625,
+            1.1875,
+            -1.0625,
+            1.125,
+            1.375,
+            1e6,
+            -1e6,
+            448.0,
+            464.0,
+            470.0,
+            57344.0,
+            61440.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            2f64.powi(-9),
+            2f64.powi(-10),
+            3.0 * 2f64.powi(-10),
+            -0.0,
+            2f64.powi(-16),
+            2f64.powi(-17),
+            -5.0,
+            300.0,
+            255.9,
+            0.5,
+        ];
+        let f: Vec<f64> = (0..n)
+            .map(|i| if i % 3 == 0 { edge_f[(i / 3) % edge_f.len()] } else { rng.gen_range(-600.0..600.0) })
+            .collect();
+        let a8: Vec<f64> =
+            (0..n).map(|i| if i % 7 == 0 { -128.0 } else { f64::from(rng.gen_range(-128..128)) }).collect();
+        let b8: Vec<f64> = (0..n).map(|i| if i % 7 == 1 { 255.0 } else { f64::from(rng.gen_range(0..256)) }).collect();
+        let edge_w = [0.0, 4_294_967_295.0, 2_147_483_648.0, 16_777_217.0];
+        let w: Vec<f64> = (0..n)
+            .map(|i| if i % 5 == 0 { edge_w[(i / 5) % 4] } else { rng.gen_range(0.0..4.0e9f64).floor() })
+            .collect();
+        let d = randn(rng, n, 3.0);
+        vec![
+            tensor(DType::I8, &c.dims, &a8),
+            tensor(DType::U8, &c.dims, &b8),
+            tensor(DType::U32, &c.dims, &w),
+            tensor(DType::F32, &c.dims, &f),
+            tensor(DType::F64, &c.dims, &d),
+            poisoned(DType::F8E4M3, &c.dims),
+            poisoned(DType::F8E5M2, &c.dims),
+            poisoned(DType::F32, &[4, c.dims[0]]),
+            poisoned(DType::I32, &[4, c.dims[0]]),
+            poisoned(DType::F64, &[2, c.dims[0]]),
+        ]
+    },
+    outputs: &[5, 6, 7, 8, 9],
+    exact: &[5, 6, 7, 8],
+    reference: |c, a| {
+        let n = c.dims[0] as usize;
+        let b = c.konst("B", 256).max(1) as usize;
+        let (s, u, w, f, d) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3), values(a, 4));
+        let q4: Vec<f64> = f.iter().map(|v| DType::F8E4M3.round(*v)).collect();
+        let q5: Vec<f64> = f.iter().map(|v| DType::F8E5M2.round(*v)).collect();
+        let mut back = vec![0.0; 4 * n];
+        let mut ints = vec![0.0; 4 * n];
+        let mut wide = vec![0.0; 2 * n];
+        for i in 0..n {
+            back[i] = q4[i];
+            back[n + i] = q5[i];
+            back[2 * n + i] = u[i] + s[i];
+            back[3 * n + i] = f64::from(w[i] as f32);
+            ints[i] = u[i] + s[i];
+            ints[n + i] = f64::from((w[i] as u32) >> 4);
+            ints[2 * n + i] = f64::from(f[i] as u8);
+            ints[3 * n + i] = f64::from((s[i] as i8).wrapping_mul(3));
+            wide[i] = d[i] * d[i] + 1.0;
+            let blk = i / b * b;
+            wide[n + i] = d[blk..(blk + b).min(n)].iter().sum();
+        }
+        vec![q4, q5, back, ints, wide]
+    },
+    tolerance: |_| 1e-12,
+    bytes: |c| c.dims[0] as f64 * 70.0,
+    flops: None,
+    case_for: |dims, _| match dims {
+        [n] if *n >= 1 => Ok(Case::new(DType::F32, dims)),
+        _ => Err(format!("lang_dtypes takes N, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};

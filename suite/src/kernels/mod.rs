@@ -7,7 +7,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 33] = [
+pub(crate) static ALL: [&Spec; 34] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -27,6 +27,7 @@ pub(crate) static ALL: [&Spec; 33] = [
     &lang::MASKED,
     &lang::ATOMICS,
     &lang::SCAN,
+    &lang::DTYPES,
     &compute::MATMUL,
     &compute::BMM,
     &compute::GROUP_GEMM,

@@ -71,6 +71,14 @@ pub(super) fn unary(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R
             if (op == UnOp::Floor || op == UnOp::Ceil) && ty.dtype().is_int() && ty.dtype() != DType::I1 {
                 return Ok(x);
             }
+            if ty.dtype().is_storage_only() {
+                return Err(storage_only(ty.dtype(), &format!("`{name}`"), a.span(0)));
+            }
+            if ty.dtype() == DType::F64 && (!matches!(op, UnOp::Abs | UnOp::Floor | UnOp::Ceil) || flags.pinned) {
+                return Err(Diagnostic::error("E0008", format!("`{name}` of f64 values is not lowered"))
+                    .with_primary(a.span(0), "f64")
+                    .with_note("f64 has arithmetic, comparisons, casts, abs, floor, ceil, fma and reductions; the math list is f32 (cast with `.astype(f32)`)"));
+            }
             if !ty.dtype().is_float() {
                 return Err(Diagnostic::error(
                     "E0008",
@@ -215,6 +223,13 @@ pub(super) fn truediv(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) ->
     if matches!(x, Val::Poison) || matches!(y, Val::Poison) {
         return Ok(Val::Poison);
     }
+    let f64_operand =
+        [&x, &y].iter().any(|v| matches!(v, Val::Tile(id) | Val::Scalar(id) if cx.func.ty(*id).dtype() == DType::F64));
+    if f64_operand && !flags.is_default() {
+        return Err(Diagnostic::error("E0008", "`truediv` options on f64 values are not lowered")
+            .with_primary(span, "f64")
+            .with_note("f64 division is `/` (correctly rounded)"));
+    }
     cx.arith(Emit::Bin(BinOp::Div, flags), x, y, a.span(0), a.span(1), span, AB::Div)
 }
 
@@ -226,6 +241,14 @@ impl Cx<'_> {
         for (v, s) in vals {
             if let Val::Tile(id) | Val::Scalar(id) = v {
                 let t = self.func.ty(*id).dtype();
+                if t.is_storage_only() {
+                    return Err(storage_only(t, &format!("`{name}`"), *s));
+                }
+                if t == DType::F64 && name != "fma" {
+                    return Err(Diagnostic::error("E0008", format!("`{name}` of f64 values is not lowered"))
+                        .with_primary(*s, "f64")
+                        .with_note("cast with `.astype(f32)`"));
+                }
                 if !t.is_float() {
                     return Err(Diagnostic::error("E0008", format!("`{name}` needs float operands, found {t}"))
                         .with_primary(*s, "not a float")

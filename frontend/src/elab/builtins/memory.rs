@@ -157,6 +157,10 @@ impl Cx<'_> {
             Some(span),
         );
         let Some(m) = a.get(6).cloned() else { return Ok(Val::Tile(tile)) };
+        if d.is_storage_only() {
+            return Err(storage_only(d, "a masked `load`", a.span(6))
+                .with_note("load without the mask and cast, then `where(mask, x, padding)`"));
+        }
         // A masked load is the load with its masked-off elements replaced by the padding: the
         // lowering may still read them (they are in bounds, so no fault), never returns them.
         let mask = self.mask_tile(m, &shape, a.span(6))?;

@@ -147,6 +147,14 @@ pub(super) fn print(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> 
 
 impl Cx<'_> {
     pub(crate) fn select(&mut self, c: Val, a: Val, b: Val, spans: [Span; 3], span: Span) -> R<Val> {
+        for v in [&a, &b] {
+            if let Val::Tile(id) | Val::Scalar(id) = v {
+                let d = self.func.ty(*id).dtype();
+                if d.is_storage_only() {
+                    return Err(storage_only(d, "`where`", span));
+                }
+            }
+        }
         let cid = match &c {
             Val::Tile(id) | Val::Scalar(id) if self.func.ty(*id).dtype() == DType::I1 => *id,
             Val::Bool(true) => return Ok(a),

@@ -60,6 +60,9 @@ pub(super) fn scan(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<
         }
     };
     let ty = cx.func.ty(id).clone();
+    if ty.dtype().is_storage_only() {
+        return Err(storage_only(ty.dtype(), &format!("`{name}`"), a.span(0)));
+    }
     if ty.dtype() == DType::I1 {
         return Err(Diagnostic::error("E0008", format!("`{name}` of a bool tile"))
             .with_primary(a.span(0), "cast it first: `.astype(i32)`"));
@@ -100,6 +103,9 @@ impl Cx<'_> {
             None => return Err(Diagnostic::error("E0004", "missing operand").with_primary(span, "here")),
         };
         let ty = self.func.ty(id).clone();
+        if ty.dtype().is_storage_only() {
+            return Err(storage_only(ty.dtype(), &format!("`{}`", kind.name()), a.span(0)));
+        }
         let rank = ty.shape().len() as i64;
         let axis = match a.get(1) {
             Some(Val::Int(ax)) if (-rank..rank).contains(ax) => {

@@ -50,6 +50,10 @@ pub(super) fn full(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<
         return Ok(Val::Poison);
     }
     let shape = cx.tile_shape(a.get(0), a.span(0))?;
+    let dt = a.dtype(cx, if name == "full" { 2 } else { 1 })?;
+    if dt.is_storage_only() {
+        return Err(storage_only(dt, &format!("`{name}`"), span));
+    }
     let (value, d) = if name == "full" {
         (a.get(1).cloned().unwrap_or(Val::Poison), a.dtype(cx, 2)?)
     } else {
