@@ -493,10 +493,9 @@ impl Cx<'_> {
                 Ok(self.func.push(OpKind::ConstFloat(i as f64), Type::Scalar(d), Some(span)))
             }
             Val::Int(i) => {
-                if d == DType::I32 && i32::try_from(i).is_err() {
-                    return Err(
-                        Diagnostic::error("E0014", format!("{i} does not fit in i32")).with_primary(span, "too large")
-                    );
+                if d != DType::I64 && d != DType::I1 && d.round(i as f64) != i as f64 {
+                    return Err(Diagnostic::error("E0014", format!("{i} does not fit in {d}"))
+                        .with_primary(span, format!("out of {d}'s range")));
                 }
                 Ok(self.func.push(OpKind::ConstInt(i), Type::Scalar(d), Some(span)))
             }
