@@ -1,13 +1,14 @@
 //! The specs, one file per kernel family.
 
 mod compute;
+mod decoder;
 mod lang;
 mod membound;
 
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 34] = [
+pub(crate) static ALL: [&Spec; 37] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -22,6 +23,9 @@ pub(crate) static ALL: [&Spec; 34] = [
     &membound::ROPE_TABLE,
     &membound::ROW_MAX,
     &lang::ARGMAX,
+    &decoder::BIAS_ADD,
+    &decoder::RESIDUAL_ADD,
+    &decoder::KV_APPEND,
     &lang::BITS,
     &lang::MATH,
     &lang::MASKED,

@@ -1,0 +1,172 @@
+//! The small kernels a decoder's layers need around the big ones (kernels/bias_add.tile,
+//! kernels/residual_add.tile, kernels/kv_append.tile): exact against plain Rust.
+
+use crate::inputs::{numel, poisoned, pow2_clamped, randn, tensor, values};
+use crate::{Case, Class, Spec};
+use rand::Rng;
+use std::collections::BTreeMap;
+use tilec_core::DType;
+use tilec_frontend::ConstArg;
+
+fn no_peer(_: &Case) -> Option<String> {
+    None
+}
+
+fn no_bench(_: bool) -> Vec<Case> {
+    vec![]
+}
+
+fn row_consts(c: &Case) -> BTreeMap<String, ConstArg> {
+    BTreeMap::from([
+        ("T".to_string(), ConstArg::DType(c.dtype)),
+        ("BLOCK_N".to_string(), ConstArg::Int(pow2_clamped(c.dims[1], 16, 4096))),
+    ])
+}
+
+fn mn(dims: &[i64], dtype: DType, name: &str) -> Result<Case, String> {
+    match dims {
+        [m, n] if *m >= 1 && *n >= 1 && dtype.is_float() && !dtype.is_storage_only() => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("{name} takes MxN and a float dtype, not {dims:?} {dtype}")),
+    }
+}
+
+fn mn_cases() -> Vec<Case> {
+    vec![
+        Case::new(DType::F32, &[1, 1]),
+        Case::new(DType::F16, &[7, 33]),
+        Case::new(DType::BF16, &[16, 3584]),
+        Case::new(DType::F16, &[8192, 3584]),
+        Case::new(DType::F32, &[333, 4097]),
+    ]
+}
+
+/// `y = x + bias` over the rows.
+pub const BIAS_ADD: Spec = Spec {
+    name: "bias_add",
+    file: "bias_add.tile",
+    kernel: "bias_add",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F32, &[7, 50]).with("ROWS", 2), Case::new(DType::F16, &[3, 40])],
+    gpu_cases: || {
+        let mut v = mn_cases();
+        v.push(Case::new(DType::F16, &[1000, 512]).with("ROWS", 4));
+        v
+    },
+    bench_cases: no_bench,
+    consts: row_consts,
+    inputs: |c, rng| {
+        vec![
+            tensor(c.dtype, &c.dims, &randn(rng, numel(&c.dims), 1.0)),
+            tensor(c.dtype, &[c.dims[1]], &randn(rng, c.dims[1] as usize, 1.0)),
+            poisoned(c.dtype, &c.dims),
+        ]
+    },
+    outputs: &[2],
+    exact: &[2],
+    reference: |c, a| {
+        let (x, b) = (values(a, 0), values(a, 1));
+        let n = c.dims[1] as usize;
+        vec![x.iter().enumerate().map(|(i, v)| tilec_interp::round_to(v + b[i % n], c.dtype)).collect()]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (2 * c.dims[0] * c.dims[1] + c.dims[1]) as f64 * f64::from(c.dtype.bytes()),
+    flops: None,
+    case_for: |dims, dtype| mn(dims, dtype, "bias_add"),
+    peer_config: no_peer,
+};
+
+/// `y = x + residual`.
+pub const RESIDUAL_ADD: Spec = Spec {
+    name: "residual_add",
+    file: "residual_add.tile",
+    kernel: "residual_add",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F32, &[7, 50]), Case::new(DType::BF16, &[3, 40])],
+    gpu_cases: mn_cases,
+    bench_cases: no_bench,
+    consts: row_consts,
+    inputs: |c, rng| {
+        vec![
+            tensor(c.dtype, &c.dims, &randn(rng, numel(&c.dims), 1.0)),
+            tensor(c.dtype, &c.dims, &randn(rng, numel(&c.dims), 1.0)),
+            poisoned(c.dtype, &c.dims),
+        ]
+    },
+    outputs: &[2],
+    exact: &[2],
+    reference: |c, a| {
+        let (x, r) = (values(a, 0), values(a, 1));
+        vec![x.iter().zip(&r).map(|(a, b)| tilec_interp::round_to(a + b, c.dtype)).collect()]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (3 * c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes()),
+    flops: None,
+    case_for: |dims, dtype| mn(dims, dtype, "residual_add"),
+    peer_config: no_peer,
+};
+
+/// KV-cache append: dims are [B, H, N, D, S] (N new rows per sequence, a cache of S rows).
+pub const KV_APPEND: Spec = Spec {
+    name: "kv_append",
+    file: "kv_append.tile",
+    kernel: "kv_append",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[2, 2, 3, 8, 6]), Case::new(DType::F32, &[3, 1, 1, 5, 4])],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 1, 1, 1, 1]),
+            Case::new(DType::F16, &[16, 4, 1, 128, 1024]),
+            Case::new(DType::F16, &[16, 4, 512, 128, 1024]),
+            Case::new(DType::BF16, &[3, 2, 5, 96, 7]),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("D_TILE".to_string(), ConstArg::Int(pow2_clamped(c.dims[3], 1, 1024))),
+        ])
+    },
+    inputs: |c, rng| {
+        let (b, h, n, d, s) = (c.dims[0], c.dims[1], c.dims[2], c.dims[3], c.dims[4]);
+        // Positions that fit, and for the last sequence one whose tail falls off the cache.
+        let pos: Vec<f64> = (0..b)
+            .map(|i| if i == b - 1 && b > 1 { (s - 1) as f64 } else { rng.gen_range(0..=(s - n).max(0)) as f64 })
+            .collect();
+        vec![
+            tensor(c.dtype, &[b, h, n, d], &randn(rng, (b * h * n * d) as usize, 1.0)),
+            tensor(c.dtype, &[b, h, s, d], &vec![-3.0; (b * h * s * d) as usize]),
+            tensor(DType::I32, &[b], &pos),
+        ]
+    },
+    outputs: &[1],
+    exact: &[1],
+    reference: |c, a| {
+        let [b, h, n, d, s] = [0, 1, 2, 3, 4].map(|i| c.dims[i] as usize);
+        let (new, pos) = (values(a, 0), values(a, 2));
+        let mut cache = vec![-3.0; b * h * s * d];
+        for (bi, p) in pos.iter().enumerate() {
+            for hi in 0..h {
+                for t in 0..n {
+                    let row = *p as usize + t;
+                    if row < s {
+                        let (src, dst) = (((bi * h + hi) * n + t) * d, ((bi * h + hi) * s + row) * d);
+                        cache[dst..dst + d].copy_from_slice(&new[src..src + d]);
+                    }
+                }
+            }
+        }
+        vec![cache]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (2 * c.dims[0] * c.dims[1] * c.dims[2] * c.dims[3]) as f64 * f64::from(c.dtype.bytes()),
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [b, h, n, d, s] if [*b, *h, *n, *d, *s].iter().all(|x| *x >= 1) && n <= s => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("kv_append takes BxHxNxDxS (N new rows, a cache of S), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
