@@ -47,6 +47,13 @@ fn elementwise_operands(kind: &mut OpKind) -> Vec<&mut ValueId> {
         OpKind::Select { cond, a, b } => vec![cond, a, b],
         OpKind::Gather { index, .. } => index.iter_mut().collect(),
         OpKind::Rand { offsets, .. } => vec![offsets],
+        // An atomic pairs its tiles element by element with its result (the old values).
+        OpKind::Atomic { tile, cmp, mask, .. } => {
+            let mut v: Vec<&mut ValueId> = cmp.iter_mut().collect();
+            v.push(tile);
+            v.push(mask);
+            v
+        }
         _ => vec![],
     }
 }
@@ -271,6 +278,8 @@ fn wanted(func: &Func, kind: &OpKind, result: Option<ValueId>) -> Vec<Option<Lay
             _ => vec![None, None, None],
         },
         OpKind::Scatter { index, tile, .. } => vec![layout(func, *tile); index.len()],
+        // A masked store's mask follows the stored tile.
+        OpKind::Store { tile, mask: Some(_), .. } => vec![layout(func, *tile)],
         _ => vec![rl; elementwise_reads(kind).len()],
     }
 }
@@ -279,6 +288,7 @@ fn operands_mut(kind: &mut OpKind) -> Vec<&mut ValueId> {
     match kind {
         OpKind::Mma { a, b, acc } => vec![a, b, acc],
         OpKind::Scatter { index, .. } => index.iter_mut().collect(),
+        OpKind::Store { mask: Some(m), .. } => vec![m],
         k => elementwise_operands(k),
     }
 }

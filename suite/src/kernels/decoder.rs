@@ -170,3 +170,63 @@ pub const KV_APPEND: Spec = Spec {
     },
     peer_config: no_peer,
 };
+
+/// Split-K GEMM into an f32 C (kernels/matmul_splitk.tile): dims [M, N, K]. The partial
+/// products arrive in any order; with the inputs on a grid of quarters every sum is exact.
+pub const MATMUL_SPLITK: Spec = Spec {
+    name: "matmul_splitk",
+    file: "matmul_splitk.tile",
+    kernel: "matmul_splitk",
+    class: Class::Gemm,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![Case::new(DType::F16, &[16, 200, 300]), Case::new(DType::BF16, &[20, 40, 70]).with("SPLIT", 3)]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 8, 16]),
+            Case::new(DType::F16, &[16, 3584, 3584]),
+            Case::new(DType::BF16, &[16, 4608, 3584]).with("SPLIT", 2),
+            Case::new(DType::F16, &[16, 3584, 18944]).with("SPLIT", 16),
+            Case::new(DType::F16, &[33, 1000, 700]).with("SPLIT", 3),
+        ]
+    },
+    bench_cases: |_| {
+        vec![
+            Case::new(DType::F16, &[16, 4608, 3584]),
+            Case::new(DType::F16, &[16, 3584, 3584]),
+            Case::new(DType::F16, &[16, 3584, 18944]).with("SPLIT", 16),
+        ]
+    },
+    consts: |c| BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))]),
+    inputs: |c, rng| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.dims[2]);
+        // Quarters: every product a multiple of 1/16 and every partial sum exact in f32, so
+        // the blocks may add in any order (the interpreter runs them both ways).
+        let q = |v: Vec<f64>| v.into_iter().map(|x| (x * 2.0).round().clamp(-8.0, 8.0) / 4.0).collect::<Vec<_>>();
+        vec![
+            tensor(c.dtype, &[m, k], &q(randn(rng, (m * k) as usize, 1.0))),
+            tensor(c.dtype, &[k, n], &q(randn(rng, (k * n) as usize, 1.0))),
+            tensor(DType::F32, &[m, n], &vec![0.0; (m * n) as usize]),
+        ]
+    },
+    outputs: &[2],
+    exact: &[2],
+    reference: |c, a| {
+        let [m, n, k] = [0, 1, 2].map(|i| c.dims[i] as usize);
+        vec![tilec_interp::reference::matmul(&values(a, 0), &values(a, 1), m, k, n)]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.dims[2]);
+        ((m * k + k * n) * i64::from(c.dtype.bytes()) + 2 * m * n * 4) as f64
+    },
+    flops: Some(|c| 2.0 * (c.dims[0] * c.dims[1] * c.dims[2]) as f64),
+    case_for: |dims, dtype| match dims {
+        [m, n, k] if *m >= 1 && *n >= 1 && *k >= 1 && matches!(dtype, DType::F16 | DType::BF16) => {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!("matmul_splitk takes MxNxK in f16 or bf16, not {dims:?} {dtype}")),
+    },
+    peer_config: no_peer,
+};

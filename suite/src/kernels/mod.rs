@@ -8,7 +8,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 37] = [
+pub(crate) static ALL: [&Spec; 38] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -33,6 +33,7 @@ pub(crate) static ALL: [&Spec; 37] = [
     &lang::SCAN,
     &lang::DTYPES,
     &compute::MATMUL,
+    &decoder::MATMUL_SPLITK,
     &compute::BMM,
     &compute::GROUP_GEMM,
     &compute::FMHA,
