@@ -64,16 +64,13 @@ pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
     s
 }
 
-/// The leading coordinates of row `i` of a tensor of `shape` (every dim but the last), for
-/// printing it row by row.
-pub fn unravel_row(i: usize, shape: &[i64]) -> Vec<i64> {
-    let lead = &shape[..shape.len().saturating_sub(1)];
-    let mut rest = i as i64;
-    let mut c = vec![0; lead.len()];
-    for d in (0..lead.len()).rev() {
-        let e = lead[d].max(1);
-        c[d] = rest % e;
-        rest /= e;
+/// Multi-index of linear element `i` of a row-major `shape` (extents below 1 count as 1).
+pub fn unravel(mut i: i64, shape: &[i64]) -> Vec<i64> {
+    let mut c = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        let e = shape[d].max(1);
+        c[d] = i % e;
+        i /= e;
     }
     c
 }

@@ -97,9 +97,10 @@ pub fn read_npz(bytes: &[u8], key: Option<&str>) -> Result<HostTensor, String> {
         }
     };
     let e = &entries[pick];
-    let u16_at = |o: usize| bytes.get(o..o + 2).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+    let u16_at = |o: usize| bytes.get(o..o.checked_add(2)?).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
+    // Offsets read from the file are checked against its length before any arithmetic.
     let lh = e.local_offset;
-    if bytes.get(lh..lh + 4) != Some(&[0x50, 0x4b, 0x03, 0x04][..]) {
+    if lh > bytes.len() || bytes.get(lh..lh + 4) != Some(&[0x50, 0x4b, 0x03, 0x04][..]) {
         return Err(format!("`{}`: no local header where the directory says", e.name));
     }
     let (n, x) =
@@ -129,9 +130,9 @@ struct ZipEntry {
 
 /// The members of a zip archive (the central directory, zip64 fields included).
 fn zip_entries(b: &[u8]) -> Result<Vec<ZipEntry>, String> {
-    let u16_at = |o: usize| b.get(o..o + 2).map(|x| u16::from_le_bytes([x[0], x[1]]));
-    let u32_at = |o: usize| b.get(o..o + 4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]));
-    let u64_at = |o: usize| b.get(o..o + 8).and_then(|x| x.try_into().ok()).map(u64::from_le_bytes);
+    let u16_at = |o: usize| b.get(o..o.checked_add(2)?).map(|x| u16::from_le_bytes([x[0], x[1]]));
+    let u32_at = |o: usize| b.get(o..o.checked_add(4)?).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]));
+    let u64_at = |o: usize| b.get(o..o.checked_add(8)?).and_then(|x| x.try_into().ok()).map(u64::from_le_bytes);
     let bad = || "not a .npz (zip) archive".to_string();
     // The end-of-directory record, within the last 64 KiB (its comment) of the file.
     let lo = b.len().saturating_sub(22 + 65_535);
@@ -140,13 +141,14 @@ fn zip_entries(b: &[u8]) -> Result<Vec<ZipEntry>, String> {
     let mut offset = u64::from(u32_at(eocd + 16).ok_or_else(bad)?);
     if (count == 0xffff || offset == 0xffff_ffff) && eocd >= 20 && u32_at(eocd - 20) == Some(0x0706_4b50) {
         let rec = usize::try_from(u64_at(eocd - 12).ok_or_else(bad)?).map_err(|_| bad())?;
-        if u32_at(rec) != Some(0x0606_4b50) {
+        if rec > b.len() || u32_at(rec) != Some(0x0606_4b50) {
             return Err(bad());
         }
         count = u64_at(rec + 32).ok_or_else(bad)?;
         offset = u64_at(rec + 48).ok_or_else(bad)?;
     }
-    let mut at = usize::try_from(offset).map_err(|_| bad())?;
+    // Offsets read from the file are checked against its length before any arithmetic.
+    let mut at = usize::try_from(offset).ok().filter(|a| *a <= b.len()).ok_or_else(bad)?;
     let mut out = vec![];
     for _ in 0..count.min(1 << 16) {
         if u32_at(at) != Some(0x0201_4b50) {
@@ -286,6 +288,15 @@ mod tests {
         assert_eq!(read_npz(&one, None).unwrap().to_f64(), vec![7.0, 8.0, 9.0]);
         assert!(read_npz(b"PK not really", None).is_err());
         assert!(read_npz(&z[..z.len() - 3], Some("a")).is_err());
+        // Offsets far past the end (the directory's and a member's) are errors, not overflows.
+        let mut far = z.clone();
+        let n = far.len();
+        far[n - 6..n - 2].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(read_npz(&far, Some("a")).is_err());
+        let cd = u32::from_le_bytes(z[n - 6..n - 2].try_into().unwrap()) as usize;
+        let mut far = z.clone();
+        far[cd + 42..cd + 46].copy_from_slice(&(u32::MAX - 3).to_le_bytes());
+        assert!(read_npz(&far, Some("a")).unwrap_err().contains("no local header"));
     }
 
     #[test]

@@ -198,16 +198,7 @@ fn strides_of(shape: &[i64]) -> Vec<i64> {
     tilec_core::host::contiguous_strides(shape)
 }
 
-/// Multi-index of linear element `i` of a row-major `shape`.
-fn unravel(mut i: i64, shape: &[i64]) -> Vec<i64> {
-    let mut c = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        let e = shape[d].max(1);
-        c[d] = i % e;
-        i /= e;
-    }
-    c
-}
+use tilec_core::host::unravel;
 
 impl Machine<'_> {
     fn ty(&self, v: ValueId) -> &Type {

@@ -111,6 +111,13 @@ fn key(v: &Value) -> usize {
     v.to_raw().ptr as usize
 }
 
+/// `(tensor, index…, tail…)` operands: the tensor, the indices between, and the last `tail`.
+fn split_operands(ops: &[ValueId], tail: usize) -> Option<(ValueId, Vec<ValueId>, Vec<ValueId>)> {
+    let (tensor, rest) = ops.split_first()?;
+    let at = rest.len().checked_sub(tail)?;
+    Some((*tensor, rest[..at].to_vec(), rest[at..].to_vec()))
+}
+
 fn string_attr(a: Attribute) -> Option<String> {
     StringAttribute::try_from(a).ok().map(|s| s.value().to_string())
 }
@@ -367,14 +374,9 @@ impl Reader<'_> {
                 }
                 "tile.store" | "tile.scatter" | "tile.store_masked" => {
                     let masked = name == "tile.store_masked";
-                    let fixed = if masked { 3 } else { 2 };
-                    if operands.len() < fixed {
-                        return Err(bad("expected a tensor, indices, a tile (and a mask)"));
-                    }
-                    let mut rest = operands.clone();
-                    let mask = if masked { rest.pop() } else { None };
-                    let tile = rest.pop().ok_or_else(|| bad("no tile operand"))?;
-                    let (tensor, index) = (rest[0], rest[1..].to_vec());
+                    let (tensor, index, tail) = split_operands(&operands, 1 + usize::from(masked))
+                        .ok_or_else(|| bad("expected a tensor, indices, a tile (and a mask)"))?;
+                    let (tile, mask) = (tail[0], tail.get(1).copied());
                     if name == "tile.scatter" {
                         OpKind::Scatter { tensor, index, tile }
                     } else {
@@ -382,15 +384,14 @@ impl Reader<'_> {
                     }
                 }
                 "tile.atomic" | "tile.atomic_cas" => {
-                    let fixed = if name == "tile.atomic_cas" { 3 } else { 2 };
-                    if operands.len() < 1 + fixed {
-                        return Err(bad("expected a tensor, indices, the tiles and a mask"));
-                    }
-                    let mut rest = operands.clone();
-                    let mask = rest.pop().ok_or_else(|| bad("no mask"))?;
-                    let tile = rest.pop().ok_or_else(|| bad("no tile"))?;
-                    let cmp = if fixed == 3 { rest.pop() } else { None };
-                    let (tensor, index) = (rest[0], rest[1..].to_vec());
+                    let cas = name == "tile.atomic_cas";
+                    let (tensor, index, tail) = split_operands(&operands, 2 + usize::from(cas))
+                        .ok_or_else(|| bad("expected a tensor, indices, the tiles and a mask"))?;
+                    let (cmp, tile, mask) = match tail[..] {
+                        [c, t, m] => (Some(c), t, m),
+                        [t, m] => (None, t, m),
+                        _ => return Err(bad("expected the tiles and a mask")),
+                    };
                     let text = |n: &str| -> Result<String, Diagnostic> {
                         string_attr(attr(n)?).ok_or_else(|| bad(&format!("bad `{n}`")))
                     };

@@ -219,7 +219,7 @@ fn summaries(params: &[ParamSig], tensors: &[tilec_core::host::HostTensor], all:
             s.push_str(&format!("  {} {} {:?}:\n", p.name(), t.dtype, t.shape));
             let row = t.shape.last().copied().unwrap_or(1).max(1) as usize;
             for (i, chunk) in v.chunks(row).enumerate() {
-                let lead = tilec_core::host::unravel_row(i, &t.shape);
+                let lead = tilec_core::host::unravel(i as i64, &t.shape[..t.shape.len().saturating_sub(1)]);
                 let items: Vec<String> = chunk.iter().map(|x| format!("{x}")).collect();
                 s.push_str(&format!("    {lead:?}: [{}]\n", items.join(", ")));
             }

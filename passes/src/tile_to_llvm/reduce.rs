@@ -198,28 +198,9 @@ impl Lowering<'_> {
         };
         let zero = self.em.ci32(0);
         let writer = self.em.icmp(ICmp::Eq, &lane_a, &zero);
-        // Linear row index of each result register (row-major over the result shape).
-        let mut row_idx = vec![];
-        for sr in 0..n {
-            let off = lr.reg_offset(sr);
-            let mut lin: Option<Reg> = None;
-            let mut stride = 1i64;
-            for dd in (0..s.len()).rev() {
-                if dd != axis && s[dd] > 1 {
-                    let tb = self.thread_base(&l, &s, dd);
-                    let o = self.em.ci32(off[dd]);
-                    let c = self.em.add(&tb, &o);
-                    let st = self.em.ci32(stride);
-                    let term = self.em.mul(&c, &st);
-                    lin = Some(match lin {
-                        None => term,
-                        Some(p) => self.em.add(&p, &term),
-                    });
-                }
-                stride *= s[dd];
-            }
-            row_idx.push(lin.unwrap_or_else(|| self.em.ci32(0)));
-        }
+        // Linear row index of each result register (row-major over the result shape, whose
+        // extent along `axis` is 1).
+        let row_idx: Vec<Reg> = (0..n).map(|sr| self.element_index(&l, &s, &lr.reg_offset(sr))).collect();
         let wc = self.em.ci32(w);
         let mut part_at = vec![];
         let mut at = region;
@@ -291,7 +272,7 @@ impl Lowering<'_> {
     /// The row-major index of the element that register `r` of this thread holds, of a tile of
     /// `shape` in layout `l` (i32).
     pub(crate) fn element_index(&mut self, l: &tilec_core::layout::Layout, shape: &[i64], off: &[i64]) -> Reg {
-        let mut lin = self.em.ci32(0);
+        let mut lin: Option<Reg> = None;
         let mut stride = 1i64;
         for dd in (0..shape.len()).rev() {
             if shape[dd] > 1 {
@@ -300,11 +281,14 @@ impl Lowering<'_> {
                 let c = self.em.add(&tb, &o);
                 let st = self.em.ci32(stride);
                 let term = self.em.mul(&c, &st);
-                lin = self.em.add(&lin, &term);
+                lin = Some(match lin {
+                    None => term,
+                    Some(p) => self.em.add(&p, &term),
+                });
             }
             stride *= shape[dd];
         }
-        lin
+        lin.unwrap_or_else(|| self.em.ci32(0))
     }
 
     /// An inclusive scan along `axis`: over the hardware bits that move along the axis, in

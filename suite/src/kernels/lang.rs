@@ -23,11 +23,6 @@ fn no_bench(_: bool) -> Vec<Case> {
     vec![]
 }
 
-/// The value `v` rounded to `d`, as the kernel sees an input.
-fn in_dtype(d: DType, v: f64) -> f64 {
-    tilec_interp::round_to(v, d)
-}
-
 /// The first NaN's index, else the first maximum's (NumPy's `argmax`).
 pub fn argmax_row(row: &[f64]) -> usize {
     if let Some(i) = row.iter().position(|x| x.is_nan()) {
@@ -203,7 +198,7 @@ fn py_mod(a: f64, b: f64) -> f64 {
 
 /// `pow` with the encoding of kernels/lang/math.tile (NaN → -777, ±inf → 1e4).
 fn encoded_pow(a: f64, b: f64, d: DType) -> f64 {
-    let p = in_dtype(d, a.powf(b));
+    let p = tilec_interp::round_to(a.powf(b), d);
     if p.is_nan() {
         -777.0
     } else if p.is_infinite() {
@@ -281,7 +276,7 @@ pub const MATH: Spec = Spec {
         let d = c.dtype;
         let n = c.dims[0] as usize;
         let (x, y) = (values(a, 0), values(a, 1));
-        let r = |v: f64| in_dtype(d, v);
+        let r = |v: f64| tilec_interp::round_to(v, d);
         let mut exact = vec![0.0; 7 * n];
         let mut approx = vec![0.0; 3 * n];
         for i in 0..n {
