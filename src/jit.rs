@@ -34,7 +34,7 @@ use tilec_core::abi::ParamSig;
 use tilec_core::Source;
 use tilec_frontend::ConstArg;
 use tilec_runtime::cache::Cache;
-use tilec_runtime::{ArgDesc, Device, DeviceTensor, Kernel, RuntimeError};
+use tilec_runtime::{ArgDesc, Device, DeviceTensor, Kernel, RuntimeError, TensorView};
 
 /// A JIT failure: the kernel did not compile (rendered diagnostics), or the device or a
 /// launch argument said no.
@@ -90,6 +90,12 @@ impl KernelSpec {
         self
     }
 
+    /// Compiles the spec for `arch` here, without a device or the cache: a test that every
+    /// kernel a program launches compiles for its targets, or an ahead-of-time check.
+    pub fn compile_for(&self, arch: &str) -> Result<crate::Compiled, crate::CompileError> {
+        crate::compile(&self.source, &CompileOptions { arch: arch.to_string(), ..self.options.clone() })
+    }
+
     /// The pipeline switches and everything else of [`CompileOptions`] but the target and
     /// the specialisation, which the JIT decides.
     pub fn options(mut self, options: CompileOptions) -> KernelSpec {
@@ -104,6 +110,8 @@ impl KernelSpec {
 #[derive(Clone, Copy, Debug)]
 pub enum Arg<'a> {
     Tensor(&'a DeviceTensor),
+    /// A strided window on a tensor's buffer ([`DeviceTensor::view`]).
+    View(&'a TensorView<'a>),
     I32(i32),
     I64(i64),
     F32(f32),
@@ -131,6 +139,20 @@ pub struct LaunchInfo {
     /// could not say), beside the kernel's own `occupancy` hint.
     pub blocks_per_sm: Option<u32>,
     pub occupancy_hint: Option<u32>,
+}
+
+/// A kernel variant compiled and loaded for a set of arguments ([`Jit::bind`]).
+#[derive(Clone, Debug)]
+pub struct Bound {
+    kernel: Arc<Kernel>,
+    pub info: LaunchInfo,
+}
+
+impl Bound {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.kernel.signature.name
+    }
 }
 
 /// A variant loaded on the device, with the blocks of it that fit an SM (the driver's
@@ -212,15 +234,53 @@ impl Jit {
         Ok(found)
     }
 
+    fn descs(&self, args: &[Arg<'_>]) -> Vec<ArgDesc> {
+        args.iter()
+            .map(|a| match a {
+                Arg::Tensor(t) => ArgDesc::Tensor(self.device.desc(t)),
+                Arg::View(v) => ArgDesc::Tensor(self.device.view_desc(v)),
+                Arg::I32(v) => ArgDesc::I32(*v),
+                Arg::I64(v) => ArgDesc::I64(*v),
+                Arg::F32(v) => ArgDesc::F32(*v),
+            })
+            .collect()
+    }
+
     /// Compiles (or finds) the variant of `spec` for these arguments, validates them and
     /// launches on the device's stream (asynchronously: [`Device::synchronize`] waits).
     pub fn launch(&self, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<LaunchInfo, JitError> {
+        let bound = self.bind(spec, args)?;
+        self.launch_bound(&bound, args)?;
+        Ok(bound.info)
+    }
+
+    /// Launches a kernel [`Jit::bind`] resolved, without looking it up again: what a loop
+    /// that launches the same kernels on the same buffers many times (a decoder's steps)
+    /// calls. The arguments are validated as by [`Jit::launch`], and must want the variant
+    /// the binding compiled (the same tensors aligned to 16 bytes), or it is an error.
+    pub fn launch_bound(&self, bound: &Bound, args: &[Arg<'_>]) -> Result<(), JitError> {
+        let descs = self.descs(args);
+        let unaligned = specialisation(&bound.kernel.signature.params, &descs);
+        if unaligned != bound.info.unaligned {
+            return Err(JitError::Launch(RuntimeError::Unsupported(format!(
+                "`{}` was bound for arguments leaving {:?} unaligned; these leave {:?}: bind it for them",
+                bound.kernel.signature.name, bound.info.unaligned, unaligned
+            ))));
+        }
+        self.device.launch(&bound.kernel, &descs)?;
+        Ok(())
+    }
+
+    /// Compiles (or finds) and loads the variant of `spec` that these arguments need,
+    /// without launching it (see [`Jit::launch_bound`]).
+    pub fn bind(&self, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<Bound, JitError> {
         let applied;
         let spec = if spec.tuned {
             let shapes: Vec<Vec<i64>> = args
                 .iter()
                 .filter_map(|a| match a {
                     Arg::Tensor(t) => Some(t.shape.clone()),
+                    Arg::View(v) => Some(v.shape.clone()),
                     _ => None,
                 })
                 .collect();
@@ -236,15 +296,7 @@ impl Jit {
         } else {
             spec
         };
-        let descs: Vec<ArgDesc> = args
-            .iter()
-            .map(|a| match a {
-                Arg::Tensor(t) => ArgDesc::Tensor(self.device.desc(t)),
-                Arg::I32(v) => ArgDesc::I32(*v),
-                Arg::I64(v) => ArgDesc::I64(*v),
-                Arg::F32(v) => ArgDesc::F32(*v),
-            })
-            .collect();
+        let descs = self.descs(args);
         // The fully specialised variant names the parameters; the arguments then pick the
         // variant to run (often the same one: a memory hit).
         let first = self.compile(spec, BTreeSet::new())?;
@@ -271,9 +323,8 @@ impl Jit {
                 sig.name, sig.block_threads, sig.shared_bytes
             ))));
         }
-        self.device.launch(&kernel, &descs)?;
         let occupancy_hint = chosen.entry.artifact.hints.occupancy;
-        Ok(LaunchInfo { unaligned, digest, blocks_per_sm, occupancy_hint })
+        Ok(Bound { kernel, info: LaunchInfo { unaligned, digest, blocks_per_sm, occupancy_hint } })
     }
 }
 

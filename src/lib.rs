@@ -20,6 +20,6 @@ pub use cache::{cache_key, compile_cached, CachedCompile};
 pub use compiler::{compile, CompileError, CompileOptions, Compiled, Stage};
 pub use tilec_core::artifact::{Artifact, Hints};
 pub use tilec_core::target::{Arch, Feature, ARCHS};
-pub use tilec_core::{abi, diag, DType, Diagnostic, Source};
+pub use tilec_core::{abi, diag, npy, DType, Diagnostic, Source};
 pub use tilec_frontend::ConstArg;
 pub use tilec_runtime as runtime;

@@ -126,8 +126,8 @@ impl DType {
         match self {
             DType::F32 => u64::from((v as f32).to_bits()),
             DType::F64 => v.to_bits(),
-            DType::F16 => u64::from(f32_to_f16_bits(v as f32)),
-            DType::BF16 => u64::from(f32_to_bf16_bits(v as f32)),
+            DType::F16 => u64::from(f32_to_f16_bits(to_f32_odd(v))),
+            DType::BF16 => u64::from(f32_to_bf16_bits(to_f32_odd(v))),
             DType::F8E4M3 | DType::F8E5M2 => u64::from(to_fp8(v, self)),
             _ => v as i64 as u64,
         }
@@ -137,8 +137,8 @@ impl DType {
     /// value outside an unsigned range wraps too).
     pub fn encode(self, v: f64, out: &mut [u8]) {
         match self {
-            DType::F16 => out.copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
-            DType::BF16 => out.copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+            DType::F16 => out.copy_from_slice(&f32_to_f16_bits(to_f32_odd(v)).to_le_bytes()),
+            DType::BF16 => out.copy_from_slice(&f32_to_bf16_bits(to_f32_odd(v)).to_le_bytes()),
             DType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
             DType::F64 => out.copy_from_slice(&v.to_le_bytes()),
             DType::I32 | DType::U32 => out.copy_from_slice(&(wrap_int(v) as u32).to_le_bytes()),
@@ -175,8 +175,8 @@ impl DType {
             DType::F64 => v,
             // The interpreter rounds every element of every op: the common types directly.
             DType::F32 => f64::from(v as f32),
-            DType::F16 => half::f16::from_f64(v).to_f64(),
-            DType::BF16 => half::bf16::from_f64(v).to_f64(),
+            DType::F16 => half::f16::from_bits(f32_to_f16_bits(to_f32_odd(v))).to_f64(),
+            DType::BF16 => half::bf16::from_bits(f32_to_bf16_bits(to_f32_odd(v))).to_f64(),
             DType::I32 => f64::from(wrap_int(v) as i32),
             DType::I1 => f64::from(u8::from(v != 0.0)),
             d => {
@@ -343,6 +343,19 @@ pub fn f32_to_f16_bits(x: f32) -> u16 {
     sign | r as u16
 }
 
+/// `v` in f32 rounded to odd (toward zero, the last bit set when inexact): rounding that to
+/// a type of at most 22 significant bits to nearest even is the single correct rounding of
+/// `v` (half's `from_f64` drops the low 32 bits of the f64 first, and misrounds the ties
+/// those bits break: 4 in 57344 bf16 sums of an f32 and a bf16 on the GPU check).
+fn to_f32_odd(v: f64) -> f32 {
+    let t = v as f32;
+    if !t.is_finite() || f64::from(t) == v {
+        return t;
+    }
+    let toward_zero = if f64::from(t).abs() > v.abs() { f32::from_bits(t.to_bits() - 1) } else { t };
+    f32::from_bits(toward_zero.to_bits() | 1)
+}
+
 /// bfloat16 conversion, round to nearest even (the rule of `cvt.rn.bf16.f32`).
 pub fn f32_to_bf16_bits(x: f32) -> u16 {
     let b = x.to_bits();
@@ -373,6 +386,26 @@ mod tests {
         assert_eq!(f32_to_bf16_bits(1.0), 0x3f80);
         assert_eq!(f32_to_bf16_bits(f32::from_bits(0x3f80_8000)), 0x3f80);
         assert_eq!(f32_to_bf16_bits(f32::from_bits(0x3f81_8000)), 0x3f82);
+    }
+
+    #[test]
+    fn f64_values_round_once_to_f16_and_bf16() {
+        // 1 + 2^-8 + 2^-30 is past bf16's tie at 1 + 2^-8 by a bit half drops: it rounds up.
+        let v = 1.0 + 2f64.powi(-8) + 2f64.powi(-30);
+        assert_eq!(DType::BF16.round(v), 1.0 + 2f64.powi(-7));
+        assert_eq!(DType::BF16.round(1.0 + 2f64.powi(-8)), 1.0);
+        let v = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(DType::F16.round(v), 1.0 + 2f64.powi(-10));
+        let mut b = [0u8; 2];
+        DType::BF16.encode(-v, &mut b);
+        assert_eq!(DType::BF16.decode(&b), -1.0);
+        assert_eq!(DType::F16.float_bits(v), 0x3c01);
+        // Exact values, infinities, NaN and tiny values keep their meaning.
+        assert_eq!(DType::F16.round(0.1), f64::from(half::f16::from_f32(0.1)));
+        assert_eq!(DType::BF16.round(f64::INFINITY), f64::INFINITY);
+        assert!(DType::F16.round(f64::NAN).is_nan());
+        assert_eq!(DType::F16.round(-1e-30), 0.0);
+        assert!(DType::F16.round(-1e-30).is_sign_negative());
     }
 
     #[test]

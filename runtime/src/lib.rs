@@ -34,6 +34,8 @@ pub enum RuntimeError {
     ArgCount { kernel: String, expected: usize, given: usize },
     #[error("bad launch grid: {0}")]
     BadGrid(String),
+    #[error("bad tensor view: {0}")]
+    BadView(String),
     #[error("unsupported device: {0}")]
     Unsupported(String),
 }
@@ -126,6 +128,38 @@ fn byte_range(t: &TensorDesc) -> Option<(u128, u128)> {
     let b = u128::from(t.dtype.bytes());
     let start = u128::from(t.addr);
     Some((start, start + (last as u128 + 1) * b))
+}
+
+/// Whether two tensors whose byte ranges overlap are still disjoint because they interleave:
+/// for some period R (one of their strides in bytes), every stride of both either is a
+/// multiple of R or stays inside one period, and the two tensors' elements fall in disjoint
+/// windows of each period — the Q and K heads of one fused QKV buffer, the gate and up
+/// halves of one gate/up product. A sufficient test (false means "may overlap").
+fn interleaved_disjoint(a: &TensorDesc, b: &TensorDesc) -> bool {
+    // The window [start, end) of addresses modulo `r` that `t` occupies, when its
+    // non-multiple strides stay inside one period.
+    // Addresses from the lower base: a period need not divide the buffer's address.
+    let origin = a.addr.min(b.addr);
+    let window = |t: &TensorDesc, r: u128| -> Option<(u128, u128)> {
+        let bytes = u128::from(t.dtype.bytes());
+        let mut span = bytes;
+        for (&d, &s) in t.shape.iter().zip(&t.strides) {
+            let step = u128::try_from(s).ok()? * bytes;
+            if d > 1 && step % r != 0 {
+                span += u128::try_from(d - 1).ok()? * step;
+            }
+        }
+        let start = u128::from(t.addr - origin) % r;
+        (start + span <= r).then_some((start, start + span))
+    };
+    let periods = [a, b].into_iter().flat_map(|t| {
+        let bytes = u128::from(t.dtype.bytes());
+        t.shape.iter().zip(&t.strides).filter(|(&d, &s)| d > 1 && s > 0).map(move |(_, &s)| s as u128 * bytes)
+    });
+    periods.into_iter().any(|r| match (window(a, r), window(b, r)) {
+        (Some((s1, e1)), Some((s2, e2))) => e1 <= s2 || e2 <= s1,
+        _ => false,
+    })
 }
 
 /// Checks a launch of `sig` with `args` and `grid` (the signature's grid when `None`).
@@ -230,7 +264,7 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
                 continue;
             }
             if let Some((s2, e2)) = byte_range(u) {
-                if s1 < e2 && s2 < e1 {
+                if s1 < e2 && s2 < e1 && !interleaved_disjoint(t, u) {
                     return Err(RuntimeError::BadArgument {
                         index: i,
                         name: p.name().to_string(),
@@ -314,6 +348,51 @@ impl std::fmt::Debug for DeviceTensor {
     }
 }
 
+/// A strided window on a [`DeviceTensor`]'s buffer, launched like a tensor: `offset`
+/// elements from the buffer's start, with its own shape and strides (the K heads of a fused
+/// QKV product, one half of a gate/up product, the rows of one position in a table). Made by
+/// [`DeviceTensor::view`], which checks that every element it addresses is in the buffer.
+#[derive(Clone, Debug)]
+pub struct TensorView<'a> {
+    base: &'a DeviceTensor,
+    pub dtype: DType,
+    /// In elements from the start of the buffer.
+    pub offset: i64,
+    pub shape: Vec<i64>,
+    /// In elements.
+    pub strides: Vec<i64>,
+}
+
+impl DeviceTensor {
+    /// A view of this buffer (see [`TensorView`]); an error names what does not fit.
+    pub fn view(&self, offset: i64, shape: &[i64], strides: &[i64]) -> Result<TensorView<'_>, RuntimeError> {
+        let bad = |why: String| {
+            RuntimeError::BadView(format!("offset {offset}, shape {shape:?}, strides {strides:?} on {self:?}: {why}"))
+        };
+        if shape.len() != strides.len() {
+            return Err(bad("the shape and the strides differ in rank".into()));
+        }
+        if offset < 0 || shape.iter().chain(strides).any(|&v| v < 0) {
+            return Err(bad("negative offset, extent or stride".into()));
+        }
+        if shape.iter().all(|&d| d > 0) {
+            let last = shape.iter().zip(strides).try_fold(i128::from(offset), |acc, (&d, &s)| {
+                acc.checked_add(i128::from(d - 1).checked_mul(i128::from(s))?)
+            });
+            let need = last.map(|l| (l + 1) * i128::from(self.dtype.bytes()));
+            if need.is_none_or(|n| n > self.buf.len() as i128) {
+                return Err(bad(format!("it addresses past the buffer's {} bytes", self.buf.len())));
+            }
+        }
+        Ok(TensorView { base: self, dtype: self.dtype, offset, shape: shape.to_vec(), strides: strides.to_vec() })
+    }
+
+    /// The row-major view of `shape` starting `offset` elements in.
+    pub fn contiguous_view(&self, offset: i64, shape: &[i64]) -> Result<TensorView<'_>, RuntimeError> {
+        self.view(offset, shape, &host::contiguous_strides(shape))
+    }
+}
+
 /// A kernel loaded on a device.
 #[derive(Debug)]
 pub struct Kernel {
@@ -377,6 +456,49 @@ impl Device {
         Ok(DeviceTensor { buf, dtype: t.dtype, shape: t.shape.clone(), strides: t.strides.clone() })
     }
 
+    /// A contiguous tensor of `shape` from raw little-endian element bytes (a memory-mapped
+    /// weights file, without an intermediate copy).
+    pub fn upload_bytes(&self, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<DeviceTensor, RuntimeError> {
+        let n = shape.iter().try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) });
+        let want = n.and_then(|n| usize::try_from(n).ok()).and_then(|n| n.checked_mul(dtype.bytes() as usize));
+        if want != Some(bytes.len()) {
+            return Err(RuntimeError::BadView(format!(
+                "{} bytes for a {dtype} tensor of shape {shape:?}",
+                bytes.len()
+            )));
+        }
+        let buf = if bytes.is_empty() { self.stream.alloc_zeros::<u8>(16) } else { self.stream.clone_htod(bytes) }
+            .map_err(drv)?;
+        Ok(DeviceTensor { buf, dtype, shape: shape.to_vec(), strides: host::contiguous_strides(shape) })
+    }
+
+    /// A contiguous tensor of zeros.
+    pub fn zeros(&self, dtype: DType, shape: &[i64]) -> Result<DeviceTensor, RuntimeError> {
+        let n = shape.iter().try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) });
+        let bytes = n
+            .and_then(|n| usize::try_from(n).ok())
+            .and_then(|n| n.checked_mul(dtype.bytes() as usize))
+            .ok_or_else(|| RuntimeError::BadView(format!("a {dtype} tensor of shape {shape:?}")))?;
+        let buf = self.stream.alloc_zeros::<u8>(bytes.max(16)).map_err(drv)?;
+        Ok(DeviceTensor { buf, dtype, shape: shape.to_vec(), strides: host::contiguous_strides(shape) })
+    }
+
+    /// The elements a view addresses, in row-major order (the whole buffer comes over: for
+    /// checking, not for a hot loop).
+    pub fn download_view(&self, v: &TensorView<'_>) -> Result<HostTensor, RuntimeError> {
+        let whole = self.download(v.base)?;
+        let b = v.dtype.bytes() as usize;
+        let n: i64 = v.shape.iter().product();
+        let mut data = Vec::with_capacity(n.max(0) as usize * b);
+        for i in 0..n.max(0) {
+            let idx = host::unravel(i, &v.shape);
+            let at = v.offset + idx.iter().zip(&v.strides).map(|(i, s)| i * s).sum::<i64>();
+            let at = at as usize * b;
+            data.extend_from_slice(&whole.data[at..at + b]);
+        }
+        Ok(HostTensor { dtype: v.dtype, shape: v.shape.clone(), strides: host::contiguous_strides(&v.shape), data })
+    }
+
     pub fn download(&self, t: &DeviceTensor) -> Result<HostTensor, RuntimeError> {
         let data = self.stream.clone_dtoh(&t.buf).map_err(drv)?;
         Ok(HostTensor { dtype: t.dtype, shape: t.shape.clone(), strides: t.strides.clone(), data })
@@ -390,6 +512,19 @@ impl Device {
             strides: t.strides.clone(),
             addr,
             len_bytes: t.buf.len() as u64,
+        }
+    }
+
+    /// A view as the validator sees it: the base address moved by the view's offset.
+    pub fn view_desc(&self, v: &TensorView<'_>) -> TensorDesc {
+        let base = self.desc(v.base);
+        let skip = v.offset as u64 * u64::from(v.dtype.bytes());
+        TensorDesc {
+            dtype: v.dtype,
+            shape: v.shape.clone(),
+            strides: v.strides.clone(),
+            addr: base.addr + skip,
+            len_bytes: base.len_bytes.saturating_sub(skip),
         }
     }
 
@@ -615,6 +750,52 @@ mod tests {
         // x and y are both declared [M, N]: a y of other rows is refused.
         let e = validate(&sig(), &[t(vec![10, 64], 0), t(vec![12, 64], 4096)], None).unwrap_err();
         assert!(e.to_string().contains("names it `M`, which is 10 in `x`"), "{e}");
+    }
+
+    #[test]
+    fn interleaved_views_of_one_buffer_are_disjoint_and_shifted_ones_are_not() {
+        // One [10, 128] f16 buffer: x = its columns 0..64, y = its columns 64..128.
+        let view = |addr: u64| {
+            ArgDesc::Tensor(TensorDesc {
+                dtype: DType::F16,
+                shape: vec![10, 64],
+                strides: vec![128, 1],
+                addr,
+                len_bytes: 10 * 256,
+            })
+        };
+        validate(&sig(), &[view(4096), view(4096 + 128)], None).unwrap();
+        // Shifted by 32 columns, y's window meets x's.
+        let e = validate(&sig(), &[view(4096), view(4096 + 64)], None).unwrap_err();
+        assert!(e.to_string().contains("overlaps argument 0"), "{e}");
+        let d = |shape: Vec<i64>, strides: Vec<i64>, addr: u64| TensorDesc {
+            dtype: DType::F16,
+            shape,
+            strides,
+            addr,
+            len_bytes: 1 << 30,
+        };
+        // The Q heads [B, S, 28, 128] and K heads [B, S, 4, 128] of a fused [B·S, 4608] QKV.
+        let q = d(vec![2, 5, 28, 128], vec![5 * 4608, 4608, 128, 1], 0);
+        let k = d(vec![2, 5, 4, 128], vec![5 * 4608, 4608, 128, 1], 2 * 3584);
+        assert!(interleaved_disjoint(&q, &k) && interleaved_disjoint(&k, &q));
+        // The same in a buffer whose address is no multiple of the period (9216 bytes), and
+        // with one position (an extent of 1 whose stride is no period).
+        let base = 0x7f00_0000_0200;
+        let q1 = d(vec![2, 1, 28, 128], vec![4608, 4608, 128, 1], base);
+        let k1 = d(vec![2, 1, 4, 128], vec![4608, 4608, 128, 1], base + 2 * 3584);
+        assert!(base % 9216 != 0 && interleaved_disjoint(&q1, &k1) && interleaved_disjoint(&k1, &q1));
+        // K heads reaching one head into the V heads' columns still do not meet Q.
+        let kv = d(vec![2, 5, 5, 128], vec![5 * 4608, 4608, 128, 1], 2 * 3584);
+        assert!(interleaved_disjoint(&q, &kv));
+        // One head more and they would.
+        let q29 = d(vec![2, 5, 29, 128], vec![5 * 4608, 4608, 128, 1], 0);
+        assert!(!interleaved_disjoint(&q29, &k));
+        // A transposed view of columns Q owns overlaps; of columns past Q it does not.
+        let t = d(vec![128, 10], vec![1, 4608], 2 * 128);
+        assert!(!interleaved_disjoint(&q, &t));
+        let t = d(vec![128, 10], vec![1, 4608], 2 * 3584);
+        assert!(interleaved_disjoint(&q, &t));
     }
 
     #[test]

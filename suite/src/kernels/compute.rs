@@ -206,16 +206,32 @@ fn group_offsets(groups: i64, rows: i64) -> Vec<i64> {
     v
 }
 
-/// Attention over `[B, H, S, D]` tensors, per (batch, head).
-fn mha(q: &[f64], k: &[f64], v: &[f64], dims: &[usize], scale: f64, causal: bool) -> Vec<f64> {
+/// Attention over `[B, H, S, D]` queries and `[B, H / group, S, D]` keys and values, per
+/// (batch, head): query head h reads K/V head h / group.
+fn mha(q: &[f64], k: &[f64], v: &[f64], dims: &[usize], group: usize, scale: f64, causal: bool) -> Vec<f64> {
     let [b, h, s, d] = dims[..] else { return vec![] };
+    let hk = h / group.max(1);
     let mut out = vec![0.0; b * h * s * d];
     // One (batch, head) per row of `out`, on every core.
     reference::par_rows(&mut out, s * d, |bh, head| {
         let r = bh * s * d..(bh + 1) * s * d;
-        head.copy_from_slice(&reference::attention(&q[r.clone()], &k[r.clone()], &v[r], s, s, d, scale, causal));
+        let kvh = (bh / h) * hk + (bh % h) / group.max(1);
+        let kr = kvh * s * d..(kvh + 1) * s * d;
+        head.copy_from_slice(&reference::attention(&q[r], &k[kr.clone()], &v[kr], s, s, d, scale, causal));
     });
     out
+}
+
+/// The case's `GROUP` (query heads per K/V head), 1 when it has none.
+fn group(c: &Case) -> usize {
+    c.konst("GROUP", 1).max(1) as usize
+}
+
+/// The shape of K and V: `H / GROUP` heads.
+fn kv_dims(c: &Case) -> Vec<i64> {
+    let mut d = c.dims.clone();
+    d[1] /= group(c) as i64;
+    d
 }
 
 fn fmha_dims(c: &Case) -> Vec<usize> {
@@ -231,11 +247,20 @@ pub const FMHA: Spec = Spec {
     peer_kernel: "fmha",
     interp_cases: || {
         // 80 is not a multiple of TILE_N: the last key tile is masked.
-        [0, 1]
+        let mut v = [0, 1]
             .map(|causal| {
                 Case::new(DType::F16, &[1, 2, 80, 64]).with("TILE_M", 32).with("TILE_N", 32).with("CAUSAL", causal)
             })
-            .to_vec()
+            .to_vec();
+        // Grouped-query attention: 6 query heads over 2 K/V heads.
+        v.push(
+            Case::new(DType::F16, &[1, 6, 40, 64])
+                .with("TILE_M", 32)
+                .with("TILE_N", 32)
+                .with("CAUSAL", 1)
+                .with("GROUP", 3),
+        );
+        v
     },
     gpu_cases: || {
         let mut v = vec![];
@@ -249,6 +274,9 @@ pub const FMHA: Spec = Spec {
         }
         v.push(Case::new(DType::F16, &[1, 1, 17, 64]).with("CAUSAL", 1));
         v.push(Case::new(DType::F16, &[4, 32, 4096, 128]));
+        // Qwen2-7B's prefill: 28 query heads over 4 K/V heads.
+        v.push(Case::new(DType::F16, &[2, 28, 512, 128]).with("CAUSAL", 1).with("GROUP", 7));
+        v.push(Case::new(DType::BF16, &[1, 28, 1000, 128]).with("CAUSAL", 1).with("GROUP", 7));
         v
     },
     bench_cases: |quick| {
@@ -272,8 +300,8 @@ pub const FMHA: Spec = Spec {
         let d = c.dims[3];
         vec![
             normal_tensor(rng, c.dtype, &c.dims, 1.0),
-            normal_tensor(rng, c.dtype, &c.dims, 1.0),
-            normal_tensor(rng, c.dtype, &c.dims, 1.0),
+            normal_tensor(rng, c.dtype, &kv_dims(c), 1.0),
+            normal_tensor(rng, c.dtype, &kv_dims(c), 1.0),
             poisoned(c.dtype, &c.dims),
             Arg::F32(1.0 / (d as f32).sqrt()),
         ]
@@ -283,7 +311,7 @@ pub const FMHA: Spec = Spec {
     reference: |c, a| {
         let scale = 1.0 / (c.dims[3] as f64).sqrt();
         let causal = c.konst("CAUSAL", 0) != 0;
-        vec![mha(&values(a, 0), &values(a, 1), &values(a, 2), &fmha_dims(c), scale, causal)]
+        vec![mha(&values(a, 0), &values(a, 1), &values(a, 2), &fmha_dims(c), group(c), scale, causal)]
     },
     tolerance: storage_tolerance,
     bytes: |c| 4.0 * numel(&c.dims) as f64 * f64::from(c.dtype.bytes()),
@@ -303,48 +331,57 @@ pub const FMHA: Spec = Spec {
 };
 
 /// The seed tutorial's steps (kernels/tutorial/): the same problem as [`FMHA`].
+/// What the tutorial's steps share with [`FMHA`]: its cases less the grouped-query ones (the
+/// steps predate `GROUP`).
+const FMHA_STEP: Spec =
+    Spec { interp_cases: || ungrouped((FMHA.interp_cases)()), gpu_cases: || ungrouped((FMHA.gpu_cases)()), ..FMHA };
+
+fn ungrouped(cases: Vec<Case>) -> Vec<Case> {
+    cases.into_iter().filter(|c| group(c) == 1).collect()
+}
+
 pub const FMHA_STEPS: [Spec; 6] = [
     Spec {
         name: "fmha_step2_mma",
         file: "tutorial/fmha_step2_mma.tile",
         kernel: "fmha_step2_mma",
         bench_cases: |_| vec![],
-        ..FMHA
+        ..FMHA_STEP
     },
     Spec {
         name: "fmha_step3_exp2",
         file: "tutorial/fmha_step3_exp2.tile",
         kernel: "fmha_step3_exp2",
         bench_cases: |_| vec![],
-        ..FMHA
+        ..FMHA_STEP
     },
     Spec {
         name: "fmha_step4_load_order",
         file: "tutorial/fmha_step4_load_order.tile",
         kernel: "fmha_step4_load_order",
         bench_cases: |_| vec![],
-        ..FMHA
+        ..FMHA_STEP
     },
     Spec {
         name: "fmha_step5_latency",
         file: "tutorial/fmha_step5_latency.tile",
         kernel: "fmha_step5_latency",
         bench_cases: |_| vec![],
-        ..FMHA
+        ..FMHA_STEP
     },
     Spec {
         name: "fmha_step6_occupancy",
         file: "tutorial/fmha_step6_occupancy.tile",
         kernel: "fmha_step6_occupancy",
         bench_cases: |_| vec![],
-        ..FMHA
+        ..FMHA_STEP
     },
     Spec {
         name: "fmha_step7_approx_div",
         file: "tutorial/fmha_step7_approx_div.tile",
         kernel: "fmha_step7_approx_div",
         bench_cases: |_| vec![],
-        ..FMHA
+        ..FMHA_STEP
     },
 ];
 

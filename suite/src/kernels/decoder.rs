@@ -2,7 +2,7 @@
 //! kernels/residual_add.tile, kernels/kv_append.tile): exact against plain Rust.
 
 use crate::inputs::{numel, poisoned, pow2_clamped, randn, tensor, values};
-use crate::{Case, Class, Spec};
+use crate::{storage_tolerance, Case, Class, Spec};
 use rand::Rng;
 use std::collections::BTreeMap;
 use tilec_core::DType;
@@ -228,5 +228,135 @@ pub const MATMUL_SPLITK: Spec = Spec {
         }
         _ => Err(format!("matmul_splitk takes MxNxK in f16 or bf16, not {dims:?} {dtype}")),
     },
+    peer_config: no_peer,
+};
+
+fn acc_consts(c: &Case) -> BTreeMap<String, ConstArg> {
+    BTreeMap::from([
+        ("T".to_string(), ConstArg::DType(c.dtype)),
+        ("BLOCK_N".to_string(), ConstArg::Int(pow2_clamped(c.dims[1], 16, 1024))),
+    ])
+}
+
+/// The split-K epilogues' shapes: a decode step's projections (16 rows) and ragged ones.
+fn acc_cases() -> Vec<Case> {
+    vec![
+        Case::new(DType::F16, &[1, 1]),
+        Case::new(DType::F16, &[16, 4608]),
+        Case::new(DType::BF16, &[16, 3584]),
+        Case::new(DType::F16, &[33, 1000]),
+        Case::new(DType::F32, &[5, 18944]),
+    ]
+}
+
+/// `v` rounded to f32 (an f32 operation's result), then to `t` (the store).
+fn in_f32_to(v: f64, t: DType) -> f64 {
+    tilec_interp::round_to(tilec_interp::round_to(v, DType::F32), t)
+}
+
+fn acc_bytes(c: &Case, t_tensors: i64) -> f64 {
+    let mn = (c.dims[0] * c.dims[1]) as f64;
+    mn * (8.0 + t_tensors as f64 * f64::from(c.dtype.bytes()))
+}
+
+/// Split-K epilogue `y = acc + bias; acc = 0` (kernels/splitk_epilogue.tile).
+pub const ACC_BIAS: Spec = Spec {
+    name: "acc_bias",
+    file: "splitk_epilogue.tile",
+    kernel: "acc_bias",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[3, 40]), Case::new(DType::BF16, &[2, 1030])],
+    gpu_cases: acc_cases,
+    bench_cases: no_bench,
+    consts: acc_consts,
+    inputs: |c, rng| {
+        vec![
+            tensor(DType::F32, &c.dims, &randn(rng, numel(&c.dims), 4.0)),
+            tensor(c.dtype, &[c.dims[1]], &randn(rng, c.dims[1] as usize, 1.0)),
+            poisoned(c.dtype, &c.dims),
+        ]
+    },
+    outputs: &[0, 2],
+    exact: &[0, 2],
+    reference: |c, a| {
+        let (x, b) = (values(a, 0), values(a, 1));
+        let n = c.dims[1] as usize;
+        // The f32 addition rounds, then the store to T: two roundings (one is not the same
+        // for bf16, whose sums of an f32 and a bf16 often need more than 24 bits).
+        let y = x.iter().enumerate().map(|(i, v)| in_f32_to(v + b[i % n], c.dtype)).collect();
+        vec![vec![0.0; x.len()], y]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| acc_bytes(c, 1),
+    flops: None,
+    case_for: |dims, dtype| mn(dims, dtype, "acc_bias"),
+    peer_config: no_peer,
+};
+
+/// Split-K epilogue `y = acc + residual; acc = 0`.
+pub const ACC_RESIDUAL: Spec = Spec {
+    name: "acc_residual",
+    file: "splitk_epilogue.tile",
+    kernel: "acc_residual",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[3, 40]), Case::new(DType::F32, &[2, 1030])],
+    gpu_cases: acc_cases,
+    bench_cases: no_bench,
+    consts: acc_consts,
+    inputs: |c, rng| {
+        vec![
+            tensor(DType::F32, &c.dims, &randn(rng, numel(&c.dims), 4.0)),
+            tensor(c.dtype, &c.dims, &randn(rng, numel(&c.dims), 1.0)),
+            poisoned(c.dtype, &c.dims),
+        ]
+    },
+    outputs: &[0, 2],
+    exact: &[0, 2],
+    reference: |c, a| {
+        let (x, r) = (values(a, 0), values(a, 1));
+        let y = x.iter().zip(&r).map(|(a, b)| in_f32_to(a + b, c.dtype)).collect();
+        vec![vec![0.0; x.len()], y]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| acc_bytes(c, 2),
+    flops: None,
+    case_for: |dims, dtype| mn(dims, dtype, "acc_residual"),
+    peer_config: no_peer,
+};
+
+/// Split-K epilogue `out = silu(gate) · up; gate = up = 0`.
+pub const ACC_SWIGLU: Spec = Spec {
+    name: "acc_swiglu",
+    file: "splitk_epilogue.tile",
+    kernel: "acc_swiglu",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[3, 40]), Case::new(DType::F32, &[2, 1030])],
+    gpu_cases: acc_cases,
+    bench_cases: no_bench,
+    consts: acc_consts,
+    inputs: |c, rng| {
+        vec![
+            tensor(DType::F32, &c.dims, &randn(rng, numel(&c.dims), 3.0)),
+            tensor(DType::F32, &c.dims, &randn(rng, numel(&c.dims), 1.0)),
+            poisoned(c.dtype, &c.dims),
+        ]
+    },
+    outputs: &[0, 1, 2],
+    exact: &[0, 1],
+    reference: |_, a| {
+        let (g, u) = (values(a, 0), values(a, 1));
+        let out = g.iter().zip(&u).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
+        vec![vec![0.0; g.len()], vec![0.0; g.len()], out]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let mn = (c.dims[0] * c.dims[1]) as f64;
+        mn * (16.0 + f64::from(c.dtype.bytes()))
+    },
+    flops: None,
+    case_for: |dims, dtype| mn(dims, dtype, "acc_swiglu"),
     peer_config: no_peer,
 };

@@ -8,7 +8,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 38] = [
+pub(crate) static ALL: [&Spec; 41] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -26,6 +26,9 @@ pub(crate) static ALL: [&Spec; 38] = [
     &decoder::BIAS_ADD,
     &decoder::RESIDUAL_ADD,
     &decoder::KV_APPEND,
+    &decoder::ACC_BIAS,
+    &decoder::ACC_RESIDUAL,
+    &decoder::ACC_SWIGLU,
     &lang::BITS,
     &lang::MATH,
     &lang::MASKED,
