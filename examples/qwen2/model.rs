@@ -329,6 +329,71 @@ pub struct Model<'w> {
     nlast: DeviceTensor,
 }
 
+/// The launch sites of a phase (each bound once: the same shapes every time).
+struct Roles {
+    embedding: &'static str,
+    norm: &'static str,
+    qkv: [&'static str; 2],
+    rope: &'static str,
+    kv_append: &'static str,
+    attention: &'static str,
+    o: [&'static str; 2],
+    gate_up: [&'static str; 2],
+    down: [&'static str; 2],
+    final_norm: &'static str,
+    lm_head: &'static str,
+    argmax: &'static str,
+}
+
+macro_rules! roles {
+    ($p:literal) => {
+        Roles {
+            embedding: concat!($p, "/embedding"),
+            norm: concat!($p, "/norm"),
+            qkv: [concat!($p, "/qkv proj"), concat!($p, "/qkv bias")],
+            rope: concat!($p, "/rope"),
+            kv_append: concat!($p, "/kv append"),
+            attention: concat!($p, "/attention"),
+            o: [concat!($p, "/o proj"), concat!($p, "/o residual")],
+            gate_up: [concat!($p, "/gate-up proj"), concat!($p, "/swiglu")],
+            down: [concat!($p, "/down proj"), concat!($p, "/down residual")],
+            final_norm: concat!($p, "/final norm"),
+            lm_head: concat!($p, "/lm head"),
+            argmax: concat!($p, "/argmax"),
+        }
+    };
+}
+
+const PREFILL: Roles = roles!("prefill");
+const DECODE: Roles = roles!("decode");
+
+/// What a layer's launches differ in between the phases: the prefill's GEMMs write f16
+/// intermediates that `bias_add`/`residual_add`/`swiglu` finish; a decode step's split-K GEMMs
+/// add into f32 accumulators that the `acc_*` epilogues finish and clear.
+struct Steps<'a> {
+    roles: &'static Roles,
+    /// Q/K/V, O, gate/up, down.
+    gemm: [&'a KernelSpec; 4],
+    bias: &'a KernelSpec,
+    residual: &'a KernelSpec,
+    swiglu: &'a KernelSpec,
+    mid_qkv: &'a DeviceTensor,
+    mid_h: &'a DeviceTensor,
+    mid_gu: &'a DeviceTensor,
+    gate: TensorView<'a>,
+    up: TensorView<'a>,
+    q_rope: TensorView<'a>,
+    k_rope: TensorView<'a>,
+    k_new: TensorView<'a>,
+    v_new: TensorView<'a>,
+    cos: TensorView<'a>,
+    sin: TensorView<'a>,
+    /// Where the new K/V rows go in each sequence.
+    pos: TensorView<'a>,
+    /// The attention of layer i, from the new Q heads and the cache into `attn`.
+    attend: &'a dyn Fn(usize) -> Res<()>,
+}
+
 /// One phase's activations, `rows` of them.
 struct Activations {
     /// The residual stream, ping-ponged: each residual add reads one and writes the other.
@@ -442,129 +507,114 @@ impl<'w> Model<'w> {
         Ok(self.positions.view(r * self.batch, &[self.batch], &[1])?)
     }
 
+    /// One decoder layer `i` over the residual stream `a.x[cur]`; returns the index of the
+    /// stream that holds its output. The phase supplies what differs between the prefill and a
+    /// decode step: kernels, intermediate buffers, views and the attention.
+    fn layer(&self, l: &Launcher<'_>, k: &Kernels, a: &Activations, s: &Steps<'_>, i: usize, cur: usize) -> Res<usize> {
+        let (r, w) = (s.roles, &self.w.layers[i]);
+        let eps = Arg::F32(self.c.eps as f32);
+        let norm = |x: &DeviceTensor, g: &DeviceTensor| {
+            l.launch(r.norm, &k.rmsnorm, &[Arg::Tensor(x), Arg::Tensor(g), Arg::Tensor(&a.normed), eps])
+        };
+        // y = x · W into the phase's intermediate, then its epilogue (mid, other, out).
+        let project = |role: [&'static str; 2],
+                       gemm: &KernelSpec,
+                       x: &DeviceTensor,
+                       wt: &DeviceTensor,
+                       mid: &DeviceTensor,
+                       epilogue: &KernelSpec,
+                       other: &DeviceTensor,
+                       out: &DeviceTensor|
+         -> Res<()> {
+            l.launch(role[0], gemm, &[Arg::Tensor(x), Arg::Tensor(wt), Arg::Tensor(mid)])?;
+            l.launch(role[1], epilogue, &[Arg::Tensor(mid), Arg::Tensor(other), Arg::Tensor(out)])
+        };
+        norm(&a.x[cur], &w.input_norm)?;
+        project(r.qkv, s.gemm[0], &a.normed, &w.wqkv, s.mid_qkv, s.bias, &w.bqkv, &a.qkv)?;
+        l.launch(r.rope, &k.rope, &[Arg::View(&s.q_rope), Arg::View(&s.k_rope), Arg::View(&s.cos), Arg::View(&s.sin)])?;
+        for (new, cache) in [(&s.k_new, &self.k_cache[i]), (&s.v_new, &self.v_cache[i])] {
+            l.launch(r.kv_append, &k.kv_append, &[Arg::View(new), Arg::Tensor(cache), Arg::View(&s.pos)])?;
+        }
+        (s.attend)(i)?;
+        project(r.o, s.gemm[1], &a.attn, &w.wo, s.mid_h, s.residual, &a.x[cur], &a.x[1 - cur])?;
+        let cur = 1 - cur;
+        norm(&a.x[cur], &w.post_norm)?;
+        l.launch(r.gate_up[0], s.gemm[2], &[Arg::Tensor(&a.normed), Arg::Tensor(&w.wgu), Arg::Tensor(s.mid_gu)])?;
+        l.launch(r.gate_up[1], s.swiglu, &[Arg::View(&s.gate), Arg::View(&s.up), Arg::Tensor(&a.act)])?;
+        project(r.down, s.gemm[3], &a.act, &w.wd, s.mid_h, s.residual, &a.x[cur], &a.x[1 - cur])?;
+        Ok(1 - cur)
+    }
+
+    /// The final norm of `x` (a sequence's last position each), the LM head into `logits`,
+    /// and the greedy tokens into token row `t`.
+    fn head(&self, l: &Launcher<'_>, k: &Kernels, r: &Roles, x: Arg<'_>, normed: &DeviceTensor, t: i64) -> Res<()> {
+        let eps = Arg::F32(self.c.eps as f32);
+        l.launch(r.final_norm, &k.rmsnorm, &[x, Arg::Tensor(&self.w.norm), Arg::Tensor(normed), eps])?;
+        l.launch(
+            r.lm_head,
+            &k.matmul,
+            &[Arg::Tensor(normed), Arg::Tensor(&self.w.lm_head), Arg::Tensor(&self.logits)],
+        )?;
+        let row = self.tokens.view(t * self.batch, &[self.batch, 1], &[1, 1])?;
+        l.launch(r.argmax, &k.argmax, &[Arg::Tensor(&self.logits), Arg::View(&row)])?;
+        Ok(())
+    }
+
     /// The prompt through every layer, the KV cache filled; the logits of each sequence's last
     /// position in `logits` and their argmax in row 0 of the tokens.
     pub fn prefill(&self, l: &Launcher<'_>, k: &Kernels) -> Res<()> {
         let c = &self.c;
-        let (b, p, hd) = (self.batch, self.prompt, c.head_dim);
-        let (h, w3, inter) = (c.hidden, c.qkv_width(), c.intermediate);
+        let (b, p, hd, s) = (self.batch, self.prompt, c.head_dim, self.seq);
+        let (h, w3, inter, hk) = (c.hidden, c.qkv_width(), c.intermediate, c.kv_heads);
         let a = &self.p;
-        let eps = Arg::F32(c.eps as f32);
-        let scale = Arg::F32(1.0 / (hd as f32).sqrt());
-        let mut cur = 0;
+        let r = &PREFILL;
         l.launch(
-            "prefill/embedding",
+            r.embedding,
             &k.embedding,
-            &[Arg::Tensor(&self.prompt_ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[cur])],
+            &[Arg::Tensor(&self.prompt_ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])],
         )?;
-        // Q heads [B, P, H, D] (and their [B, H, P, D] permutation for attention), K and V
-        // heads [B, P, HK, D] of the fused QKV rows.
-        let q_rope = a.qkv.view(0, &[b, p, c.heads, hd], &[p * w3, w3, hd, 1])?;
-        let k_rope = a.qkv.view(h, &[b, p, c.kv_heads, hd], &[p * w3, w3, hd, 1])?;
+        // Q, K and V heads of the fused QKV rows: [B, P, heads, D] for RoPE, [B, heads, P, D]
+        // for attention and the cache; the attention's output in the rows of `attn`.
         let q_attn = a.qkv.view(0, &[b, c.heads, p, hd], &[p * w3, hd, w3, 1])?;
-        let k_new = a.qkv.view(h, &[b, c.kv_heads, p, hd], &[p * w3, hd, w3, 1])?;
-        let v_new = a.qkv.view(h + c.kv_heads * hd, &[b, c.kv_heads, p, hd], &[p * w3, hd, w3, 1])?;
         let out = a.attn.view(0, &[b, c.heads, p, hd], &[p * h, hd, h, 1])?;
-        let cos = self.cos.view(0, &[p, hd / 2], &[hd / 2, 1])?;
-        let sin = self.sin.view(0, &[p, hd / 2], &[hd / 2, 1])?;
-        let gate = a.gu.view(0, &[b * p, inter], &[2 * inter, 1])?;
-        let up = a.gu.view(inter, &[b * p, inter], &[2 * inter, 1])?;
-        let start = self.pos_row(0)?;
-        for (i, layer) in self.w.layers.iter().enumerate() {
-            let kc = self.k_cache[i].view(
-                0,
-                &[b, c.kv_heads, p, hd],
-                &[c.kv_heads * self.seq * hd, self.seq * hd, hd, 1],
-            )?;
-            let vc = self.v_cache[i].view(
-                0,
-                &[b, c.kv_heads, p, hd],
-                &[c.kv_heads * self.seq * hd, self.seq * hd, hd, 1],
-            )?;
+        let scale = Arg::F32(1.0 / (hd as f32).sqrt());
+        let attend = |i: usize| -> Res<()> {
+            let [kc, vc] =
+                [&self.k_cache[i], &self.v_cache[i]].map(|t| t.view(0, &[b, hk, p, hd], &[hk * s * hd, s * hd, hd, 1]));
+            let (kc, vc) = (kc?, vc?);
             l.launch(
-                "prefill/norm",
-                &k.rmsnorm,
-                &[Arg::Tensor(&a.x[cur]), Arg::Tensor(&layer.input_norm), Arg::Tensor(&a.normed), eps],
-            )?;
-            l.launch(
-                "prefill/qkv proj",
-                &k.matmul,
-                &[Arg::Tensor(&a.normed), Arg::Tensor(&layer.wqkv), Arg::Tensor(&a.qkv_raw)],
-            )?;
-            l.launch(
-                "prefill/qkv bias",
-                &k.bias_add,
-                &[Arg::Tensor(&a.qkv_raw), Arg::Tensor(&layer.bqkv), Arg::Tensor(&a.qkv)],
-            )?;
-            l.launch(
-                "prefill/rope",
-                &k.rope,
-                &[Arg::View(&q_rope), Arg::View(&k_rope), Arg::View(&cos), Arg::View(&sin)],
-            )?;
-            l.launch(
-                "prefill/kv append",
-                &k.kv_append,
-                &[Arg::View(&k_new), Arg::Tensor(&self.k_cache[i]), Arg::View(&start)],
-            )?;
-            l.launch(
-                "prefill/kv append",
-                &k.kv_append,
-                &[Arg::View(&v_new), Arg::Tensor(&self.v_cache[i]), Arg::View(&start)],
-            )?;
-            l.launch(
-                "prefill/attention",
+                r.attention,
                 &k.fmha,
                 &[Arg::View(&q_attn), Arg::View(&kc), Arg::View(&vc), Arg::View(&out), scale],
-            )?;
-            l.launch(
-                "prefill/o proj",
-                &k.matmul,
-                &[Arg::Tensor(&a.attn), Arg::Tensor(&layer.wo), Arg::Tensor(&a.proj)],
-            )?;
-            l.launch(
-                "prefill/residual",
-                &k.residual_add,
-                &[Arg::Tensor(&a.proj), Arg::Tensor(&a.x[cur]), Arg::Tensor(&a.x[1 - cur])],
-            )?;
-            cur = 1 - cur;
-            l.launch(
-                "prefill/norm",
-                &k.rmsnorm,
-                &[Arg::Tensor(&a.x[cur]), Arg::Tensor(&layer.post_norm), Arg::Tensor(&a.normed), eps],
-            )?;
-            l.launch(
-                "prefill/gate-up proj",
-                &k.matmul,
-                &[Arg::Tensor(&a.normed), Arg::Tensor(&layer.wgu), Arg::Tensor(&a.gu)],
-            )?;
-            l.launch("prefill/swiglu", &k.swiglu, &[Arg::View(&gate), Arg::View(&up), Arg::Tensor(&a.act)])?;
-            l.launch(
-                "prefill/down proj",
-                &k.matmul,
-                &[Arg::Tensor(&a.act), Arg::Tensor(&layer.wd), Arg::Tensor(&a.proj)],
-            )?;
-            l.launch(
-                "prefill/residual",
-                &k.residual_add,
-                &[Arg::Tensor(&a.proj), Arg::Tensor(&a.x[cur]), Arg::Tensor(&a.x[1 - cur])],
-            )?;
-            cur = 1 - cur;
+            )
+        };
+        let steps = Steps {
+            roles: r,
+            gemm: [&k.matmul; 4],
+            bias: &k.bias_add,
+            residual: &k.residual_add,
+            swiglu: &k.swiglu,
+            mid_qkv: &a.qkv_raw,
+            mid_h: &a.proj,
+            mid_gu: &a.gu,
+            gate: a.gu.view(0, &[b * p, inter], &[2 * inter, 1])?,
+            up: a.gu.view(inter, &[b * p, inter], &[2 * inter, 1])?,
+            q_rope: a.qkv.view(0, &[b, p, c.heads, hd], &[p * w3, w3, hd, 1])?,
+            k_rope: a.qkv.view(h, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
+            k_new: a.qkv.view(h, &[b, hk, p, hd], &[p * w3, hd, w3, 1])?,
+            v_new: a.qkv.view(h + hk * hd, &[b, hk, p, hd], &[p * w3, hd, w3, 1])?,
+            cos: self.cos.view(0, &[p, hd / 2], &[hd / 2, 1])?,
+            sin: self.sin.view(0, &[p, hd / 2], &[hd / 2, 1])?,
+            pos: self.pos_row(0)?,
+            attend: &attend,
+        };
+        let mut cur = 0;
+        for i in 0..self.w.layers.len() {
+            cur = self.layer(l, k, a, &steps, i, cur)?;
         }
         // Only each sequence's last position goes on to the LM head.
         let last = a.x[cur].view((p - 1) * h, &[b, h], &[p * h, 1])?;
-        l.launch(
-            "prefill/final norm",
-            &k.rmsnorm,
-            &[Arg::View(&last), Arg::Tensor(&self.w.norm), Arg::Tensor(&self.nlast), eps],
-        )?;
-        l.launch(
-            "prefill/lm head",
-            &k.matmul,
-            &[Arg::Tensor(&self.nlast), Arg::Tensor(&self.w.lm_head), Arg::Tensor(&self.logits)],
-        )?;
-        let row = self.tokens.view(0, &[b, 1], &[1, 1])?;
-        l.launch("prefill/argmax", &k.argmax, &[Arg::Tensor(&self.logits), Arg::View(&row)])?;
-        Ok(())
+        self.head(l, k, r, Arg::View(&last), &self.nlast, 0)
     }
 
     /// Decode step `t` (1 ≤ t < new_tokens): feeds token row t − 1 (ours, or the forced one)
@@ -576,123 +626,49 @@ impl<'w> Model<'w> {
             return Err(format!("decode step {t} outside 1..{}", self.new_tokens).into());
         }
         let (b, hd) = (self.batch, c.head_dim);
-        let (h, w3, inter) = (c.hidden, c.qkv_width(), c.intermediate);
+        let (h, w3, inter, hk) = (c.hidden, c.qkv_width(), c.intermediate, c.kv_heads);
         let a = &self.d;
-        let eps = Arg::F32(c.eps as f32);
-        let scale = Arg::F32(1.0 / (hd as f32).sqrt());
+        let r = &DECODE;
         let position = self.prompt + t - 1;
         let feed = if forced { &self.forced } else { &self.tokens };
         let ids = feed.view((t - 1) * b, &[b], &[1])?;
-        let mut cur = 0;
-        l.launch(
-            "decode/embedding",
-            &k.embedding,
-            &[Arg::View(&ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[cur])],
-        )?;
-        let q_rope = a.qkv.view(0, &[b, 1, c.heads, hd], &[w3, w3, hd, 1])?;
-        let k_rope = a.qkv.view(h, &[b, 1, c.kv_heads, hd], &[w3, w3, hd, 1])?;
+        l.launch(r.embedding, &k.embedding, &[Arg::View(&ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])])?;
         let q_attn = a.qkv.view(0, &[b, c.heads, hd], &[w3, hd, 1])?;
-        let k_new = a.qkv.view(h, &[b, c.kv_heads, 1, hd], &[w3, hd, w3, 1])?;
-        let v_new = a.qkv.view(h + c.kv_heads * hd, &[b, c.kv_heads, 1, hd], &[w3, hd, w3, 1])?;
         let out = a.attn.view(0, &[b, c.heads, hd], &[h, hd, 1])?;
-        let cos = self.cos.view(position * hd / 2, &[1, hd / 2], &[hd / 2, 1])?;
-        let sin = self.sin.view(position * hd / 2, &[1, hd / 2], &[hd / 2, 1])?;
-        let gate = self.acc_gu.view(0, &[b, inter], &[2 * inter, 1])?;
-        let up = self.acc_gu.view(inter, &[b, inter], &[2 * inter, 1])?;
-        let pos = self.pos_row(t)?;
         // The lengths after this token (row t + 1 exists: t < new_tokens).
         let lens = self.pos_row(t + 1)?;
+        let scale = Arg::F32(1.0 / (hd as f32).sqrt());
+        let attend = |i: usize| -> Res<()> {
+            let (kc, vc) = (&self.k_cache[i], &self.v_cache[i]);
+            let args = [Arg::View(&q_attn), Arg::Tensor(kc), Arg::Tensor(vc), Arg::View(&out), Arg::View(&lens), scale];
+            l.launch(r.attention, &k.decode_attention, &args)
+        };
         let split = |s: i64| k.splitk.get(&s).ok_or_else(|| format!("no split-K kernel with SPLIT={s}"));
-        for (i, layer) in self.w.layers.iter().enumerate() {
-            l.launch(
-                "decode/norm",
-                &k.rmsnorm,
-                &[Arg::Tensor(&a.x[cur]), Arg::Tensor(&layer.input_norm), Arg::Tensor(&a.normed), eps],
-            )?;
-            l.launch(
-                "decode/qkv proj",
-                split(SPLIT_QKV)?,
-                &[Arg::Tensor(&a.normed), Arg::Tensor(&layer.wqkv), Arg::Tensor(&self.acc_qkv)],
-            )?;
-            l.launch(
-                "decode/qkv bias",
-                &k.acc_bias,
-                &[Arg::Tensor(&self.acc_qkv), Arg::Tensor(&layer.bqkv), Arg::Tensor(&a.qkv)],
-            )?;
-            l.launch(
-                "decode/rope",
-                &k.rope,
-                &[Arg::View(&q_rope), Arg::View(&k_rope), Arg::View(&cos), Arg::View(&sin)],
-            )?;
-            l.launch(
-                "decode/kv append",
-                &k.kv_append,
-                &[Arg::View(&k_new), Arg::Tensor(&self.k_cache[i]), Arg::View(&pos)],
-            )?;
-            l.launch(
-                "decode/kv append",
-                &k.kv_append,
-                &[Arg::View(&v_new), Arg::Tensor(&self.v_cache[i]), Arg::View(&pos)],
-            )?;
-            l.launch(
-                "decode/attention",
-                &k.decode_attention,
-                &[
-                    Arg::View(&q_attn),
-                    Arg::Tensor(&self.k_cache[i]),
-                    Arg::Tensor(&self.v_cache[i]),
-                    Arg::View(&out),
-                    Arg::View(&lens),
-                    scale,
-                ],
-            )?;
-            l.launch(
-                "decode/o proj",
-                split(SPLIT_O)?,
-                &[Arg::Tensor(&a.attn), Arg::Tensor(&layer.wo), Arg::Tensor(&self.acc_h)],
-            )?;
-            l.launch(
-                "decode/o residual",
-                &k.acc_residual,
-                &[Arg::Tensor(&self.acc_h), Arg::Tensor(&a.x[cur]), Arg::Tensor(&a.x[1 - cur])],
-            )?;
-            cur = 1 - cur;
-            l.launch(
-                "decode/norm",
-                &k.rmsnorm,
-                &[Arg::Tensor(&a.x[cur]), Arg::Tensor(&layer.post_norm), Arg::Tensor(&a.normed), eps],
-            )?;
-            l.launch(
-                "decode/gate-up proj",
-                split(SPLIT_GATE_UP)?,
-                &[Arg::Tensor(&a.normed), Arg::Tensor(&layer.wgu), Arg::Tensor(&self.acc_gu)],
-            )?;
-            l.launch("decode/swiglu", &k.acc_swiglu, &[Arg::View(&gate), Arg::View(&up), Arg::Tensor(&a.act)])?;
-            l.launch(
-                "decode/down proj",
-                split(SPLIT_DOWN)?,
-                &[Arg::Tensor(&a.act), Arg::Tensor(&layer.wd), Arg::Tensor(&self.acc_h)],
-            )?;
-            l.launch(
-                "decode/down residual",
-                &k.acc_residual,
-                &[Arg::Tensor(&self.acc_h), Arg::Tensor(&a.x[cur]), Arg::Tensor(&a.x[1 - cur])],
-            )?;
-            cur = 1 - cur;
+        let steps = Steps {
+            roles: r,
+            gemm: [split(SPLIT_QKV)?, split(SPLIT_O)?, split(SPLIT_GATE_UP)?, split(SPLIT_DOWN)?],
+            bias: &k.acc_bias,
+            residual: &k.acc_residual,
+            swiglu: &k.acc_swiglu,
+            mid_qkv: &self.acc_qkv,
+            mid_h: &self.acc_h,
+            mid_gu: &self.acc_gu,
+            gate: self.acc_gu.view(0, &[b, inter], &[2 * inter, 1])?,
+            up: self.acc_gu.view(inter, &[b, inter], &[2 * inter, 1])?,
+            q_rope: a.qkv.view(0, &[b, 1, c.heads, hd], &[w3, w3, hd, 1])?,
+            k_rope: a.qkv.view(h, &[b, 1, hk, hd], &[w3, w3, hd, 1])?,
+            k_new: a.qkv.view(h, &[b, hk, 1, hd], &[w3, hd, w3, 1])?,
+            v_new: a.qkv.view(h + hk * hd, &[b, hk, 1, hd], &[w3, hd, w3, 1])?,
+            cos: self.cos.view(position * hd / 2, &[1, hd / 2], &[hd / 2, 1])?,
+            sin: self.sin.view(position * hd / 2, &[1, hd / 2], &[hd / 2, 1])?,
+            pos: self.pos_row(t)?,
+            attend: &attend,
+        };
+        let mut cur = 0;
+        for i in 0..self.w.layers.len() {
+            cur = self.layer(l, k, a, &steps, i, cur)?;
         }
-        l.launch(
-            "decode/final norm",
-            &k.rmsnorm,
-            &[Arg::Tensor(&a.x[cur]), Arg::Tensor(&self.w.norm), Arg::Tensor(&a.normed), eps],
-        )?;
-        l.launch(
-            "decode/lm head",
-            &k.matmul,
-            &[Arg::Tensor(&a.normed), Arg::Tensor(&self.w.lm_head), Arg::Tensor(&self.logits)],
-        )?;
-        let row = self.tokens.view(t * b, &[b, 1], &[1, 1])?;
-        l.launch("decode/argmax", &k.argmax, &[Arg::Tensor(&self.logits), Arg::View(&row)])?;
-        Ok(())
+        self.head(l, k, r, Arg::Tensor(&a.x[cur]), &a.normed, t)
     }
 
     /// Token row `t` (ours).
