@@ -8,7 +8,11 @@
 //! 16-byte vectors; the set is part of the cache key), loads it once, and launches it with
 //! the grid the kernel's signature computes from the arguments. Every argument is validated
 //! against the signature before anything reaches the GPU: a mistake is a
-//! [`JitError::Launch`] naming the argument, never a panic and never a launch.
+//! [`JitError::Launch`] naming the argument, never a panic and never a launch. A tensor
+//! argument may be a view ([`Arg::View`]: a window on a buffer with its own offset, shape and
+//! strides). A loop that launches the same kernels many times (a decoder's steps) binds each
+//! once ([`Jit::bind`]) and launches the binding ([`Jit::launch_bound`]), which skips the
+//! cache lookup but not the validation.
 //!
 //! ```no_run
 //! use tilec::jit::{Arg, Jit, KernelSpec};
@@ -146,13 +150,6 @@ pub struct LaunchInfo {
 pub struct Bound {
     kernel: Arc<Kernel>,
     pub info: LaunchInfo,
-}
-
-impl Bound {
-    /// The kernel's name.
-    pub fn name(&self) -> &str {
-        &self.kernel.signature.name
-    }
 }
 
 /// A variant loaded on the device, with the blocks of it that fit an SM (the driver's

@@ -366,3 +366,68 @@ fn run(args: &Args) -> Res<bool> {
     }
     Ok(pass)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tilec-qwen2-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn args(dir: &Path) -> Args {
+        Args { weights: dir.to_path_buf(), layers: None, new_tokens: None, json: None }
+    }
+
+    fn config(layers: i64, heads: i64) -> String {
+        serde_json::json!({
+            "model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": layers,
+            "num_attention_heads": heads, "num_key_value_heads": 4, "intermediate_size": 18944,
+            "vocab_size": 152064, "rms_norm_eps": 1e-6,
+            "rope_parameters": {"rope_theta": 1e6, "rope_type": "default"},
+            "tie_word_embeddings": false,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn missing_files_a_config_mismatch_and_no_gpu_are_errors_that_say_so() {
+        let d = folder("errors");
+        let e = run(&args(&d)).unwrap_err().to_string();
+        assert!(e.contains("cannot read") && e.contains("config.json") && e.contains("reference.py"), "{e}");
+        std::fs::write(d.join("config.json"), config(2, 32)).unwrap();
+        let e = run(&args(&d)).unwrap_err().to_string();
+        assert!(e.contains("`num_attention_heads` is 32, Qwen2-7B's is 28"), "{e}");
+        std::fs::write(d.join("config.json"), config(2, 28)).unwrap();
+        let e = run(&Args { layers: Some(3), ..args(&d) }).unwrap_err().to_string();
+        assert!(e.contains("--layers 3: the weights have 2 layers"), "{e}");
+        let e = run(&args(&d)).unwrap_err().to_string();
+        assert!(e.contains("prompt.npy"), "{e}");
+        let prompt = tilec::runtime::HostTensor::from_f64(tilec::DType::I64, &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        std::fs::write(d.join("prompt.npy"), tilec::npy::write(&prompt)).unwrap();
+        let e = run(&args(&d)).unwrap_err().to_string();
+        if tilec::runtime::driver_available().is_ok() {
+            // A GPU machine gets as far as the weights.
+            assert!(e.contains("model.safetensors"), "{e}");
+        } else {
+            assert!(e.contains("no NVIDIA driver"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn reference_files_of_the_wrong_shape_are_refused() {
+        let d = folder("reference");
+        let tokens = tilec::runtime::HostTensor::from_f64(tilec::DType::I64, &[3, 2], &[0.0; 6]);
+        std::fs::write(d.join("tokens.npy"), tilec::npy::write(&tokens)).unwrap();
+        std::fs::write(d.join("logits.npy"), tilec::npy::write(&tokens)).unwrap();
+        let e = Reference::load(&d, 2, 10).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("tokens.npy has 3 sequences, prompt.npy 2"), "{e}");
+        let e = Reference::load(&d, 3, 10).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("logits.npy is i64 [3, 2], expected f32 [2, 3, 10]"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

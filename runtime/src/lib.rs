@@ -7,6 +7,9 @@
 //! anything reaches the GPU; it is a pure function, tested without a GPU. [`Device::open`]
 //! looks for the NVIDIA driver library itself before touching cudarc (which panics when
 //! libcuda is missing), so a machine without a driver gets [`RuntimeError::NoDriver`].
+//! [`DeviceTensor::view`] makes a strided window on a buffer ([`check_view`] keeps it inside),
+//! launched like a tensor; two views of one buffer may both be passed where the kernel writes
+//! one when they interleave without sharing a byte (the Q and K heads of one QKV product).
 //! [`cache`] is the compilation cache (memory and disk layers, keyed by fields the compiler
 //! fills in); it stores artifacts and never needs the compiler, so a process that only loads
 //! cached kernels links neither MLIR nor LLVM.
@@ -366,24 +369,9 @@ pub struct TensorView<'a> {
 impl DeviceTensor {
     /// A view of this buffer (see [`TensorView`]); an error names what does not fit.
     pub fn view(&self, offset: i64, shape: &[i64], strides: &[i64]) -> Result<TensorView<'_>, RuntimeError> {
-        let bad = |why: String| {
+        check_view(self.buf.len(), self.dtype, offset, shape, strides).map_err(|why| {
             RuntimeError::BadView(format!("offset {offset}, shape {shape:?}, strides {strides:?} on {self:?}: {why}"))
-        };
-        if shape.len() != strides.len() {
-            return Err(bad("the shape and the strides differ in rank".into()));
-        }
-        if offset < 0 || shape.iter().chain(strides).any(|&v| v < 0) {
-            return Err(bad("negative offset, extent or stride".into()));
-        }
-        if shape.iter().all(|&d| d > 0) {
-            let last = shape.iter().zip(strides).try_fold(i128::from(offset), |acc, (&d, &s)| {
-                acc.checked_add(i128::from(d - 1).checked_mul(i128::from(s))?)
-            });
-            let need = last.map(|l| (l + 1) * i128::from(self.dtype.bytes()));
-            if need.is_none_or(|n| n > self.buf.len() as i128) {
-                return Err(bad(format!("it addresses past the buffer's {} bytes", self.buf.len())));
-            }
-        }
+        })?;
         Ok(TensorView { base: self, dtype: self.dtype, offset, shape: shape.to_vec(), strides: strides.to_vec() })
     }
 
@@ -391,6 +379,27 @@ impl DeviceTensor {
     pub fn contiguous_view(&self, offset: i64, shape: &[i64]) -> Result<TensorView<'_>, RuntimeError> {
         self.view(offset, shape, &host::contiguous_strides(shape))
     }
+}
+
+/// Whether a view of `offset`, `shape` and `strides` (in elements) stays inside a buffer of
+/// `len` bytes of `dtype` elements: why not, if it does not. Every value may be anything.
+pub fn check_view(len: usize, dtype: DType, offset: i64, shape: &[i64], strides: &[i64]) -> Result<(), String> {
+    if shape.len() != strides.len() {
+        return Err("the shape and the strides differ in rank".into());
+    }
+    if offset < 0 || shape.iter().chain(strides).any(|&v| v < 0) {
+        return Err("negative offset, extent or stride".into());
+    }
+    if shape.iter().all(|&d| d > 0) {
+        let last = shape.iter().zip(strides).try_fold(i128::from(offset), |acc, (&d, &s)| {
+            acc.checked_add(i128::from(d - 1).checked_mul(i128::from(s))?)
+        });
+        let need = last.and_then(|l| (l + 1).checked_mul(i128::from(dtype.bytes())));
+        if need.is_none_or(|n| n > len as i128) {
+            return Err(format!("it addresses past the buffer's {len} bytes"));
+        }
+    }
+    Ok(())
 }
 
 /// A kernel loaded on a device.
@@ -481,22 +490,6 @@ impl Device {
             .ok_or_else(|| RuntimeError::BadView(format!("a {dtype} tensor of shape {shape:?}")))?;
         let buf = self.stream.alloc_zeros::<u8>(bytes.max(16)).map_err(drv)?;
         Ok(DeviceTensor { buf, dtype, shape: shape.to_vec(), strides: host::contiguous_strides(shape) })
-    }
-
-    /// The elements a view addresses, in row-major order (the whole buffer comes over: for
-    /// checking, not for a hot loop).
-    pub fn download_view(&self, v: &TensorView<'_>) -> Result<HostTensor, RuntimeError> {
-        let whole = self.download(v.base)?;
-        let b = v.dtype.bytes() as usize;
-        let n: i64 = v.shape.iter().product();
-        let mut data = Vec::with_capacity(n.max(0) as usize * b);
-        for i in 0..n.max(0) {
-            let idx = host::unravel(i, &v.shape);
-            let at = v.offset + idx.iter().zip(&v.strides).map(|(i, s)| i * s).sum::<i64>();
-            let at = at as usize * b;
-            data.extend_from_slice(&whole.data[at..at + b]);
-        }
-        Ok(HostTensor { dtype: v.dtype, shape: v.shape.clone(), strides: host::contiguous_strides(&v.shape), data })
     }
 
     pub fn download(&self, t: &DeviceTensor) -> Result<HostTensor, RuntimeError> {
@@ -796,6 +789,21 @@ mod tests {
         assert!(!interleaved_disjoint(&q, &t));
         let t = d(vec![128, 10], vec![1, 4608], 2 * 3584);
         assert!(interleaved_disjoint(&q, &t));
+    }
+
+    #[test]
+    fn views_stay_inside_their_buffer() {
+        // 10 rows of 128 f16 (2560 bytes): the columns 64..128 of every row fit.
+        check_view(2560, DType::F16, 64, &[10, 64], &[128, 1]).unwrap();
+        let e = check_view(2560, DType::F16, 65, &[10, 64], &[128, 1]).unwrap_err();
+        assert!(e.contains("past the buffer's 2560 bytes"), "{e}");
+        assert!(check_view(2560, DType::F16, 0, &[10], &[128, 1]).unwrap_err().contains("rank"));
+        assert!(check_view(2560, DType::F16, -1, &[1], &[1]).unwrap_err().contains("negative"));
+        assert!(check_view(2560, DType::F16, 0, &[2, 2], &[-1, 1]).unwrap_err().contains("negative"));
+        // Empty views address nothing; huge ones are refused without overflow.
+        check_view(0, DType::F16, 1 << 40, &[0, 5], &[1, 1]).unwrap();
+        let e = check_view(2560, DType::F64, i64::MAX, &[i64::MAX, i64::MAX], &[i64::MAX, i64::MAX]).unwrap_err();
+        assert!(e.contains("past the buffer"), "{e}");
     }
 
     #[test]
