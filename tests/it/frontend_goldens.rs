@@ -44,3 +44,32 @@ fn err_files_render_their_diagnostics() {
         insta::assert_snapshot!(format!("err__{name}"), render(&d, &src));
     }
 }
+
+#[test]
+fn integer_identities_with_a_constant_emit_no_op() {
+    let text = "kernel k(x: tensor<i32, [N]>, y: tensor<f32, [N]>, const G: int = 1, const Z: int = 0) grid = (1,) {
+        let i = bid(0) // G + Z;
+        let t = load(x, index=(i,), shape=(16,)) * G - Z;
+        store(x, index=(i,), tile=t);
+        let f = load(y, index=(i,), shape=(16,));
+        store(y, index=(i,), tile=f * 1 + 0);
+    }";
+    let ir = |consts: &[(&str, i64)]| {
+        let req = Request {
+            target: "sm_90a".into(),
+            consts: consts.iter().map(|(k, v)| (k.to_string(), tilec_frontend::ConstArg::Int(*v))).collect(),
+            ..Default::default()
+        };
+        check(text, &req).unwrap_or_else(|d| panic!("{}", render(&d, &Source::new("k", text)))).func.to_mlir()
+    };
+    let plain = ir(&[]);
+    for op in ["arith.floordivsi", "arith.muli", "arith.addi", "arith.subi"] {
+        assert!(!plain.contains(op), "{op} left in:\n{plain}");
+    }
+    // Floats keep theirs (x + 0 turns -0 into +0), and other constants are real ops.
+    assert!(plain.contains("arith.mulf") && plain.contains("arith.addf"), "{plain}");
+    let other = ir(&[("G", 2), ("Z", 3)]);
+    for op in ["arith.floordivsi", "arith.muli", "arith.addi", "arith.subi"] {
+        assert!(other.contains(op), "{op} missing from:\n{other}");
+    }
+}

@@ -348,6 +348,19 @@ impl Cx<'_> {
             (DType(x), DType(y)) if matches!(op, AB::Eq | AB::Ne) => return Ok(Bool((x == y) == (op == AB::Eq))),
             _ => {}
         }
+        // Integer identities with a constant (`head // GROUP` at GROUP = 1, `i * STRIDE` at
+        // STRIDE = 1, `base + OFFSET` at OFFSET = 0): the run-time operand itself, exactly,
+        // without an op that only LLVM would remove (`//` lowers with Python's sign rules).
+        if let (Tile(id) | Scalar(id), Int(k)) = (&a, &b) {
+            let identity = match op {
+                AB::FloorDiv | AB::Mul => *k == 1,
+                AB::Add | AB::Sub => *k == 0,
+                _ => false,
+            };
+            if identity && self.func.ty(*id).dtype().is_int() {
+                return Ok(a);
+            }
+        }
         // `CONST and x` / `CONST or x` fold on the constant side (short circuit).
         if matches!(op, AB::And | AB::Or) {
             match (&a, &b) {
