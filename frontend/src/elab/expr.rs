@@ -357,7 +357,9 @@ impl Cx<'_> {
                 AB::Add | AB::Sub => *k == 0,
                 _ => false,
             };
-            if identity && self.func.ty(*id).dtype().is_int() {
+            // Computing integers only: storage types and bools keep their diagnostics.
+            let d = self.func.ty(*id).dtype();
+            if identity && d.is_int() && !d.is_storage_only() && d != tilec_core::DType::I1 {
                 return Ok(a);
             }
         }
