@@ -71,9 +71,9 @@ fn integer_identities_with_a_constant_emit_no_op() {
     // Storage-only integers still refuse arithmetic, identity or not.
     let u8_text =
         "kernel k(x: tensor<u8, [N]>) grid = (1,) { store(x, index=(0,), tile=load(x, index=(0,), shape=(16,)) + 0); }";
-    let e = check(u8_text, &Request { target: "sm_90a".into(), ..Default::default() })
-        .err()
-        .expect("u8 + 0 must be refused");
+    let Err(e) = check(u8_text, &Request { target: "sm_90a".into(), ..Default::default() }) else {
+        panic!("u8 + 0 must be refused")
+    };
     assert!(render(&e, &Source::new("k", u8_text)).contains("u8"));
     let other = ir(&[("G", 2), ("Z", 3)]);
     for op in ["arith.floordivsi", "arith.muli", "arith.addi", "arith.subi"] {
