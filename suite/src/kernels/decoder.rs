@@ -2,7 +2,7 @@
 //! kernels/residual_add.tile, kernels/kv_append.tile): exact against plain Rust.
 
 use crate::inputs::{numel, poisoned, pow2_clamped, randn, tensor, values};
-use crate::{storage_tolerance, Case, Class, Spec};
+use crate::{storage_tolerance, Arg, Case, Class, Spec};
 use rand::Rng;
 use std::collections::BTreeMap;
 use tilec_core::DType;
@@ -40,6 +40,26 @@ fn mn_cases() -> Vec<Case> {
     ]
 }
 
+/// `x + other` (inputs 0 and 1), each sum through `round`: `other` is a row broadcast over
+/// x's rows (a bias) or has x's shape (a residual) — its index modulo its length serves both.
+fn sum_of(a: &[Arg], round: impl Fn(f64) -> f64) -> Vec<f64> {
+    let (x, o) = (values(a, 0), values(a, 1));
+    x.iter().enumerate().map(|(i, v)| round(v + o[i % o.len()])).collect()
+}
+
+/// bias_add's and residual_add's result: the f32 sum of two T values is exact, one rounding.
+fn add_reference(c: &Case, a: &[Arg]) -> Vec<Vec<f64>> {
+    vec![sum_of(a, |v| tilec_interp::round_to(v, c.dtype))]
+}
+
+/// The split-K epilogues' results: the accumulator cleared, and the sum rounded as the kernel
+/// rounds it — the f32 addition, then the store to T (one rounding is not the same for bf16,
+/// whose sums of an f32 and a bf16 often need more than 24 bits).
+fn acc_add_reference(c: &Case, a: &[Arg]) -> Vec<Vec<f64>> {
+    let round = |v| tilec_interp::round_to(tilec_interp::round_to(v, DType::F32), c.dtype);
+    vec![vec![0.0; numel(&c.dims)], sum_of(a, round)]
+}
+
 /// `y = x + bias` over the rows.
 pub const BIAS_ADD: Spec = Spec {
     name: "bias_add",
@@ -64,11 +84,7 @@ pub const BIAS_ADD: Spec = Spec {
     },
     outputs: &[2],
     exact: &[2],
-    reference: |c, a| {
-        let (x, b) = (values(a, 0), values(a, 1));
-        let n = c.dims[1] as usize;
-        vec![x.iter().enumerate().map(|(i, v)| tilec_interp::round_to(v + b[i % n], c.dtype)).collect()]
-    },
+    reference: add_reference,
     tolerance: |_| 0.0,
     bytes: |c| (2 * c.dims[0] * c.dims[1] + c.dims[1]) as f64 * f64::from(c.dtype.bytes()),
     flops: None,
@@ -81,12 +97,8 @@ pub const RESIDUAL_ADD: Spec = Spec {
     name: "residual_add",
     file: "residual_add.tile",
     kernel: "residual_add",
-    class: Class::Membound,
-    peer_kernel: "",
     interp_cases: || vec![Case::new(DType::F32, &[7, 50]), Case::new(DType::BF16, &[3, 40])],
     gpu_cases: mn_cases,
-    bench_cases: no_bench,
-    consts: row_consts,
     inputs: |c, rng| {
         vec![
             tensor(c.dtype, &c.dims, &randn(rng, numel(&c.dims), 1.0)),
@@ -94,17 +106,9 @@ pub const RESIDUAL_ADD: Spec = Spec {
             poisoned(c.dtype, &c.dims),
         ]
     },
-    outputs: &[2],
-    exact: &[2],
-    reference: |c, a| {
-        let (x, r) = (values(a, 0), values(a, 1));
-        vec![x.iter().zip(&r).map(|(a, b)| tilec_interp::round_to(a + b, c.dtype)).collect()]
-    },
-    tolerance: |_| 0.0,
     bytes: |c| (3 * c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes()),
-    flops: None,
     case_for: |dims, dtype| mn(dims, dtype, "residual_add"),
-    peer_config: no_peer,
+    ..BIAS_ADD
 };
 
 /// KV-cache append: dims are [B, H, N, D, S] (N new rows per sequence, a cache of S rows).
@@ -249,11 +253,6 @@ fn acc_cases() -> Vec<Case> {
     ]
 }
 
-/// `v` rounded to f32 (an f32 operation's result), then to `t` (the store).
-fn in_f32_to(v: f64, t: DType) -> f64 {
-    tilec_interp::round_to(tilec_interp::round_to(v, DType::F32), t)
-}
-
 fn acc_bytes(c: &Case, t_tensors: i64) -> f64 {
     let mn = (c.dims[0] * c.dims[1]) as f64;
     mn * (8.0 + t_tensors as f64 * f64::from(c.dtype.bytes()))
@@ -279,14 +278,7 @@ pub const ACC_BIAS: Spec = Spec {
     },
     outputs: &[0, 2],
     exact: &[0, 2],
-    reference: |c, a| {
-        let (x, b) = (values(a, 0), values(a, 1));
-        let n = c.dims[1] as usize;
-        // The f32 addition rounds, then the store to T: two roundings (one is not the same
-        // for bf16, whose sums of an f32 and a bf16 often need more than 24 bits).
-        let y = x.iter().enumerate().map(|(i, v)| in_f32_to(v + b[i % n], c.dtype)).collect();
-        vec![vec![0.0; x.len()], y]
-    },
+    reference: acc_add_reference,
     tolerance: |_| 0.0,
     bytes: |c| acc_bytes(c, 1),
     flops: None,
@@ -297,14 +289,8 @@ pub const ACC_BIAS: Spec = Spec {
 /// Split-K epilogue `y = acc + residual; acc = 0`.
 pub const ACC_RESIDUAL: Spec = Spec {
     name: "acc_residual",
-    file: "splitk_epilogue.tile",
     kernel: "acc_residual",
-    class: Class::Membound,
-    peer_kernel: "",
     interp_cases: || vec![Case::new(DType::F16, &[3, 40]), Case::new(DType::F32, &[2, 1030])],
-    gpu_cases: acc_cases,
-    bench_cases: no_bench,
-    consts: acc_consts,
     inputs: |c, rng| {
         vec![
             tensor(DType::F32, &c.dims, &randn(rng, numel(&c.dims), 4.0)),
@@ -312,18 +298,9 @@ pub const ACC_RESIDUAL: Spec = Spec {
             poisoned(c.dtype, &c.dims),
         ]
     },
-    outputs: &[0, 2],
-    exact: &[0, 2],
-    reference: |c, a| {
-        let (x, r) = (values(a, 0), values(a, 1));
-        let y = x.iter().zip(&r).map(|(a, b)| in_f32_to(a + b, c.dtype)).collect();
-        vec![vec![0.0; x.len()], y]
-    },
-    tolerance: |_| 0.0,
     bytes: |c| acc_bytes(c, 2),
-    flops: None,
     case_for: |dims, dtype| mn(dims, dtype, "acc_residual"),
-    peer_config: no_peer,
+    ..ACC_BIAS
 };
 
 /// Split-K epilogue `out = silu(gate) · up; gate = up = 0`.
