@@ -246,8 +246,9 @@ impl Jit {
     /// Compiles (or finds) the variant of `spec` for these arguments, validates them and
     /// launches on the device's stream (asynchronously: [`Device::synchronize`] waits).
     pub fn launch(&self, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<LaunchInfo, JitError> {
-        let bound = self.bind(spec, args)?;
-        self.launch_bound(&bound, args)?;
+        let descs = self.descs(args);
+        let bound = self.bind_descs(spec, args, &descs)?;
+        self.device.launch(&bound.kernel, &descs)?;
         Ok(bound.info)
     }
 
@@ -271,6 +272,11 @@ impl Jit {
     /// Compiles (or finds) and loads the variant of `spec` that these arguments need,
     /// without launching it (see [`Jit::launch_bound`]).
     pub fn bind(&self, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<Bound, JitError> {
+        self.bind_descs(spec, args, &self.descs(args))
+    }
+
+    /// [`Jit::bind`] with the arguments' descriptors already made.
+    fn bind_descs(&self, spec: &KernelSpec, args: &[Arg<'_>], descs: &[ArgDesc]) -> Result<Bound, JitError> {
         let applied;
         let spec = if spec.tuned {
             let shapes: Vec<Vec<i64>> = args
@@ -293,11 +299,10 @@ impl Jit {
         } else {
             spec
         };
-        let descs = self.descs(args);
         // The fully specialised variant names the parameters; the arguments then pick the
         // variant to run (often the same one: a memory hit).
         let first = self.compile(spec, BTreeSet::new())?;
-        let unaligned = specialisation(&first.entry.artifact.signature.params, &descs);
+        let unaligned = specialisation(&first.entry.artifact.signature.params, descs);
         let chosen = if unaligned.is_empty() { first } else { self.compile(spec, unaligned.clone())? };
         let digest = chosen.entry.key.digest();
         let (kernel, blocks_per_sm) = {

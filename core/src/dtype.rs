@@ -137,8 +137,7 @@ impl DType {
     /// value outside an unsigned range wraps too).
     pub fn encode(self, v: f64, out: &mut [u8]) {
         match self {
-            DType::F16 => out.copy_from_slice(&f32_to_f16_bits(to_f32_odd(v)).to_le_bytes()),
-            DType::BF16 => out.copy_from_slice(&f32_to_bf16_bits(to_f32_odd(v)).to_le_bytes()),
+            DType::F16 | DType::BF16 => out.copy_from_slice(&(self.float_bits(v) as u16).to_le_bytes()),
             DType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
             DType::F64 => out.copy_from_slice(&v.to_le_bytes()),
             DType::I32 | DType::U32 => out.copy_from_slice(&(wrap_int(v) as u32).to_le_bytes()),
@@ -175,8 +174,8 @@ impl DType {
             DType::F64 => v,
             // The interpreter rounds every element of every op: the common types directly.
             DType::F32 => f64::from(v as f32),
-            DType::F16 => half::f16::from_bits(f32_to_f16_bits(to_f32_odd(v))).to_f64(),
-            DType::BF16 => half::bf16::from_bits(f32_to_bf16_bits(to_f32_odd(v))).to_f64(),
+            DType::F16 => half::f16::from_bits(self.float_bits(v) as u16).to_f64(),
+            DType::BF16 => half::bf16::from_bits(self.float_bits(v) as u16).to_f64(),
             DType::I32 => f64::from(wrap_int(v) as i32),
             DType::I1 => f64::from(u8::from(v != 0.0)),
             d => {

@@ -152,7 +152,7 @@ fn run(args: &Args) -> Res<bool> {
     println!(
         "qwen2: {} layers of Qwen2-7B ({:.2} B parameters), batch {batch}, prompt {prompt_len}, {new_tokens} new tokens, on {}",
         c.layers,
-        Config { layers: c.layers, ..c.clone() }.parameters() as f64 / 1e9,
+        c.parameters() as f64 / 1e9,
         dev.name
     );
     let path = dir.join("model.safetensors");

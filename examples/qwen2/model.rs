@@ -126,22 +126,17 @@ impl<'j> Launcher<'j> {
     /// Launches `spec` for the launch site `role` (`phase/what`: the same shapes and
     /// alignments every time it is called).
     pub fn launch(&self, role: &'static str, spec: &KernelSpec, args: &[Arg<'_>]) -> Res<()> {
-        let bound = {
-            let mut map = self.bound.borrow_mut();
-            match map.get(role) {
-                Some(b) => b.clone(),
-                None => {
-                    let b = self.jit.bind(spec, args).map_err(|e| format!("{role}: {e}"))?;
-                    map.insert(role, b.clone());
-                    b
-                }
-            }
-        };
+        if !self.bound.borrow().contains_key(role) {
+            let b = self.jit.bind(spec, args).map_err(|e| format!("{role}: {e}"))?;
+            self.bound.borrow_mut().insert(role, b);
+        }
+        let map = self.bound.borrow();
+        let bound = &map[role];
         let profiling = self.profile.borrow().is_some();
         let stream = &self.jit.device().stream;
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let start = if profiling { Some(stream.record_event(flags)?) } else { None };
-        self.jit.launch_bound(&bound, args).map_err(|e| format!("{role}: {e}"))?;
+        self.jit.launch_bound(bound, args).map_err(|e| format!("{role}: {e}"))?;
         if let Some(start) = start {
             let end = stream.record_event(flags)?;
             if let Some(p) = self.profile.borrow_mut().as_mut() {

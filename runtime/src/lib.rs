@@ -374,11 +374,6 @@ impl DeviceTensor {
         })?;
         Ok(TensorView { base: self, dtype: self.dtype, offset, shape: shape.to_vec(), strides: strides.to_vec() })
     }
-
-    /// The row-major view of `shape` starting `offset` elements in.
-    pub fn contiguous_view(&self, offset: i64, shape: &[i64]) -> Result<TensorView<'_>, RuntimeError> {
-        self.view(offset, shape, &host::contiguous_strides(shape))
-    }
 }
 
 /// Whether a view of `offset`, `shape` and `strides` (in elements) stays inside a buffer of
@@ -400,6 +395,12 @@ pub fn check_view(len: usize, dtype: DType, offset: i64, shape: &[i64], strides:
         }
     }
     Ok(())
+}
+
+/// Bytes of a contiguous tensor (`None`: a negative extent, or more than memory can hold).
+fn tensor_bytes(dtype: DType, shape: &[i64]) -> Option<usize> {
+    let n = shape.iter().try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) })?;
+    usize::try_from(n).ok()?.checked_mul(dtype.bytes() as usize)
 }
 
 /// A kernel loaded on a device.
@@ -468,9 +469,7 @@ impl Device {
     /// A contiguous tensor of `shape` from raw little-endian element bytes (a memory-mapped
     /// weights file, without an intermediate copy).
     pub fn upload_bytes(&self, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<DeviceTensor, RuntimeError> {
-        let n = shape.iter().try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) });
-        let want = n.and_then(|n| usize::try_from(n).ok()).and_then(|n| n.checked_mul(dtype.bytes() as usize));
-        if want != Some(bytes.len()) {
+        if tensor_bytes(dtype, shape) != Some(bytes.len()) {
             return Err(RuntimeError::BadView(format!(
                 "{} bytes for a {dtype} tensor of shape {shape:?}",
                 bytes.len()
@@ -483,10 +482,7 @@ impl Device {
 
     /// A contiguous tensor of zeros.
     pub fn zeros(&self, dtype: DType, shape: &[i64]) -> Result<DeviceTensor, RuntimeError> {
-        let n = shape.iter().try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) });
-        let bytes = n
-            .and_then(|n| usize::try_from(n).ok())
-            .and_then(|n| n.checked_mul(dtype.bytes() as usize))
+        let bytes = tensor_bytes(dtype, shape)
             .ok_or_else(|| RuntimeError::BadView(format!("a {dtype} tensor of shape {shape:?}")))?;
         let buf = self.stream.alloc_zeros::<u8>(bytes.max(16)).map_err(drv)?;
         Ok(DeviceTensor { buf, dtype, shape: shape.to_vec(), strides: host::contiguous_strides(shape) })
