@@ -60,8 +60,9 @@ pub struct CachedCompile {
 pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> Result<CachedCompile, CompileError> {
     let opts = CompileOptions { until: None, ..opts.clone() };
     // The same text and options as before (this process, or any through the request's
-    // alias): no key to rebuild.
-    let request = format!("{}\u{0}{opts:?}", source.text);
+    // alias): no key to rebuild. The alias outlives the process, so it names the compiler
+    // too: a rebuilt tilec must not be answered with the entry an older one made.
+    let request = request_text(source, &opts);
     if let Some((entry, layer)) = cache.recall(&request) {
         return Ok(CachedCompile { entry, hit: Some(layer), miss: None, warning: None });
     }
@@ -101,6 +102,12 @@ pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> 
         None => None,
     };
     Ok(CachedCompile { entry: Arc::new(entry), hit: None, miss, warning })
+}
+
+/// The text a request alias is keyed by: the compiler (build id, LLVM), the source and the
+/// options.
+fn request_text(source: &Source, opts: &CompileOptions) -> String {
+    format!("{BUILD_ID}\u{0}{}\u{0}{}\u{0}{opts:?}", tilec_backend::llvm_version(), source.text)
 }
 
 /// What the cache keeps of ptxas's report (the runtime does not link the backend).
@@ -163,4 +170,20 @@ pub fn tune_key(
         .field("build", BUILD_ID)
         .field("tilec", env!("CARGO_PKG_VERSION"))
         .field("shapes", tilec_runtime::tune::shape_bucket(shapes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request alias outlives the process: one written by another build of tilec (or
+    /// against another LLVM) must not answer this one's requests with that build's entry.
+    #[test]
+    fn a_request_alias_names_the_compiler() {
+        let src = Source::new("k.tile", "kernel k() {}");
+        let t = request_text(&src, &CompileOptions::default());
+        assert!(t.starts_with(BUILD_ID), "{t}");
+        assert!(t.contains(&tilec_backend::llvm_version()), "{t}");
+        assert!(t.contains("kernel k() {}"), "{t}");
+    }
 }

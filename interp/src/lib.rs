@@ -445,7 +445,10 @@ impl Machine<'_> {
                     .collect();
                 self.set(op, V::Tile(out))
             }
-            OpKind::Reshape(x) | OpKind::ConvertLayout { value: x, .. } | OpKind::LocalAlloc { value: x } => {
+            OpKind::Reshape(x)
+            | OpKind::ConvertLayout { value: x, .. }
+            | OpKind::LocalAlloc { value: x }
+            | OpKind::MmaWait { value: x, .. } => {
                 let t = self.tile(*x)?.to_vec();
                 self.set(op, V::Tile(t))
             }

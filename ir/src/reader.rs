@@ -336,6 +336,10 @@ impl Reader<'_> {
                     }
                 }
                 "tilegpu.async_wait" => OpKind::AsyncWait { pending: u32_attr("pending")? },
+                "tilegpu.mma_wait" => {
+                    arity(1)?;
+                    OpKind::MmaWait { value: operands[0], pending: u32_attr("pending")? }
+                }
                 "tilegpu.local_alloc" => {
                     arity(1)?;
                     OpKind::LocalAlloc { value: operands[0] }

@@ -29,7 +29,12 @@ irdl.dialect @tilegpu {
     %w = irdl.base "#builtin.array"
     irdl.parameters(warps_per_cta: %w)
   }
-  // #tilegpu.dot_operand<op_idx : i32, #tilegpu.mma<...>>: operand A (0) or B (1).
+  // #tilegpu.wgmma<[wm, 1]>: the accumulator of wgmma m64nNk16 over wm / 4 warpgroups.
+  irdl.attribute @wgmma {
+    %w = irdl.base "#builtin.array"
+    irdl.parameters(warps_per_cta: %w)
+  }
+  // #tilegpu.dot_operand<op_idx : i32, #tilegpu.mma<...> or #tilegpu.wgmma<...>>: operand A (0) or B (1).
   irdl.attribute @dot_operand {
     %i = irdl.base "#builtin.integer"
     %p = irdl.any
@@ -44,6 +49,15 @@ irdl.dialect @tilegpu {
     %mp = irdl.base "#builtin.integer"
     %o = irdl.base "#builtin.array"
     irdl.parameters(vec: %v, per_phase: %pp, max_phase: %mp, order: %o)
+  }
+  // #tilegpu.nvmma_shared<swizzleBytes : i64, vec : i64, order>: a 2-D tile in shared memory
+  // as the asynchronous tensor cores read it through a descriptor: the contiguous dim cut
+  // into atoms of swizzleBytes, 16-byte vectors XOR-permuted within an atom by the row.
+  irdl.attribute @nvmma_shared {
+    %b = irdl.base "#builtin.integer"
+    %v = irdl.base "#builtin.integer"
+    %o = irdl.base "#builtin.array"
+    irdl.parameters(swizzle_bytes: %b, vec: %v, order: %o)
   }
   // A new shared buffer filled asynchronously (cp.async) with a tile of a tensor; one
   // group of copies, to be waited for with async_wait before the buffer is read.
@@ -88,6 +102,16 @@ irdl.dialect @tilegpu {
   // Waits until at most `pending` copy groups are in flight, then a block barrier.
   irdl.operation @async_wait {
     %p = irdl.base "#builtin.integer"
+    irdl.attributes { "pending" = %p }
+  }
+  // The accumulator of asynchronous tensor-core products once at most `pending` groups of
+  // them are in flight (wgmma.wait_group); the value itself.
+  irdl.operation @mma_wait {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    %p = irdl.base "#builtin.integer"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
     irdl.attributes { "pending" = %p }
   }
   // A shared-memory buffer holding a tile (every thread writes its registers).

@@ -26,7 +26,15 @@
 //!   are not masked: out of the tensor they read nothing (zero fill); inside it (causal
 //!   FMHA's key tiles past the diagonal) they read `d` tiles that are never used.
 //!
-//! Loop-carried values (the `mma` accumulators) are untouched: they stay in registers.
+//! Loop-carried values (the `mma` accumulators) stay in registers. A `wgmma` (an `mma`
+//! whose result is `#tilegpu.wgmma`) that only accumulates — its accumulator is a loop-carried
+//! value read by nothing else in the body, its result only yielded — and reads shared memory
+//! only from this loop's rings or from buffers made before the loop is kept in flight across
+//! iterations: `tilegpu.mma_wait {pending = 1}` after it (the previous iteration's products
+//! complete while this iteration's run), `tilegpu.mma_wait {pending = 0}` on the loop's
+//! result. Its rings get `d + 2` stages: the refill of iteration `i` writes the stage read
+//! by iteration `i - 2`, whose products completed at the wait of iteration `i - 1`, before
+//! the barrier of this iteration's copy wait.
 //!
 //! Guarantees: every ring and the kernel's other shared buffers fit the target's shared
 //! memory per block (counted without reuse, so an upper bound of what the lowering
@@ -64,6 +72,66 @@ impl Options {
     pub fn for_arch(arch: &Arch) -> Options {
         Options { smem_limit: arch.smem_per_block, default_distance: arch.pipeline_distance }
     }
+}
+
+/// A `wgmma` of a loop body that may stay in flight across iterations (see the module doc).
+struct InFlight {
+    /// The `mma`'s result, yielded as loop-carried value `iter`.
+    result: ValueId,
+    iter: usize,
+    /// The shared buffers its operands read.
+    bufs: Vec<ValueId>,
+}
+
+/// The body's `wgmma` that only accumulates and reads buffers that no later iteration
+/// overwrites except through a ring (the module doc's conditions), if there is one.
+fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]) -> Option<InFlight> {
+    let mut uses: BTreeMap<ValueId, usize> = BTreeMap::new();
+    let mut defs: BTreeMap<ValueId, &OpKind> = BTreeMap::new();
+    fn count<'o>(ops: &'o [Op], uses: &mut BTreeMap<ValueId, usize>, defs: &mut BTreeMap<ValueId, &'o OpKind>) {
+        for op in ops {
+            for v in op.kind.operands() {
+                *uses.entry(v).or_default() += 1;
+            }
+            if let Some(r) = op.result {
+                defs.insert(r, &op.kind);
+            }
+            match &op.kind {
+                OpKind::For { body, .. } => count(body, uses, defs),
+                OpKind::If { then_ops, else_ops, .. } => {
+                    count(then_ops, uses, defs);
+                    count(else_ops, uses, defs);
+                }
+                _ => {}
+            }
+        }
+    }
+    count(body, &mut uses, &mut defs);
+    for y in yields {
+        *uses.entry(*y).or_default() += 1;
+    }
+    body.iter().find_map(|op| {
+        let (OpKind::Mma { a, b, acc }, Some(r)) = (&op.kind, op.result) else { return None };
+        let wgmma = matches!(func.ty(r).layout(), Some(tilec_core::layout::Layout::Mma(m)) if m.family == tilec_core::layout::MmaFamily::Wgmma);
+        let iter = iters.iter().position(|i| i == acc)?;
+        let only = wgmma && yields.get(iter) == Some(&r) && uses.get(acc) == Some(&1) && uses.get(&r) == Some(&1);
+        if !only {
+            return None;
+        }
+        let mut bufs = vec![];
+        for x in [a, b] {
+            // A register operand is read when the product runs, not when it is issued.
+            let OpKind::LocalLoad { buf } = defs.get(x)? else { return None };
+            match defs.get(buf) {
+                None => {}
+                // A copy this pass turns into a ring (it is followed by its wait).
+                Some(OpKind::AsyncCopy { dst: None, .. }) => {}
+                Some(_) => return None,
+            }
+            bufs.push(*buf);
+        }
+        Some(InFlight { result: r, iter, bufs })
+    })
 }
 
 /// A copy of a loop that will be pipelined.
@@ -339,7 +407,8 @@ impl Pass<'_> {
 
     /// Pipelines one loop: the prologue, the loop, the epilogue.
     fn pipeline_loop(&mut self, func: &mut Func, mut op: Op) -> Vec<Op> {
-        let OpKind::For { lb, step, iv, iters, body, .. } = &mut op.kind else { return vec![op] };
+        let OpKind::For { lb, step, iv, iters, body, yields, .. } = &mut op.kind else { return vec![op] };
+        let keep = in_flight_mma(func, body, iters, yields);
         let info = LoopInfo {
             lb: *lb,
             step: *step,
@@ -368,7 +437,8 @@ impl Pass<'_> {
                     }
                     let bty = func.ty(buf).clone();
                     let Type::Smem { shape, dtype, layout } = &bty else { continue };
-                    let stages = distance + 1;
+                    let extra = u32::from(keep.as_ref().is_some_and(|k| k.bufs.contains(&buf)));
+                    let stages = distance + 1 + extra;
                     let mut rshape = vec![i64::from(stages)];
                     rshape.extend(shape);
                     let ring = func.new_value(Type::Smem { shape: rshape, dtype: *dtype, layout: layout.clone() });
@@ -465,10 +535,39 @@ impl Pass<'_> {
                 pend[ci]
             ));
         }
+        // A product kept in flight: its result renamed, the wait giving the old name (the
+        // yield reads it), and after the loop the final wait giving the loop result's name.
+        let mut after = vec![];
+        if let Some(k) = &keep {
+            // Every buffer it reads is a ring of this loop or made before it.
+            let ringed = k
+                .bufs
+                .iter()
+                .all(|b| cands.iter().any(|c| c.buf == *b) || !old_body.iter().any(|o| o.result == Some(*b)));
+            let at = new_body.iter().position(|o| o.result == Some(k.result));
+            if let (true, Some(at)) = (ringed, at) {
+                let ty = func.ty(k.result).clone();
+                let issued = func.new_value(ty.clone());
+                new_body[at].result = Some(issued);
+                new_body.insert(
+                    at + 1,
+                    Op { kind: OpKind::MmaWait { value: issued, pending: 1 }, result: Some(k.result), span: None },
+                );
+                let OpKind::For { results, .. } = &mut op.kind else { return vec![op] };
+                let fin = results[k.iter];
+                let last = func.new_value(ty);
+                results[k.iter] = last;
+                after.push(Op { kind: OpKind::MmaWait { value: last, pending: 0 }, result: Some(fin), span: None });
+                self.report.push(
+                    "wgmma kept in flight across iterations (mma_wait pending=1 in the loop, 0 after it); its rings have one stage more".into(),
+                );
+            }
+        }
         let OpKind::For { body, .. } = &mut op.kind else { return vec![op] };
         *body = new_body;
         let mut out = prologue;
         out.push(op);
+        out.extend(after);
         out.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
         out
     }

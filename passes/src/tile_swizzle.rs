@@ -16,6 +16,12 @@
 //! Writers of narrower vectors (an `#mma` tile stored as 4-byte pairs) are counted as
 //! 16-byte chunk writers; their own pattern is not modelled yet.
 //!
+//! A buffer read by a `wgmma` is not read by `ldmatrix` but by the tensor core through a
+//! descriptor, which knows only the hardware's swizzles: `tile-layout` gives it the NVMMA
+//! layout when it makes it (so the kernel lowers with this pass disabled too), and this pass
+//! keeps it, reporting its write wavefronts (none for 16-byte writes: eight consecutive chunks
+//! of an atom's rows fall in eight distinct bank groups).
+//!
 //! Guarantees: every buffer's type carries the chosen swizzle (its readers and writers see
 //! it through the value's type); for the buffers of the kernel library the choice has zero
 //! extra wavefronts on both sides — `every_chosen_swizzle_is_conflict_free` checks it over
@@ -53,6 +59,15 @@ pub fn run(func: &mut Func) -> SwizzleReport {
     for (b, writer) in bufs {
         let Type::Smem { shape, dtype, layout } = func.ty(b).clone() else { continue };
         let bytes = i64::from(dtype.bytes());
+        if let Some(sb) = layout.nvmma_bytes() {
+            // Chosen by `tile-layout` for a wgmma, which reads it through a descriptor.
+            let (_, w) = layout.conflicts(&shape, bytes);
+            report.lines.push(format!(
+                "buffer {shape:?} {dtype} (contiguous dim {}), written by {writer}, read by wgmma: NVMMA {sb}-byte swizzle kept; extra write wavefronts {w}",
+                layout.order[0]
+            ));
+            continue;
+        }
         let before = layout.conflicts(&shape, bytes);
         let s = SwizzledShared::least_conflicts(&shape, bytes, layout.order);
         let (r, w) = s.conflicts(&shape, bytes);

@@ -319,7 +319,7 @@ fn a_pipelined_loop_has_no_barrier_beyond_its_waits() {
             .unwrap_or_else(|| panic!("{kernel}: no loop in the PTX"));
         let body = &lines[start..end];
         let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
-        assert!(count("mma.sync") > 0, "{kernel}: the first loop is not the K loop");
+        assert!(count("mma.sync") + count("wgmma.mma_async") > 0, "{kernel}: the first loop is not the K loop");
         assert_eq!(count("bar.sync"), count("cp.async.wait_group"), "{kernel}: a barrier beyond the waits'");
     }
 }

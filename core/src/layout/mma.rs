@@ -19,10 +19,30 @@
 use super::linear::LinearLayout;
 use serde::Serialize;
 
-/// `#tilegpu.mma<[wm, wn]>`: the accumulator of `mma.sync` m16n8k16 over `wm × wn` warps.
+/// The tensor-core instruction family an accumulator is computed with; the target table
+/// (`Feature::Wgmma`) says which a chip has, `tile-layout` chooses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum MmaFamily {
+    /// Warp-level `mma.sync` m16n8k16 (every target).
+    MmaSync,
+    /// Warpgroup-level `wgmma.mma_async` m64nNk16 (sm_90a): four consecutive warps compute a
+    /// 64-row block together, B (and A unless it is in registers) read from shared memory
+    /// through descriptors.
+    Wgmma,
+}
+
+/// `#tilegpu.mma<[wm, wn]>`: the accumulator of `mma.sync` m16n8k16 over `wm × wn` warps;
+/// `#tilegpu.wgmma<[wm, 1]>`: the accumulator of `wgmma` m64nNk16 over `wm / 4` warpgroups.
+///
+/// The two families place an accumulator alike when `wn = 1`: the wgmma m64nN fragment of
+/// warp `w` of a warpgroup is the mma.sync m16n8 fragment of rows `16w..16w+16` repeated
+/// N/8 times along N, registers in the same order (PTX ISA, "Matrix fragments for
+/// wgmma.m64nNk16"), so the map, the operand maps and every lowering that reads them are
+/// shared; only the instruction differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Mma {
     pub warps_per_cta: [i64; 2],
+    pub family: MmaFamily,
 }
 
 /// Instruction shape.
@@ -51,7 +71,24 @@ impl Mma {
     pub fn for_shape(shape: &[i64], warps: i64) -> Mma {
         let wm = warps.min((shape[0] / MMA_M).max(1));
         let wm = 1 << log2(wm);
-        Mma { warps_per_cta: [wm, (warps / wm).max(1)] }
+        Mma { warps_per_cta: [wm, (warps / wm).max(1)], family: MmaFamily::MmaSync }
+    }
+
+    /// The wgmma accumulator of an `[M, N]` product over `warps` warps, when the instruction
+    /// can compute it: whole warpgroups, each warp 16 rows of a 64-row block (M a multiple
+    /// of 16 · warps: blocks past the warpgroups repeat in registers), N a multiple of 8 from
+    /// 16 to 256 (one instruction covers the tile's N; an N-major B needs rows of at least 32
+    /// bytes for the narrowest descriptor swizzle), K a multiple of 16.
+    pub fn wgmma(shape: &[i64], k: i64, warps: i64) -> Option<Mma> {
+        let (m, n) = (shape[0], shape[1]);
+        let ok = warps >= 4
+            && warps % 4 == 0
+            && m % (MMA_M * warps) == 0
+            && (16..=256).contains(&n)
+            && n % 8 == 0
+            && k % MMA_K == 0
+            && k >= MMA_K;
+        ok.then_some(Mma { warps_per_cta: [warps, 1], family: MmaFamily::Wgmma })
     }
 
     /// The warp grid for a lone product (a GEMM): warps split M and N so that each warp's
@@ -70,7 +107,7 @@ impl Mma {
                 wn *= 2;
             }
         }
-        Mma { warps_per_cta: [wm, wn] }
+        Mma { warps_per_cta: [wm, wn], family: MmaFamily::MmaSync }
     }
 
     pub fn num_warps(&self) -> i64 {

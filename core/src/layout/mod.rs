@@ -25,7 +25,7 @@ mod swizzle;
 mod text;
 
 pub use linear::{DimTerms, LinearLayout, Run};
-pub use mma::{Mma, MMA_K, MMA_M, MMA_N};
+pub use mma::{Mma, MmaFamily, MMA_K, MMA_M, MMA_N};
 pub use shared::Shared;
 pub use swizzle::SwizzledShared;
 pub use text::{parse_layout, split_top};

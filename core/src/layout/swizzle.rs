@@ -7,6 +7,16 @@
 //! permutation of itself, so a 16-byte vector written by one thread stays contiguous, and the
 //! eight 16-byte rows one `ldmatrix` phase reads (one column vector of eight rows) land in
 //! eight different groups of four banks.
+//!
+//! `#tilegpu.nvmma_shared<swizzleBytes, vec, order>` is the layout the asynchronous tensor
+//! cores read through a matrix descriptor (`wgmma`; Triton's NVMMA shared layout, CUTLASS's
+//! `Swizzle<B,4,3>` atoms): the contiguous dim is cut into atoms of `swizzleBytes` (32, 64
+//! or 128) bytes, each atom a column block of every row stored one after the other, and the
+//! 16-byte vectors of a row XOR-permuted within the atom by the row's phase — exactly the
+//! byte-address swizzle the hardware applies, bits 4.. XOR bits 7.. of the offset. It is a
+//! `SwizzledShared` with `atom` set: `vec` 16 bytes, `maxPhase` = swizzleBytes / 16, `perPhase`
+//! = 128 / swizzleBytes. An atom of 8 rows spans 8 · swizzleBytes bytes (1024 for 128B), the
+//! alignment the buffer needs so that the hardware's phase is the row's.
 
 use serde::Serialize;
 
@@ -17,6 +27,9 @@ pub struct SwizzledShared {
     pub max_phase: i64,
     /// Dims from fastest to slowest.
     pub order: [usize; 2],
+    /// 0: every row is stored whole; else the elements of the contiguous dim one atom holds
+    /// (the NVMMA layout, see the module docs).
+    pub atom: i64,
 }
 
 impl SwizzledShared {
@@ -49,7 +62,33 @@ impl SwizzledShared {
     /// No swizzle: 16-byte vectors, every row in place (what `tile-layout` makes and
     /// `tile-swizzle` replaces).
     pub fn plain(elem_bytes: i64, order: [usize; 2]) -> SwizzledShared {
-        SwizzledShared { vec: (16 / elem_bytes.max(1)).max(1), per_phase: 1, max_phase: 1, order }
+        SwizzledShared { vec: (16 / elem_bytes.max(1)).max(1), per_phase: 1, max_phase: 1, order, atom: 0 }
+    }
+
+    /// The NVMMA layout of `swizzle_bytes` (32, 64 or 128) for elements of `elem_bytes`.
+    pub fn nvmma(swizzle_bytes: i64, elem_bytes: i64, order: [usize; 2]) -> SwizzledShared {
+        let vec = (16 / elem_bytes.max(1)).max(1);
+        SwizzledShared {
+            vec,
+            per_phase: 128 / swizzle_bytes,
+            max_phase: swizzle_bytes / 16,
+            order,
+            atom: swizzle_bytes / 16 * vec,
+        }
+    }
+
+    /// The widest NVMMA swizzle a buffer whose contiguous dim holds `cols` elements of
+    /// `elem_bytes` can take: 128 bytes, else 64, else 32 (`None` under 32 bytes).
+    pub fn nvmma_for(cols: i64, elem_bytes: i64, order: [usize; 2]) -> Option<SwizzledShared> {
+        [128, 64, 32]
+            .into_iter()
+            .find(|&b| cols * elem_bytes >= b && (cols * elem_bytes) % b == 0)
+            .map(|b| SwizzledShared::nvmma(b, elem_bytes, order))
+    }
+
+    /// The swizzle width in bytes of an NVMMA layout (`None` for the whole-row layouts).
+    pub fn nvmma_bytes(&self) -> Option<i64> {
+        (self.atom != 0).then_some(self.max_phase * 16)
     }
 
     /// Extra wavefronts of 16-byte writes to a buffer of `shape` whose writers take the
@@ -82,11 +121,14 @@ impl SwizzledShared {
     /// The element offset of coordinate `c` (`[dim0, dim1]`) of a tile of `shape`.
     pub fn offset(&self, shape: &[i64], c: &[i64]) -> i64 {
         let (col_d, row_d) = (self.order[0], self.order[1]);
-        let cols = shape[col_d];
+        let (rows, cols) = (shape[row_d], shape[col_d]);
         let (r, col) = (c[row_d], c[col_d]);
         let phase = (r / self.per_phase) % self.max_phase;
-        let v = (col / self.vec) ^ phase;
-        r * cols + v * self.vec + col % self.vec
+        // The whole-row layout is the NVMMA one with a single atom as wide as the row.
+        let atom = if self.atom == 0 { cols } else { self.atom };
+        let (block, within) = (col / atom, col % atom);
+        let v = (within / self.vec) ^ phase;
+        block * rows * atom + r * atom + v * self.vec + col % self.vec
     }
 
     /// Elements the buffer spans.
@@ -122,6 +164,12 @@ impl SwizzledShared {
     }
 
     pub fn to_mlir(&self) -> String {
+        if let Some(b) = self.nvmma_bytes() {
+            return format!(
+                "#tilegpu.nvmma_shared<{b} : i64, {} : i64, [{}, {}]>",
+                self.vec, self.order[0], self.order[1]
+            );
+        }
         format!(
             "#tilegpu.swizzled_shared<{} : i64, {} : i64, {} : i64, [{}, {}]>",
             self.vec, self.per_phase, self.max_phase, self.order[0], self.order[1]
@@ -130,10 +178,26 @@ impl SwizzledShared {
 
     /// Reads [`SwizzledShared::to_mlir`]'s text.
     pub fn parse(text: &str) -> Option<SwizzledShared> {
+        let num = |s: &str| s.split(':').next()?.trim().parse::<i64>().ok().filter(|x| *x >= 1);
+        if let Some(inner) = text.trim().strip_prefix("#tilegpu.nvmma_shared<").and_then(|t| t.strip_suffix('>')) {
+            let parts = super::split_top(inner)?;
+            let [b, v, ord] = parts.as_slice() else { return None };
+            let (b, v) = (num(b).filter(|b| [32, 64, 128].contains(b))?, num(v).filter(|v| [2, 4, 8, 16].contains(v))?);
+            return Some(SwizzledShared::nvmma(b, 16 / v, Self::parse_order(ord)?));
+        }
         let inner = text.trim().strip_prefix("#tilegpu.swizzled_shared<")?.strip_suffix('>')?;
         let parts = super::split_top(inner)?;
         let [v, pp, mp, ord] = parts.as_slice() else { return None };
-        let num = |s: &str| s.split(':').next()?.trim().parse::<i64>().ok().filter(|x| *x >= 1);
+        Some(SwizzledShared {
+            vec: num(v)?,
+            per_phase: num(pp)?,
+            max_phase: num(mp)?,
+            order: Self::parse_order(ord)?,
+            atom: 0,
+        })
+    }
+
+    fn parse_order(ord: &str) -> Option<[usize; 2]> {
         let ord: Vec<usize> = ord
             .trim()
             .strip_prefix('[')?
@@ -141,11 +205,10 @@ impl SwizzledShared {
             .split(',')
             .map(|x| x.split(':').next().unwrap_or("").trim().parse().ok())
             .collect::<Option<_>>()?;
-        let order = match ord.as_slice() {
-            [0, 1] => [0, 1],
-            [1, 0] => [1, 0],
-            _ => return None,
-        };
-        Some(SwizzledShared { vec: num(v)?, per_phase: num(pp)?, max_phase: num(mp)?, order })
+        match ord.as_slice() {
+            [0, 1] => Some([0, 1]),
+            [1, 0] => Some([1, 0]),
+            _ => None,
+        }
     }
 }

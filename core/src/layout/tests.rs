@@ -258,10 +258,81 @@ proptest! {
 #[test]
 fn the_bank_model_sees_unswizzled_conflicts() {
     // 128-byte rows without a swizzle: the 8 rows of an ldmatrix phase share one bank group.
-    let plain = SwizzledShared { vec: 8, per_phase: 1, max_phase: 1, order: [1, 0] };
+    let plain = SwizzledShared { vec: 8, per_phase: 1, max_phase: 1, order: [1, 0], atom: 0 };
     assert_eq!(plain.ldmatrix_conflicts(&[64, 64], 2), 8 * 8 * 7);
     for (shape, order) in [([64, 64], [1, 0]), ([128, 32], [1, 0]), ([32, 128], [0, 1])] {
         let s = SwizzledShared::least_conflicts(&shape, 2, order);
         assert_eq!(s.ldmatrix_conflicts(&shape, 2), 0, "{shape:?} {order:?}");
+    }
+}
+
+/// The element of the wgmma m64nNk16 accumulator that register `reg` of thread `t` (0..128)
+/// of a warpgroup holds, from the PTX ISA's figure (written out independently of the maps):
+/// warp `t / 32` owns rows 16w.., register pairs walk N in steps of 8, the second pair of
+/// each four is 8 rows down.
+fn isa_wgmma_acc(t: i64, reg: i64) -> (i64, i64) {
+    let (w, lane) = (t / 32, t % 32);
+    let (g, q) = (lane / 4, lane % 4);
+    (16 * w + g + 8 * ((reg / 2) % 2), 8 * (reg / 4) + 2 * q + reg % 2)
+}
+
+proptest! {
+    // The wgmma accumulator over 1 or 2 warpgroups (and M blocks repeated in registers) is
+    // the ISA's fragment per 64-row block, registers of block i after those of block i - 1;
+    // the A operand in registers is the mma.sync A fragment of each warp's 16 rows.
+    #[test]
+    fn wgmma_accumulator_matches_the_isa(n in 4u32..9, wgs in 1i64..3, reps in 0u32..2) {
+        let n = 1i64 << n;
+        let warps = 4 * wgs;
+        let m = (64 * wgs) << reps;
+        let mma = Mma::wgmma(&[m, n], 16, warps).expect("fits");
+        prop_assert_eq!(mma.family, MmaFamily::Wgmma);
+        let acc = Layout::Mma(mma).to_linear(&[m, n]);
+        check_cover(&acc)?;
+        let per_block = n / 2;
+        prop_assert_eq!(acc.num_regs(), per_block << reps);
+        for t in 0..32 * warps {
+            let (wg, tw) = (t / 128, t % 128);
+            for r in 0..acc.num_regs() {
+                let (block, rr) = (r / per_block, r % per_block);
+                let (row, col) = isa_wgmma_acc(tw, rr);
+                let want = vec![block * 64 * wgs + wg * 64 + row, col];
+                prop_assert_eq!(acc.coord(t / 32, t % 32, r), want, "thread {} reg {}", t, r);
+            }
+        }
+        let a = Layout::DotOperand { op_idx: 0, parent: mma };
+        prop_assert!(Layout::Mma(mma).same_placement(&a, &[m, 16]));
+        for l in [Layout::Mma(mma), a] {
+            prop_assert_eq!(parse_layout(&l.to_mlir()), Some(l.clone()));
+        }
+    }
+
+    // The NVMMA layout is the hardware's byte-address swizzle (bits 4.. XOR bits 7..) of the
+    // atom-blocked buffer, a bijection onto the buffer, and reads back from its text.
+    #[test]
+    fn nvmma_is_the_hardware_swizzle(bytes in prop::sample::select(vec![32i64, 64, 128]), r in 3u32..8, c in 0u32..3, transposed: bool) {
+        let atom = bytes / 2;
+        let (rows, cols) = (1i64 << r, atom << c);
+        let order = if transposed { [0, 1] } else { [1, 0] };
+        let shape = if transposed { vec![cols, rows] } else { vec![rows, cols] };
+        let s = SwizzledShared::nvmma(bytes, 2, order);
+        prop_assert_eq!(SwizzledShared::nvmma_for(atom, 2, order), Some(s.clone()));
+        let bits = (bytes / 16).trailing_zeros();
+        let mut seen = vec![false; (rows * cols) as usize];
+        for row in 0..rows {
+            for col in 0..cols {
+                let c = if transposed { vec![col, row] } else { vec![row, col] };
+                let off = s.offset(&shape, &c);
+                // Unswizzled byte address in the atom-blocked buffer, then the hardware XOR.
+                let plain = ((col / atom) * rows * atom + row * atom + col % atom) * 2;
+                let mask = (1 << bits) - 1;
+                let hw = plain ^ (((plain >> 7) & mask) << 4);
+                prop_assert_eq!(off * 2, hw, "row {} col {}", row, col);
+                prop_assert!(!seen[off as usize]);
+                seen[off as usize] = true;
+            }
+        }
+        prop_assert_eq!(s.nvmma_bytes(), Some(bytes));
+        prop_assert_eq!(SwizzledShared::parse(&s.to_mlir()), Some(s));
     }
 }

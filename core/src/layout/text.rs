@@ -1,7 +1,7 @@
 //! The text of layout attributes, as MLIR prints them: `#tilegpu.blocked<…>`,
 //! `#tilegpu.slice<dim : i32, parent>`.
 
-use super::{Blocked, Layout, Mma};
+use super::{Blocked, Layout, Mma, MmaFamily};
 
 impl Layout {
     /// The text of the layout as an MLIR attribute.
@@ -28,14 +28,25 @@ impl Layout {
 }
 
 fn mma_text(m: &Mma) -> String {
-    format!("#tilegpu.mma<[{}, {}]>", m.warps_per_cta[0], m.warps_per_cta[1])
+    let name = match m.family {
+        MmaFamily::MmaSync => "mma",
+        MmaFamily::Wgmma => "wgmma",
+    };
+    format!("#tilegpu.{name}<[{}, {}]>", m.warps_per_cta[0], m.warps_per_cta[1])
 }
 
 fn parse_mma(text: &str) -> Option<Mma> {
-    let inner = text.trim().strip_prefix("#tilegpu.mma<")?.strip_suffix('>')?;
+    let text = text.trim();
+    let (family, inner) = match text.strip_prefix("#tilegpu.mma<") {
+        Some(i) => (MmaFamily::MmaSync, i),
+        None => (MmaFamily::Wgmma, text.strip_prefix("#tilegpu.wgmma<")?),
+    };
+    let inner = inner.strip_suffix('>')?;
     match int_list(inner)?.as_slice() {
         [wm, wn] if *wm >= 1 && *wn >= 1 && (wm & (wm - 1)) == 0 && (wn & (wn - 1)) == 0 && wm * wn <= 32 => {
-            Some(Mma { warps_per_cta: [*wm, *wn] })
+            // A warpgroup is four warps; one instruction covers the tile's N.
+            let wgmma_ok = family == MmaFamily::MmaSync || (*wm >= 4 && *wn == 1);
+            wgmma_ok.then_some(Mma { warps_per_cta: [*wm, *wn], family })
         }
         _ => None,
     }
@@ -59,7 +70,7 @@ pub fn parse_layout(text: &str) -> Option<Layout> {
         let same = b.threads_per_warp.len() == rank && b.warps_per_cta.len() == rank && b.order.len() == rank;
         return same.then_some(Layout::Blocked(b));
     }
-    if text.starts_with("#tilegpu.mma<") {
+    if text.starts_with("#tilegpu.mma<") || text.starts_with("#tilegpu.wgmma<") {
         return parse_mma(text).map(Layout::Mma);
     }
     if let Some(inner) = text.strip_prefix("#tilegpu.dot_operand<").and_then(|t| t.strip_suffix('>')) {

@@ -80,8 +80,11 @@ impl Type {
     pub fn parse_mlir(text: &str) -> Option<Type> {
         let text = text.trim();
         if let Some(inner) = text.strip_prefix("memref<").and_then(|t| t.strip_suffix('>')) {
-            if let Some((shape, layout)) = inner.split_once(", #tilegpu.swizzled_shared") {
-                let layout = SwizzledShared::parse(&format!("#tilegpu.swizzled_shared{layout}"))?;
+            let shared = inner.split_once(", #tilegpu.swizzled_shared").map(|(s, l)| (s, "swizzled_shared", l));
+            let shared =
+                shared.or_else(|| inner.split_once(", #tilegpu.nvmma_shared").map(|(s, l)| (s, "nvmma_shared", l)));
+            if let Some((shape, kind, layout)) = shared {
+                let layout = SwizzledShared::parse(&format!("#tilegpu.{kind}{layout}"))?;
                 let mut dims: Vec<&str> = shape.split('x').collect();
                 let dtype = DType::parse(dims.pop()?)?;
                 let shape =

@@ -171,6 +171,16 @@ pub enum OpKind {
     AsyncWait {
         pending: u32,
     },
+    /// The accumulator of asynchronous tensor-core products (`tilegpu` only; `wgmma`): `value`
+    /// once at most `pending` groups of products are still in flight — with `pending = 0` every
+    /// product of `value` has completed and its registers may be read. `tile-pipeline` puts
+    /// one with `pending = 1` after a product it keeps in flight across loop iterations (the
+    /// next iteration's product accumulates into the same registers) and one with
+    /// `pending = 0` after the loop. As a value it is `value` itself.
+    MmaWait {
+        value: ValueId,
+        pending: u32,
+    },
     /// The tile of a shared-memory buffer, read in the result's layout (`tilegpu` only): into
     /// a `#dot_operand` it is `ldmatrix` (`.trans` when the buffer's contiguous dim is not the
     /// operand's K for A / is K for B… see the lowering), issued per K step by the `mma` that
@@ -239,6 +249,7 @@ impl OpKind {
             | OpKind::ConvertLayout { value: x, .. }
             | OpKind::LocalAlloc { value: x }
             | OpKind::LocalLoad { buf: x }
+            | OpKind::MmaWait { value: x, .. }
             | OpKind::Permute { value: x, .. } => vec![*x],
             OpKind::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
             OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![*a, *b],

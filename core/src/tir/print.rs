@@ -315,6 +315,9 @@ impl Printer<'_> {
                 format!("\"tilegpu.async_wait\"() {{pending = {pending} : i32}} : () -> ()")
             }
             OpKind::LocalAlloc { value } => format!("\"tilegpu.local_alloc\"({}) : ({}) -> {rty}", n(value), t(value)),
+            OpKind::MmaWait { value, pending } => {
+                format!("\"tilegpu.mma_wait\"({}) {{pending = {pending} : i32}} : ({}) -> {rty}", n(value), t(value))
+            }
             OpKind::LocalLoad { buf } => format!("\"tilegpu.local_load\"({}) : ({}) -> {rty}", n(buf), t(buf)),
             OpKind::Permute { value, perm } => {
                 let p: Vec<String> = perm.iter().map(|o| o.to_string()).collect();

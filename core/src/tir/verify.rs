@@ -470,6 +470,12 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a shared buffer {} of {}", r.to_mlir(), a.to_mlir()));
             }
         }
+        OpKind::MmaWait { value, .. } => {
+            let a = u(*value)?;
+            if a != r || !matches!(r.layout(), Some(crate::layout::Layout::Mma(_))) {
+                return fail(format!("a wait for {} giving {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
         OpKind::LocalLoad { buf } => {
             let a = u(*buf)?;
             let ok = matches!(&a, Type::Smem { shape, dtype, .. } if shape_of(&r) == Some(&shape[..]) && r.dtype() == *dtype);

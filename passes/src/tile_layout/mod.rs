@@ -278,7 +278,10 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
     // Per-value layouts: ordered loads, and the tensor-core layouts around `mma`.
     tensor_core::ordered_loads(func, warps);
     if tensor_core::has_mma(func) {
-        tensor_core::propagate(func, warps)?;
+        // The target table chooses the MMA family; a module without a known target (a
+        // hand-written pass test) gets mma.sync, which every target has.
+        let arch = tilec_core::target::resolve(&func.target).ok().map(|(a, _)| a);
+        report.lines.extend(tensor_core::propagate(func, warps, arch)?);
     }
     let tc_converts = tensor_core::insert_conversions(func, warps)?;
     if tc_converts > 0 {

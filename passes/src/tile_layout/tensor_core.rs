@@ -19,7 +19,7 @@
 
 use super::ValueId;
 use std::collections::BTreeMap;
-use tilec_core::layout::{Blocked, Layout, Mma, SwizzledShared};
+use tilec_core::layout::{Blocked, Layout, Mma, MmaFamily, SwizzledShared};
 use tilec_core::tir::{Func, Op, OpKind, Type};
 use tilec_core::Diagnostic;
 
@@ -111,8 +111,16 @@ pub(super) fn has_mma(func: &Func) -> bool {
 }
 
 /// Anchors `#mma` at every `mma` and propagates it; errors for products the instruction
-/// cannot do.
-pub(super) fn propagate(func: &mut Func, warps: i64) -> Result<(), Diagnostic> {
+/// cannot do. The MMA family is the target's: `wgmma` where the table has it and the product
+/// fits the instruction (whole warpgroups of 64-row blocks, N up to 256), else `mma.sync`.
+/// Returns the `--report` lines (one per product: its family, or why not wgmma).
+pub(super) fn propagate(
+    func: &mut Func,
+    warps: i64,
+    arch: Option<&tilec_core::target::Arch>,
+) -> Result<Vec<String>, Diagnostic> {
+    let has_wgmma = arch.is_some_and(|a| a.has(tilec_core::target::Feature::Wgmma));
+    let mut lines = vec![];
     // Anchors. A kernel with one product is a GEMM (balanced warp grid); with a chain of
     // products (attention: S = QKᵀ, then PV) every warp owns whole rows.
     let mut n_mma = 0;
@@ -142,7 +150,25 @@ pub(super) fn propagate(func: &mut Func, warps: i64) -> Result<(), Diagnostic> {
                 }
                 bad = Some(dg);
             }
-            let grid = if n_mma > 1 { Mma::for_shape(&[m, n], warps) } else { Mma::balanced(&[m, n], warps) };
+            let wg = if has_wgmma { Mma::wgmma(&[m, n], k, warps) } else { None };
+            let grid = wg.unwrap_or_else(|| {
+                if n_mma > 1 {
+                    Mma::for_shape(&[m, n], warps)
+                } else {
+                    Mma::balanced(&[m, n], warps)
+                }
+            });
+            lines.push(match (has_wgmma, wg) {
+                (_, Some(_)) => format!(
+                    "mma [{m}, {n}, {k}]: wgmma m64n{n}k16 over {} warpgroup(s), {} block(s) of 64 rows each",
+                    warps / 4,
+                    m / (16 * warps)
+                ),
+                (true, None) => format!(
+                    "mma [{m}, {n}, {k}]: mma.sync (wgmma needs warps in whole warpgroups, M a multiple of 16 x {warps} warps, 16 <= N <= 256, K a multiple of 16)"
+                ),
+                (false, None) => format!("mma [{m}, {n}, {k}]: mma.sync"),
+            });
             let l = Layout::Mma(grid);
             anchors.push((r, l));
         }
@@ -262,7 +288,7 @@ pub(super) fn propagate(func: &mut Func, warps: i64) -> Result<(), Diagnostic> {
             set_layout(func, v, l);
         }
     }
-    Ok(())
+    Ok(lines)
 }
 
 /// The layout operand `slot` of an op needs, given the op's result layout (`None`: any).
@@ -362,14 +388,25 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
             ops.push(Op { kind: OpKind::Splat(s), result: Some(nv), span: None });
             nv
         }
-        (_, Layout::DotOperand { .. }) if !same => {
+        // wgmma reads B from shared memory only, whatever registers hold it.
+        (_, Layout::DotOperand { op_idx, parent }) if !same || (*op_idx == 1 && parent.family == MmaFamily::Wgmma) => {
             // Through a shared buffer swizzled for ldmatrix, in the operand's own order.
             let order = match ty.layout() {
                 Some(Layout::Blocked(b)) if b.order.first() == Some(&0) => [0, 1],
                 _ => [1, 0],
             };
             // Unswizzled: `tile-swizzle` picks the swizzle from the buffer's writer and reader.
-            let sl = SwizzledShared::plain(i64::from(dtype.bytes()), order);
+            // A wgmma reads it through a descriptor, which knows only the NVMMA layouts: the
+            // widest one its contiguous dim takes (`Mma::wgmma` keeps every operand at 32
+            // bytes or more), whatever passes follow.
+            let eb = i64::from(dtype.bytes());
+            let sl = match want {
+                Layout::DotOperand { parent, .. } if parent.family == MmaFamily::Wgmma => {
+                    SwizzledShared::nvmma_for(shape[order[0]], eb, order)
+                        .unwrap_or_else(|| SwizzledShared::plain(eb, order))
+                }
+                _ => SwizzledShared::plain(eb, order),
+            };
             let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
             match async_source(func, ctx, v) {
                 Some((OpKind::Load { tensor, index, padding, order, latency }, lv, rv)) => {

@@ -1,4 +1,4 @@
-//! Tensor cores: shared buffers for `mma` operands (`local_alloc`), their `#dot_operand`
+//! Tensor cores (the `mma.sync` family; `wgmma` is [`super::wgmma`]): shared buffers for `mma` operands (`local_alloc`), their `#dot_operand`
 //! reads (`local_load`, lowered lazily by the `mma` that uses them) and `mma` itself as
 //! `mma.sync.m16n8k16` with f32 accumulation.
 //!
@@ -27,7 +27,7 @@ use tilec_core::{DType, Diagnostic};
 type Offsets = Vec<(i64, i64)>;
 
 /// One `mma` operand as the lowering reads it.
-struct Operand {
+pub(crate) struct Operand {
     /// Registers (a `#dot_operand` tile) or the shared buffer `ldmatrix` reads.
     val: Value,
     /// The dim a register pair spans (K: 1 for A, 0 for B).
@@ -72,6 +72,7 @@ impl Lowering<'_> {
             }
             r += chunk;
         }
+        self.fence_async_proxy();
         self.smem_written();
         self.report_buffer(&ty, region, "registers");
         Ok(Value::SmemBuf { offset: region, ty, ring: None })
@@ -82,6 +83,13 @@ impl Lowering<'_> {
     fn report_buffer(&mut self, ty: &Type, region: i64, filled_by: &str) {
         if let Type::Smem { shape, dtype, layout } = ty {
             let bytes = smem_bytes(ty);
+            if let Some(b) = layout.nvmma_bytes() {
+                self.report.push(format!(
+                    "buffer {shape:?} {dtype}: {bytes} B at {region}, NVMMA {b}-byte swizzle order {:?} (read by wgmma descriptors), filled by {filled_by}",
+                    layout.order
+                ));
+                return;
+            }
             // A ring's stages are laid out alike: the model reads one.
             let conflicts =
                 layout.ldmatrix_conflicts(&shape[shape.len().saturating_sub(2)..], i64::from(dtype.bytes()));
@@ -97,7 +105,12 @@ impl Lowering<'_> {
     fn buffer_region(&mut self, op: &Op, ty: &Type) -> Result<(i64, i64), Diagnostic> {
         let total = smem_bytes(ty);
         let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
-        Ok((self.smem_alloc(total, end)?, total))
+        // A descriptor's swizzle is of the address bits: an NVMMA buffer starts on its 8-row atom.
+        let align = match ty {
+            Type::Smem { layout, .. } => layout.nvmma_bytes().map_or(16, |b| 8 * b),
+            _ => 16,
+        };
+        Ok((self.smem_alloc(total, end, align)?, total))
     }
 
     /// `async_copy`: a new buffer filled with `cp.async` from global memory, one group.
@@ -236,11 +249,22 @@ impl Lowering<'_> {
         col_t: &Reg,
         col_c: i64,
     ) -> Reg {
-        let cols = shape[sl.order[0]];
+        let (rows, cols) = (shape[sl.order[1]], shape[sl.order[0]]);
         let rc = self.em.ci32(row_c);
         let row = self.em.add(row_t, &rc);
         let cc = self.em.ci32(col_c);
-        let col = self.em.add(col_t, &cc);
+        let mut col = self.em.add(col_t, &cc);
+        // An NVMMA buffer narrower than its rows: atom `col / atom` is a block of every row.
+        let mut block_start = None;
+        if sl.atom != 0 && sl.atom < cols {
+            let la = self.em.ci32(i64::from(sl.atom.trailing_zeros()));
+            let block = self.em.lshr(&col, &la);
+            let am = self.em.ci32(sl.atom - 1);
+            col = self.em.and(&col, &am);
+            let per = self.em.ci32(rows * sl.atom);
+            block_start = Some(self.em.mul(&block, &per));
+        }
+        let cols = if sl.atom != 0 { sl.atom.min(cols) } else { cols };
         let lv = self.em.ci32(i64::from(sl.vec.trailing_zeros()));
         let vidx = self.em.lshr(&col, &lv);
         let vm = self.em.ci32(sl.vec - 1);
@@ -255,7 +279,11 @@ impl Lowering<'_> {
         let colsr = self.em.ci32(cols);
         let ro = self.em.mul(&row, &colsr);
         let e = self.em.add(&ro, &svo);
-        self.em.add(&e, &within)
+        let e = self.em.add(&e, &within);
+        match block_start {
+            Some(b) => self.em.add(&e, &b),
+            None => e,
+        }
     }
 
     /// The memref view (`memref<NxT, strided<[1], offset: O>, 3>`) of a buffer of `ty` at
@@ -390,7 +418,7 @@ impl Lowering<'_> {
     }
 
     /// Operand `op_idx` of an `mma` with accumulator layout `m`, over a tile of `shape`.
-    fn operand(
+    pub(crate) fn operand(
         &mut self,
         v: ValueId,
         op_idx: u32,
@@ -421,7 +449,12 @@ impl Lowering<'_> {
 
     /// The packed registers of the 8×8 `blocks` of an operand, in block order: one
     /// `ldmatrix` from a shared buffer, or pairs of its registers packed two per register.
-    fn fragments(&mut self, op: &Operand, blocks: &[(i64, i64)], bf16: bool) -> Result<Vec<Reg>, Diagnostic> {
+    pub(crate) fn fragments(
+        &mut self,
+        op: &Operand,
+        blocks: &[(i64, i64)],
+        bf16: bool,
+    ) -> Result<Vec<Reg>, Diagnostic> {
         // bf16 multiplicands go as i32 (`mma_m16n8k16_bf16`), f16 ones as vector<2xf16>.
         let half = if bf16 { Ty::BF16 } else { Ty::F16 };
         Ok(match &op.val {
@@ -467,9 +500,14 @@ impl Lowering<'_> {
         b: ValueId,
         acc: ValueId,
         rty: Option<&Type>,
+        result: Option<ValueId>,
     ) -> Result<Value, Diagnostic> {
         let ty = rty.ok_or_else(|| err("mma without result"))?.clone();
         let Some(Layout::Mma(m)) = ty.layout().cloned() else { return Err(err("mma result without #mma layout")) };
+        if m.family == tilec_core::layout::MmaFamily::Wgmma {
+            let in_flight = result.is_some_and(|r| self.in_flight.contains(&r));
+            return self.wgmma(a, b, acc, &ty, m, in_flight);
+        }
         let (ms, ns) = (ty.shape()[0], ty.shape()[1]);
         let ks = self.func.ty(a).shape()[1];
         let dt = self.func.ty(a).dtype();

@@ -81,7 +81,7 @@
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
 //! and one file per op family — [`elementwise`], [`math`], [`rand`], [`global`], [`shared`],
-//! [`reduce`], [`control`], [`mma`]. [`unsupported`] is the one list of what this lowering does not
+//! [`reduce`], [`control`], [`mma`] (`mma.sync`), [`wgmma`]. [`unsupported`] is the one list of what this lowering does not
 //! handle yet; `tile-layout` asks it before laying a kernel out.
 
 mod control;
@@ -95,6 +95,7 @@ mod rand;
 mod reduce;
 mod regs;
 mod shared;
+mod wgmma;
 
 use emit::{Emitter, Reg, Ty};
 use regs::{TensorArgs, Value};
@@ -107,8 +108,9 @@ use tilec_core::{DType, Diagnostic};
 
 use tilec_core::target::STATIC_SMEM_LIMIT;
 
-/// A shared-memory request of the lowering: (first position, last position live, bytes).
-type Request = (u32, u32, i64);
+/// A shared-memory request of the lowering: (first position, last position live, bytes,
+/// alignment in bytes: 16, or the 8-row atom of an NVMMA buffer that a descriptor reads).
+type Request = (u32, u32, i64, i64);
 
 /// The lowered kernel.
 #[derive(Clone, Debug)]
@@ -178,7 +180,17 @@ pub(crate) struct Lowering<'f> {
     warp: Reg,
     /// Bytes of `@__tilec_smem` handed out so far.
     smem: u32,
+    /// The largest alignment a request asked for (the alignment of `@__tilec_smem`).
+    smem_align: i64,
+    /// Whether some `mma` is a `wgmma`: its operands are read through the async proxy, so
+    /// shared-memory writes they read are fenced (`fence.proxy.async`) before the barrier
+    /// that publishes them.
+    async_proxy: bool,
+    /// The `mma` results a `tilegpu.mma_wait` waits for: those products are left in flight.
+    in_flight: std::collections::BTreeSet<ValueId>,
     smem_ptr: Option<Reg>,
+    /// The 32-bit shared address of `smem_ptr` (wgmma descriptors), made once.
+    smem_addr: Option<Reg>,
     /// Memref views of shared buffers for the `nvgpu` ops: (byte offset, elements, dtype).
     smem_views: BTreeMap<(i64, i64, DType), Reg>,
     /// Groups of asynchronous copies not waited for yet: (block serial, token).
@@ -309,11 +321,34 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
     ends
 }
 
+/// Whether some `mma` of the kernel is computed by `wgmma`.
+fn uses_wgmma(func: &Func) -> bool {
+    let mut any = false;
+    func.walk(&mut |op| {
+        if let (OpKind::Mma { .. }, Some(r)) = (&op.kind, op.result) {
+            any |=
+                matches!(func.ty(r).layout(), Some(Layout::Mma(m)) if m.family == tilec_core::layout::MmaFamily::Wgmma);
+        }
+    });
+    any
+}
+
+/// The values `tilegpu.mma_wait`s wait for.
+fn waited_for(func: &Func) -> std::collections::BTreeSet<ValueId> {
+    let mut set = std::collections::BTreeSet::new();
+    func.walk(&mut |op| {
+        if let OpKind::MmaWait { value, .. } = &op.kind {
+            set.insert(*value);
+        }
+    });
+    set
+}
+
 /// Offsets for shared-memory requests: one after the other when they fit the static limit
 /// together (no reuse, no barrier between phases), else packed by liveness — first fit, 16-byte
 /// aligned, among the requests live at the same time.
 fn pack_requests(reqs: &[Request]) -> Vec<i64> {
-    let align = |x: i64| (x + 15) / 16 * 16;
+    let align = |x: i64, a: i64| (x + a - 1) / a * a;
     let (bump, top) = bump_offsets(reqs);
     if top <= i64::from(STATIC_SMEM_LIMIT) {
         return bump;
@@ -323,7 +358,7 @@ fn pack_requests(reqs: &[Request]) -> Vec<i64> {
     let mut placed: Vec<(usize, i64)> = vec![];
     let mut out = vec![0; reqs.len()];
     for i in order {
-        let (s, e, b) = reqs[i];
+        let (s, e, b, a) = reqs[i];
         let mut busy: Vec<(i64, i64)> = placed
             .iter()
             .filter(|(j, _)| reqs[*j].0 <= e && s <= reqs[*j].1)
@@ -335,7 +370,7 @@ fn pack_requests(reqs: &[Request]) -> Vec<i64> {
             if o + b <= lo {
                 break;
             }
-            o = o.max(align(hi));
+            o = o.max(align(hi, a));
         }
         out[i] = o;
         placed.push((i, o));
@@ -389,7 +424,7 @@ pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, 
                 arch.name, arch.smem_per_block
             ),
         );
-        for (k, (_, _, b)) in requests.iter().enumerate().filter(|(_, r)| r.2 >= 1024) {
+        for (k, (_, _, b, _)) in requests.iter().enumerate().filter(|(_, r)| r.2 >= 1024) {
             d = d.with_note(format!("shared request {k}: {b} bytes"));
         }
         return Err(d.with_note("use smaller tiles (the `by_target` constants) for this target"));
@@ -397,12 +432,12 @@ pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, 
     Ok(low)
 }
 
-/// Offsets placing the requests one after the other, 16-byte aligned, and their total.
+/// Offsets placing the requests one after the other, each at its alignment, and their total.
 fn bump_offsets(reqs: &[Request]) -> (Vec<i64>, i64) {
     let mut bump = vec![];
     let mut top = 0i64;
-    for &(_, _, b) in reqs {
-        let o = (top + 15) / 16 * 16;
+    for &(_, _, b, a) in reqs {
+        let o = (top + a - 1) / a * a;
         bump.push(o);
         top = o + b;
     }
@@ -463,7 +498,11 @@ fn lower_with(
         lane,
         warp,
         smem: 0,
+        smem_align: 16,
+        async_proxy: uses_wgmma(func),
+        in_flight: waited_for(func),
         smem_ptr: None,
+        smem_addr: None,
         smem_views: BTreeMap::new(),
         async_groups: vec![],
         loop_writes: vec![],
@@ -477,6 +516,7 @@ fn lower_with(
     };
     lw.ops(&func.ops)?;
     let smem = lw.smem;
+    let smem_align = lw.smem_align;
     let requests = std::mem::take(&mut lw.requests);
     let (pro, body) = lw.em.finish();
 
@@ -487,12 +527,12 @@ fn lower_with(
         // the artifact's shared bytes and raises the function's limit).
         let _ = writeln!(
             s,
-            "  llvm.mlir.global external @__tilec_smem() {{addr_space = 3 : i32, alignment = 16 : i64}} : !llvm.array<0 x i8>"
+            "  llvm.mlir.global external @__tilec_smem() {{addr_space = 3 : i32, alignment = {smem_align} : i64}} : !llvm.array<0 x i8>"
         );
     } else if smem > 0 {
         let _ = writeln!(
             s,
-            "  llvm.mlir.global internal @__tilec_smem() {{addr_space = 3 : i32, alignment = 16 : i64}} : !llvm.array<{smem} x i8>"
+            "  llvm.mlir.global internal @__tilec_smem() {{addr_space = 3 : i32, alignment = {smem_align} : i64}} : !llvm.array<{smem} x i8>"
         );
     }
     let mut attrs = format!("nvvm.kernel, nvvm.maxntid = array<i32: {threads}, 1, 1>");
@@ -579,6 +619,7 @@ impl Lowering<'_> {
             OpKind::Stage { buf, index } => self.stage(*buf, *index, rty.as_ref())?,
             OpKind::AsyncWait { pending } => {
                 self.async_wait(*pending);
+                self.fence_async_proxy();
                 self.smem_written();
                 return Ok(());
             }
@@ -586,7 +627,8 @@ impl Lowering<'_> {
                 (v @ Value::SmemBuf { .. }, Some(Layout::DotOperand { .. })) => v,
                 _ => return Err(err("a shared-memory read into a layout other than #dot_operand is not lowered yet")),
             },
-            OpKind::Mma { a, b, acc } => self.mma(*a, *b, *acc, rty.as_ref())?,
+            OpKind::Mma { a, b, acc } => self.mma(*a, *b, *acc, rty.as_ref(), op.result)?,
+            OpKind::MmaWait { value, pending } => self.mma_wait(*value, *pending)?,
             OpKind::For { .. } => return self.for_loop(&op.kind),
             OpKind::If { .. } => return self.if_op(&op.kind),
             OpKind::Print { .. } => return Err(unsupported(self.func).unwrap_or_else(|| err("not lowered yet"))),
@@ -732,18 +774,20 @@ impl Lowering<'_> {
 
     /// Reserves `bytes` of shared memory live only at the op being lowered (scratch).
     fn smem_region(&mut self, bytes: i64) -> Result<i64, Diagnostic> {
-        self.smem_alloc(bytes, self.pos)
+        self.smem_alloc(bytes, self.pos, 16)
     }
 
-    /// Reserves `bytes` of shared memory live from the op being lowered to position `end`;
-    /// returns the offset the plan gives it (one after the other without a plan).
-    fn smem_alloc(&mut self, bytes: i64, end: u32) -> Result<i64, Diagnostic> {
+    /// Reserves `bytes` of shared memory at an `align`-byte boundary, live from the op being
+    /// lowered to position `end`; returns the offset the plan gives it (one after the other
+    /// without a plan).
+    fn smem_alloc(&mut self, bytes: i64, end: u32, align: i64) -> Result<i64, Diagnostic> {
         let k = self.requests.len();
-        self.requests.push((self.pos, end.max(self.pos), bytes));
+        self.requests.push((self.pos, end.max(self.pos), bytes, align));
+        self.smem_align = self.smem_align.max(align);
         let off = match &self.plan {
             Some(p) => *p.get(k).ok_or_else(|| err("shared-memory plan out of step with the lowering"))?,
             // One after the other (what `bump_offsets` computes).
-            None => (i64::from(self.smem) + 15) / 16 * 16,
+            None => (i64::from(self.smem) + align - 1) / align * align,
         };
         let top = u32::try_from(off + bytes).map_err(|_| err("shared memory overflow"))?;
         self.smem = self.smem.max(top);
@@ -757,6 +801,15 @@ impl Lowering<'_> {
         }
         if let Some(w) = self.loop_writes.last_mut().filter(|w| !w.crossed) {
             w.exposed.push((off, bytes));
+        }
+    }
+
+    /// After this thread's shared-memory writes (stores, `cp.async` waited for), before the
+    /// barrier that publishes them: where a `wgmma` may read them through the async proxy,
+    /// `fence.proxy.async.shared::cta` orders the writes before those reads.
+    fn fence_async_proxy(&mut self) {
+        if self.async_proxy {
+            self.em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
         }
     }
 

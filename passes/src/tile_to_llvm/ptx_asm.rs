@@ -19,6 +19,10 @@ fn constraint(t: &Ty) -> &'static str {
 #[derive(Debug, Default)]
 pub(crate) struct PtxAsm {
     outs: Vec<Ty>,
+    /// Constraints of the outputs where not the type's class (`f` for tensor-core floats).
+    out_cons: Vec<Option<&'static str>>,
+    /// Inputs tied to an output (read-write operands): (output index, value).
+    tied: Vec<(usize, Reg)>,
     ins: Vec<Reg>,
     text: String,
 }
@@ -32,13 +36,26 @@ impl PtxAsm {
     pub fn output(&mut self, ty: Ty) -> String {
         debug_assert!(self.ins.is_empty(), "inline asm outputs come before inputs");
         self.outs.push(ty);
+        self.out_cons.push(None);
+        format!("${}", self.outs.len() - 1)
+    }
+
+    /// A read-write operand (`$k`: an output whose register starts as `r`, LLVM's tied
+    /// input), with the register class `cons`; the output replaces `r`. Declared with the
+    /// outputs, before any input. The `wgmma` accumulators pass through the instruction and
+    /// its wait this way, so no use of them can move above the wait.
+    pub fn inout(&mut self, r: &Reg, cons: &'static str) -> String {
+        debug_assert!(self.ins.is_empty(), "inline asm outputs come before inputs");
+        self.outs.push(r.ty.clone());
+        self.out_cons.push(Some(cons));
+        self.tied.push((self.outs.len() - 1, r.clone()));
         format!("${}", self.outs.len() - 1)
     }
 
     /// A new input operand (`$k`).
     pub fn input(&mut self, r: &Reg) -> String {
         self.ins.push(r.clone());
-        format!("${}", self.outs.len() + self.ins.len() - 1)
+        format!("${}", self.outs.len() + self.tied.len() + self.ins.len() - 1)
     }
 
     /// Appends PTX text (instructions end with `;`).
@@ -48,9 +65,15 @@ impl PtxAsm {
 
     /// Emits the asm; returns the outputs (one register each).
     pub fn emit(self, em: &mut Emitter) -> Vec<Reg> {
-        let mut cons: Vec<String> = self.outs.iter().map(|t| format!("={}", constraint(t))).collect();
+        let mut cons: Vec<String> = self
+            .outs
+            .iter()
+            .zip(&self.out_cons)
+            .map(|(t, c)| format!("={}", c.unwrap_or_else(|| constraint(t))))
+            .collect();
+        cons.extend(self.tied.iter().map(|(k, _)| k.to_string()));
         cons.extend(self.ins.iter().map(|r| constraint(&r.ty).to_string()));
-        let ins: Vec<&Reg> = self.ins.iter().collect();
+        let ins: Vec<&Reg> = self.tied.iter().map(|(_, r)| r).chain(&self.ins).collect();
         let ret = match self.outs.as_slice() {
             [] => None,
             [t] => Some(t.clone()),
