@@ -21,13 +21,20 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     let consts: Vec<String> = opts.consts.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
     let unaligned: Vec<&str> = opts.unaligned.iter().map(String::as_str).collect();
     let disabled: Vec<&str> = opts.disabled_passes.iter().map(String::as_str).collect();
-    let pipeline = format!(
+    let mut pipeline = format!(
         "disabled=[{}] fast_math={} fp_fusion={} opt_level={}",
         disabled.join(","),
         opts.fast_math,
         !opts.no_fp_fusion,
         opts.opt_level.map(|o| o.to_string()).unwrap_or_else(|| "kernel".into())
     );
+    // Named only when switched, so that the default pipeline's keys stay what they were.
+    if opts.no_tma {
+        pipeline.push_str(" tma=false");
+    }
+    if opts.wgmma_wait_at_once {
+        pipeline.push_str(" wgmma_in_flight=false");
+    }
     Some(
         CacheKey::new()
             .field("source", sha256_hex(canonical.as_bytes()))

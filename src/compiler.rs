@@ -32,6 +32,10 @@ pub struct CompileOptions {
     pub fast_math: bool,
     /// Keep every float product and sum separately rounded (`--no-fp-fusion`).
     pub no_fp_fusion: bool,
+    /// Keep `cp.async` rings where TMA could fill them (`--no-tma`; the ablation).
+    pub no_tma: bool,
+    /// Wait for every wgmma where it is issued (`--wgmma-wait-at-once`; the ablation).
+    pub wgmma_wait_at_once: bool,
 }
 
 /// Everything one compilation produced.
@@ -140,6 +144,8 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         disabled: opts.disabled_passes.clone(),
         fast_math: opts.fast_math,
         no_fp_fusion: opts.no_fp_fusion,
+        no_tma: opts.no_tma,
+        wgmma_wait_at_once: opts.wgmma_wait_at_once,
     };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
     let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);
@@ -160,6 +166,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         compiled.stages.insert(pass.produces, driver.text());
         compiled.signature.block_threads = driver.facts.block_threads.unwrap_or(compiled.signature.block_threads);
         compiled.signature.shared_bytes = driver.facts.shared_bytes.unwrap_or(compiled.signature.shared_bytes);
+        compiled.signature.tma = driver.facts.tma.clone();
         if opts.until == Some(pass.produces) {
             compiled.report = driver.facts.report;
             compiled.timings = timings;

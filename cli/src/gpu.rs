@@ -108,6 +108,8 @@ pub struct Variant {
     pub disabled: std::collections::BTreeSet<String>,
     pub fast_math: bool,
     pub no_fp_fusion: bool,
+    pub no_tma: bool,
+    pub wgmma_wait_at_once: bool,
 }
 
 impl Variant {
@@ -119,6 +121,12 @@ impl Variant {
         }
         if self.no_fp_fusion {
             v.push("-fp-fusion".into());
+        }
+        if self.no_tma {
+            v.push("-tma".into());
+        }
+        if self.wgmma_wait_at_once {
+            v.push("wgmma-wait-0".into());
         }
         v.join(" ")
     }
@@ -165,6 +173,8 @@ pub fn prepare(
         disabled_passes: variant.disabled.clone(),
         fast_math: variant.fast_math,
         no_fp_fusion: variant.no_fp_fusion,
+        no_tma: variant.no_tma,
+        wgmma_wait_at_once: variant.wgmma_wait_at_once,
     };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;

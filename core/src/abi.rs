@@ -5,6 +5,12 @@
 //!   in elements (`i64`);
 //! - a scalar: its value (`i32`, `i64` or `f32`).
 //!
+//! then, for each entry of [`Signature::tma`] in order, a 128-byte `CUtensorMap` passed by
+//! value (a `__grid_constant__` parameter, 64-byte aligned): the tensor map of that tensor
+//! argument, which the launcher encodes from the actual argument (`cuTensorMapEncodeTiled`:
+//! the tensor's extents and byte strides innermost first, the entry's box, its swizzle,
+//! interleave none, element strides 1, out-of-bounds elements filled with zeros).
+//!
 //! The [`Signature`] (written next to the PTX as JSON) lists the parameters with the
 //! specialisation assumptions the code was compiled under (e.g. 16-byte alignment), the grid
 //! as expressions of the launch arguments, the block size and the static shared memory.
@@ -206,6 +212,19 @@ impl HostExpr {
     }
 }
 
+/// A tensor map the kernel takes after its parameters: which tensor, and how the Tensor
+/// Memory Accelerator copies it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TmaParam {
+    /// Index of the tensor parameter in [`Signature::params`].
+    pub param: usize,
+    /// Box extents, innermost (the tensor's contiguous dimension) first: one per dimension.
+    #[serde(rename = "box")]
+    pub box_dims: Vec<u32>,
+    /// Shared-memory swizzle of the box in bytes: 32, 64 or 128.
+    pub swizzle: u32,
+}
+
 /// Everything the runtime needs to launch a compiled kernel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Signature {
@@ -222,6 +241,9 @@ pub struct Signature {
     pub shared_bytes: u32,
     /// The compile-time constants the kernel was specialised with, by name.
     pub constants: BTreeMap<String, String>,
+    /// Tensor maps passed after the parameters (see the module docs), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tma: Vec<TmaParam>,
 }
 
 #[cfg(test)]
@@ -283,6 +305,7 @@ mod tests {
             block_threads: 128,
             shared_bytes: 16,
             constants: BTreeMap::new(),
+            tma: vec![TmaParam { param: 0, box_dims: vec![64, 128], swizzle: 128 }],
         };
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<Signature>(&j).unwrap(), s);

@@ -80,6 +80,7 @@ mod tests {
             block_threads: 128,
             shared_bytes: 0,
             constants: Default::default(),
+            tma: vec![],
         };
         let a = Artifact {
             kernel: "k".into(),

@@ -668,7 +668,7 @@ impl Machine<'_> {
                 self.set(op, v)
             }
             // Copies complete at once on the CPU.
-            OpKind::AsyncWait { .. } => Ok(()),
+            OpKind::AsyncWait { .. } | OpKind::StageWait { .. } => Ok(()),
             OpKind::Print { prefix, values } => {
                 let mut line = prefix.clone();
                 for v in values {

@@ -313,10 +313,10 @@ impl Reader<'_> {
                     let scratch = tilec_core::layout::Shared::parse(&text).ok_or_else(|| bad("bad scratch layout"))?;
                     OpKind::ConvertLayout { value: operands[0], scratch }
                 }
-                "tilegpu.async_copy" | "tilegpu.async_copy_into" => {
+                "tilegpu.async_copy" | "tilegpu.async_copy_into" | "tilegpu.tma_copy_into" => {
                     // `async_copy_into` names the buffer it fills first.
                     let (dst, rest) = match name {
-                        "tilegpu.async_copy_into" => {
+                        "tilegpu.async_copy_into" | "tilegpu.tma_copy_into" => {
                             let (d, rest) = operands.split_first().ok_or_else(|| bad("no destination operand"))?;
                             (Some(*d), rest)
                         }
@@ -333,9 +333,14 @@ impl Reader<'_> {
                             .filter(|t| t.iter().all(|&d| d >= 1))
                             .ok_or_else(|| bad("bad tile"))?,
                         latency: u32_attr("latency")?,
+                        tma: name == "tilegpu.tma_copy_into",
                     }
                 }
                 "tilegpu.async_wait" => OpKind::AsyncWait { pending: u32_attr("pending")? },
+                "tilegpu.stage_wait" => {
+                    arity(3)?;
+                    OpKind::StageWait { ring: operands[0], slot: operands[1], phase: operands[2] }
+                }
                 "tilegpu.mma_wait" => {
                     arity(1)?;
                     OpKind::MmaWait { value: operands[0], pending: u32_attr("pending")? }

@@ -85,6 +85,26 @@ irdl.dialect @tilegpu {
     irdl.operands(dst: %dst, tensor: %mem, index: variadic %i32)
     irdl.attributes { "padding" = %pad, "order" = %order, "tile" = %tile, "latency" = %lat }
   }
+  // The same copy issued by the Tensor Memory Accelerator: one bulk tensor copy per swizzle
+  // atom into an NVMMA stage, completion counted on the stage's mbarrier (stage_wait).
+  irdl.operation @tma_copy_into {
+    %dst = irdl.base "!builtin.memref"
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %pad = irdl.base "#builtin.string"
+    %order = irdl.base "#builtin.dense_array"
+    %tile = irdl.base "#builtin.dense_array"
+    %lat = irdl.base "#builtin.integer"
+    irdl.operands(dst: %dst, tensor: %mem, index: variadic %i32)
+    irdl.attributes { "padding" = %pad, "order" = %order, "tile" = %tile, "latency" = %lat }
+  }
+  // Waits for the TMA copies into stage `slot` of a ring: its mbarrier's phase `phase`.
+  irdl.operation @stage_wait {
+    %ring = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %i32b = irdl.is i32
+    irdl.operands(ring: %ring, slot: %i32, phase: %i32b)
+  }
   // A ring of S shared buffers, memref<SxMxNxT, #tilegpu.swizzled_shared<...>>, for the
   // stages of a pipelined loop; undefined until copied into.
   irdl.operation @stages_alloc {

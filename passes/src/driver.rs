@@ -218,6 +218,8 @@ pub enum Ir {
 pub struct Facts {
     pub block_threads: Option<u32>,
     pub shared_bytes: Option<u32>,
+    /// The tensor maps the lowered kernel takes (the signature's `tma`).
+    pub tma: Vec<tilec_core::abi::TmaParam>,
     pub report: Vec<String>,
 }
 
@@ -355,6 +357,12 @@ pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagn
     if let Ok(n) = step.option("distance").parse::<u32>() {
         opts.default_distance = n;
     }
+    if let Ok(b) = step.option("wgmma-in-flight").parse::<bool>() {
+        opts.in_flight = b;
+    }
+    if let Ok(b) = step.option("tma").parse::<bool>() {
+        opts.tma = b && arch.has(tilec_core::target::Feature::Tma);
+    }
     let r = crate::tile_pipeline::run(&mut func, &opts)?;
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-pipeline: {l}")));
     set_func(d, func, step.name(), Level::TileGpu)
@@ -376,6 +384,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     d.facts.report.extend(low.report.iter().map(|l| format!("tile-to-llvm: {l}")));
     d.facts.block_threads = Some(low.block_threads);
     d.facts.shared_bytes = Some(low.shared_bytes);
+    d.facts.tma = low.tma.clone();
     d.mlir.parse(&low.text, "llvm")?;
     d.ir = Ir::Text(low.text);
     Ok(())

@@ -168,6 +168,18 @@ pub const PASSES: &[PassInfo] = &[
                 default: "",
                 check: check_distance,
             },
+            PassOption {
+                name: "wgmma-in-flight",
+                doc: "keep a wgmma that only accumulates from its rings in flight across iterations (default: true; false waits for every wgmma where it is issued)",
+                default: "",
+                check: check_bool,
+            },
+            PassOption {
+                name: "tma",
+                doc: "fill the rings a wgmma reads with TMA copies and mbarriers where the target has TMA (default: true; false keeps cp.async)",
+                default: "",
+                check: check_bool,
+            },
         ],
         run: driver::run_tile_pipeline,
     },
@@ -216,6 +228,12 @@ pub struct PipelineConfig {
     /// `--no-fp-fusion`: every float product and sum rounds on its own (`tile-to-llvm`'s
     /// `fp-fusion=false`), as on the interpreter.
     pub no_fp_fusion: bool,
+    /// `--no-tma`: rings stay `cp.async` where TMA could fill them (`tile-pipeline`'s
+    /// `tma=false`), for the ablation.
+    pub no_tma: bool,
+    /// `--wgmma-wait-at-once`: every wgmma is waited for where it is issued (`tile-pipeline`'s
+    /// `wgmma-in-flight=false`), for the ablation.
+    pub wgmma_wait_at_once: bool,
 }
 
 /// The passes every kernel needs: without them there is no code.
@@ -265,7 +283,17 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
         }
         let opts: Vec<(&str, &str)> = match name {
             "tile-approx-math" => vec![("fast-math", fast)],
-            "tile-swizzle" | "tile-pipeline" => vec![("arch", arch.name)],
+            "tile-swizzle" => vec![("arch", arch.name)],
+            "tile-pipeline" => {
+                let mut o = vec![("arch", arch.name)];
+                if cfg.no_tma {
+                    o.push(("tma", "false"));
+                }
+                if cfg.wgmma_wait_at_once {
+                    o.push(("wgmma-in-flight", "false"));
+                }
+                o
+            }
             "tile-to-llvm" => vec![("arch", arch.name), ("occupancy", &occ), ("fp-fusion", fusion)],
             _ => vec![],
         };

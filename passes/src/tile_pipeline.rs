@@ -45,12 +45,18 @@
 //! (paged attention's block table) or a value of a nested region; loads kept in registers
 //! (`local_alloc`: tensors not known to be 16-byte aligned, 8-bit dtypes).
 //!
+//! Rings a wgmma reads (NVMMA buffers) of 16-byte aligned tensors are filled by TMA where the
+//! target has it: `tilegpu.tma_copy_into` (issued only for iterations the loop runs, so that
+//! no copy lands after the loop) and `tilegpu.stage_wait` on the stage's mbarrier phase
+//! `(n / S) % 2` instead of a group count.
+//!
 //! Options: `arch` (the distance table and the budget; default: the module's target),
-//! `distance` (the distance of loads without a hint; default: the target's).
+//! `distance` (the distance of loads without a hint; default: the target's), `tma` (default
+//! true: TMA where the target has it), `wgmma-in-flight` (default true).
 
 use std::collections::BTreeMap;
 use tilec_core::target::Arch;
-use tilec_core::tir::{BinOp, Func, MathFlags, Op, OpKind, Type, ValueId};
+use tilec_core::tir::{BinOp, CmpPred, Func, MathFlags, Op, OpKind, Padding, Type, ValueId};
 use tilec_core::Diagnostic;
 
 /// What the pass decided, one line per load (for `--report`).
@@ -66,12 +72,40 @@ pub struct Options {
     pub smem_limit: u32,
     /// Distance of a load without a latency hint.
     pub default_distance: u32,
+    /// Whether rings a wgmma reads are filled by the Tensor Memory Accelerator (the target
+    /// has it) rather than `cp.async`.
+    pub tma: bool,
+    /// Whether a wgmma that only accumulates may stay in flight across iterations.
+    pub in_flight: bool,
 }
 
 impl Options {
     pub fn for_arch(arch: &Arch) -> Options {
-        Options { smem_limit: arch.smem_per_block, default_distance: arch.pipeline_distance }
+        Options {
+            smem_limit: arch.smem_per_block,
+            default_distance: arch.pipeline_distance,
+            tma: arch.has(tilec_core::target::Feature::Tma),
+            in_flight: true,
+        }
     }
+}
+
+/// Whether a copy into a buffer of type `bty` can be a TMA copy: an NVMMA buffer (a wgmma
+/// reads it; its atoms are the TMA boxes), 16-bit elements, zero padding (TMA's out-of-bounds
+/// fill), a tensor of rank at most 5 specialised as 16-byte aligned (the tensor map's base
+/// and strides), boxes of at most 256 along every dim.
+fn tma_copy(func: &Func, kind: &OpKind, bty: &Type) -> bool {
+    let (OpKind::AsyncCopy { tensor, padding: Padding::Zero, tile, .. }, Type::Smem { layout, dtype, .. }) =
+        (kind, bty)
+    else {
+        return false;
+    };
+    let aligned = func.params.iter().any(|p| p.value == *tensor && p.divisibility >= 16);
+    layout.nvmma_bytes().is_some()
+        && dtype.bytes() == 2
+        && aligned
+        && (1..=5).contains(&tile.len())
+        && tile.iter().all(|&d| (1..=256).contains(&d))
 }
 
 /// A `wgmma` of a loop body that may stay in flight across iterations (see the module doc).
@@ -148,6 +182,8 @@ struct Candidate {
     slice: Vec<usize>,
     ring: ValueId,
     stages: u32,
+    /// Filled by TMA (mbarrier per stage, `stage_wait`) rather than `cp.async` (groups).
+    tma: bool,
 }
 
 /// Builds ops into a list, making their result values.
@@ -253,7 +289,7 @@ fn renamed(kind: &OpKind, map: &BTreeMap<ValueId, ValueId>) -> OpKind {
         OpKind::Cmp(p, a, b) => OpKind::Cmp(*p, m(a), m(b)),
         OpKind::Logic(l, a, b) => OpKind::Logic(*l, m(a), m(b)),
         OpKind::Select { cond, a, b } => OpKind::Select { cond: m(cond), a: m(a), b: m(b) },
-        OpKind::AsyncCopy { dst, tensor, index, padding, order, tile, latency } => OpKind::AsyncCopy {
+        OpKind::AsyncCopy { dst, tensor, index, padding, order, tile, latency, tma } => OpKind::AsyncCopy {
             dst: dst.as_ref().map(m),
             tensor: m(tensor),
             index: index.iter().map(m).collect(),
@@ -261,6 +297,7 @@ fn renamed(kind: &OpKind, map: &BTreeMap<ValueId, ValueId>) -> OpKind {
             order: order.clone(),
             tile: tile.clone(),
             latency: *latency,
+            tma: *tma,
         },
         k => k.clone(),
     }
@@ -408,7 +445,7 @@ impl Pass<'_> {
     /// Pipelines one loop: the prologue, the loop, the epilogue.
     fn pipeline_loop(&mut self, func: &mut Func, mut op: Op) -> Vec<Op> {
         let OpKind::For { lb, step, iv, iters, body, yields, .. } = &mut op.kind else { return vec![op] };
-        let keep = in_flight_mma(func, body, iters, yields);
+        let keep = if self.opts.in_flight { in_flight_mma(func, body, iters, yields) } else { None };
         let info = LoopInfo {
             lb: *lb,
             step: *step,
@@ -436,6 +473,7 @@ impl Pass<'_> {
                         continue;
                     }
                     let bty = func.ty(buf).clone();
+                    let tma = self.opts.tma && tma_copy(func, k, &bty);
                     let Type::Smem { shape, dtype, layout } = &bty else { continue };
                     let extra = u32::from(keep.as_ref().is_some_and(|k| k.bufs.contains(&buf)));
                     let stages = distance + 1 + extra;
@@ -453,6 +491,7 @@ impl Pass<'_> {
                         slice,
                         ring,
                         stages,
+                        tma,
                     });
                 }
                 Err(why) => self.report.push(format!("{what}: not pipelined: {why}")),
@@ -464,8 +503,15 @@ impl Pass<'_> {
         let OpKind::For { body, .. } = &mut op.kind else { return vec![op] };
         let old_body = std::mem::take(body);
         let dists: Vec<u32> = cands.iter().map(|c| c.distance).collect();
-        let pend = wait_counts(&dists);
+        // Group counts concern the cp.async copies only: a TMA copy makes no group.
+        let groups: Vec<u32> = cands.iter().filter(|c| !c.tma).map(|c| c.distance).collect();
+        let mut counts = wait_counts(&groups).into_iter();
+        let pend: Vec<u32> = cands.iter().map(|c| if c.tma { 0 } else { counts.next().unwrap_or(0) }).collect();
         let dmax = i64::from(dists.iter().copied().max().unwrap_or(0));
+        let ub = match &op.kind {
+            OpKind::For { ub, .. } => *ub,
+            _ => return vec![op],
+        };
 
         // Prologue.
         let mut pro = Emit { func, ops: vec![] };
@@ -480,9 +526,12 @@ impl Pass<'_> {
                 }
                 let at = info.iv_at(&mut pro, target);
                 let OpKind::AsyncCopy { index, .. } = &c.kind else { continue };
-                let idx = clone_slice(&mut pro, &old_body, &c.slice, info.iv, at, index);
-                let s = pro.int(target % i64::from(c.stages), &info.ty);
-                self.copy_into(&mut pro, c, s, idx);
+                let mut e = Emit { func: &mut *pro.func, ops: vec![] };
+                let idx = clone_slice(&mut e, &old_body, &c.slice, info.iv, at, index);
+                let s = e.int(target % i64::from(c.stages), &info.ty);
+                self.copy_into(&mut e, c, s, idx);
+                let ops = e.ops;
+                self.guarded(&mut pro, c, at, ub, ops);
             }
         }
         let prologue = pro.ops;
@@ -503,11 +552,20 @@ impl Pass<'_> {
                 continue;
             };
             skip_wait = true;
-            new_body.push(Op { kind: OpKind::AsyncWait { pending: pend[ci] }, result: None, span: None });
             let mut e = Emit { func, ops: vec![] };
             let sc = e.int(i64::from(c.stages), &info.ty);
             let slot = e.bin(BinOp::Rem, n, sc, &info.ty);
-            new_body.extend(e.ops);
+            if c.tma {
+                // The stage was filled for the (n / S)-th time: its mbarrier's phase of that parity.
+                let fills = e.bin(BinOp::Div, n, sc, &info.ty);
+                let two = e.int(2, &info.ty);
+                let phase = e.bin(BinOp::Rem, fills, two, &info.ty);
+                e.ops.push(Op { kind: OpKind::StageWait { ring: c.ring, slot, phase }, result: None, span: None });
+                new_body.extend(e.ops);
+            } else {
+                new_body.push(Op { kind: OpKind::AsyncWait { pending: pend[ci] }, result: None, span: None });
+                new_body.extend(e.ops);
+            }
             new_body.push(Op { kind: OpKind::Stage { buf: c.ring, index: slot }, result: Some(c.buf), span: c.span });
             let mut e = Emit { func, ops: vec![] };
             let ahead = info.iv_ahead(&mut e, i64::from(c.distance));
@@ -522,17 +580,24 @@ impl Pass<'_> {
             };
             let sc = e.int(i64::from(c.stages), &info.ty);
             let refill = e.bin(BinOp::Rem, nk, sc, &info.ty);
-            self.copy_into(&mut e, c, refill, idx);
+            let mut g = Emit { func: &mut *e.func, ops: vec![] };
+            self.copy_into(&mut g, c, refill, idx);
+            let ops = g.ops;
+            self.guarded(&mut e, c, ahead, ub, ops);
             new_body.extend(e.ops);
             let how =
                 if c.hinted { format!("latency={} →", c.distance) } else { "no hint, target default →".into() };
             self.report.push(format!(
-                "load of {}: {how} distance {}, {} stages × {} B, wait pending={}",
+                "load of {}: {how} distance {}, {} stages × {} B, {}",
                 tensor_name(func, &c.kind),
                 c.distance,
                 c.stages,
                 bytes_of(func.ty(c.buf)),
-                pend[ci]
+                if c.tma {
+                    "TMA into NVMMA stages, an mbarrier each (copies past the loop's end not issued)".to_string()
+                } else {
+                    format!("cp.async, wait pending={}", pend[ci])
+                }
             ));
         }
         // A product kept in flight: its result renamed, the wait giving the old name (the
@@ -568,11 +633,34 @@ impl Pass<'_> {
         let mut out = prologue;
         out.push(op);
         out.extend(after);
-        out.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
+        if cands.iter().any(|c| !c.tma) {
+            out.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
+        }
         out
     }
 
-    /// `async_copy_into(stage(ring, slot), tensor, idx)`.
+    /// `ops` (a copy into a stage) as they are for a `cp.async` ring — a copy past the loop's
+    /// end reads zeros or unused tiles and the epilogue waits for it — and, for a TMA ring,
+    /// only when iteration `iv` is one the loop runs (`iv < ub`): every TMA copy issued is
+    /// then waited for by its iteration, and none lands after the ring is reused.
+    fn guarded(&self, e: &mut Emit, c: &Candidate, iv: ValueId, ub: ValueId, ops: Vec<Op>) {
+        if !c.tma {
+            e.ops.extend(ops);
+            return;
+        }
+        let cond = e.push(OpKind::Cmp(CmpPred::Lt, iv, ub), Type::Scalar(tilec_core::DType::I1));
+        let kind = OpKind::If {
+            cond,
+            then_ops: ops,
+            then_yields: vec![],
+            else_ops: vec![],
+            else_yields: vec![],
+            results: vec![],
+        };
+        e.ops.push(Op { kind, result: None, span: c.span });
+    }
+
+    /// `async_copy_into(stage(ring, slot), tensor, idx)` (`tma_copy_into` for a TMA ring).
     fn copy_into(&self, e: &mut Emit, c: &Candidate, slot: ValueId, idx: Vec<ValueId>) {
         let sty = e.func.ty(c.buf).clone();
         let stage = e.push(OpKind::Stage { buf: c.ring, index: slot }, sty);
@@ -585,6 +673,7 @@ impl Pass<'_> {
             order: order.clone(),
             tile: tile.clone(),
             latency: *latency,
+            tma: c.tma,
         };
         e.ops.push(Op { kind, result: None, span: c.span });
     }

@@ -540,6 +540,7 @@ mod tests {
             block_threads: 128,
             shared_bytes: 0,
             constants: Default::default(),
+            tma: vec![],
         };
         Artifact {
             kernel: name.into(),

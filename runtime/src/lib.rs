@@ -102,7 +102,120 @@ pub enum Word {
     I64(i64),
     I32(i32),
     F32(f32),
+    /// A 128-byte tensor map, encoded at launch from this request.
+    TensorMap(TensorMapRequest),
 }
+
+/// What `cuTensorMapEncodeTiled` needs for one tensor map (dims innermost first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMapRequest {
+    pub dtype: DType,
+    pub rank: usize,
+    pub addr: u64,
+    /// Extents, innermost first.
+    pub dims: [u64; 5],
+    /// Byte strides of dims 1..rank (dim 0 is contiguous).
+    pub strides: [u64; 4],
+    pub box_dims: [u32; 5],
+    /// Shared-memory swizzle in bytes: 32, 64 or 128.
+    pub swizzle: u32,
+}
+
+impl TensorMapRequest {
+    /// The request for tensor `t` with a box and swizzle of the signature, or why a tensor map
+    /// cannot describe it (TMA's limits: rank 1 to 5, 16-byte aligned base and strides, a unit
+    /// innermost stride, extents under 2^32, boxes of 1 to 256 fitting the swizzle).
+    pub fn new(t: &TensorDesc, box_dims: &[u32], swizzle: u32) -> Result<TensorMapRequest, String> {
+        let rank = t.shape.len();
+        if !(1..=5).contains(&rank) || box_dims.len() != rank {
+            return Err(format!("a tensor map of rank {rank} with a box of {} dims", box_dims.len()));
+        }
+        let eb = u64::from(t.dtype.bytes());
+        if !t.addr.is_multiple_of(16) {
+            return Err(format!("address {:#x} is not 16-byte aligned", t.addr));
+        }
+        if t.strides[rank - 1] != 1 {
+            return Err(format!("the last stride is {}, not 1", t.strides[rank - 1]));
+        }
+        let mut r = TensorMapRequest {
+            dtype: t.dtype,
+            rank,
+            addr: t.addr,
+            dims: [1; 5],
+            strides: [0; 4],
+            box_dims: [1; 5],
+            swizzle,
+        };
+        for (k, &b) in box_dims.iter().enumerate() {
+            let d = rank - 1 - k;
+            r.dims[k] = u64::try_from(t.shape[d]).ok().filter(|&x| (1..1 << 32).contains(&x)).ok_or_else(|| {
+                format!("extent {} of dimension {d} is outside what a tensor map takes (1 to 2^32 - 1)", t.shape[d])
+            })?;
+            if k > 0 {
+                let s =
+                    u64::try_from(t.strides[d]).ok().map(|s| s * eb).filter(|s| s.is_multiple_of(16) && *s < 1 << 40);
+                r.strides[k - 1] =
+                    s.ok_or_else(|| format!("stride {} of dimension {d} is not a multiple of 16 bytes", t.strides[d]))?;
+            }
+            r.box_dims[k] = b;
+        }
+        if r.box_dims[..rank].iter().any(|&b| !(1..=256).contains(&b))
+            || u64::from(box_dims[0]) * eb > u64::from(swizzle)
+        {
+            return Err(format!("box {box_dims:?} does not fit a {swizzle}-byte swizzle"));
+        }
+        Ok(r)
+    }
+
+    /// The encoded 128-byte tensor map.
+    fn encode(&self) -> Result<TensorMap, RuntimeError> {
+        use cudarc::driver::sys;
+        let dtype = match self.dtype {
+            DType::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            DType::BF16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            DType::F32 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            d => return Err(RuntimeError::Driver(format!("no tensor map for {d} elements"))),
+        };
+        let swizzle = match self.swizzle {
+            128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+            _ => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        };
+        let mut map = TensorMap([0; 16]);
+        let elem_strides = [1u32; 5];
+        // SAFETY: every pointer is to a local array of at least `rank` elements (strides:
+        // rank - 1), the map is 128 bytes, 64-byte aligned; the call only encodes, it reads no
+        // device memory.
+        let r = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                (&mut map as *mut TensorMap).cast(),
+                dtype,
+                self.rank as u32,
+                self.addr as *mut std::ffi::c_void,
+                self.dims.as_ptr(),
+                self.strides.as_ptr(),
+                self.box_dims.as_ptr(),
+                elem_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(RuntimeError::Driver(format!("cuTensorMapEncodeTiled: {r:?} for {self:?}")));
+        }
+        Ok(map)
+    }
+}
+
+/// A `CUtensorMap`: 128 opaque bytes, 64-byte aligned, passed to the kernel by value.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct TensorMap([u64; 16]);
+
+// SAFETY: a plain 128-byte value the kernel takes by value (`__grid_constant__`).
+unsafe impl cudarc::driver::DeviceRepr for TensorMap {}
 
 struct Args<'a>(&'a [ArgDesc]);
 
@@ -308,6 +421,22 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
     };
     if sig.block_threads == 0 || sig.block_threads > 1024 {
         return Err(RuntimeError::BadGrid(format!("block of {} threads", sig.block_threads)));
+    }
+    // The tensor maps, after the parameters.
+    for m in &sig.tma {
+        let Some(ArgDesc::Tensor(t)) = args.get(m.param) else {
+            return Err(RuntimeError::BadArgument {
+                index: m.param,
+                name: sig.params.get(m.param).map_or("?", |p| p.name()).to_string(),
+                reason: "the kernel takes a tensor map of this argument, which is not a tensor".into(),
+            });
+        };
+        let req = TensorMapRequest::new(t, &m.box_dims, m.swizzle).map_err(|reason| RuntimeError::BadArgument {
+            index: m.param,
+            name: sig.params[m.param].name().to_string(),
+            reason: format!("the kernel copies this tensor with the Tensor Memory Accelerator: {reason}"),
+        })?;
+        words.push(Word::TensorMap(req));
     }
     Ok(LaunchPlan { grid, block: sig.block_threads, shared_bytes: sig.shared_bytes, words, empty: grid.contains(&0) })
 }
@@ -545,13 +674,26 @@ impl Device {
                 0
             },
         };
+        let maps: Vec<TensorMap> = plan
+            .words
+            .iter()
+            .filter_map(|w| match w {
+                Word::TensorMap(r) => Some(r.encode()),
+                _ => None,
+            })
+            .collect::<Result<_, _>>()?;
         let mut b = self.stream.launch_builder(&k.func);
+        let mut next_map = maps.iter();
         for w in &plan.words {
             match w {
                 Word::U64(v) => b.arg(v),
                 Word::I64(v) => b.arg(v),
                 Word::I32(v) => b.arg(v),
                 Word::F32(v) => b.arg(v),
+                Word::TensorMap(_) => match next_map.next() {
+                    Some(m) => b.arg(m),
+                    None => return Err(RuntimeError::Driver("a tensor map was not encoded".into())),
+                },
             };
         }
         // SAFETY: `validate` checked every argument against the kernel's ABI: the words
@@ -653,6 +795,7 @@ mod tests {
             block_threads: 128,
             shared_bytes: 0,
             constants: Default::default(),
+            tma: vec![],
         }
     }
 
@@ -668,6 +811,29 @@ mod tests {
         assert_eq!(p.grid, [3, 1, 1]);
         assert_eq!(p.words.len(), 10);
         assert_eq!(p.words[0], Word::U64(256));
+    }
+
+    #[test]
+    fn tensor_maps_follow_the_arguments_innermost_first() {
+        // x's tensor map: a 64-column box of 128-byte swizzle over 128 rows.
+        let mut s = sig();
+        s.tma = vec![tilec_core::abi::TmaParam { param: 0, box_dims: vec![64, 128], swizzle: 128 }];
+        let p = validate(&s, &[t(vec![1000, 512], 4096), t(vec![1000, 512], 1 << 20)], None).unwrap();
+        assert_eq!(p.words.len(), 11);
+        let Word::TensorMap(m) = p.words[10] else { panic!("{:?}", p.words[10]) };
+        assert_eq!((m.rank, m.addr, m.swizzle), (2, 4096, 128));
+        assert_eq!(m.dims[..2], [512, 1000]);
+        assert_eq!(m.strides[..1], [1024]);
+        assert_eq!(m.box_dims[..2], [64, 128]);
+        // Refused with the reason: a misaligned base, a row that is not 16-byte multiples, a
+        // box wider than the swizzle.
+        let e = validate(&s, &[t(vec![10, 64], 4104), t(vec![10, 64], 1 << 20)], None).unwrap_err();
+        assert!(e.to_string().contains("16-byte"), "{e}");
+        let x = TensorDesc { dtype: DType::F16, shape: vec![10, 64], strides: vec![64, 1], addr: 0, len_bytes: 1280 };
+        assert!(TensorMapRequest::new(&x, &[128, 16], 128).unwrap_err().contains("swizzle"));
+        let y = TensorDesc { strides: vec![12, 1], ..x.clone() };
+        assert!(TensorMapRequest::new(&y, &[64, 16], 128).unwrap_err().contains("16 bytes"));
+        assert!(TensorMapRequest::new(&x, &[64], 128).is_err());
     }
 
     #[test]

@@ -286,41 +286,62 @@ fn approximate_math_stays_within_the_kernels_tolerances() {
 
 /// The PTX of `kernel` (default constants) for sm_90a, with `no_fp_fusion` as given.
 fn ptx_of(file: &str, kernel: &str, no_fp_fusion: bool) -> String {
+    ptx_for(file, kernel, no_fp_fusion, "sm_90a")
+}
+
+/// The PTX of `kernel` (default constants) for `arch`.
+fn ptx_for(file: &str, kernel: &str, no_fp_fusion: bool, arch: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
-    let o = tilec::CompileOptions {
-        arch: "sm_90a".into(),
-        kernel: Some(kernel.into()),
-        no_fp_fusion,
-        ..Default::default()
-    };
+    let o =
+        tilec::CompileOptions { arch: arch.into(), kernel: Some(kernel.into()), no_fp_fusion, ..Default::default() };
     let c = tilec::compile(&tilec::Source::new(file, std::fs::read_to_string(p).unwrap()), &o).unwrap();
     c.ptx().to_string()
 }
 
-/// `tile-pipeline` refills a ring right after the wait that frees its stage, so the only
-/// barriers of a pipelined GEMM loop are those of its waits: none at the end of the body.
+/// The first loop of a PTX text (a label a later branch jumps back to), as lines.
+fn first_loop(ptx: &str) -> Vec<&str> {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let (start, end) = lines
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| {
+            let label = l.strip_suffix(':')?;
+            let back =
+                lines.iter().skip(i).position(|b| b.contains("bra") && b.trim_end().ends_with(&format!("{label};")))?;
+            Some((i, i + back))
+        })
+        .unwrap_or_else(|| panic!("no loop in the PTX"));
+    lines[start..end].to_vec()
+}
+
+/// `tile-pipeline` refills a `cp.async` ring right after the wait that frees its stage, so
+/// the only barriers of a pipelined GEMM loop are those of its waits: none at the end of the
+/// body (sm_121a, `mma.sync`). A TMA ring (sm_90a, `wgmma`) has no group wait at all: the
+/// stages' mbarriers are waited for, and one barrier an iteration orders the last reads of a
+/// stage before its refill.
 #[test]
 fn a_pipelined_loop_has_no_barrier_beyond_its_waits() {
-    for (file, kernel) in [("matmul", "matmul"), ("bmm", "bmm")] {
-        let ptx = ptx_of(file, kernel, false);
-        let lines: Vec<&str> = ptx.lines().collect();
-        // The loop: a label that a later branch jumps back to.
-        let (start, end) = lines
-            .iter()
-            .enumerate()
-            .find_map(|(i, l)| {
-                let label = l.strip_suffix(':')?;
-                let back = lines
-                    .iter()
-                    .skip(i)
-                    .position(|b| b.contains("bra") && b.trim_end().ends_with(&format!("{label};")))?;
-                Some((i, i + back))
-            })
-            .unwrap_or_else(|| panic!("{kernel}: no loop in the PTX"));
-        let body = &lines[start..end];
+    // (kernel, TMA copies an iteration: A's one 64-wide atom, B's 256 or 128 columns in atoms)
+    for (file, kernel, copies) in [("matmul", "matmul", 1 + 4), ("bmm", "bmm", 1 + 2)] {
+        let ptx = ptx_for(file, kernel, false, "sm_121a");
+        let body = first_loop(&ptx);
         let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
-        assert!(count("mma.sync") + count("wgmma.mma_async") > 0, "{kernel}: the first loop is not the K loop");
+        assert!(count("mma.sync") > 0, "{kernel}: the first loop is not the K loop");
         assert_eq!(count("bar.sync"), count("cp.async.wait_group"), "{kernel}: a barrier beyond the waits'");
+        let ptx = ptx_of(file, kernel, false);
+        let body = first_loop(&ptx);
+        let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
+        assert!(count("wgmma.mma_async") > 0, "{kernel}: the first loop is not the K loop");
+        assert_eq!(count("cp.async.wait_group"), 0, "{kernel}: a cp.async wait in a TMA loop");
+        assert_eq!(count("mbarrier.try_wait.parity"), 2, "{kernel}: one wait per ring");
+        // The loop's blocks need not be contiguous in the PTX: count the whole kernel, the
+        // prologue's two iterations and the body's one.
+        assert_eq!(
+            ptx.matches("cp.async.bulk.tensor").count(),
+            3 * copies,
+            "{kernel}: one copy per 128-byte atom of A and B"
+        );
+        assert_eq!(count("bar.sync"), 1, "{kernel}: more than the stage-reuse barrier");
     }
 }
 

@@ -46,27 +46,34 @@ pub struct Args {
     consts: Vec<String>,
     #[command(flatten)]
     variant: super::VariantArgs,
-    /// The FMHA ablation instead (B=4, H=32, S=2048, D=128, causal): the tutorial's steps
-    /// (basic → +exp2 → +load order → +latency hints → +occupancy → +approx division), then
-    /// `fmha` with each optimization pass disabled and with `--fast-math`.
+    /// The ablation instead: FMHA (B=4, H=32, S=2048, D=128, causal) through the tutorial's
+    /// steps (basic → +exp2 → +load order → +latency hints → +occupancy → +approx division),
+    /// then `fmha` with each optimization pass disabled, with `--fast-math` and `--no-tma`;
+    /// GEMM 4096³ with TMA and wgmma in flight, without each, and without both.
     #[arg(long)]
     ablation: bool,
 }
 
-/// The ablation's rows: (step, kernel, pipeline variant).
-const ABLATION: &[(&str, &str, &[&str], bool)] = &[
-    ("basic (mma)", "fmha_step2_mma", &[], false),
-    ("+ exp2", "fmha_step3_exp2", &[], false),
-    ("+ load order", "fmha_step4_load_order", &[], false),
-    ("+ latency hints", "fmha_step5_latency", &[], false),
-    ("+ occupancy hint", "fmha_step6_occupancy", &[], false),
-    ("+ approx division", "fmha_step7_approx_div", &[], false),
-    ("fmha.tile", "fmha", &[], false),
-    ("fmha.tile without tile-pipeline", "fmha", &["tile-pipeline"], false),
-    ("fmha.tile without tile-swizzle", "fmha", &["tile-swizzle"], false),
-    ("fmha.tile without tile-approx-math", "fmha", &["tile-approx-math"], false),
-    ("fmha.tile with --fast-math", "fmha", &[], true),
-    ("step 3 without tile-load-order (a register permute)", "fmha_step3_exp2", &["tile-load-order"], false),
+/// The rows of `--ablation`: (step, kernel, passes disabled, switches among `fast-math`,
+/// `no-tma`, `wgmma-wait-0`). FMHA rows run B=4 H=32 S=2048 D=128 causal; `matmul` rows 4096³.
+const ABLATION: &[(&str, &str, &[&str], &[&str])] = &[
+    ("basic (mma)", "fmha_step2_mma", &[], &[]),
+    ("+ exp2", "fmha_step3_exp2", &[], &[]),
+    ("+ load order", "fmha_step4_load_order", &[], &[]),
+    ("+ latency hints", "fmha_step5_latency", &[], &[]),
+    ("+ occupancy hint", "fmha_step6_occupancy", &[], &[]),
+    ("+ approx division", "fmha_step7_approx_div", &[], &[]),
+    ("fmha.tile", "fmha", &[], &[]),
+    ("fmha.tile without tile-pipeline", "fmha", &["tile-pipeline"], &[]),
+    ("fmha.tile without tile-swizzle", "fmha", &["tile-swizzle"], &[]),
+    ("fmha.tile without tile-approx-math", "fmha", &["tile-approx-math"], &[]),
+    ("fmha.tile with --fast-math", "fmha", &[], &["fast-math"]),
+    ("fmha.tile with cp.async rings (--no-tma)", "fmha", &[], &["no-tma"]),
+    ("step 3 without tile-load-order (a register permute)", "fmha_step3_exp2", &["tile-load-order"], &[]),
+    ("matmul 4096³ (TMA, wgmma in flight)", "matmul", &[], &[]),
+    ("matmul with cp.async rings (--no-tma)", "matmul", &[], &["no-tma"]),
+    ("matmul with every wgmma waited at once", "matmul", &[], &["wgmma-wait-0"]),
+    ("matmul with neither (cp.async, wait 0)", "matmul", &[], &["no-tma", "wgmma-wait-0"]),
 ];
 
 fn ablation(a: &Args) -> Result<ExitCode> {
@@ -76,24 +83,32 @@ fn ablation(a: &Args) -> Result<ExitCode> {
     let reps = if a.quick { a.reps.max(1) } else { a.reps.max(100) };
     let case = tilec_suite::Case::new(tilec::DType::F16, &[4, 32, 2048, 128]).with("CAUSAL", 1);
     let mut table = format!(
-        "### FMHA ablation — {}, B=4 H=32 S=2048 D=128 causal f16, {}\n\n| step | kernel | pipeline | median ms | TFLOP/s | vs previous step | vs basic | correct (rel L2) |\n|---|---|---|---|---|---|---|---|\n",
+        "### Ablation — {}, FMHA B=4 H=32 S=2048 D=128 causal f16, GEMM 4096³ f16, {}\n\n| step | kernel | pipeline | median ms | TFLOP/s | vs previous step | vs basic | correct (rel L2) |\n|---|---|---|---|---|---|---|---|\n",
         dev.name,
         today()
     );
     let (mut rows, mut errors) = (vec![], vec![]);
     let (mut basic, mut prev): (Option<f64>, Option<f64>) = (None, None);
-    for (i, (step, kernel, disabled, fast)) in ABLATION.iter().enumerate() {
+    let gemm = tilec_suite::Case::new(tilec::DType::F16, &[4096, 4096, 4096]);
+    for (i, (step, kernel, disabled, switches)) in ABLATION.iter().enumerate() {
         out::err_raw(&format!("\r[{}/{}] {step} ...          ", i + 1, ABLATION.len()));
         let Some(spec) = tilec_suite::find(kernel) else { continue };
         let variant = gpu::Variant {
             disabled: disabled.iter().map(|d| d.to_string()).collect(),
-            fast_math: *fast,
+            fast_math: switches.contains(&"fast-math"),
             no_fp_fusion: false,
+            no_tma: switches.contains(&"no-tma"),
+            wgmma_wait_at_once: switches.contains(&"wgmma-wait-0"),
         };
+        let case = if *kernel == "matmul" { &gemm } else { &case };
         let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: None };
-        match gpu::bench_case(&dev, &a.kernels_dir, spec, &case, &timing, &variant) {
+        match gpu::bench_case(&dev, &a.kernels_dir, spec, case, &timing, &variant) {
             Ok(r) => {
                 let ms = r.median_ms;
+                // The GEMM rows compare with the default matmul, not with the FMHA steps.
+                if *step == ABLATION[13].0 {
+                    (prev, basic) = (None, None);
+                }
                 let ratio = |b: Option<f64>| b.map(|b| format!("{:.2}x", b / ms)).unwrap_or_else(|| "—".into());
                 table.push_str(&format!(
                     "| {step} | {kernel} | {} | {ms:.4} | {:.1} | {} | {} | {} |\n",
@@ -103,8 +118,9 @@ fn ablation(a: &Args) -> Result<ExitCode> {
                     ratio(basic),
                     if r.rel_l2.is_nan() { "unchecked".to_string() } else { format!("yes ({:.1e})", r.rel_l2) },
                 ));
-                // The steps compare with the step before; the variants of fmha.tile with fmha.tile.
-                if i <= 6 {
+                // The steps compare with the step before; the variants of fmha.tile with fmha.tile,
+                // those of matmul with matmul.
+                if i <= 6 || *step == ABLATION[13].0 {
                     prev = Some(ms);
                 }
                 basic.get_or_insert(ms);

@@ -179,6 +179,13 @@ pub struct VariantArgs {
     /// source's `a * b + c` (on by default, as in Triton and nvcc).
     #[arg(long)]
     pub no_fp_fusion: bool,
+    /// Keep `cp.async` rings where TMA (sm_90a) could fill them: the ablation of TMA.
+    #[arg(long)]
+    pub no_tma: bool,
+    /// Wait for every wgmma where it is issued (wait depth 0): the ablation of keeping a
+    /// GEMM's products in flight across K steps.
+    #[arg(long)]
+    pub wgmma_wait_at_once: bool,
 }
 
 impl VariantArgs {
@@ -187,6 +194,8 @@ impl VariantArgs {
             disabled: self.disable_pass.iter().cloned().collect(),
             fast_math: self.fast_math,
             no_fp_fusion: self.no_fp_fusion,
+            no_tma: self.no_tma,
+            wgmma_wait_at_once: self.wgmma_wait_at_once,
         }
     }
 }
@@ -223,6 +232,8 @@ impl RequestArgs {
             disabled_passes: self.pipeline.disable_pass.iter().cloned().collect(),
             fast_math: self.pipeline.fast_math,
             no_fp_fusion: self.pipeline.no_fp_fusion,
+            no_tma: self.pipeline.no_tma,
+            wgmma_wait_at_once: self.pipeline.wgmma_wait_at_once,
             ..Default::default()
         })
     }

@@ -165,6 +165,19 @@ pub enum OpKind {
         tile: Vec<i64>,
         /// The load's pipelining hint, kept for `tile-pipeline`.
         latency: u32,
+        /// Issued by the Tensor Memory Accelerator (`tilegpu.tma_copy_into`: one thread, one
+        /// bulk tensor copy per swizzle atom, completion counted on the stage's mbarrier and
+        /// waited for with `stage_wait`) instead of `cp.async` (every thread, 16-byte chunks,
+        /// a group waited for with `async_wait`). Only into an NVMMA stage of a ring.
+        tma: bool,
+    },
+    /// Waits until the TMA copies into stage `slot` of `ring` have landed: the stage's
+    /// mbarrier completes its phase `phase` (0 or 1: the parity of how many times the stage
+    /// was filled before). No barrier: the copies' bytes are visible to every waiting thread.
+    StageWait {
+        ring: ValueId,
+        slot: ValueId,
+        phase: ValueId,
     },
     /// Waits until at most `pending` groups of asynchronous copies are in flight, then a
     /// barrier: every thread's copies are visible to every thread.
@@ -259,6 +272,7 @@ impl OpKind {
             OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
             OpKind::AsyncWait { .. } | OpKind::StagesAlloc => vec![],
             OpKind::Stage { buf, index } => vec![*buf, *index],
+            OpKind::StageWait { ring, slot, phase } => vec![*ring, *slot, *phase],
             OpKind::AsyncCopy { dst, tensor, index, .. } => {
                 dst.iter().copied().chain(std::iter::once(*tensor)).chain(index.iter().copied()).collect()
             }

@@ -285,7 +285,7 @@ impl Printer<'_> {
                 scratch.to_mlir(),
                 t(x)
             ),
-            OpKind::AsyncCopy { dst, tensor, index, padding, order, tile, latency } => {
+            OpKind::AsyncCopy { dst, tensor, index, padding, order, tile, latency, tma } => {
                 let mut args: Vec<String> = dst.iter().map(n).collect();
                 args.push(n(tensor));
                 args.extend(index.iter().map(n));
@@ -294,9 +294,10 @@ impl Printer<'_> {
                 tys.extend(index.iter().map(t));
                 let o: Vec<String> = order.iter().map(|x| x.to_string()).collect();
                 let sh: Vec<String> = tile.iter().map(|x| x.to_string()).collect();
-                let (name, rty) = match dst {
-                    Some(_) => ("\"tilegpu.async_copy_into\"", "()".to_string()),
-                    None => ("\"tilegpu.async_copy\"", rty),
+                let (name, rty) = match (dst, tma) {
+                    (Some(_), true) => ("\"tilegpu.tma_copy_into\"", "()".to_string()),
+                    (Some(_), false) => ("\"tilegpu.async_copy_into\"", "()".to_string()),
+                    (None, _) => ("\"tilegpu.async_copy\"", rty),
                 };
                 format!(
                     "{name}({}) {{latency = {latency} : i32, order = array<i32: {}>, padding = \"{}\", tile = array<i64: {}>}} : ({}) -> {rty}",
@@ -311,6 +312,15 @@ impl Printer<'_> {
             OpKind::Stage { buf, index } => {
                 format!("\"tilegpu.stage\"({}, {}) : ({}, {}) -> {rty}", n(buf), n(index), t(buf), t(index))
             }
+            OpKind::StageWait { ring, slot, phase } => format!(
+                "\"tilegpu.stage_wait\"({}, {}, {}) : ({}, {}, {}) -> ()",
+                n(ring),
+                n(slot),
+                n(phase),
+                t(ring),
+                t(slot),
+                t(phase)
+            ),
             OpKind::AsyncWait { pending } => {
                 format!("\"tilegpu.async_wait\"() {{pending = {pending} : i32}} : () -> ()")
             }

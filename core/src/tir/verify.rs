@@ -195,6 +195,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             | OpKind::For { .. }
             | OpKind::If { .. }
             | OpKind::AsyncWait { .. }
+            | OpKind::StageWait { .. }
             | OpKind::AsyncCopy { dst: Some(_), .. }
     );
     if want_result != rty.is_some() {
@@ -447,6 +448,14 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             }
         }
         OpKind::AsyncWait { .. } => {}
+        OpKind::StageWait { ring, slot, phase } => {
+            let ok = matches!(u(*ring)?, Type::Smem { shape, .. } if shape.len() == 3)
+                && u(*slot)? == Type::Scalar(crate::DType::I32)
+                && u(*phase)? == Type::Scalar(crate::DType::I32);
+            if !ok {
+                return fail("a stage wait needs a ring of stages and i32 slot and phase".into());
+            }
+        }
         OpKind::StagesAlloc => {
             if !matches!(&r, Type::Smem { shape, .. } if shape.len() == 3) {
                 return fail(format!("a ring of stages must be a memref<SxMxNxT, …>, not {}", r.to_mlir()));

@@ -365,6 +365,7 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         block_threads: hints.num_warps * 32,
         shared_bytes: 0,
         constants,
+        tma: vec![],
     };
     Ok(Elaborated { func: cx.func, signature, hints, tune, tune_ok })
 }

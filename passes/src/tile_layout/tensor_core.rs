@@ -413,7 +413,8 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
                     // Global → shared without registers, then wait (`tile-pipeline` moves the
                     // copy ahead when it is in a loop).
                     let tile = func.ty(lv).shape().to_vec();
-                    let kind = OpKind::AsyncCopy { dst: None, tensor, index, padding, order, tile, latency };
+                    let kind =
+                        OpKind::AsyncCopy { dst: None, tensor, index, padding, order, tile, latency, tma: false };
                     ops.push(Op { kind, result: Some(buf), span: ctx.spans.get(&lv).copied() });
                     ops.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
                     plan.remove.insert(lv);

@@ -191,7 +191,7 @@ impl Lowering<'_> {
         let i = self.scalar(index)?;
         let per = self.em.ci32(ty.shape().iter().product::<i64>());
         let first = self.em.mul(&i, &per);
-        Ok(Value::SmemBuf { offset, ty, ring: Some(super::regs::Ring { ty: ring_ty, first }) })
+        Ok(Value::SmemBuf { offset, ty, ring: Some(Box::new(super::regs::Ring { ty: ring_ty, first, slot: i })) })
     }
 
     /// `async_wait`: waits until at most `pending` groups of copies are in flight.
@@ -596,6 +596,6 @@ fn smem_bytes(ty: &Type) -> i64 {
 
 /// What a buffer occupies as far as addressing and barriers go: a stage, its whole ring
 /// (the stage index is known at run time only); any other buffer, itself.
-fn buf_span<'a>(ty: &'a Type, ring: &'a Option<super::regs::Ring>) -> &'a Type {
+fn buf_span<'a>(ty: &'a Type, ring: &'a Option<Box<super::regs::Ring>>) -> &'a Type {
     ring.as_ref().map_or(ty, |r| &r.ty)
 }

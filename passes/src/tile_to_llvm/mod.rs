@@ -95,6 +95,7 @@ mod rand;
 mod reduce;
 mod regs;
 mod shared;
+mod tma;
 mod wgmma;
 
 use emit::{Emitter, Reg, Ty};
@@ -118,6 +119,8 @@ pub struct Lowered {
     pub text: String,
     pub shared_bytes: u32,
     pub block_threads: u32,
+    /// The tensor maps the kernel takes after its parameters (the signature's `tma`).
+    pub tma: Vec<tilec_core::abi::TmaParam>,
     /// What the tensor-core lowering did (`--report`): per `mma`, the instructions of one K
     /// step; per shared buffer, its swizzle and the bank conflicts of its `ldmatrix` reads.
     pub report: Vec<String>,
@@ -178,6 +181,12 @@ pub(crate) struct Lowering<'f> {
     bases: BTreeMap<(String, String), Reg>,
     lane: Reg,
     warp: Reg,
+    tid: Reg,
+    /// The tensor maps of the kernel's TMA copies (parameters `%tmap{k}`).
+    tma: Vec<tilec_core::abi::TmaParam>,
+    /// The rings TMA fills, and the shared offset of each one's mbarriers (by ring offset).
+    tma_rings: std::collections::BTreeSet<ValueId>,
+    tma_bars: BTreeMap<i64, i64>,
     /// Bytes of `@__tilec_smem` handed out so far.
     smem: u32,
     /// The largest alignment a request asked for (the alignment of `@__tilec_smem`).
@@ -487,6 +496,13 @@ fn lower_with(
             Type::Tile { .. } | Type::Smem { .. } => return Err(err("a kernel parameter cannot be a tile")),
         }
     }
+    let tma = tma::tma_params(func)?;
+    for k in 0..tma.len() {
+        // A tensor map by value (CUTLASS's `__grid_constant__ const CUtensorMap`).
+        args.push(format!(
+            "%tmap{k}: !llvm.ptr {{llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}}"
+        ));
+    }
     let mut lw = Lowering {
         func,
         arch,
@@ -497,6 +513,10 @@ fn lower_with(
         bases: BTreeMap::new(),
         lane,
         warp,
+        tid,
+        tma: tma.clone(),
+        tma_rings: tma::tma_rings(func),
+        tma_bars: BTreeMap::new(),
         smem: 0,
         smem_align: 16,
         async_proxy: uses_wgmma(func),
@@ -544,7 +564,7 @@ fn lower_with(
     s.push_str(&body);
     let _ = writeln!(s, "    llvm.return\n  }}\n}}");
     let report = std::mem::take(&mut lw.report);
-    Ok((Lowered { text: s, shared_bytes: smem, block_threads: threads, report }, requests))
+    Ok((Lowered { text: s, shared_bytes: smem, block_threads: threads, tma, report }, requests))
 }
 
 impl Lowering<'_> {
@@ -610,12 +630,28 @@ impl Lowering<'_> {
             }
             OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,
             OpKind::AsyncCopy { dst: None, .. } => self.async_copy(op, rty.as_ref())?,
-            OpKind::AsyncCopy { dst: Some(d), .. } => {
+            OpKind::AsyncCopy { dst: Some(d), tma, .. } => {
                 let dst = self.get(*d)?;
-                self.copy_into(op, &dst)?;
+                if *tma {
+                    self.tma_copy_into(op, &dst)?;
+                } else {
+                    self.copy_into(op, &dst)?;
+                }
                 return Ok(());
             }
-            OpKind::StagesAlloc => self.stages_alloc(op, rty.as_ref())?,
+            OpKind::StagesAlloc => {
+                let v = self.stages_alloc(op, rty.as_ref())?;
+                if let (Some(r), Value::SmemBuf { offset, ty, .. }) = (op.result, &v) {
+                    if self.tma_rings.contains(&r) {
+                        self.tma_barriers(op, *offset, ty.shape()[0])?;
+                    }
+                }
+                v
+            }
+            OpKind::StageWait { ring, slot, phase } => {
+                self.stage_wait(*ring, *slot, *phase)?;
+                return Ok(());
+            }
             OpKind::Stage { buf, index } => self.stage(*buf, *index, rty.as_ref())?,
             OpKind::AsyncWait { pending } => {
                 self.async_wait(*pending);
@@ -770,6 +806,19 @@ impl Lowering<'_> {
         let p = self.em.addressof("__tilec_smem", 3);
         self.smem_ptr = Some(p.clone());
         p
+    }
+
+    /// The 32-bit shared-memory address of the kernel's buffer, once per kernel.
+    pub(crate) fn smem_address(&mut self) -> Reg {
+        if let Some(a) = &self.smem_addr {
+            return a.clone();
+        }
+        let base = self.smem_base();
+        self.em.enter_prologue();
+        let a = self.em.def(Ty::I32, format!("llvm.ptrtoint {base} : !llvm.ptr<3> to i32"));
+        self.em.leave_prologue();
+        self.smem_addr = Some(a.clone());
+        a
     }
 
     /// Reserves `bytes` of shared memory live only at the op being lowered (scratch).

@@ -33,7 +33,7 @@ pub(crate) enum Value {
         offset: i64,
         ty: tilec_core::tir::Type,
         /// For one stage of a ring (`tilegpu.stage`): the ring, starting at `offset`.
-        ring: Option<Ring>,
+        ring: Option<Box<Ring>>,
     },
 }
 
@@ -43,6 +43,8 @@ pub(crate) enum Value {
 pub(crate) struct Ring {
     pub ty: tilec_core::tir::Type,
     pub first: Reg,
+    /// The stage index.
+    pub slot: Reg,
 }
 
 impl Lowering<'_> {

@@ -82,19 +82,6 @@ fn descriptor_bits(swizzle_bytes: i64, k_major: bool, rows: i64) -> i64 {
 }
 
 impl Lowering<'_> {
-    /// The 32-bit shared-memory address of the kernel's buffer, once per kernel.
-    fn smem_address(&mut self) -> Reg {
-        if let Some(a) = &self.smem_addr {
-            return a.clone();
-        }
-        let base = self.smem_base();
-        self.em.enter_prologue();
-        let a = self.em.def(Ty::I32, format!("llvm.ptrtoint {base} : !llvm.ptr<3> to i32"));
-        self.em.leave_prologue();
-        self.smem_addr = Some(a.clone());
-        a
-    }
-
     /// The descriptor of operand `op_idx` read from `v`: its origin for
     /// this thread's warpgroup (A: the warpgroup's first 64-row block; B: all of it).
     fn shared_operand(&mut self, v: ValueId, op_idx: u32) -> Result<SharedOperand, Diagnostic> {

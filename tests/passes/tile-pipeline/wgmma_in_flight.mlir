@@ -1,5 +1,7 @@
 // passes: tile-pipeline
-// A 64x64x32 GEMM on sm_90a: the mma is a wgmma that only accumulates and reads the two
+// A 64x64x32 GEMM on sm_90a: A and B are TMA copies into NVMMA rings (tma_copy_into, each
+// guarded by its iteration being one the loop runs; stage_wait on the stage's mbarrier phase
+// (n / 4) % 2). The mma is a wgmma that only accumulates and reads the two
 // rings, so it stays in flight: mma_wait pending=1 after it in the loop, pending=0 after
 // the loop, and each ring has distance + 2 = 4 stages.
 module attributes {tile.target = "sm_90a"} {

@@ -1,0 +1,249 @@
+//! The Tensor Memory Accelerator: rings whose stages `tile-pipeline` fills with
+//! `tilegpu.tma_copy_into`, and the mbarriers that count their bytes.
+//!
+//! Parameters: each distinct (tensor, box, swizzle) of the kernel's TMA copies is a 128-byte
+//! `CUtensorMap` taken by value after the ABI's parameters (`llvm.byval` + `nvvm.grid_constant`,
+//! 64-byte aligned: CUTLASS's `__grid_constant__ const CUtensorMap`), listed in the signature's
+//! `tma` so that the launcher encodes it from the actual argument ([`tma_params`]).
+//!
+//! A ring filled by TMA has one mbarrier (8 bytes of shared memory, live as long as the ring)
+//! per stage, initialised with an arrival count of 1 by thread 0 where the ring is made,
+//! published by `fence.mbarrier_init` and a barrier. A copy into stage `s`: thread 0 arrives
+//! on barrier `s` announcing the stage's bytes (`mbarrier.arrive.expect_tx`), then issues one
+//! `cp.async.bulk.tensor` per swizzle atom of the stage (the box: an atom's width along the
+//! tensor's contiguous dim, the tile's extent along the others), each counting its bytes on
+//! barrier `s` on completion; out-of-bounds elements arrive as zeros. A `stage_wait` spins on
+//! `mbarrier.try_wait.parity` until the phase completes; no barrier follows (the mbarrier
+//! makes the bytes visible to every waiting thread). Before a copy overwrites a stage the
+//! barrier analysis puts a barrier after the last reads of the ring (as for any write), so no
+//! warpgroup still reads the stage.
+//!
+//! Shared addresses are 32-bit (`shared::cta` addresses are valid `shared::cluster` ones).
+
+use super::emit::{ICmp, Reg, Ty};
+use super::ptx_asm::PtxAsm;
+use super::regs::Value;
+use super::{err, Lowering};
+use tilec_core::abi::TmaParam;
+use tilec_core::tir::{Func, Op, OpKind, Type, ValueId};
+use tilec_core::Diagnostic;
+
+/// The box (innermost tensor dim first) and swizzle of a TMA copy into a buffer of `bty`,
+/// and the tile dim along the tensor's contiguous dim.
+fn tma_box(kind: &OpKind, bty: &Type) -> Option<(Vec<u32>, u32, usize)> {
+    let (OpKind::AsyncCopy { order, tile, .. }, Type::Smem { layout, shape, .. }) = (kind, bty) else { return None };
+    let swizzle = layout.nvmma_bytes()?;
+    let rank = tile.len();
+    // Tile dim t views tensor dim order[t].
+    let contiguous = (0..rank).find(|&t| order.get(t).copied() == Some(rank as u32 - 1))?;
+    // The stage's contiguous dim must be the tensor's: the atoms are slices of it.
+    let cols = shape[shape.len() - 2..][layout.order[0]];
+    if tile[contiguous] != cols || cols % layout.atom != 0 {
+        return None;
+    }
+    let mut boxes = vec![0u32; rank];
+    for (t, &e) in order.iter().enumerate() {
+        let extent = if t == contiguous { layout.atom } else { tile[t] };
+        boxes[rank - 1 - e as usize] = u32::try_from(extent).ok()?;
+    }
+    Some((boxes, u32::try_from(swizzle).ok()?, contiguous))
+}
+
+/// The tensor maps a kernel takes, in order: one per distinct (tensor parameter, box,
+/// swizzle) of its TMA copies.
+pub(crate) fn tma_params(func: &Func) -> Result<Vec<TmaParam>, Diagnostic> {
+    let mut out: Vec<TmaParam> = vec![];
+    let mut bad = None;
+    func.walk(&mut |op| {
+        if let OpKind::AsyncCopy { dst: Some(d), tensor, tma: true, .. } = &op.kind {
+            let Some(param) = func.params.iter().position(|p| p.value == *tensor) else {
+                bad = Some("a TMA copy of a value that is not a tensor parameter");
+                return;
+            };
+            match tma_box(&op.kind, func.ty(*d)) {
+                Some((box_dims, swizzle, _)) => {
+                    let p = TmaParam { param, box_dims, swizzle };
+                    if !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+                None => bad = Some("a TMA copy whose stage is not the NVMMA layout of the tensor's contiguous dim"),
+            }
+        }
+    });
+    match bad {
+        Some(m) => Err(err(m)),
+        None => Ok(out),
+    }
+}
+
+/// The rings some TMA copy fills.
+pub(crate) fn tma_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
+    let mut stages = std::collections::BTreeMap::new();
+    func.walk(&mut |op| {
+        if let (OpKind::Stage { buf, .. }, Some(r)) = (&op.kind, op.result) {
+            stages.insert(r, *buf);
+        }
+    });
+    let mut rings = std::collections::BTreeSet::new();
+    func.walk(&mut |op| {
+        if let OpKind::AsyncCopy { dst: Some(d), tma: true, .. } = &op.kind {
+            if let Some(r) = stages.get(d) {
+                rings.insert(*r);
+            }
+        }
+    });
+    rings
+}
+
+impl Lowering<'_> {
+    /// Runs `f` in thread 0 only (a branch around it).
+    fn on_thread0(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+        let z = self.em.ci32(0);
+        let tid = self.tid.clone();
+        let is0 = self.em.icmp(ICmp::Eq, &tid, &z);
+        let (then, join) = (self.em.new_block(), self.em.new_block());
+        self.em.cond_br(&is0, &then, &join);
+        self.em.label(&then, &[]);
+        f(self)?;
+        self.em.br(&join, &[]);
+        self.em.label(&join, &[]);
+        Ok(())
+    }
+
+    /// The mbarriers of a TMA ring at byte `ring_off`: `stages` of them, initialised (count 1)
+    /// by thread 0 and published. Called where the ring is made.
+    pub(crate) fn tma_barriers(&mut self, op: &Op, ring_off: i64, stages: i64) -> Result<(), Diagnostic> {
+        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
+        let bars = self.smem_alloc(8 * stages, end, 8)?;
+        self.tma_bars.insert(ring_off, bars);
+        self.smem_write_begin(bars, 8 * stages);
+        let base = self.smem_address();
+        self.on_thread0(|lw| {
+            for s in 0..stages {
+                let o = lw.em.ci32(bars + 8 * s);
+                let a = lw.em.add(&base, &o);
+                let mut asm = PtxAsm::new();
+                let x = asm.input(&a);
+                asm.push(&format!("mbarrier.init.shared::cta.b64 [{x}], 1;"));
+                asm.emit(&mut lw.em);
+            }
+            let mut asm = PtxAsm::new();
+            asm.push("fence.mbarrier_init.release.cluster;");
+            asm.emit(&mut lw.em);
+            Ok(())
+        })?;
+        self.smem_written();
+        self.report.push(format!("ring at {ring_off}: {stages} mbarriers at {bars} (TMA-filled)"));
+        Ok(())
+    }
+
+    /// The 32-bit shared address of the mbarrier of the stage `slot` of the ring at `ring_off`.
+    fn stage_barrier(&mut self, ring_off: i64, slot: &Reg) -> Result<Reg, Diagnostic> {
+        let bars = *self.tma_bars.get(&ring_off).ok_or_else(|| err("a TMA stage of a ring without mbarriers"))?;
+        let base = self.smem_address();
+        let o = self.em.ci32(bars);
+        let a = self.em.add(&base, &o);
+        let c8 = self.em.ci32(8);
+        let so = self.em.mul(slot, &c8);
+        Ok(self.em.add(&a, &so))
+    }
+
+    /// `tma_copy_into`: thread 0 announces the stage's bytes on its mbarrier and issues one
+    /// bulk tensor copy per swizzle atom.
+    pub(crate) fn tma_copy_into(&mut self, op: &Op, buf: &Value) -> Result<(), Diagnostic> {
+        let OpKind::AsyncCopy { tensor, index, order, tile, .. } = &op.kind else {
+            return Err(err("not an async copy"));
+        };
+        let Value::SmemBuf { offset: region, ty, ring: Some(ring) } = buf else {
+            return Err(err("a TMA copy into something that is not a stage of a ring"));
+        };
+        let Type::Smem { shape, dtype, layout } = ty else { return Err(err("a TMA copy into a non-buffer")) };
+        let (box_dims, swizzle, contiguous) = tma_box(&op.kind, ty)
+            .ok_or_else(|| err("a TMA copy into a stage that is not NVMMA along the contiguous dim"))?;
+        let param = self
+            .func
+            .params
+            .iter()
+            .position(|p| p.value == *tensor)
+            .ok_or_else(|| err("a TMA copy of a value that is not a tensor parameter"))?;
+        let want = TmaParam { param, box_dims, swizzle };
+        let k = self.tma.iter().position(|t| *t == want).ok_or_else(|| err("a TMA copy without its tensor map"))?;
+        let tmap = Reg::new(format!("%tmap{k}"), Ty::Ptr(0));
+        let eb = i64::from(dtype.bytes());
+        let stage_elems: i64 = shape.iter().product();
+        let ring_bytes = ring.ty.shape().iter().product::<i64>() * eb;
+        // No thread may still read the ring's stage this copy overwrites.
+        self.smem_write_begin(*region, ring_bytes);
+        let rank = tile.len();
+        // Element coordinates of the tile's origin, per tensor dim (row-major order).
+        let mut coord: Vec<Reg> = vec![self.em.ci32(0); rank];
+        for (t, &e) in order.iter().enumerate() {
+            let i = self.scalar(index[t])?;
+            let ext = self.em.ci32(tile[t]);
+            coord[e as usize] = self.em.mul(&i, &ext);
+        }
+        let rows = shape[layout.order[1]];
+        let atoms = tile[contiguous] / layout.atom;
+        let bar = self.stage_barrier(*region, &ring.slot)?;
+        let base = self.smem_address();
+        let stage_off = {
+            let r = self.em.ci32(*region);
+            let ebr = self.em.ci32(eb);
+            let f = self.em.mul(&ring.first, &ebr);
+            let a = self.em.add(&base, &r);
+            self.em.add(&a, &f)
+        };
+        let bytes = self.em.ci32(stage_elems * eb);
+        let contiguous_dim = rank - 1;
+        self.on_thread0(|lw| {
+            let mut asm = PtxAsm::new();
+            let (b, n) = (asm.input(&bar), asm.input(&bytes));
+            asm.push(&format!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};"));
+            asm.emit(&mut lw.em);
+            for j in 0..atoms {
+                let off = lw.em.ci32(j * rows * layout.atom * eb);
+                let dst = lw.em.add(&stage_off, &off);
+                let mut asm = PtxAsm::new();
+                let d = asm.input(&dst);
+                let m = asm.input(&tmap);
+                // Coordinates innermost first.
+                let mut cs = vec![];
+                for e in (0..rank).rev() {
+                    let c = if e == contiguous_dim && j > 0 {
+                        let o = lw.em.ci32(j * layout.atom);
+                        lw.em.add(&coord[e], &o)
+                    } else {
+                        coord[e].clone()
+                    };
+                    cs.push(asm.input(&c));
+                }
+                let b = asm.input(&bar);
+                asm.push(&format!(
+                    "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{}}}], [{b}];",
+                    cs.join(", ")
+                ));
+                asm.emit(&mut lw.em);
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// `stage_wait`: spins until the stage's mbarrier completes phase `phase`.
+    pub(crate) fn stage_wait(&mut self, ring: ValueId, slot: ValueId, phase: ValueId) -> Result<(), Diagnostic> {
+        let Value::SmemBuf { offset, ring: None, .. } = self.get(ring)? else {
+            return Err(err("a stage wait on something that is not a ring"));
+        };
+        let s = self.scalar(slot)?;
+        let p = self.scalar(phase)?;
+        let bar = self.stage_barrier(offset, &s)?;
+        let mut asm = PtxAsm::new();
+        let (b, ph) = (asm.input(&bar), asm.input(&p));
+        asm.push(&format!(
+            "{{ .reg .pred P1; TMA_WAIT: mbarrier.try_wait.parity.shared::cta.b64 P1, [{b}], {ph}; @P1 bra TMA_DONE; bra TMA_WAIT; TMA_DONE: }}"
+        ));
+        asm.emit(&mut self.em);
+        Ok(())
+    }
+}
