@@ -35,6 +35,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if opts.wgmma_wait_at_once {
         pipeline.push_str(" wgmma_in_flight=false");
     }
+    if opts.empty_barriers {
+        pipeline.push_str(" empty_barriers=true");
+    }
     Some(
         CacheKey::new()
             .field("source", sha256_hex(canonical.as_bytes()))

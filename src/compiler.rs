@@ -36,6 +36,8 @@ pub struct CompileOptions {
     pub no_tma: bool,
     /// Wait for every wgmma where it is issued (`--wgmma-wait-at-once`; the ablation).
     pub wgmma_wait_at_once: bool,
+    /// Release TMA ring stages on empty mbarriers (`--empty-barriers`; an experiment).
+    pub empty_barriers: bool,
 }
 
 /// Everything one compilation produced.
@@ -146,6 +148,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         no_fp_fusion: opts.no_fp_fusion,
         no_tma: opts.no_tma,
         wgmma_wait_at_once: opts.wgmma_wait_at_once,
+        empty_barriers: opts.empty_barriers,
     };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
     let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);

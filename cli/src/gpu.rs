@@ -110,6 +110,7 @@ pub struct Variant {
     pub no_fp_fusion: bool,
     pub no_tma: bool,
     pub wgmma_wait_at_once: bool,
+    pub empty_barriers: bool,
 }
 
 impl Variant {
@@ -127,6 +128,9 @@ impl Variant {
         }
         if self.wgmma_wait_at_once {
             v.push("wgmma-wait-0".into());
+        }
+        if self.empty_barriers {
+            v.push("+empty-barriers".into());
         }
         v.join(" ")
     }
@@ -175,6 +179,7 @@ pub fn prepare(
         no_fp_fusion: variant.no_fp_fusion,
         no_tma: variant.no_tma,
         wgmma_wait_at_once: variant.wgmma_wait_at_once,
+        empty_barriers: variant.empty_barriers,
     };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;

@@ -668,7 +668,10 @@ impl Machine<'_> {
                 self.set(op, v)
             }
             // Copies complete at once on the CPU.
-            OpKind::AsyncWait { .. } | OpKind::StageWait { .. } => Ok(()),
+            OpKind::AsyncWait { .. }
+            | OpKind::StageWait { .. }
+            | OpKind::StageAcquire { .. }
+            | OpKind::StageRelease { .. } => Ok(()),
             OpKind::Print { prefix, values } => {
                 let mut line = prefix.clone();
                 for v in values {

@@ -337,6 +337,14 @@ impl Reader<'_> {
                     }
                 }
                 "tilegpu.async_wait" => OpKind::AsyncWait { pending: u32_attr("pending")? },
+                "tilegpu.stage_acquire" => {
+                    arity(3)?;
+                    OpKind::StageAcquire { ring: operands[0], slot: operands[1], phase: operands[2] }
+                }
+                "tilegpu.stage_release" => {
+                    arity(2)?;
+                    OpKind::StageRelease { ring: operands[0], slot: operands[1] }
+                }
                 "tilegpu.stage_wait" => {
                     arity(3)?;
                     OpKind::StageWait { ring: operands[0], slot: operands[1], phase: operands[2] }

@@ -105,6 +105,19 @@ irdl.dialect @tilegpu {
     %i32b = irdl.is i32
     irdl.operands(ring: %ring, slot: %i32, phase: %i32b)
   }
+  // The block is done reading stage `slot` (every warp arrives on its empty mbarrier).
+  irdl.operation @stage_release {
+    %ring = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    irdl.operands(ring: %ring, slot: %i32)
+  }
+  // Before a TMA refill of stage `slot`: its issuing thread waits for the empty mbarrier.
+  irdl.operation @stage_acquire {
+    %ring = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %i32b = irdl.is i32
+    irdl.operands(ring: %ring, slot: %i32, phase: %i32b)
+  }
   // A ring of S shared buffers, memref<SxMxNxT, #tilegpu.swizzled_shared<...>>, for the
   // stages of a pipelined loop; undefined until copied into.
   irdl.operation @stages_alloc {

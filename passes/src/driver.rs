@@ -357,6 +357,9 @@ pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagn
     if let Ok(n) = step.option("distance").parse::<u32>() {
         opts.default_distance = n;
     }
+    if let Ok(b) = step.option("empty-barriers").parse::<bool>() {
+        opts.empty_barriers = b;
+    }
     if let Ok(b) = step.option("wgmma-in-flight").parse::<bool>() {
         opts.in_flight = b;
     }

@@ -169,6 +169,12 @@ pub const PASSES: &[PassInfo] = &[
                 check: check_distance,
             },
             PassOption {
+                name: "empty-barriers",
+                doc: "release a TMA ring's stages on empty mbarriers instead of a block-wide barrier before each refill (default: false; slower on FMHA, see the pass docs)",
+                default: "",
+                check: check_bool,
+            },
+            PassOption {
                 name: "wgmma-in-flight",
                 doc: "keep a wgmma that only accumulates from its rings in flight across iterations (default: true; false waits for every wgmma where it is issued)",
                 default: "",
@@ -234,6 +240,9 @@ pub struct PipelineConfig {
     /// `--wgmma-wait-at-once`: every wgmma is waited for where it is issued (`tile-pipeline`'s
     /// `wgmma-in-flight=false`), for the ablation.
     pub wgmma_wait_at_once: bool,
+    /// `--empty-barriers`: TMA rings released on empty mbarriers (`tile-pipeline`'s
+    /// `empty-barriers=true`).
+    pub empty_barriers: bool,
 }
 
 /// The passes every kernel needs: without them there is no code.
@@ -291,6 +300,9 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
                 }
                 if cfg.wgmma_wait_at_once {
                     o.push(("wgmma-in-flight", "false"));
+                }
+                if cfg.empty_barriers {
+                    o.push(("empty-barriers", "true"));
                 }
                 o
             }

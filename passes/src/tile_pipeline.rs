@@ -52,7 +52,10 @@
 //!
 //! Options: `arch` (the distance table and the budget; default: the module's target),
 //! `distance` (the distance of loads without a hint; default: the target's), `tma` (default
-//! true: TMA where the target has it), `wgmma-in-flight` (default true).
+//! true: TMA where the target has it), `wgmma-in-flight` (default true), `empty-barriers`
+//! (default false: a TMA ring's stages released on empty mbarriers after their last reader
+//! and acquired by the refill's issuing thread, instead of a block-wide barrier; see
+//! [`Options::empty_barriers`] for why it is not the default).
 
 use std::collections::BTreeMap;
 use tilec_core::target::Arch;
@@ -77,6 +80,12 @@ pub struct Options {
     pub tma: bool,
     /// Whether a wgmma that only accumulates may stay in flight across iterations.
     pub in_flight: bool,
+    /// Whether TMA rings release their stages on empty mbarriers (`stage_release` /
+    /// `stage_acquire`) instead of a block-wide barrier before each refill. Off by default:
+    /// on the H100 it was level on GEMM 4096³, 3% faster at 8192³, 5% slower on bmm and 17%
+    /// slower on FMHA (bench/results/2026-11-24-h100-wgmma/bench-run7-empty-barriers.md); it is
+    /// what a warp-specialized producer will need.
+    pub empty_barriers: bool,
 }
 
 impl Options {
@@ -86,6 +95,7 @@ impl Options {
             default_distance: arch.pipeline_distance,
             tma: arch.has(tilec_core::target::Feature::Tma),
             in_flight: true,
+            empty_barriers: false,
         }
     }
 }
@@ -168,6 +178,44 @@ fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]
     })
 }
 
+/// The result of the body's last op that reads the stage buffer `buf` (through its
+/// `local_load`), when every reader is an op of the body itself (none in a nested region):
+/// after it the stage may be released.
+fn last_reader(body: &[Op], buf: ValueId) -> Option<ValueId> {
+    let load = body.iter().find_map(|o| match (&o.kind, o.result) {
+        (OpKind::LocalLoad { buf: b }, Some(r)) if *b == buf => Some(r),
+        _ => None,
+    })?;
+    // Whether an op of a nested region reads `load`.
+    fn reads(ops: &[Op], v: ValueId) -> bool {
+        ops.iter().any(|o| {
+            o.kind.operands().contains(&v)
+                || match &o.kind {
+                    OpKind::For { body, .. } => reads(body, v),
+                    OpKind::If { then_ops, else_ops, .. } => reads(then_ops, v) || reads(else_ops, v),
+                    _ => false,
+                }
+        })
+    }
+    let nested = body.iter().any(|o| match &o.kind {
+        OpKind::For { body: inner, .. } => reads(inner, load),
+        OpKind::If { then_ops, else_ops, .. } => reads(then_ops, load) || reads(else_ops, load),
+        _ => false,
+    });
+    if nested {
+        return None;
+    }
+    body.iter().rev().find(|o| o.kind.operands().contains(&load)).and_then(|o| o.result)
+}
+
+/// The iteration a copy fills: known in the prologue, a value in the body (made only where a
+/// stage acquire needs it).
+#[derive(Clone, Copy)]
+enum Fill {
+    Const(i64),
+    Value(ValueId),
+}
+
 /// A copy of a loop that will be pipelined.
 struct Candidate {
     /// Position of the copy in the body (its wait follows).
@@ -184,6 +232,10 @@ struct Candidate {
     stages: u32,
     /// Filled by TMA (mbarrier per stage, `stage_wait`) rather than `cp.async` (groups).
     tma: bool,
+    /// For a TMA ring: the result of the stage's last reader, after which the block releases
+    /// the stage (`stage_release`) and before whose refill the copy acquires it; `None`: the
+    /// refill waits behind a block-wide barrier instead.
+    released: Option<ValueId>,
 }
 
 /// Builds ops into a list, making their result values.
@@ -492,6 +544,7 @@ impl Pass<'_> {
                         ring,
                         stages,
                         tma,
+                        released: if tma && self.opts.empty_barriers { last_reader(body, buf) } else { None },
                     });
                 }
                 Err(why) => self.report.push(format!("{what}: not pipelined: {why}")),
@@ -529,7 +582,7 @@ impl Pass<'_> {
                 let mut e = Emit { func: &mut *pro.func, ops: vec![] };
                 let idx = clone_slice(&mut e, &old_body, &c.slice, info.iv, at, index);
                 let s = e.int(target % i64::from(c.stages), &info.ty);
-                self.copy_into(&mut e, c, s, idx);
+                self.copy_into(&mut e, c, s, idx, Fill::Const(target));
                 let ops = e.ops;
                 self.guarded(&mut pro, c, at, ub, ops);
             }
@@ -542,6 +595,8 @@ impl Pass<'_> {
         let n = info.iteration(&mut top);
         let mut new_body = top.ops;
         let mut skip_wait = false;
+        // The stage each candidate reads in this iteration.
+        let mut slots: BTreeMap<usize, ValueId> = BTreeMap::new();
         for (p, o) in old_body.iter().enumerate() {
             if skip_wait {
                 skip_wait = false;
@@ -555,6 +610,7 @@ impl Pass<'_> {
             let mut e = Emit { func, ops: vec![] };
             let sc = e.int(i64::from(c.stages), &info.ty);
             let slot = e.bin(BinOp::Rem, n, sc, &info.ty);
+            slots.insert(ci, slot);
             if c.tma {
                 // The stage was filled for the (n / S)-th time: its mbarrier's phase of that parity.
                 let fills = e.bin(BinOp::Div, n, sc, &info.ty);
@@ -581,7 +637,7 @@ impl Pass<'_> {
             let sc = e.int(i64::from(c.stages), &info.ty);
             let refill = e.bin(BinOp::Rem, nk, sc, &info.ty);
             let mut g = Emit { func: &mut *e.func, ops: vec![] };
-            self.copy_into(&mut g, c, refill, idx);
+            self.copy_into(&mut g, c, refill, idx, Fill::Value(nk));
             let ops = g.ops;
             self.guarded(&mut e, c, ahead, ub, ops);
             new_body.extend(e.ops);
@@ -628,6 +684,42 @@ impl Pass<'_> {
                 );
             }
         }
+        // Releases: after a stage's last reader; for a product kept in flight, whose reads end
+        // at the next iteration's wait, the previous iteration's stage after this one's wait.
+        for (ci, c) in cands.iter().enumerate() {
+            let (Some(r), Some(&slot)) = (c.released, slots.get(&ci)) else { continue };
+            let Some(at) = new_body.iter().position(|o| o.result == Some(r)) else { continue };
+            let mut e = Emit { func: &mut *func, ops: vec![] };
+            if matches!(new_body[at].kind, OpKind::MmaWait { pending: 1, .. }) {
+                let sc = e.int(i64::from(c.stages), &info.ty);
+                let one = e.int(i64::from(c.stages) - 1, &info.ty);
+                let back = e.bin(BinOp::Add, n, one, &info.ty);
+                let prev = e.bin(BinOp::Rem, back, sc, &info.ty);
+                let zero = e.int(0, &info.ty);
+                let cond = e.push(OpKind::Cmp(CmpPred::Gt, n, zero), Type::Scalar(tilec_core::DType::I1));
+                let release = Op { kind: OpKind::StageRelease { ring: c.ring, slot: prev }, result: None, span: None };
+                e.ops.push(Op {
+                    kind: OpKind::If {
+                        cond,
+                        then_ops: vec![release],
+                        then_yields: vec![],
+                        else_ops: vec![],
+                        else_yields: vec![],
+                        results: vec![],
+                    },
+                    result: None,
+                    span: None,
+                });
+            } else {
+                e.ops.push(Op { kind: OpKind::StageRelease { ring: c.ring, slot }, result: None, span: None });
+            }
+            let ops = e.ops;
+            new_body.splice(at + 1..at + 1, ops);
+            self.report.push(format!(
+                "load of {}: each stage released on its empty mbarrier after its last reader, acquired before its refill (no block-wide barrier)",
+                tensor_name(func, &c.kind)
+            ));
+        }
         let OpKind::For { body, .. } = &mut op.kind else { return vec![op] };
         *body = new_body;
         let mut out = prologue;
@@ -661,7 +753,23 @@ impl Pass<'_> {
     }
 
     /// `async_copy_into(stage(ring, slot), tensor, idx)` (`tma_copy_into` for a TMA ring).
-    fn copy_into(&self, e: &mut Emit, c: &Candidate, slot: ValueId, idx: Vec<ValueId>) {
+    /// `fill` is the iteration whose tile this is: a released TMA ring first acquires the
+    /// stage, waiting for the release of its previous fill (phase `(fill / S + 1) % 2`).
+    fn copy_into(&self, e: &mut Emit, c: &Candidate, slot: ValueId, idx: Vec<ValueId>, fill: Fill) {
+        if c.released.is_some() {
+            let ty = e.func.ty(slot).clone();
+            let fill = match fill {
+                Fill::Const(k) => e.int(k, &ty),
+                Fill::Value(v) => v,
+            };
+            let sc = e.int(i64::from(c.stages), &ty);
+            let fills = e.bin(BinOp::Div, fill, sc, &ty);
+            let one = e.int(1, &ty);
+            let next = e.bin(BinOp::Add, fills, one, &ty);
+            let two = e.int(2, &ty);
+            let phase = e.bin(BinOp::Rem, next, two, &ty);
+            e.ops.push(Op { kind: OpKind::StageAcquire { ring: c.ring, slot, phase }, result: None, span: None });
+        }
         let sty = e.func.ty(c.buf).clone();
         let stage = e.push(OpKind::Stage { buf: c.ring, index: slot }, sty);
         let OpKind::AsyncCopy { tensor, padding, order, tile, latency, .. } = &c.kind else { return };

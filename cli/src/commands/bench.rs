@@ -74,6 +74,7 @@ const ABLATION: &[(&str, &str, &[&str], &[&str])] = &[
     ("matmul with cp.async rings (--no-tma)", "matmul", &[], &["no-tma"]),
     ("matmul with every wgmma waited at once", "matmul", &[], &["wgmma-wait-0"]),
     ("matmul with neither (cp.async, wait 0)", "matmul", &[], &["no-tma", "wgmma-wait-0"]),
+    ("matmul with empty mbarriers (--empty-barriers)", "matmul", &[], &["empty-barriers"]),
 ];
 
 fn ablation(a: &Args) -> Result<ExitCode> {
@@ -99,6 +100,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
             no_fp_fusion: false,
             no_tma: switches.contains(&"no-tma"),
             wgmma_wait_at_once: switches.contains(&"wgmma-wait-0"),
+            empty_barriers: switches.contains(&"empty-barriers"),
         };
         let case = if *kernel == "matmul" { &gemm } else { &case };
         let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: None };

@@ -186,6 +186,10 @@ pub struct VariantArgs {
     /// GEMM's products in flight across K steps.
     #[arg(long)]
     pub wgmma_wait_at_once: bool,
+    /// Release the stages of TMA rings on empty mbarriers instead of a block-wide barrier
+    /// before each refill (an experiment: slower on FMHA on the H100).
+    #[arg(long)]
+    pub empty_barriers: bool,
 }
 
 impl VariantArgs {
@@ -196,6 +200,7 @@ impl VariantArgs {
             no_fp_fusion: self.no_fp_fusion,
             no_tma: self.no_tma,
             wgmma_wait_at_once: self.wgmma_wait_at_once,
+            empty_barriers: self.empty_barriers,
         }
     }
 }
@@ -234,6 +239,7 @@ impl RequestArgs {
             no_fp_fusion: self.pipeline.no_fp_fusion,
             no_tma: self.pipeline.no_tma,
             wgmma_wait_at_once: self.pipeline.wgmma_wait_at_once,
+            empty_barriers: self.pipeline.empty_barriers,
             ..Default::default()
         })
     }

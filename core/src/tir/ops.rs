@@ -179,6 +179,22 @@ pub enum OpKind {
         slot: ValueId,
         phase: ValueId,
     },
+    /// The block is done reading stage `slot` of `ring` (the products that read it have
+    /// completed): every warp arrives on the stage's empty mbarrier, so a TMA copy may refill
+    /// it without a block-wide barrier.
+    StageRelease {
+        ring: ValueId,
+        slot: ValueId,
+    },
+    /// Before a TMA copy refills stage `slot` of `ring`: its issuing thread waits until the
+    /// stage's empty mbarrier completes phase `phase` (every warp released the previous
+    /// fill; a stage never filled passes at once, its barrier being in phase 0 with parity 1
+    /// asked).
+    StageAcquire {
+        ring: ValueId,
+        slot: ValueId,
+        phase: ValueId,
+    },
     /// Waits until at most `pending` groups of asynchronous copies are in flight, then a
     /// barrier: every thread's copies are visible to every thread.
     AsyncWait {
@@ -272,7 +288,10 @@ impl OpKind {
             OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
             OpKind::AsyncWait { .. } | OpKind::StagesAlloc => vec![],
             OpKind::Stage { buf, index } => vec![*buf, *index],
-            OpKind::StageWait { ring, slot, phase } => vec![*ring, *slot, *phase],
+            OpKind::StageWait { ring, slot, phase } | OpKind::StageAcquire { ring, slot, phase } => {
+                vec![*ring, *slot, *phase]
+            }
+            OpKind::StageRelease { ring, slot } => vec![*ring, *slot],
             OpKind::AsyncCopy { dst, tensor, index, .. } => {
                 dst.iter().copied().chain(std::iter::once(*tensor)).chain(index.iter().copied()).collect()
             }

@@ -321,6 +321,18 @@ impl Printer<'_> {
                 t(slot),
                 t(phase)
             ),
+            OpKind::StageAcquire { ring, slot, phase } => format!(
+                "\"tilegpu.stage_acquire\"({}, {}, {}) : ({}, {}, {}) -> ()",
+                n(ring),
+                n(slot),
+                n(phase),
+                t(ring),
+                t(slot),
+                t(phase)
+            ),
+            OpKind::StageRelease { ring, slot } => {
+                format!("\"tilegpu.stage_release\"({}, {}) : ({}, {}) -> ()", n(ring), n(slot), t(ring), t(slot))
+            }
             OpKind::AsyncWait { pending } => {
                 format!("\"tilegpu.async_wait\"() {{pending = {pending} : i32}} : () -> ()")
             }

@@ -196,6 +196,8 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             | OpKind::If { .. }
             | OpKind::AsyncWait { .. }
             | OpKind::StageWait { .. }
+            | OpKind::StageAcquire { .. }
+            | OpKind::StageRelease { .. }
             | OpKind::AsyncCopy { dst: Some(_), .. }
     );
     if want_result != rty.is_some() {
@@ -448,7 +450,14 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             }
         }
         OpKind::AsyncWait { .. } => {}
-        OpKind::StageWait { ring, slot, phase } => {
+        OpKind::StageRelease { ring, slot } => {
+            let ok = matches!(u(*ring)?, Type::Smem { shape, .. } if shape.len() == 3)
+                && u(*slot)? == Type::Scalar(crate::DType::I32);
+            if !ok {
+                return fail("a stage release needs a ring of stages and an i32 slot".into());
+            }
+        }
+        OpKind::StageWait { ring, slot, phase } | OpKind::StageAcquire { ring, slot, phase } => {
             let ok = matches!(u(*ring)?, Type::Smem { shape, .. } if shape.len() == 3)
                 && u(*slot)? == Type::Scalar(crate::DType::I32)
                 && u(*phase)? == Type::Scalar(crate::DType::I32);

@@ -186,7 +186,11 @@ pub(crate) struct Lowering<'f> {
     tma: Vec<tilec_core::abi::TmaParam>,
     /// The rings TMA fills, and the shared offset of each one's mbarriers (by ring offset).
     tma_rings: std::collections::BTreeSet<ValueId>,
-    tma_bars: BTreeMap<i64, i64>,
+    /// The rings whose stages are released on empty mbarriers (`stage_release`).
+    released_rings: std::collections::BTreeSet<ValueId>,
+    /// Per TMA ring (by its offset): its mbarriers' offset, its stage count, whether it has
+    /// empty barriers (after the full ones).
+    tma_bars: BTreeMap<i64, (i64, i64, bool)>,
     /// Bytes of `@__tilec_smem` handed out so far.
     smem: u32,
     /// The largest alignment a request asked for (the alignment of `@__tilec_smem`).
@@ -516,6 +520,7 @@ fn lower_with(
         tid,
         tma: tma.clone(),
         tma_rings: tma::tma_rings(func),
+        released_rings: tma::released_rings(func),
         tma_bars: BTreeMap::new(),
         smem: 0,
         smem_align: 16,
@@ -643,13 +648,22 @@ impl Lowering<'_> {
                 let v = self.stages_alloc(op, rty.as_ref())?;
                 if let (Some(r), Value::SmemBuf { offset, ty, .. }) = (op.result, &v) {
                     if self.tma_rings.contains(&r) {
-                        self.tma_barriers(op, *offset, ty.shape()[0])?;
+                        let released = self.released_rings.contains(&r);
+                        self.tma_barriers(op, *offset, ty.shape()[0], released)?;
                     }
                 }
                 v
             }
             OpKind::StageWait { ring, slot, phase } => {
                 self.stage_wait(*ring, *slot, *phase)?;
+                return Ok(());
+            }
+            OpKind::StageAcquire { ring, slot, phase } => {
+                self.stage_acquire(*ring, *slot, *phase)?;
+                return Ok(());
+            }
+            OpKind::StageRelease { ring, slot } => {
+                self.stage_release(*ring, *slot)?;
                 return Ok(());
             }
             OpKind::Stage { buf, index } => self.stage(*buf, *index, rty.as_ref())?,

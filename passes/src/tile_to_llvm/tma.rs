@@ -18,6 +18,13 @@
 //! barrier analysis puts a barrier after the last reads of the ring (as for any write), so no
 //! warpgroup still reads the stage.
 //!
+//! A ring whose stages `tile-pipeline` releases (`stage_release` after the stage's last
+//! reader) has a second set of S mbarriers, the *empty* ones, with an arrival count of one
+//! per warp: lane 0 of every warp arrives when its warp is done with the stage, and the copy's
+//! issuing thread waits for that phase before the refill (`stage_acquire`; a stage never
+//! filled passes at once). The copy then needs no block-wide barrier: the warpgroups are
+//! free to drift apart by up to the ring's slack.
+//!
 //! Shared addresses are 32-bit (`shared::cta` addresses are valid `shared::cluster` ones).
 
 use super::emit::{ICmp, Reg, Ty};
@@ -77,6 +84,17 @@ pub(crate) fn tma_params(func: &Func) -> Result<Vec<TmaParam>, Diagnostic> {
     }
 }
 
+/// The rings some `stage_release` releases.
+pub(crate) fn released_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
+    let mut rings = std::collections::BTreeSet::new();
+    func.walk(&mut |op| {
+        if let OpKind::StageRelease { ring, .. } = &op.kind {
+            rings.insert(*ring);
+        }
+    });
+    rings
+}
+
 /// The rings some TMA copy fills.
 pub(crate) fn tma_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
     let mut stages = std::collections::BTreeMap::new();
@@ -111,21 +129,31 @@ impl Lowering<'_> {
         Ok(())
     }
 
-    /// The mbarriers of a TMA ring at byte `ring_off`: `stages` of them, initialised (count 1)
-    /// by thread 0 and published. Called where the ring is made.
-    pub(crate) fn tma_barriers(&mut self, op: &Op, ring_off: i64, stages: i64) -> Result<(), Diagnostic> {
+    /// The mbarriers of a TMA ring at byte `ring_off`: `stages` full ones (count 1) and, for a
+    /// `released` ring, `stages` empty ones (count: the block's warps), initialised by thread
+    /// 0 and published. Called where the ring is made.
+    pub(crate) fn tma_barriers(
+        &mut self,
+        op: &Op,
+        ring_off: i64,
+        stages: i64,
+        released: bool,
+    ) -> Result<(), Diagnostic> {
         let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
-        let bars = self.smem_alloc(8 * stages, end, 8)?;
-        self.tma_bars.insert(ring_off, bars);
-        self.smem_write_begin(bars, 8 * stages);
+        let count = if released { 2 * stages } else { stages };
+        let bars = self.smem_alloc(8 * count, end, 8)?;
+        self.tma_bars.insert(ring_off, (bars, stages, released));
+        self.smem_write_begin(bars, 8 * count);
         let base = self.smem_address();
+        let warps = i64::from(self.func.num_warps);
         self.on_thread0(|lw| {
-            for s in 0..stages {
+            for s in 0..count {
                 let o = lw.em.ci32(bars + 8 * s);
                 let a = lw.em.add(&base, &o);
                 let mut asm = PtxAsm::new();
                 let x = asm.input(&a);
-                asm.push(&format!("mbarrier.init.shared::cta.b64 [{x}], 1;"));
+                let arrivals = if s < stages { 1 } else { warps };
+                asm.push(&format!("mbarrier.init.shared::cta.b64 [{x}], {arrivals};"));
                 asm.emit(&mut lw.em);
             }
             let mut asm = PtxAsm::new();
@@ -134,15 +162,23 @@ impl Lowering<'_> {
             Ok(())
         })?;
         self.smem_written();
-        self.report.push(format!("ring at {ring_off}: {stages} mbarriers at {bars} (TMA-filled)"));
+        self.report.push(format!(
+            "ring at {ring_off}: {stages} full mbarriers at {bars}{} (TMA-filled)",
+            if released { format!(", {stages} empty ones after them (one arrival a warp)") } else { String::new() }
+        ));
         Ok(())
     }
 
-    /// The 32-bit shared address of the mbarrier of the stage `slot` of the ring at `ring_off`.
-    fn stage_barrier(&mut self, ring_off: i64, slot: &Reg) -> Result<Reg, Diagnostic> {
-        let bars = *self.tma_bars.get(&ring_off).ok_or_else(|| err("a TMA stage of a ring without mbarriers"))?;
+    /// The 32-bit shared address of the full (or `empty`) mbarrier of the stage `slot` of the
+    /// ring at `ring_off`.
+    fn stage_barrier(&mut self, ring_off: i64, slot: &Reg, empty: bool) -> Result<Reg, Diagnostic> {
+        let (bars, stages, released) =
+            *self.tma_bars.get(&ring_off).ok_or_else(|| err("a TMA stage of a ring without mbarriers"))?;
+        if empty && !released {
+            return Err(err("a stage release or acquire of a ring without empty mbarriers"));
+        }
         let base = self.smem_address();
-        let o = self.em.ci32(bars);
+        let o = self.em.ci32(if empty { bars + 8 * stages } else { bars });
         let a = self.em.add(&base, &o);
         let c8 = self.em.ci32(8);
         let so = self.em.mul(slot, &c8);
@@ -173,8 +209,13 @@ impl Lowering<'_> {
         let eb = i64::from(dtype.bytes());
         let stage_elems: i64 = shape.iter().product();
         let ring_bytes = ring.ty.shape().iter().product::<i64>() * eb;
-        // No thread may still read the ring's stage this copy overwrites.
-        self.smem_write_begin(*region, ring_bytes);
+        // No thread may still read the ring's stage this copy overwrites: the stage's empty
+        // mbarrier says so for a released ring (its `stage_acquire` precedes), a block-wide
+        // barrier otherwise.
+        let released = self.tma_bars.get(region).is_some_and(|b| b.2);
+        if !released {
+            self.smem_write_begin(*region, ring_bytes);
+        }
         let rank = tile.len();
         // Element coordinates of the tile's origin, per tensor dim (row-major order).
         let mut coord: Vec<Reg> = vec![self.em.ci32(0); rank];
@@ -185,7 +226,7 @@ impl Lowering<'_> {
         }
         let rows = shape[layout.order[1]];
         let atoms = tile[contiguous] / layout.atom;
-        let bar = self.stage_barrier(*region, &ring.slot)?;
+        let bar = self.stage_barrier(*region, &ring.slot, false)?;
         let base = self.smem_address();
         let stage_off = {
             let r = self.em.ci32(*region);
@@ -237,13 +278,50 @@ impl Lowering<'_> {
         };
         let s = self.scalar(slot)?;
         let p = self.scalar(phase)?;
-        let bar = self.stage_barrier(offset, &s)?;
+        let bar = self.stage_barrier(offset, &s, false)?;
+        self.spin_wait(&bar, &p);
+        Ok(())
+    }
+
+    /// Spins until the mbarrier at `bar` completes the phase of parity `phase`.
+    fn spin_wait(&mut self, bar: &Reg, p: &Reg) {
         let mut asm = PtxAsm::new();
-        let (b, ph) = (asm.input(&bar), asm.input(&p));
+        let (b, ph) = (asm.input(bar), asm.input(p));
         asm.push(&format!(
             "{{ .reg .pred P1; TMA_WAIT: mbarrier.try_wait.parity.shared::cta.b64 P1, [{b}], {ph}; @P1 bra TMA_DONE; bra TMA_WAIT; TMA_DONE: }}"
         ));
         asm.emit(&mut self.em);
+    }
+
+    /// `stage_release`: lane 0 of every warp arrives on the stage's empty mbarrier.
+    pub(crate) fn stage_release(&mut self, ring: ValueId, slot: ValueId) -> Result<(), Diagnostic> {
+        let Value::SmemBuf { offset, ring: None, .. } = self.get(ring)? else {
+            return Err(err("a stage release of something that is not a ring"));
+        };
+        let s = self.scalar(slot)?;
+        let bar = self.stage_barrier(offset, &s, true)?;
+        let lane = self.lane.clone();
+        let mut asm = PtxAsm::new();
+        let (b, l) = (asm.input(&bar), asm.input(&lane));
+        asm.push(&format!(
+            "{{ .reg .pred P1; setp.eq.u32 P1, {l}, 0; @P1 mbarrier.arrive.shared::cta.b64 _, [{b}]; }}"
+        ));
+        asm.emit(&mut self.em);
         Ok(())
+    }
+
+    /// `stage_acquire`: the copy's issuing thread (thread 0) waits for the stage's empty
+    /// mbarrier.
+    pub(crate) fn stage_acquire(&mut self, ring: ValueId, slot: ValueId, phase: ValueId) -> Result<(), Diagnostic> {
+        let Value::SmemBuf { offset, ring: None, .. } = self.get(ring)? else {
+            return Err(err("a stage acquire of something that is not a ring"));
+        };
+        let s = self.scalar(slot)?;
+        let p = self.scalar(phase)?;
+        let bar = self.stage_barrier(offset, &s, true)?;
+        self.on_thread0(|lw| {
+            lw.spin_wait(&bar, &p);
+            Ok(())
+        })
     }
 }
