@@ -312,24 +312,21 @@ impl Printer<'_> {
             OpKind::Stage { buf, index } => {
                 format!("\"tilegpu.stage\"({}, {}) : ({}, {}) -> {rty}", n(buf), n(index), t(buf), t(index))
             }
-            OpKind::StageWait { ring, slot, phase } => format!(
-                "\"tilegpu.stage_wait\"({}, {}, {}) : ({}, {}, {}) -> ()",
-                n(ring),
-                n(slot),
-                n(phase),
-                t(ring),
-                t(slot),
-                t(phase)
-            ),
-            OpKind::StageAcquire { ring, slot, phase } => format!(
-                "\"tilegpu.stage_acquire\"({}, {}, {}) : ({}, {}, {}) -> ()",
-                n(ring),
-                n(slot),
-                n(phase),
-                t(ring),
-                t(slot),
-                t(phase)
-            ),
+            OpKind::StageWait { ring, slot, phase } | OpKind::StageAcquire { ring, slot, phase } => {
+                let name = match op.kind {
+                    OpKind::StageWait { .. } => "\"tilegpu.stage_wait\"",
+                    _ => "\"tilegpu.stage_acquire\"",
+                };
+                format!(
+                    "{name}({}, {}, {}) : ({}, {}, {}) -> ()",
+                    n(ring),
+                    n(slot),
+                    n(phase),
+                    t(ring),
+                    t(slot),
+                    t(phase)
+                )
+            }
             OpKind::StageRelease { ring, slot } => {
                 format!("\"tilegpu.stage_release\"({}, {}) : ({}, {}) -> ()", n(ring), n(slot), t(ring), t(slot))
             }

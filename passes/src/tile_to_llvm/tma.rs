@@ -273,14 +273,19 @@ impl Lowering<'_> {
 
     /// `stage_wait`: spins until the stage's mbarrier completes phase `phase`.
     pub(crate) fn stage_wait(&mut self, ring: ValueId, slot: ValueId, phase: ValueId) -> Result<(), Diagnostic> {
-        let Value::SmemBuf { offset, ring: None, .. } = self.get(ring)? else {
-            return Err(err("a stage wait on something that is not a ring"));
-        };
-        let s = self.scalar(slot)?;
+        let (offset, s) = self.ring_slot(ring, slot, "wait")?;
         let p = self.scalar(phase)?;
         let bar = self.stage_barrier(offset, &s, false)?;
         self.spin_wait(&bar, &p);
         Ok(())
+    }
+
+    /// The shared offset of `ring` and the register of `slot`, for a stage `what` op.
+    fn ring_slot(&self, ring: ValueId, slot: ValueId, what: &str) -> Result<(i64, Reg), Diagnostic> {
+        let Value::SmemBuf { offset, ring: None, .. } = self.get(ring)? else {
+            return Err(err(format!("a stage {what} of something that is not a ring")));
+        };
+        Ok((offset, self.scalar(slot)?))
     }
 
     /// Spins until the mbarrier at `bar` completes the phase of parity `phase`.
@@ -295,10 +300,7 @@ impl Lowering<'_> {
 
     /// `stage_release`: lane 0 of every warp arrives on the stage's empty mbarrier.
     pub(crate) fn stage_release(&mut self, ring: ValueId, slot: ValueId) -> Result<(), Diagnostic> {
-        let Value::SmemBuf { offset, ring: None, .. } = self.get(ring)? else {
-            return Err(err("a stage release of something that is not a ring"));
-        };
-        let s = self.scalar(slot)?;
+        let (offset, s) = self.ring_slot(ring, slot, "release")?;
         let bar = self.stage_barrier(offset, &s, true)?;
         let lane = self.lane.clone();
         let mut asm = PtxAsm::new();
@@ -313,10 +315,7 @@ impl Lowering<'_> {
     /// `stage_acquire`: the copy's issuing thread (thread 0) waits for the stage's empty
     /// mbarrier.
     pub(crate) fn stage_acquire(&mut self, ring: ValueId, slot: ValueId, phase: ValueId) -> Result<(), Diagnostic> {
-        let Value::SmemBuf { offset, ring: None, .. } = self.get(ring)? else {
-            return Err(err("a stage acquire of something that is not a ring"));
-        };
-        let s = self.scalar(slot)?;
+        let (offset, s) = self.ring_slot(ring, slot, "acquire")?;
         let p = self.scalar(phase)?;
         let bar = self.stage_barrier(offset, &s, true)?;
         self.on_thread0(|lw| {
