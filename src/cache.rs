@@ -74,7 +74,7 @@ pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> 
     // too: a rebuilt tilec must not be answered with the entry an older one made.
     let request = request_text(source, &opts);
     if let Some((entry, layer)) = cache.recall(&request) {
-        return Ok(CachedCompile { entry, hit: Some(layer), miss: None, warning: None });
+        return Ok(CachedCompile { entry, hit: Some(layer), miss: None, warning: cache.env_warning() });
     }
     let key = cache_key(source, &opts);
     let mut miss = None;
@@ -82,7 +82,7 @@ pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> 
         match cache.get(k) {
             Lookup::Hit(entry, layer) => {
                 cache.remember(request, k);
-                return Ok(CachedCompile { entry, hit: Some(layer), miss: None, warning: None });
+                return Ok(CachedCompile { entry, hit: Some(layer), miss: None, warning: cache.env_warning() });
             }
             Lookup::Miss(m) => miss = Some(m),
         }
@@ -110,6 +110,10 @@ pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> 
             w
         }
         None => None,
+    };
+    let warning = match (warning, cache.env_warning()) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
     };
     Ok(CachedCompile { entry: Arc::new(entry), hit: None, miss, warning })
 }

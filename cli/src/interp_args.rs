@@ -128,6 +128,12 @@ fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -
         if let Some(s) = scalar {
             return s.map_err(|e| anyhow::anyhow!("--arg {a}: `{v}` is not an {ty}: {e}"));
         }
+        // `i8:5`: a dtype and a number, not a shape. Scalars are i32, i64 or f32.
+        if DType::parse(ty).is_some() && v.parse::<f64>().is_ok() && !v.contains('x') {
+            bail!(
+                "--arg {a}: a scalar argument is i32:V, i64:V or f32:V; a {ty} value is a tensor (full:{v}:1:{ty} is one element)"
+            );
+        }
     }
     #[derive(PartialEq)]
     enum Fill {
@@ -177,6 +183,16 @@ fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -
         .with_context(|| format!("--arg {a}: more than {} elements is too many for one argument", limits.per_tensor))?;
     if n > room {
         bail!("--arg {a}: the tensors of all --arg together may hold {} elements", limits.total);
+    }
+    if let Fill::Full(v) = fill {
+        // The value must be one the dtype holds: exactly for integers and bools (300 is no i8,
+        // inf no i32), without overflowing to infinity for floats (1e10 is no f16).
+        let got = HostTensor::from_f64(dtype, &[1], &[v]).to_f64().first().copied().unwrap_or(f64::NAN);
+        let fits =
+            if dtype.is_float() { got == v || (v.is_finite() && got.is_finite()) || v.is_nan() } else { got == v };
+        if !fits {
+            bail!("--arg {a}: {v} does not fit in {dtype} (it would be {got})");
+        }
     }
     if let Fill::RandInt(lo, hi) = fill {
         // Every value must survive the dtype exactly (an i32 tensor of ids up to 2^40 would not).
@@ -237,6 +253,26 @@ mod tests {
         assert!(matches!(&f[1], Arg::Tensor(t) if t.dtype == DType::I32 && t.to_f64() == vec![-1.0; 3]));
         assert!(parse(&["randint:0:99999999999:4:i32".into()], 0).unwrap_err().to_string().contains("fit"));
         assert!(parse(&["randint:a:3:4".into()], 0).is_err());
+        // full: refuses values its dtype cannot hold, as randint does (issue 26, item 7).
+        for bad in
+            ["full:300:4:i8", "full:inf:4:i32", "full:nan:2:i32", "full:-1:3:u8", "full:1e10:2:f16", "full:2.5:2:i32"]
+        {
+            let e = parse(&[bad.into()], 0).unwrap_err().to_string();
+            assert!(e.contains("does not fit"), "{bad}: {e}");
+        }
+        for good in [
+            "full:127:4:i8",
+            "full:-inf:2:f16",
+            "full:65504:2:f16",
+            "full:0.1:2:f16",
+            "full:nan:2:f32",
+            "full:1:2:bool",
+        ] {
+            assert!(parse(&[good.into()], 0).is_ok(), "{good}");
+        }
+        // A dtype with a number is not a shape: the message says what scalars are.
+        let e = parse(&["i8:5".into()], 0).unwrap_err().to_string();
+        assert!(e.contains("scalar argument is i32:V") && !e.contains("unknown dtype"), "{e}");
         // Raw files of a shape, and their size check.
         let dir = std::env::temp_dir().join(format!("tilec-raw-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

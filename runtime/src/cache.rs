@@ -185,6 +185,39 @@ pub struct Cache {
     /// memory hit without rebuilding the key).
     requests: Mutex<BTreeMap<String, String>>,
     warned: AtomicBool,
+    /// What was wrong with the environment's settings (said once, by [`Cache::env_warning`]).
+    env_problems: Vec<String>,
+    env_warned: AtomicBool,
+}
+
+/// The cap and the always-compile switch the environment's values ask for, and what is
+/// wrong with them: a cap that is not a number of bytes keeps the default, a switch that is
+/// none of `1 true yes on` / `0 false no off` compiles always (never wrong, only slower).
+pub fn env_settings(max_bytes: Option<&str>, always: Option<&str>) -> (u64, bool, Vec<String>) {
+    let mut problems = vec![];
+    let cap = match max_bytes.map(str::trim).filter(|v| !v.is_empty()) {
+        None => DEFAULT_CAP_BYTES,
+        Some(v) => v.parse::<u64>().unwrap_or_else(|_| {
+            problems.push(format!(
+                "TILEC_CACHE_MAX_BYTES=`{v}` is not a number of bytes; using the default {DEFAULT_CAP_BYTES}"
+            ));
+            DEFAULT_CAP_BYTES
+        }),
+    };
+    let always = match always.map(|v| v.trim().to_ascii_lowercase()) {
+        None => false,
+        Some(v) => match v.as_str() {
+            "" | "0" | "false" | "no" | "off" => false,
+            "1" | "true" | "yes" | "on" => true,
+            _ => {
+                problems.push(format!(
+                    "TILEC_ALWAYS_COMPILE=`{v}` is none of 1/true/yes/on or 0/false/no/off; compiling always"
+                ));
+                true
+            }
+        },
+    };
+    (cap, always, problems)
 }
 
 /// The default size cap of the disk layer.
@@ -197,12 +230,15 @@ impl Cache {
         let dir = std::env::var_os("TILEC_CACHE_DIR").filter(|d| !d.is_empty()).map(PathBuf::from).or_else(|| {
             std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache/tilec"))
         });
-        let cap = std::env::var("TILEC_CACHE_MAX_BYTES")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(DEFAULT_CAP_BYTES);
-        let always = std::env::var("TILEC_ALWAYS_COMPILE").is_ok_and(|v| !v.is_empty() && v != "0");
-        Cache { always_compile: always, ..Cache::new(dir, cap) }
+        let (max, always) = (std::env::var("TILEC_CACHE_MAX_BYTES").ok(), std::env::var("TILEC_ALWAYS_COMPILE").ok());
+        let (cap, always, env_problems) = env_settings(max.as_deref(), always.as_deref());
+        Cache { always_compile: always, env_problems, ..Cache::new(dir, cap) }
+    }
+
+    /// What was wrong with the environment's settings, the first time it is asked.
+    pub fn env_warning(&self) -> Option<String> {
+        let first = !self.env_problems.is_empty() && !self.env_warned.swap(true, Ordering::Relaxed);
+        first.then(|| self.env_problems.join("; "))
     }
 
     /// A cache over `dir` (None: memory only) with a size cap in bytes.
@@ -214,6 +250,8 @@ impl Cache {
             mem: Mutex::new(BTreeMap::new()),
             requests: Mutex::new(BTreeMap::new()),
             warned: AtomicBool::new(false),
+            env_problems: vec![],
+            env_warned: AtomicBool::new(false),
         }
     }
 
@@ -569,6 +607,22 @@ mod tests {
 
     fn disk(dir: &Path) -> Cache {
         Cache::new(Some(dir.to_path_buf()), DEFAULT_CAP_BYTES)
+    }
+
+    #[test]
+    fn malformed_environment_values_are_said_never_silently_the_default() {
+        // Issue 26, item 6.
+        assert_eq!(env_settings(None, None), (DEFAULT_CAP_BYTES, false, vec![]));
+        assert_eq!(env_settings(Some(" 4096 "), Some("1")), (4096, true, vec![]));
+        assert_eq!(env_settings(Some(""), Some("off")).2.len(), 0);
+        let (cap, always, why) = env_settings(Some("1GB"), Some("maybe"));
+        assert_eq!((cap, always), (DEFAULT_CAP_BYTES, true));
+        assert!(why[0].contains("TILEC_CACHE_MAX_BYTES=`1GB`"), "{why:?}");
+        assert!(why[1].contains("TILEC_ALWAYS_COMPILE=`maybe`"), "{why:?}");
+        // Said once.
+        let c = Cache { env_problems: why, ..Cache::new(None, 1) };
+        assert!(c.env_warning().is_some_and(|w| w.contains("1GB")));
+        assert_eq!(c.env_warning(), None);
     }
 
     #[test]

@@ -214,6 +214,47 @@ impl Layout {
         }
     }
 
+    /// What is wrong with the layout's own contents, for a block of `warps` warps: every size a
+    /// positive power of two, `#blocked` lanes making one warp of 32 and its order a
+    /// permutation, a `#slice` dim inside its parent, the warps the layout spreads over the
+    /// block's. The verifier asks before any pass reads a layout (the maps assume all of it).
+    pub fn check(&self, warps: i64) -> Result<(), String> {
+        let p2 = |x: i64| x > 0 && x & (x - 1) == 0;
+        match self {
+            Layout::Blocked(b) => {
+                let rank = b.rank();
+                let mut order = b.order.clone();
+                order.sort_unstable();
+                if order != (0..rank).collect::<Vec<_>>() {
+                    return Err(format!("order {:?} is not a permutation of the {rank} dims", b.order));
+                }
+                let sizes = b.size_per_thread.iter().chain(&b.threads_per_warp).chain(&b.warps_per_cta);
+                if let Some(x) = sizes.copied().find(|&x| !p2(x)) {
+                    return Err(format!("size {x} is not a positive power of two"));
+                }
+                let lanes: i64 = b.threads_per_warp.iter().product();
+                if lanes != 32 {
+                    return Err(format!("threadsPerWarp {:?} makes {lanes} lanes, not 32", b.threads_per_warp));
+                }
+            }
+            Layout::Slice { dim, parent } => {
+                if *dim >= parent.rank() {
+                    return Err(format!("slice dim {dim} of a parent of rank {}", parent.rank()));
+                }
+                return parent.check(warps);
+            }
+            Layout::Mma(m) | Layout::DotOperand { parent: m, .. } => {
+                if !m.warps_per_cta.iter().all(|&w| p2(w)) {
+                    return Err(format!("warps {:?} are not powers of two", m.warps_per_cta));
+                }
+            }
+        }
+        if self.num_warps() != warps {
+            return Err(format!("it spreads over {} warps, the block has {warps}", self.num_warps()));
+        }
+        Ok(())
+    }
+
     /// The generic map of this layout over a tile of `shape`.
     pub fn to_linear(&self, shape: &[i64]) -> LinearLayout {
         match self {

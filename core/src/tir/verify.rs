@@ -76,7 +76,6 @@ fn bad(op: Option<&Op>, msg: String) -> Diagnostic {
 }
 
 fn check_type(func: &Func, t: &Type, level: Level) -> Result<(), String> {
-    let _ = func;
     match t {
         Type::Tensor { rank, .. } if *rank == 0 || *rank > 8 => Err(format!("a tensor of rank {rank}")),
         Type::Tile { shape, layout, .. } => {
@@ -94,14 +93,22 @@ fn check_type(func: &Func, t: &Type, level: Level) -> Result<(), String> {
                 (Level::TileGpu, Some(l)) if l.rank() != shape.len() => {
                     Err(format!("a tile of shape {shape:?} with a layout of rank {}", l.rank()))
                 }
+                (_, Some(l)) => l
+                    .check(i64::from(func.num_warps))
+                    .map_err(|why| format!("the layout {} of a tile of shape {shape:?}: {why}", l.to_mlir())),
                 _ => Ok(()),
             }
         }
-        Type::Smem { shape, .. } => {
+        Type::Smem { shape, layout, .. } => {
             // M×N, or a ring S×M×N; no larger than a tile (the interpreter holds it).
             let n = shape.iter().try_fold(1i64, |a, &d| if d > 0 { a.checked_mul(d) } else { None });
             if !(2..=3).contains(&shape.len()) || n.is_none_or(|n| n > MAX_TILE_ELEMENTS) {
                 return Err(format!("a shared buffer of shape {shape:?}"));
+            }
+            // The swizzle is index bit arithmetic: powers of two, or the addresses are wrong.
+            let p2 = |x: i64| x > 0 && x & (x - 1) == 0;
+            if ![layout.vec, layout.per_phase, layout.max_phase].into_iter().all(p2) {
+                return Err(format!("the shared layout {}: sizes that are not powers of two", layout.to_mlir()));
             }
             Ok(())
         }
@@ -650,5 +657,42 @@ mod tests {
         let mut f = kernel(DType::F16);
         f.values[2] = Type::tile(vec![1 << 30, 1 << 30], DType::F16);
         assert!(verify(&f, Level::Tile).unwrap_err().message.contains("more than"));
+    }
+
+    /// Hand-written layouts are checked for their contents, not only their rank (issue 26,
+    /// item 5: some of these panicked in `tile-to-llvm`, others were lowered to wrong code).
+    #[test]
+    fn rejects_layouts_whose_contents_are_wrong() {
+        use crate::layout::parse_layout;
+        let with = |text: &str| {
+            let mut f = kernel(DType::F16);
+            let l = parse_layout(text).unwrap_or_else(|| panic!("{text} does not parse"));
+            for v in [2, 3] {
+                if let Type::Tile { layout, .. } = &mut f.values[v] {
+                    *layout = Some(l.clone());
+                }
+            }
+            verify(&f, Level::TileGpu)
+        };
+        // A good one: 64 elements, 2 a thread, 32 lanes, 4 warps... of which 1 holds copies.
+        assert!(with("#tilegpu.blocked<[2], [32], [4], [0]>").is_ok());
+        for (text, why) in [
+            ("#tilegpu.blocked<[2], [32], [4], [1]>", "not a permutation"),
+            ("#tilegpu.blocked<[0], [32], [4], [0]>", "not a positive power of two"),
+            ("#tilegpu.blocked<[-2], [32], [4], [0]>", "not a positive power of two"),
+            ("#tilegpu.blocked<[3], [32], [4], [0]>", "not a positive power of two"),
+            ("#tilegpu.blocked<[2], [16], [4], [0]>", "not 32"),
+            ("#tilegpu.blocked<[2], [32], [8], [0]>", "the block has 4"),
+        ] {
+            let e = with(text).unwrap_err();
+            assert_eq!(e.code, "E0905");
+            assert!(e.message.contains(why) && e.message.contains("#tilegpu.blocked"), "{text}: {}", e.message);
+        }
+        let mut f = kernel(DType::F16);
+        let parent = parse_layout("#tilegpu.blocked<[2], [32], [4], [0]>").unwrap();
+        if let Type::Tile { layout, .. } = &mut f.values[2] {
+            *layout = Some(crate::layout::Layout::Slice { dim: 3, parent: Box::new(parent) });
+        }
+        assert!(verify(&f, Level::TileGpu).unwrap_err().message.contains("slice dim 3"));
     }
 }
