@@ -55,11 +55,33 @@ pub fn parse_with(args: &[String], seed: u64, limits: Limits) -> Result<Vec<Arg>
     Ok(out)
 }
 
-/// A tensor from a file: `x.npy`, `x.npz[:NAME]`, or `x.bin:SHAPE:dtype` (raw).
-fn file_tensor(a: &str, spec: &str) -> Result<HostTensor> {
-    let read = |path: &str| std::fs::read(path).with_context(|| format!("--arg {a}: cannot read {path}"));
+/// The first `limit + 1` bytes of the file at `path` at most: one more than `limit` says the
+/// file is larger (a device such as `/dev/zero` never ends: it is read no further).
+fn read_bounded(a: &str, path: &str, limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).with_context(|| format!("--arg {a}: cannot read {path}"))?;
+    let mut bytes = vec![];
+    f.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("--arg {a}: cannot read {path}"))?;
+    Ok(bytes)
+}
+
+/// A tensor from a file: `x.npy`, `x.npz[:NAME]`, or `x.bin:SHAPE:dtype` (raw), of at most
+/// `max_elements` elements: no file is read, nor archive member inflated, past what that allows.
+fn file_tensor(a: &str, spec: &str, max_elements: u64) -> Result<HostTensor> {
+    // Eight bytes an element at most, and room for a .npy header.
+    let max_bytes = max_elements.saturating_mul(8).saturating_add(1 << 16);
+    // An archive holds several members; its central directory is at its end.
+    let read = |path: &str, limit: u64| -> Result<Vec<u8>> {
+        let bytes = read_bounded(a, path, limit)?;
+        if bytes.len() as u64 > limit {
+            bail!("--arg {a}: {path} holds more than the {limit} bytes this argument may take");
+        }
+        Ok(bytes)
+    };
     if spec.ends_with(".npy") {
-        return tilec_core::npy::read(&read(spec)?).map_err(|e| anyhow::anyhow!("--arg {a}: {e}"));
+        return tilec_core::npy::read(&read(spec, max_bytes)?).map_err(|e| anyhow::anyhow!("--arg {a}: {e}"));
     }
     if let Some(i) = spec.find(".npz") {
         let (path, rest) = spec.split_at(i + 4);
@@ -67,7 +89,8 @@ fn file_tensor(a: &str, spec: &str) -> Result<HostTensor> {
         if !rest.is_empty() && key.is_none() {
             bail!("--arg {a}: an archive member is `@file.npz:NAME`");
         }
-        return tilec_core::npy::read_npz(&read(path)?, key).map_err(|e| anyhow::anyhow!("--arg {a}: {e}"));
+        return tilec_core::npy::read_npz_bounded(&read(path, max_bytes.saturating_mul(16))?, key, max_bytes)
+            .map_err(|e| anyhow::anyhow!("--arg {a}: {e}"));
     }
     let mut it = spec.rsplitn(3, ':');
     let (dt, dims, path) = (it.next().unwrap_or(""), it.next(), it.next());
@@ -85,8 +108,15 @@ fn file_tensor(a: &str, spec: &str) -> Result<HostTensor> {
                 .with_context(|| format!("bad extent `{d}` in --arg {a}"))?,
         );
     }
-    let bytes = read(path)?;
     let want = shape.iter().try_fold(u64::from(dtype.bytes()), |acc, &d| acc.checked_mul(d as u64));
+    let Some(want_bytes) = want.filter(|w| *w <= max_bytes) else {
+        bail!("--arg {a}: {shape:?} of {dtype} is more than the {max_elements} elements an argument may hold");
+    };
+    // The bytes the shape needs and one more, to tell a larger file: never the whole of it.
+    let bytes = read_bounded(a, path, want_bytes)?;
+    if bytes.len() as u64 > want_bytes {
+        bail!("--arg {a}: {path} holds more than the {want_bytes} bytes {shape:?} of {dtype} needs");
+    }
     if want != Some(bytes.len() as u64) {
         bail!(
             "--arg {a}: {path} holds {} bytes, {shape:?} of {dtype} needs {}",
@@ -100,7 +130,7 @@ fn file_tensor(a: &str, spec: &str) -> Result<HostTensor> {
 /// One argument; a tensor holds at most `room` elements (what the earlier ones left).
 fn parse_one(a: &str, rng: &mut rand::rngs::StdRng, limits: Limits, room: u64) -> Result<Arg> {
     if let Some(spec) = a.strip_prefix('@') {
-        let t = file_tensor(a, spec)?;
+        let t = file_tensor(a, spec, room.min(limits.per_tensor))?;
         if t.numel() as u64 > room.min(limits.per_tensor) {
             bail!(
                 "--arg {a}: {} elements are more than the {} the arguments may hold",
@@ -282,7 +312,15 @@ mod tests {
         let r = parse(&[format!("@{}:6:u8", raw.display()), format!("@{}:2x3:i8", raw.display())], 0).unwrap();
         assert!(matches!(&r[0], Arg::Tensor(t) if t.to_f64() == vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0]));
         assert!(matches!(&r[1], Arg::Tensor(t) if t.dtype == DType::I8 && t.shape == vec![2, 3]));
-        assert!(parse(&[format!("@{}:4:u8", raw.display())], 0).unwrap_err().to_string().contains("holds 6 bytes"));
+        // Larger than the shape: said, and read no further than one byte past it (issue 26,
+        // item 4: `@/dev/zero` grew to 2 GB); smaller: said with both sizes.
+        let e = parse(&[format!("@{}:4:u8", raw.display())], 0).unwrap_err().to_string();
+        assert!(e.contains("holds more than the 4 bytes"), "{e}");
+        assert!(parse(&[format!("@{}:8:u8", raw.display())], 0).unwrap_err().to_string().contains("holds 6 bytes"));
+        if std::path::Path::new("/dev/zero").exists() {
+            let e = parse(&["@/dev/zero:16:f32".into()], 0).unwrap_err().to_string();
+            assert!(e.contains("holds more than the 64 bytes"), "{e}");
+        }
         std::fs::remove_dir_all(&dir).ok();
         assert!(parse(&["i32:x".into()], 0).is_err());
     }

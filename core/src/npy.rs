@@ -80,6 +80,13 @@ pub fn read(bytes: &[u8]) -> Result<HostTensor, String> {
 /// NumPy `.npz` archive — `np.savez` (stored) or `np.savez_compressed` (deflate), zip64
 /// included.
 pub fn read_npz(bytes: &[u8], key: Option<&str>) -> Result<HostTensor, String> {
+    read_npz_bounded(bytes, key, u64::MAX)
+}
+
+/// [`read_npz`] of a member whose `.npy` is at most `max_bytes`: the size the archive's
+/// directory gives is checked before anything is inflated (an archive of a few megabytes may
+/// claim gigabytes).
+pub fn read_npz_bounded(bytes: &[u8], key: Option<&str>, max_bytes: u64) -> Result<HostTensor, String> {
     let entries = zip_entries(bytes)?;
     let names: Vec<String> = entries.iter().map(|e| e.name.trim_end_matches(".npy").to_string()).collect();
     let pick = match key {
@@ -97,6 +104,12 @@ pub fn read_npz(bytes: &[u8], key: Option<&str>) -> Result<HostTensor, String> {
         }
     };
     let e = &entries[pick];
+    if e.size as u64 > max_bytes {
+        return Err(format!(
+            "`{}` holds {} bytes, more than the {max_bytes} an argument may (checked before inflating it)",
+            e.name, e.size
+        ));
+    }
     let u16_at = |o: usize| bytes.get(o..o.checked_add(2)?).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])));
     // Offsets read from the file are checked against its length before any arithmetic.
     let lh = e.local_offset;
@@ -287,6 +300,10 @@ mod tests {
         let one = zip(&[("x.npy", write(&b))]);
         assert_eq!(read_npz(&one, None).unwrap().to_f64(), vec![7.0, 8.0, 9.0]);
         assert!(read_npz(b"PK not really", None).is_err());
+        // A member larger than allowed is refused by its directory size, before inflating.
+        let big = write(&a).len() as u64;
+        assert!(read_npz_bounded(&z, Some("a"), big - 1).unwrap_err().contains("before inflating"));
+        assert_eq!(read_npz_bounded(&z, Some("a"), big).unwrap(), a);
         assert!(read_npz(&z[..z.len() - 3], Some("a")).is_err());
         // Offsets far past the end (the directory's and a member's) are errors, not overflows.
         let mut far = z.clone();
