@@ -48,7 +48,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
             .field("pipeline", pipeline)
             .field("tilec", env!("CARGO_PKG_VERSION"))
             .field("build", BUILD_ID)
-            .field("llvm", tilec_backend::llvm_version()),
+            .field("llvm", tilec_backend::llvm_version())
+            // The entry holds ptxas's cubin and resource report.
+            .field("ptxas", tilec_backend::ptxas::ptxas_identity()),
     )
 }
 
@@ -118,10 +120,15 @@ pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> 
     Ok(CachedCompile { entry: Arc::new(entry), hit: None, miss, warning })
 }
 
-/// The text a request alias is keyed by: the compiler (build id, LLVM), the source and the
-/// options.
+/// The text a request alias is keyed by: the compiler (build id, LLVM, the ptxas whose
+/// cubin the entry holds), the source and the options.
 fn request_text(source: &Source, opts: &CompileOptions) -> String {
-    format!("{BUILD_ID}\u{0}{}\u{0}{}\u{0}{opts:?}", tilec_backend::llvm_version(), source.text)
+    format!(
+        "{BUILD_ID}\u{0}{}\u{0}{}\u{0}{}\u{0}{opts:?}",
+        tilec_backend::llvm_version(),
+        tilec_backend::ptxas::ptxas_identity(),
+        source.text
+    )
 }
 
 /// What the cache keeps of ptxas's report (the runtime does not link the backend).
@@ -198,6 +205,7 @@ mod tests {
         let t = request_text(&src, &CompileOptions::default());
         assert!(t.starts_with(BUILD_ID), "{t}");
         assert!(t.contains(&tilec_backend::llvm_version()), "{t}");
+        assert!(t.contains(&tilec_backend::ptxas::ptxas_identity()), "{t}");
         assert!(t.contains("kernel k() {}"), "{t}");
     }
 }

@@ -58,6 +58,26 @@ pub fn find_ptxas() -> Option<PathBuf> {
     cand.is_file().then_some(cand)
 }
 
+/// Which ptxas [`find_ptxas`] finds, for the compilation cache's key: its entries hold that
+/// ptxas's cubin and resource report, so another ptxas (another path, or another binary at
+/// the same path) must miss. `none` when there is none.
+pub fn ptxas_identity() -> String {
+    identity_of(find_ptxas().as_deref())
+}
+
+/// The identity of the executable at `path`: the path, its size and modification time.
+fn identity_of(path: Option<&Path>) -> String {
+    let Some(p) = path else { return "none".into() };
+    let full = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let meta = std::fs::metadata(&full).ok();
+    let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
+    let mtime = meta
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    format!("{} {size} {mtime}", full.display())
+}
+
 /// How long ptxas may run.
 fn timeout() -> Duration {
     let secs = std::env::var("TILEC_PTXAS_TIMEOUT").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(300);
@@ -177,6 +197,24 @@ fn unique() -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_identity_tells_ptxas_binaries_apart() {
+        let dir = std::env::temp_dir().join(format!("tilec-ptxas-id-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, b"one").unwrap();
+        std::fs::write(&b, b"three").unwrap();
+        let (ia, ib) = (identity_of(Some(&a)), identity_of(Some(&b)));
+        assert_ne!(ia, ib);
+        assert_eq!(ia, identity_of(Some(&a)), "not stable");
+        // Another binary at the same path.
+        std::fs::write(&a, b"a longer one").unwrap();
+        assert_ne!(ia, identity_of(Some(&a)));
+        assert_eq!(identity_of(None), "none");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
     use super::*;
 
     #[test]
