@@ -125,7 +125,7 @@ pub fn read_npz_bounded(bytes: &[u8], key: Option<&str>, max_bytes: u64) -> Resu
         0 => read(data),
         8 => {
             let inflated = miniz_oxide::inflate::decompress_to_vec_with_limit(data, e.size.max(1))
-                .map_err(|err| format!("`{}`: bad deflate data ({err:?})", e.name))?;
+                .map_err(|err| format!("`{}`: bad deflate data ({:?})", e.name, err.status))?;
             read(&inflated)
         }
         m => Err(format!("`{}` is compressed with method {m} (stored and deflate are supported)", e.name)),
@@ -304,6 +304,16 @@ mod tests {
         let big = write(&a).len() as u64;
         assert!(read_npz_bounded(&z, Some("a"), big - 1).unwrap_err().contains("before inflating"));
         assert_eq!(read_npz_bounded(&z, Some("a"), big).unwrap(), a);
+        // A member that claims deflate but holds garbage: a short message, not a dump of the
+        // inflater's buffer (issue 26, item 8).
+        let mut bad = z.clone();
+        let cd = bad.windows(4).position(|w| w == [0x50, 0x4b, 0x01, 0x02]).expect("a central directory");
+        bad[cd + 10] = 8;
+        // The member's first byte (after the 30-byte local header and its 5-byte name) as a
+        // block of the reserved type 3.
+        bad[35] = 0x07;
+        let e = read_npz(&bad, Some("a")).unwrap_err();
+        assert!(e.contains("bad deflate data") && e.len() < 200, "{e}");
         assert!(read_npz(&z[..z.len() - 3], Some("a")).is_err());
         // Offsets far past the end (the directory's and a member's) are errors, not overflows.
         let mut far = z.clone();

@@ -54,11 +54,21 @@ pub(super) fn next_pow2(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) 
     Ok(Val::Int((n as u64).next_power_of_two() as i64))
 }
 
+/// `text` cut to its first `max` bytes (on a character boundary) with the rest counted: a
+/// diagnostic never echoes megabytes of the source.
+fn shortened(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let cut = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    format!("{}… ({} more bytes)", &text[..cut], text.len() - cut)
+}
+
 /// `static_assert(cond, "message")`.
 pub(super) fn static_assert(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
     let a = Args::new(cx, args, &[("cond", true), ("msg", false)], name, span)?;
     let msg = match a.get(1) {
-        Some(Val::Str(s)) => s.clone(),
+        Some(Val::Str(s)) => shortened(s, 1000),
         _ => "static assertion failed".to_string(),
     };
     match a.get(0) {
@@ -212,5 +222,18 @@ impl Cx<'_> {
         let x = self.as_tile(x, &shape, spans[1])?;
         let y = self.as_tile(y, &shape, spans[2])?;
         Ok(Val::Tile(self.func.push(OpKind::Select { cond: cid, a: x, b: y }, Type::tile(shape, d), Some(span))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A 5 MB static_assert message is not echoed whole (issue 26, item 8).
+    #[test]
+    fn long_messages_are_cut_on_a_character_boundary() {
+        assert_eq!(super::shortened("short", 1000), "short");
+        let long = "é".repeat(3_000_000);
+        let s = super::shortened(&long, 1000);
+        assert!(s.len() < 1100 && s.ends_with("more bytes)"), "{}", s.len());
+        assert!(s.contains("(5999000 more bytes)"), "{s}");
     }
 }
