@@ -463,14 +463,16 @@ impl Cx<'_> {
         }
         if let Emit::Bin(op, _) = emit {
             if !op.accepts(d) {
-                let what = if d.is_float() { "integers" } else { "floats" };
-                return Err(Diagnostic::error("E0008", format!("`{}` needs {what}, found {d}", src.symbol()))
-                    .with_primary(span, format!("{d} operands"))
-                    .with_note(if d.is_float() {
-                        "cast first: `.astype(i32)`"
-                    } else {
-                        "cast first: `.astype(f32)`"
-                    }));
+                // What the operator takes, and the cast to it (bools may become either).
+                let (what, cast) = match (op.accepts(DType::I32), op.accepts(DType::F32)) {
+                    (true, false) => ("integers", "i32"),
+                    (false, true) => ("floats", "f32"),
+                    _ => ("numbers", "i32"),
+                };
+                let found = if d == DType::I1 { "bool (i1)".to_string() } else { d.to_string() };
+                return Err(Diagnostic::error("E0008", format!("`{}` needs {what}, found {found}", src.symbol()))
+                    .with_primary(span, format!("{found} operands"))
+                    .with_note(format!("cast first: `.astype({cast})`")));
             }
         }
         let result_dtype = if matches!(emit, Emit::Cmp(_)) { DType::I1 } else { d };
