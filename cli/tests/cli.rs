@@ -431,6 +431,17 @@ fn run_stops_at_its_limits() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Limits of zero would make every input a hang or every allocation a finding: refused
+/// (issue 26, item 8).
+#[test]
+fn fuzz_refuses_zero_limits() {
+    for flag in ["--timeout", "--mem-gib", "--chunk"] {
+        let (code, _, err) = tilec(&["fuzz", flag, "0", "--target", "tile=1"]);
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(err.contains("0 is not in 1.."), "{flag}: {err}");
+    }
+}
+
 /// The fuzz slice CI runs: a fixed count of inputs per target, in watched workers; any crash,
 /// hang over 10 s or allocation over 4 GiB fails it (the findings are written beside).
 #[test]
@@ -558,6 +569,11 @@ fn compile_uses_the_cache_across_processes() {
     );
     assert_eq!(code, 1);
     assert!(out.contains("consts: this compile `BLOCK_N=Int(512)`, the entry ``"), "{out}");
+    // A kernel the file does not define: said, not explained as a key difference.
+    let (code, out, _) =
+        tilec_with_cache(&["cache", "explain", "kernels/softmax.tile", "--arch", "sm_90a", "--kernel", "nope"], &cache);
+    assert_eq!(code, 1);
+    assert!(out.contains("no kernel named `nope`") && out.contains("it defines: softmax"), "{out}");
     // A damaged entry is a miss, recompiled into the same PTX.
     let file = std::fs::read_dir(cache.join("v1"))
         .unwrap()

@@ -88,6 +88,18 @@ pub fn run(cmd: Cmd) -> Result<ExitCode> {
             let text = read_input(&a.file)?;
             let source = Source::new(a.file.display().to_string(), text);
             let opts = a.request.options()?;
+            // A kernel the file does not define has no entry to explain.
+            if let (Some(k), Ok(file)) = (&opts.kernel, tilec_frontend::parse(&source.text)) {
+                if !file.kernels.iter().any(|x| &x.name.name == k) {
+                    let names: Vec<&str> = file.kernels.iter().map(|x| x.name.name.as_str()).collect();
+                    out::println(&format!(
+                        "no kernel named `{k}` in {} (it defines: {})",
+                        a.file.display(),
+                        if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
+                    ))?;
+                    return Ok(ExitCode::from(1));
+                }
+            }
             let Some(key) = tilec::cache_key(&source, &opts) else {
                 out::println("no key: the file does not parse or the arch is unknown (`tilec compile` says which)")?;
                 return Ok(ExitCode::from(1));

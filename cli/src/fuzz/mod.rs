@@ -39,13 +39,13 @@ pub struct Args {
     #[arg(long)]
     jobs: Option<usize>,
     /// Inputs per worker process.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
     chunk: u64,
-    /// An input running longer than this many seconds is a hang.
-    #[arg(long, default_value_t = 10)]
+    /// An input running longer than this many seconds is a hang (at least 1).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
-    /// Address-space limit of a worker, in GiB: an allocation past it is a finding.
-    #[arg(long, default_value_t = 4)]
+    /// Address-space limit of a worker, in GiB: an allocation past it is a finding (at least 1).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
     mem_gib: u64,
     /// The repository whose kernels and goldens seed the corpus.
     #[arg(long, default_value = ".")]
