@@ -103,6 +103,13 @@ fn errors_render_with_source_and_json() {
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j[0]["code"], "E0010");
     assert_eq!(j[0]["labels"][0]["line"], 2);
+    // An unreadable input is a JSON diagnostic too (issue 26, item 8).
+    let missing = dir.join("missing.tile");
+    let (code, out, _) = tilec(&["compile", missing.to_str().unwrap(), "--arch", "sm_90a", "--error-format", "json"]);
+    assert_eq!(code, 2);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(j[0]["code"], "E0023");
+    assert!(j[0]["message"].as_str().is_some_and(|m| m.contains("cannot read")), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

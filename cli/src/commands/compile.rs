@@ -38,7 +38,16 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let text = read_input(&a.file)?;
+    let text = match read_input(&a.file) {
+        Ok(t) => t,
+        // Tools asking for JSON get JSON for every error, an unreadable input too.
+        Err(e) if a.error_format == ErrorFormat::Json => {
+            let d = tilec::Diagnostic::error("E0023", format!("{e:#}"));
+            out::println(&tilec::diag::render_json(&[d], &Source::new(a.file.display().to_string(), String::new())))?;
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e),
+    };
     let source = Source::new(a.file.display().to_string(), text);
     let opts = a.request.options()?;
     // The cache answers PTX requests; a stage dump or per-pass timings compile in full.
