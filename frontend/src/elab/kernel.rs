@@ -43,6 +43,8 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
     for d in DType::ALL {
         cx.bind(d.name(), Val::DType(d));
     }
+    // The language's name of the i1 dtype (docs/language.md), as in `zeros((8,), bool)`.
+    cx.bind("bool", Val::DType(DType::I1));
     cx.bind("int32", Val::DType(DType::I32));
     cx.bind("float32", Val::DType(DType::F32));
     cx.bind("float16", Val::DType(DType::F16));
