@@ -495,6 +495,7 @@ impl Cx<'_> {
                         .with_secondary(sb, format!("{:?}", ty.shape()))
                         .with_note("dims are compared from the right; each pair must be equal or one of them 1")
                 })?;
+                super::builtins::check_tile_size(&shape, span)?;
                 let x = self.as_tile(x, &shape, span)?;
                 let y = self.as_tile(y, &shape, span)?;
                 Ok(Val::Tile(self.func.push(make(x, y), Type::tile(shape, result_dtype), Some(span))))

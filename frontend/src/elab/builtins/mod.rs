@@ -8,6 +8,7 @@ mod misc;
 mod mma;
 mod reduce;
 mod shape;
+pub(crate) use shape::check_tile_size;
 
 use super::*;
 

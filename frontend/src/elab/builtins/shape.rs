@@ -114,11 +114,7 @@ impl Cx<'_> {
                 }
             }
         }
-        let total = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d));
-        if total.is_none_or(|t| t > (1 << 24)) {
-            return Err(Diagnostic::error("E0020", format!("tile {shape:?} has more than 2^24 elements"))
-                .with_primary(span, "too large"));
-        }
+        check_tile_size(&shape, span)?;
         Ok(shape)
     }
 
@@ -176,4 +172,17 @@ impl Cx<'_> {
         }
         Ok(Val::Tile(self.func.push(OpKind::Reshape(id), Type::tile(new, ty.dtype()), Some(span))))
     }
+}
+
+/// A tile of more elements than the tile IR holds (`MAX_TILE_ELEMENTS`, the verifier's one
+/// limit) is refused here, with the span that made it, rather than later without one.
+pub(crate) fn check_tile_size(shape: &[i64], span: Span) -> R<()> {
+    let max = tilec_core::tir::verify::MAX_TILE_ELEMENTS;
+    let total = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d));
+    if total.is_none_or(|t| t > max) {
+        return Err(Diagnostic::error("E0020", format!("tile {shape:?} has more than {max} (2^22) elements"))
+            .with_primary(span, "too large")
+            .with_note("split the work over more blocks (a grid dimension) or a loop"));
+    }
+    Ok(())
 }
