@@ -59,7 +59,7 @@
 
 use std::collections::BTreeMap;
 use tilec_core::target::Arch;
-use tilec_core::tir::{BinOp, CmpPred, Func, MathFlags, Op, OpKind, Padding, Type, ValueId};
+use tilec_core::tir::{walk_ops, BinOp, CmpPred, Func, MathFlags, Op, OpKind, Padding, Type, ValueId};
 use tilec_core::Diagnostic;
 
 /// What the pass decided, one line per load (for `--report`).
@@ -132,31 +132,20 @@ struct InFlight {
 fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]) -> Option<InFlight> {
     let mut uses: BTreeMap<ValueId, usize> = BTreeMap::new();
     let mut defs: BTreeMap<ValueId, &OpKind> = BTreeMap::new();
-    fn count<'o>(ops: &'o [Op], uses: &mut BTreeMap<ValueId, usize>, defs: &mut BTreeMap<ValueId, &'o OpKind>) {
-        for op in ops {
-            for v in op.kind.operands() {
-                *uses.entry(v).or_default() += 1;
-            }
-            if let Some(r) = op.result {
-                defs.insert(r, &op.kind);
-            }
-            match &op.kind {
-                OpKind::For { body, .. } => count(body, uses, defs),
-                OpKind::If { then_ops, else_ops, .. } => {
-                    count(then_ops, uses, defs);
-                    count(else_ops, uses, defs);
-                }
-                _ => {}
-            }
+    walk_ops(body, &mut |op| {
+        for v in op.kind.operands() {
+            *uses.entry(v).or_default() += 1;
         }
-    }
-    count(body, &mut uses, &mut defs);
+        if let Some(r) = op.result {
+            defs.insert(r, &op.kind);
+        }
+    });
     for y in yields {
         *uses.entry(*y).or_default() += 1;
     }
     body.iter().find_map(|op| {
         let (OpKind::Mma { a, b, acc }, Some(r)) = (&op.kind, op.result) else { return None };
-        let wgmma = matches!(func.ty(r).layout(), Some(tilec_core::layout::Layout::Mma(m)) if m.family == tilec_core::layout::MmaFamily::Wgmma);
+        let wgmma = func.ty(r).layout().is_some_and(tilec_core::layout::Layout::is_wgmma);
         let iter = iters.iter().position(|i| i == acc)?;
         let only = wgmma && yields.get(iter) == Some(&r) && uses.get(acc) == Some(&1) && uses.get(&r) == Some(&1);
         if !only {
@@ -186,23 +175,11 @@ fn last_reader(body: &[Op], buf: ValueId) -> Option<ValueId> {
         (OpKind::LocalLoad { buf: b }, Some(r)) if *b == buf => Some(r),
         _ => None,
     })?;
-    // Whether an op of a nested region reads `load`.
-    fn reads(ops: &[Op], v: ValueId) -> bool {
-        ops.iter().any(|o| {
-            o.kind.operands().contains(&v)
-                || match &o.kind {
-                    OpKind::For { body, .. } => reads(body, v),
-                    OpKind::If { then_ops, else_ops, .. } => reads(then_ops, v) || reads(else_ops, v),
-                    _ => false,
-                }
-        })
-    }
-    let nested = body.iter().any(|o| match &o.kind {
-        OpKind::For { body: inner, .. } => reads(inner, load),
-        OpKind::If { then_ops, else_ops, .. } => reads(then_ops, load) || reads(else_ops, load),
-        _ => false,
-    });
-    if nested {
+    // Readers in nested regions: their uses outnumber the body's own.
+    let mut all = 0;
+    walk_ops(body, &mut |o| all += o.kind.operands().iter().filter(|&&v| v == load).count());
+    let top: usize = body.iter().map(|o| o.kind.operands().iter().filter(|&&v| v == load).count()).sum();
+    if all != top {
         return None;
     }
     body.iter().rev().find(|o| o.kind.operands().contains(&load)).and_then(|o| o.result)
@@ -255,6 +232,19 @@ impl Emit<'_> {
     }
     fn bin(&mut self, op: BinOp, lhs: ValueId, rhs: ValueId, ty: &Type) -> ValueId {
         self.push(OpKind::Binary { op, lhs, rhs, flags: MathFlags::default() }, ty.clone())
+    }
+    /// `if lhs pred rhs { ops }`, with no results.
+    fn when(&mut self, pred: CmpPred, lhs: ValueId, rhs: ValueId, ops: Vec<Op>, span: Option<tilec_core::Span>) {
+        let cond = self.push(OpKind::Cmp(pred, lhs, rhs), Type::Scalar(tilec_core::DType::I1));
+        let kind = OpKind::If {
+            cond,
+            then_ops: ops,
+            then_yields: vec![],
+            else_ops: vec![],
+            else_yields: vec![],
+            results: vec![],
+        };
+        self.ops.push(Op { kind, result: None, span });
     }
 }
 
@@ -607,6 +597,9 @@ impl Pass<'_> {
                 continue;
             };
             skip_wait = true;
+            if !c.tma {
+                new_body.push(Op { kind: OpKind::AsyncWait { pending: pend[ci] }, result: None, span: None });
+            }
             let mut e = Emit { func, ops: vec![] };
             let sc = e.int(i64::from(c.stages), &info.ty);
             let slot = e.bin(BinOp::Rem, n, sc, &info.ty);
@@ -617,11 +610,8 @@ impl Pass<'_> {
                 let two = e.int(2, &info.ty);
                 let phase = e.bin(BinOp::Rem, fills, two, &info.ty);
                 e.ops.push(Op { kind: OpKind::StageWait { ring: c.ring, slot, phase }, result: None, span: None });
-                new_body.extend(e.ops);
-            } else {
-                new_body.push(Op { kind: OpKind::AsyncWait { pending: pend[ci] }, result: None, span: None });
-                new_body.extend(e.ops);
             }
+            new_body.extend(e.ops);
             new_body.push(Op { kind: OpKind::Stage { buf: c.ring, index: slot }, result: Some(c.buf), span: c.span });
             let mut e = Emit { func, ops: vec![] };
             let ahead = info.iv_ahead(&mut e, i64::from(c.distance));
@@ -696,20 +686,8 @@ impl Pass<'_> {
                 let back = e.bin(BinOp::Add, n, one, &info.ty);
                 let prev = e.bin(BinOp::Rem, back, sc, &info.ty);
                 let zero = e.int(0, &info.ty);
-                let cond = e.push(OpKind::Cmp(CmpPred::Gt, n, zero), Type::Scalar(tilec_core::DType::I1));
                 let release = Op { kind: OpKind::StageRelease { ring: c.ring, slot: prev }, result: None, span: None };
-                e.ops.push(Op {
-                    kind: OpKind::If {
-                        cond,
-                        then_ops: vec![release],
-                        then_yields: vec![],
-                        else_ops: vec![],
-                        else_yields: vec![],
-                        results: vec![],
-                    },
-                    result: None,
-                    span: None,
-                });
+                e.when(CmpPred::Gt, n, zero, vec![release], None);
             } else {
                 e.ops.push(Op { kind: OpKind::StageRelease { ring: c.ring, slot }, result: None, span: None });
             }
@@ -740,16 +718,7 @@ impl Pass<'_> {
             e.ops.extend(ops);
             return;
         }
-        let cond = e.push(OpKind::Cmp(CmpPred::Lt, iv, ub), Type::Scalar(tilec_core::DType::I1));
-        let kind = OpKind::If {
-            cond,
-            then_ops: ops,
-            then_yields: vec![],
-            else_ops: vec![],
-            else_yields: vec![],
-            results: vec![],
-        };
-        e.ops.push(Op { kind, result: None, span: c.span });
+        e.when(CmpPred::Lt, iv, ub, ops, c.span);
     }
 
     /// `async_copy_into(stage(ring, slot), tensor, idx)` (`tma_copy_into` for a TMA ring).

@@ -310,6 +310,11 @@ impl Layout {
         self.to_linear(shape).coord(warp, lane, reg)
     }
 
+    /// Whether this is a `wgmma` accumulator or an operand of one.
+    pub fn is_wgmma(&self) -> bool {
+        matches!(self, Layout::Mma(m) | Layout::DotOperand { parent: m, .. } if m.family == MmaFamily::Wgmma)
+    }
+
     /// Whether this is a tensor-core layout or a slice of one.
     pub fn is_mma_family(&self) -> bool {
         match self {

@@ -228,20 +228,23 @@ impl Func {
 
     /// All ops, nested regions included, in printing order.
     pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Op)) {
-        fn go<'a>(ops: &'a [Op], f: &mut impl FnMut(&'a Op)) {
-            for op in ops {
-                f(op);
-                match &op.kind {
-                    OpKind::For { body, .. } => go(body, f),
-                    OpKind::If { then_ops, else_ops, .. } => {
-                        go(then_ops, f);
-                        go(else_ops, f);
-                    }
-                    _ => {}
-                }
+        walk_ops(&self.ops, f);
+    }
+}
+
+/// All ops of `ops`, nested regions included, in printing order (a region held apart from
+/// its function, as a pass rewriting a loop body holds it).
+pub fn walk_ops<'a>(ops: &'a [Op], f: &mut impl FnMut(&'a Op)) {
+    for op in ops {
+        f(op);
+        match &op.kind {
+            OpKind::For { body, .. } => walk_ops(body, f),
+            OpKind::If { then_ops, else_ops, .. } => {
+                walk_ops(then_ops, f);
+                walk_ops(else_ops, f);
             }
+            _ => {}
         }
-        go(&self.ops, f);
     }
 }
 

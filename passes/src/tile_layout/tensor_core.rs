@@ -400,13 +400,8 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
             // widest one its contiguous dim takes (`Mma::wgmma` keeps every operand at 32
             // bytes or more), whatever passes follow.
             let eb = i64::from(dtype.bytes());
-            let sl = match want {
-                Layout::DotOperand { parent, .. } if parent.family == MmaFamily::Wgmma => {
-                    SwizzledShared::nvmma_for(shape[order[0]], eb, order)
-                        .unwrap_or_else(|| SwizzledShared::plain(eb, order))
-                }
-                _ => SwizzledShared::plain(eb, order),
-            };
+            let nvmma = if want.is_wgmma() { SwizzledShared::nvmma_for(shape[order[0]], eb, order) } else { None };
+            let sl = nvmma.unwrap_or_else(|| SwizzledShared::plain(eb, order));
             let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
             match async_source(func, ctx, v) {
                 Some((OpKind::Load { tensor, index, padding, order, latency }, lv, rv)) => {

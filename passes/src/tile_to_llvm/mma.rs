@@ -505,7 +505,7 @@ impl Lowering<'_> {
         let ty = rty.ok_or_else(|| err("mma without result"))?.clone();
         let Some(Layout::Mma(m)) = ty.layout().cloned() else { return Err(err("mma result without #mma layout")) };
         if m.family == tilec_core::layout::MmaFamily::Wgmma {
-            let in_flight = result.is_some_and(|r| self.in_flight.contains(&r));
+            let in_flight = result.is_some_and(|r| self.facts.in_flight.contains(&r));
             return self.wgmma(a, b, acc, &ty, m, in_flight);
         }
         let (ms, ns) = (ty.shape()[0], ty.shape()[1]);
@@ -590,12 +590,12 @@ impl Lowering<'_> {
 }
 
 /// The bytes of a shared buffer (or ring) of type `ty`.
-fn smem_bytes(ty: &Type) -> i64 {
+pub(super) fn smem_bytes(ty: &Type) -> i64 {
     ty.shape().iter().product::<i64>() * i64::from(ty.dtype().bytes())
 }
 
 /// What a buffer occupies as far as addressing and barriers go: a stage, its whole ring
 /// (the stage index is known at run time only); any other buffer, itself.
-fn buf_span<'a>(ty: &'a Type, ring: &'a Option<Box<super::regs::Ring>>) -> &'a Type {
+pub(super) fn buf_span<'a>(ty: &'a Type, ring: &'a Option<Box<super::regs::Ring>>) -> &'a Type {
     ring.as_ref().map_or(ty, |r| &r.ty)
 }

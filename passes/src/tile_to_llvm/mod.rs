@@ -182,12 +182,8 @@ pub(crate) struct Lowering<'f> {
     lane: Reg,
     warp: Reg,
     tid: Reg,
-    /// The tensor maps of the kernel's TMA copies (parameters `%tmap{k}`).
-    tma: Vec<tilec_core::abi::TmaParam>,
-    /// The rings TMA fills, and the shared offset of each one's mbarriers (by ring offset).
-    tma_rings: std::collections::BTreeSet<ValueId>,
-    /// The rings whose stages are released on empty mbarriers (`stage_release`).
-    released_rings: std::collections::BTreeSet<ValueId>,
+    /// What the kernel's asynchronous ops ask (TMA parameters and rings, async proxy, …).
+    facts: &'f AsyncFacts,
     /// Per TMA ring (by its offset): its mbarriers' offset, its stage count, whether it has
     /// empty barriers (after the full ones).
     tma_bars: BTreeMap<i64, (i64, i64, bool)>,
@@ -195,12 +191,6 @@ pub(crate) struct Lowering<'f> {
     smem: u32,
     /// The largest alignment a request asked for (the alignment of `@__tilec_smem`).
     smem_align: i64,
-    /// Whether some `mma` is a `wgmma`: its operands are read through the async proxy, so
-    /// shared-memory writes they read are fenced (`fence.proxy.async`) before the barrier
-    /// that publishes them.
-    async_proxy: bool,
-    /// The `mma` results a `tilegpu.mma_wait` waits for: those products are left in flight.
-    in_flight: std::collections::BTreeSet<ValueId>,
     smem_ptr: Option<Reg>,
     /// The 32-bit shared address of `smem_ptr` (wgmma descriptors), made once.
     smem_addr: Option<Reg>,
@@ -334,34 +324,50 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
     ends
 }
 
-/// Whether some `mma` of the kernel is computed by `wgmma`.
-fn uses_wgmma(func: &Func) -> bool {
-    let mut any = false;
-    func.walk(&mut |op| {
-        if let (OpKind::Mma { .. }, Some(r)) = (&op.kind, op.result) {
-            any |=
-                matches!(func.ty(r).layout(), Some(Layout::Mma(m)) if m.family == tilec_core::layout::MmaFamily::Wgmma);
-        }
-    });
-    any
+/// What the asynchronous ops of a kernel ask of its lowering, found once before the
+/// lowerings (there may be two: see [`run`]).
+struct AsyncFacts {
+    /// The tensor maps of the kernel's TMA copies (parameters `%tmap{k}`).
+    tma: Vec<tilec_core::abi::TmaParam>,
+    /// The rings TMA fills.
+    tma_rings: std::collections::BTreeSet<ValueId>,
+    /// The rings whose stages are released on empty mbarriers (`stage_release`).
+    released_rings: std::collections::BTreeSet<ValueId>,
+    /// Whether some `mma` is a `wgmma`: its operands are read through the async proxy, so
+    /// shared-memory writes they read are fenced (`fence.proxy.async`) before the barrier
+    /// that publishes them.
+    async_proxy: bool,
+    /// The `mma` results a `tilegpu.mma_wait` waits for: those products are left in flight.
+    in_flight: std::collections::BTreeSet<ValueId>,
 }
 
-/// The values `tilegpu.mma_wait`s wait for.
-fn waited_for(func: &Func) -> std::collections::BTreeSet<ValueId> {
-    let mut set = std::collections::BTreeSet::new();
-    func.walk(&mut |op| {
-        if let OpKind::MmaWait { value, .. } = &op.kind {
-            set.insert(*value);
-        }
-    });
-    set
+impl AsyncFacts {
+    fn of(func: &Func) -> Result<AsyncFacts, Diagnostic> {
+        let mut f = AsyncFacts {
+            tma: tma::tma_params(func)?,
+            tma_rings: tma::tma_rings(func),
+            released_rings: Default::default(),
+            async_proxy: false,
+            in_flight: Default::default(),
+        };
+        func.walk(&mut |op| match (&op.kind, op.result) {
+            (OpKind::Mma { .. }, Some(r)) => f.async_proxy |= func.ty(r).layout().is_some_and(Layout::is_wgmma),
+            (OpKind::MmaWait { value, .. }, _) => {
+                f.in_flight.insert(*value);
+            }
+            (OpKind::StageRelease { ring, .. }, _) => {
+                f.released_rings.insert(*ring);
+            }
+            _ => {}
+        });
+        Ok(f)
+    }
 }
 
 /// Offsets for shared-memory requests: one after the other when they fit the static limit
 /// together (no reuse, no barrier between phases), else packed by liveness — first fit, 16-byte
 /// aligned, among the requests live at the same time.
 fn pack_requests(reqs: &[Request]) -> Vec<i64> {
-    let align = |x: i64, a: i64| (x + a - 1) / a * a;
     let (bump, top) = bump_offsets(reqs);
     if top <= i64::from(STATIC_SMEM_LIMIT) {
         return bump;
@@ -383,7 +389,7 @@ fn pack_requests(reqs: &[Request]) -> Vec<i64> {
             if o + b <= lo {
                 break;
             }
-            o = o.max(align(hi, a));
+            o = o.max(align_up(hi, a));
         }
         out[i] = o;
         placed.push((i, o));
@@ -425,9 +431,11 @@ pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, 
     }
     // The first lowering places shared memory one request after the other; only when the
     // liveness packing chooses other offsets does the kernel lower again with them.
-    let (first, requests) = lower_with(func, arch, opts, None)?;
+    let facts = AsyncFacts::of(func)?;
+    let (first, requests) = lower_with(func, arch, opts, &facts, None)?;
     let plan = pack_requests(&requests);
-    let low = if plan == bump_offsets(&requests).0 { first } else { lower_with(func, arch, opts, Some(plan))?.0 };
+    let low =
+        if plan == bump_offsets(&requests).0 { first } else { lower_with(func, arch, opts, &facts, Some(plan))?.0 };
     let smem = low.shared_bytes;
     if smem > arch.smem_per_block {
         let mut d = Diagnostic::error(
@@ -445,12 +453,17 @@ pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, 
     Ok(low)
 }
 
+/// `x` rounded up to a multiple of `a`.
+fn align_up(x: i64, a: i64) -> i64 {
+    (x + a - 1) / a * a
+}
+
 /// Offsets placing the requests one after the other, each at its alignment, and their total.
 fn bump_offsets(reqs: &[Request]) -> (Vec<i64>, i64) {
     let mut bump = vec![];
     let mut top = 0i64;
     for &(_, _, b, a) in reqs {
-        let o = (top + a - 1) / a * a;
+        let o = align_up(top, a);
         bump.push(o);
         top = o + b;
     }
@@ -459,10 +472,11 @@ fn bump_offsets(reqs: &[Request]) -> (Vec<i64>, i64) {
 
 /// One lowering with shared-memory offsets from `plan` (None: one after the other), and the
 /// requests it made.
-fn lower_with(
-    func: &Func,
+fn lower_with<'f>(
+    func: &'f Func,
     arch: &'static Arch,
     opts: &Options,
+    facts: &'f AsyncFacts,
     plan: Option<Vec<i64>>,
 ) -> Result<(Lowered, Vec<Request>), Diagnostic> {
     let threads = func.num_warps * 32;
@@ -500,8 +514,7 @@ fn lower_with(
             Type::Tile { .. } | Type::Smem { .. } => return Err(err("a kernel parameter cannot be a tile")),
         }
     }
-    let tma = tma::tma_params(func)?;
-    for k in 0..tma.len() {
+    for k in 0..facts.tma.len() {
         // A tensor map by value (CUTLASS's `__grid_constant__ const CUtensorMap`).
         args.push(format!(
             "%tmap{k}: !llvm.ptr {{llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}}"
@@ -518,14 +531,10 @@ fn lower_with(
         lane,
         warp,
         tid,
-        tma: tma.clone(),
-        tma_rings: tma::tma_rings(func),
-        released_rings: tma::released_rings(func),
+        facts,
         tma_bars: BTreeMap::new(),
         smem: 0,
         smem_align: 16,
-        async_proxy: uses_wgmma(func),
-        in_flight: waited_for(func),
         smem_ptr: None,
         smem_addr: None,
         smem_views: BTreeMap::new(),
@@ -569,7 +578,7 @@ fn lower_with(
     s.push_str(&body);
     let _ = writeln!(s, "    llvm.return\n  }}\n}}");
     let report = std::mem::take(&mut lw.report);
-    Ok((Lowered { text: s, shared_bytes: smem, block_threads: threads, tma, report }, requests))
+    Ok((Lowered { text: s, shared_bytes: smem, block_threads: threads, tma: facts.tma.clone(), report }, requests))
 }
 
 impl Lowering<'_> {
@@ -647,8 +656,8 @@ impl Lowering<'_> {
             OpKind::StagesAlloc => {
                 let v = self.stages_alloc(op, rty.as_ref())?;
                 if let (Some(r), Value::SmemBuf { offset, ty, .. }) = (op.result, &v) {
-                    if self.tma_rings.contains(&r) {
-                        let released = self.released_rings.contains(&r);
+                    if self.facts.tma_rings.contains(&r) {
+                        let released = self.facts.released_rings.contains(&r);
                         self.tma_barriers(op, *offset, ty.shape()[0], released)?;
                     }
                 }
@@ -850,7 +859,7 @@ impl Lowering<'_> {
         let off = match &self.plan {
             Some(p) => *p.get(k).ok_or_else(|| err("shared-memory plan out of step with the lowering"))?,
             // One after the other (what `bump_offsets` computes).
-            None => (i64::from(self.smem) + align - 1) / align * align,
+            None => align_up(i64::from(self.smem), align),
         };
         let top = u32::try_from(off + bytes).map_err(|_| err("shared memory overflow"))?;
         self.smem = self.smem.max(top);
@@ -871,7 +880,7 @@ impl Lowering<'_> {
     /// barrier that publishes them: where a `wgmma` may read them through the async proxy,
     /// `fence.proxy.async.shared::cta` orders the writes before those reads.
     fn fence_async_proxy(&mut self) {
-        if self.async_proxy {
+        if self.facts.async_proxy {
             self.em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
         }
     }

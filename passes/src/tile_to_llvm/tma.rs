@@ -84,17 +84,6 @@ pub(crate) fn tma_params(func: &Func) -> Result<Vec<TmaParam>, Diagnostic> {
     }
 }
 
-/// The rings some `stage_release` releases.
-pub(crate) fn released_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
-    let mut rings = std::collections::BTreeSet::new();
-    func.walk(&mut |op| {
-        if let OpKind::StageRelease { ring, .. } = &op.kind {
-            rings.insert(*ring);
-        }
-    });
-    rings
-}
-
 /// The rings some TMA copy fills.
 pub(crate) fn tma_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
     let mut stages = std::collections::BTreeMap::new();
@@ -204,11 +193,12 @@ impl Lowering<'_> {
             .position(|p| p.value == *tensor)
             .ok_or_else(|| err("a TMA copy of a value that is not a tensor parameter"))?;
         let want = TmaParam { param, box_dims, swizzle };
-        let k = self.tma.iter().position(|t| *t == want).ok_or_else(|| err("a TMA copy without its tensor map"))?;
+        let k =
+            self.facts.tma.iter().position(|t| *t == want).ok_or_else(|| err("a TMA copy without its tensor map"))?;
         let tmap = Reg::new(format!("%tmap{k}"), Ty::Ptr(0));
         let eb = i64::from(dtype.bytes());
         let stage_elems: i64 = shape.iter().product();
-        let ring_bytes = ring.ty.shape().iter().product::<i64>() * eb;
+        let ring_bytes = super::mma::smem_bytes(&ring.ty);
         // No thread may still read the ring's stage this copy overwrites: the stage's empty
         // mbarrier says so for a released ring (its `stage_acquire` precedes), a block-wide
         // barrier otherwise.

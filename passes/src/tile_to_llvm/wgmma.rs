@@ -98,8 +98,7 @@ impl Lowering<'_> {
         let elem = i64::from(dtype.bytes());
         let kd = if op_idx == 0 { 1 } else { 0 };
         let k_major = layout.order[0] == kd;
-        let span_ty = ring.as_ref().map_or(&ty, |r| &r.ty);
-        let span = (offset, span_ty.shape().iter().product::<i64>() * elem);
+        let span = (offset, super::mma::smem_bytes(super::mma::buf_span(&ty, &ring)));
         let rows = shape[layout.order[1]];
         let bits = descriptor_bits(sb, k_major, rows);
         let mut addr = self.smem_address();
