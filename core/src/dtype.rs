@@ -148,6 +148,47 @@ impl DType {
         }
     }
 
+    /// The integer in the little-endian bytes of one element of an integer or bool dtype,
+    /// exactly: signed types sign-extended, unsigned zero-extended, bools 0 or 1 (`None` for
+    /// a float dtype).
+    pub fn decode_int(self, b: &[u8]) -> Option<i64> {
+        let w4 = |b: &[u8]| [b[0], b[1], b[2], b[3]];
+        Some(match self {
+            DType::I1 => i64::from(b[0] != 0),
+            DType::I8 => i64::from(b[0] as i8),
+            DType::U8 => i64::from(b[0]),
+            DType::I32 => i64::from(i32::from_le_bytes(w4(b))),
+            DType::U32 => i64::from(u32::from_le_bytes(w4(b))),
+            DType::I64 => i64::from_le_bytes(b.try_into().ok()?),
+            _ => return None,
+        })
+    }
+
+    /// `v` wrapped to this integer dtype (bools: `v != 0`), as little-endian bytes; a float
+    /// dtype takes the nearest value.
+    pub fn encode_int(self, v: i64, out: &mut [u8]) {
+        match self {
+            DType::I1 => out[0] = u8::from(v != 0),
+            DType::I8 | DType::U8 => out[0] = v as u8,
+            DType::I32 | DType::U32 => out.copy_from_slice(&(v as u32).to_le_bytes()),
+            DType::I64 => out.copy_from_slice(&v.to_le_bytes()),
+            d => d.encode(v as f64, out),
+        }
+    }
+
+    /// The value an integer dtype holds for the integer `v`: wrapped to its width (signed
+    /// types sign-extended, unsigned zero-extended), bools `v != 0`; `v` itself for floats.
+    pub fn wrap(self, v: i64) -> i64 {
+        match self {
+            DType::I1 => i64::from(v != 0),
+            DType::I8 => i64::from(v as i8),
+            DType::U8 => i64::from(v as u8),
+            DType::I32 => i64::from(v as i32),
+            DType::U32 => i64::from(v as u32),
+            _ => v,
+        }
+    }
+
     /// The value of the little-endian bytes of one element (exact for every dtype but i64
     /// above 2^53).
     pub fn decode(self, b: &[u8]) -> f64 {

@@ -30,20 +30,28 @@ impl HostTensor {
         HostTensor::from_f64(dtype, shape, &vec![v; n.max(0) as usize])
     }
 
-    pub fn numel(&self) -> usize {
-        self.shape.iter().product::<i64>().max(0) as usize
+    /// A contiguous row-major tensor of integer `values` wrapped to `dtype` (exact for every
+    /// i64, unlike [`HostTensor::from_f64`]).
+    pub fn from_i64(dtype: DType, shape: &[i64], values: &[i64]) -> HostTensor {
+        let b = dtype.bytes() as usize;
+        let mut data = vec![0u8; values.len() * b];
+        for (v, out) in values.iter().zip(data.chunks_mut(b)) {
+            dtype.encode_int(*v, out);
+        }
+        HostTensor { dtype, shape: shape.to_vec(), strides: contiguous_strides(shape), data }
     }
 
-    /// Elements in row-major order as f64 (exact for every dtype but i64 above 2^53).
-    pub fn to_f64(&self) -> Vec<f64> {
+    /// Elements in row-major order as exact integers (`None` for a float dtype).
+    pub fn to_i64(&self) -> Option<Vec<i64>> {
         let b = self.dtype.bytes() as usize;
-        let n = self.numel();
-        let mut out = Vec::with_capacity(n);
+        self.offsets().map(|o| self.dtype.decode_int(&self.data[o * b..o * b + b])).collect()
+    }
+
+    /// The element offsets of the tensor in row-major order.
+    fn offsets(&self) -> impl Iterator<Item = usize> + '_ {
         let mut idx = vec![0i64; self.shape.len()];
-        for _ in 0..n {
+        (0..self.numel()).map(move |_| {
             let off: i64 = idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum();
-            let o = off as usize * b;
-            out.push(self.dtype.decode(&self.data[o..o + b]));
             for d in (0..idx.len()).rev() {
                 idx[d] += 1;
                 if idx[d] < self.shape[d] {
@@ -51,8 +59,18 @@ impl HostTensor {
                 }
                 idx[d] = 0;
             }
-        }
-        out
+            off as usize
+        })
+    }
+
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product::<i64>().max(0) as usize
+    }
+
+    /// Elements in row-major order as f64 (exact for every dtype but i64 above 2^53).
+    pub fn to_f64(&self) -> Vec<f64> {
+        let b = self.dtype.bytes() as usize;
+        self.offsets().map(|o| self.dtype.decode(&self.data[o * b..o * b + b])).collect()
     }
 }
 

@@ -4,7 +4,9 @@
 //! for every block of a grid, block after block, over host tensors. A tile is a dense array
 //! of values; every op rounds its result to the op's dtype (f16 and bf16 round to nearest
 //! even, f32 likewise, integers wrap), which are the rounding points of the lowering: a GPU
-//! f16 add rounds once, and so does the interpreter. Where the GPU's exact bits are not
+//! f16 add rounds once, and so does the interpreter. Integers (and bools) are held as
+//! integers, exact at every width up to i64 — an i64 above 2^53 is never a float on the way —
+//! and floats as f64; the dtype of a value says which. Where the GPU's exact bits are not
 //! defined the interpreter is correctly rounded instead and says so:
 //! - `exp2`/`exp` and the math list: the f64 function rounded once (the GPU's `ex2.approx`
 //!   is within 2 ulp of that);
@@ -97,10 +99,65 @@ fn elements(v: &V) -> u64 {
     }
 }
 
+/// One element: an integer or bool exactly (wrapped to its dtype's width, unsigned types
+/// zero-extended), or a float (rounded to its dtype).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum N {
+    F(f64),
+    I(i64),
+}
+
+impl N {
+    fn f(self) -> f64 {
+        match self {
+            N::F(x) => x,
+            N::I(i) => i as f64,
+        }
+    }
+
+    /// The integer; a float truncates toward zero and saturates (NaN is 0).
+    fn i(self) -> i64 {
+        match self {
+            N::I(i) => i,
+            N::F(x) => x as i64,
+        }
+    }
+
+    fn truthy(self) -> bool {
+        match self {
+            N::F(x) => x != 0.0,
+            N::I(i) => i != 0,
+        }
+    }
+
+    /// This value as dtype `d` holds it: floats rounded, integers wrapped.
+    fn to(self, d: DType) -> N {
+        match self {
+            _ if d.is_float() => N::F(d.round(self.f())),
+            N::F(x) if d == DType::I1 => N::I(i64::from(x != 0.0)),
+            n => N::I(d.wrap(n.i())),
+        }
+    }
+
+    /// The element of `d` for a float value (constants, padding).
+    fn of(x: f64, d: DType) -> N {
+        N::F(x).to(d)
+    }
+}
+
+impl std::fmt::Display for N {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            N::F(x) => write!(f, "{x}"),
+            N::I(i) => write!(f, "{i}"),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum V {
-    Scalar(f64),
-    Tile(Vec<f64>),
+    Scalar(N),
+    Tile(Vec<N>),
     Tensor(usize),
     /// Stage `index` of the ring of buffers `ring` (whose value is the `Tile` of every
     /// stage, one after the other): copies into it write the ring in place.
@@ -209,14 +266,14 @@ impl Machine<'_> {
         self.vals.get(&v).ok_or_else(|| ill(format!("%{} used before definition", v.0)))
     }
 
-    fn scalar(&self, v: ValueId) -> Result<f64, InterpError> {
+    fn scalar(&self, v: ValueId) -> Result<N, InterpError> {
         match self.get(v)? {
             V::Scalar(x) => Ok(*x),
             _ => Err(ill(format!("%{} is not a scalar", v.0))),
         }
     }
 
-    fn tile(&self, v: ValueId) -> Result<&[f64], InterpError> {
+    fn tile(&self, v: ValueId) -> Result<&[N], InterpError> {
         match self.get(v)? {
             V::Tile(t) => Ok(t),
             _ => Err(ill(format!("%{} is not a tile", v.0))),
@@ -224,20 +281,20 @@ impl Machine<'_> {
     }
 
     /// The elements of a shared buffer: a tile, or one stage of a ring.
-    fn buffer(&self, v: ValueId) -> Result<Vec<f64>, InterpError> {
+    fn buffer(&self, v: ValueId) -> Result<Vec<N>, InterpError> {
         match self.get(v)? {
             V::Tile(t) => Ok(t.clone()),
             V::Stage { ring, index } => {
                 let per: i64 = self.ty(v).shape().iter().product();
                 let (a, b) = (*index * per as usize, (*index + 1) * per as usize);
-                self.tile(*ring)?.get(a..b).map(<[f64]>::to_vec).ok_or_else(|| ill("a stage past its ring"))
+                self.tile(*ring)?.get(a..b).map(<[N]>::to_vec).ok_or_else(|| ill("a stage past its ring"))
             }
             _ => Err(ill(format!("%{} is not a shared buffer", v.0))),
         }
     }
 
     /// Writes `vals` (rounded to the ring's dtype) into the stage view `v`.
-    fn write_stage(&mut self, v: ValueId, vals: Vec<f64>) -> Result<(), InterpError> {
+    fn write_stage(&mut self, v: ValueId, vals: Vec<N>) -> Result<(), InterpError> {
         let V::Stage { ring, index } = *self.get(v)? else {
             return Err(ill(format!("%{} is not a stage of a ring", v.0)));
         };
@@ -246,7 +303,7 @@ impl Machine<'_> {
         match self.vals.get_mut(&ring) {
             Some(V::Tile(t)) if t.len() >= (index + 1) * per => {
                 for (slot, x) in t[index * per..(index + 1) * per].iter_mut().zip(vals) {
-                    *slot = round_to(x, d);
+                    *slot = x.to(d);
                 }
                 Ok(())
             }
@@ -262,7 +319,7 @@ impl Machine<'_> {
     }
 
     /// Elementwise over one or two operands of the same shape (scalars or tiles).
-    fn map2(&self, a: ValueId, b: ValueId, f: impl Fn(f64, f64) -> f64) -> Result<V, InterpError> {
+    fn map2(&self, a: ValueId, b: ValueId, f: impl Fn(N, N) -> N) -> Result<V, InterpError> {
         Ok(match (self.get(a)?, self.get(b)?) {
             (V::Scalar(x), V::Scalar(y)) => V::Scalar(f(*x, *y)),
             (V::Tile(x), V::Tile(y)) if x.len() == y.len() => {
@@ -272,7 +329,7 @@ impl Machine<'_> {
         })
     }
 
-    fn map1(&self, a: ValueId, f: impl Fn(f64) -> f64) -> Result<V, InterpError> {
+    fn map1(&self, a: ValueId, f: impl Fn(N) -> N) -> Result<V, InterpError> {
         Ok(match self.get(a)? {
             V::Scalar(x) => V::Scalar(f(*x)),
             V::Tile(x) => V::Tile(x.iter().map(|p| f(*p)).collect()),
@@ -287,14 +344,27 @@ impl Machine<'_> {
         Some(coords.iter().zip(&t.strides).map(|(c, s)| c * s).sum::<i64>() as usize)
     }
 
-    fn read(t: &HostTensor, off: usize) -> f64 {
+    fn read(t: &HostTensor, off: usize) -> N {
         let b = t.dtype.bytes() as usize;
-        t.dtype.decode(&t.data[off * b..off * b + b])
+        let bytes = &t.data[off * b..off * b + b];
+        match t.dtype.decode_int(bytes) {
+            Some(i) => N::I(i),
+            None => N::F(t.dtype.decode(bytes)),
+        }
     }
 
-    fn write(t: &mut HostTensor, off: usize, v: f64) {
+    fn write(t: &mut HostTensor, off: usize, v: N) {
         let b = t.dtype.bytes() as usize;
-        t.dtype.encode(v, &mut t.data[off * b..off * b + b]);
+        let out = &mut t.data[off * b..off * b + b];
+        match v {
+            N::I(i) if !t.dtype.is_float() => t.dtype.encode_int(i, out),
+            v => t.dtype.encode(v.f(), out),
+        }
+    }
+
+    /// The integer scalars of `index` (tile coordinates, element coordinates).
+    fn ints(&self, index: &[ValueId]) -> Result<Vec<i64>, InterpError> {
+        index.iter().map(|i| self.scalar(*i).map(N::i)).collect()
     }
 
     fn exec(&mut self, ops: &[Op]) -> Result<(), InterpError> {
@@ -307,8 +377,8 @@ impl Machine<'_> {
     fn set(&mut self, op: &Op, v: V) -> Result<(), InterpError> {
         let r = op.result.ok_or_else(|| ill("op without result"))?;
         let v = match (v, self.ty(r).dtype()) {
-            (V::Scalar(x), d) => V::Scalar(round_to(x, d)),
-            (V::Tile(t), d) => V::Tile(t.into_iter().map(|x| round_to(x, d)).collect()),
+            (V::Scalar(x), d) => V::Scalar(x.to(d)),
+            (V::Tile(t), d) => V::Tile(t.into_iter().map(|x| x.to(d)).collect()),
             (v, _) => v,
         };
         self.bind(r, v)
@@ -335,15 +405,15 @@ impl Machine<'_> {
 
     fn step(&mut self, op: &Op) -> Result<(), InterpError> {
         match &op.kind {
-            OpKind::Bid { axis } => self.set(op, V::Scalar(self.bid[*axis as usize % 3] as f64)),
-            OpKind::NumBlocks { axis } => self.set(op, V::Scalar(self.nblocks[*axis as usize % 3] as f64)),
+            OpKind::Bid { axis } => self.set(op, V::Scalar(N::I(self.bid[*axis as usize % 3]))),
+            OpKind::NumBlocks { axis } => self.set(op, V::Scalar(N::I(self.nblocks[*axis as usize % 3]))),
             OpKind::Dim { tensor, axis } => {
                 let t = &self.tensors[self.tensor(*tensor)?];
                 let d = t.shape.get(*axis as usize).copied().ok_or_else(|| ill("dim axis out of range"))?;
-                self.set(op, V::Scalar(d as f64))
+                self.set(op, V::Scalar(N::I(d)))
             }
-            OpKind::ConstInt(v) => self.set(op, V::Scalar(*v as f64)),
-            OpKind::ConstFloat(v) => self.set(op, V::Scalar(*v)),
+            OpKind::ConstInt(v) => self.set(op, V::Scalar(N::I(*v))),
+            OpKind::ConstFloat(v) => self.set(op, V::Scalar(N::F(*v))),
             OpKind::Splat(s) => {
                 let x = self.scalar(*s)?;
                 let n: i64 = self.rty(op)?.shape().iter().product();
@@ -351,7 +421,10 @@ impl Machine<'_> {
             }
             OpKind::Binary { op: BinOp::Div, lhs, rhs, flags } if !flags.is_default() => {
                 let f = *flags;
-                let v = self.map2(*lhs, *rhs, |p, q| if f.ftz { ftz(ftz(p) / ftz(q)) } else { p / q })?;
+                let v = self.map2(*lhs, *rhs, |p, q| {
+                    let (p, q) = (p.f(), q.f());
+                    N::F(if f.ftz { ftz(ftz(p) / ftz(q)) } else { p / q })
+                })?;
                 self.set(op, v)
             }
             OpKind::Binary { op: b, lhs: x, rhs: y, .. } => {
@@ -364,7 +437,7 @@ impl Machine<'_> {
                 // f32 operands: the f64 product is exact and the f64 sum rounds once more than
                 // a true fma, which can differ in the last bit only for sums that cancel to
                 // below 2^-29 of the product; mul_add rounds once, exactly as fma.
-                let f = |x: f64, y: f64, z: f64| x.mul_add(y, z);
+                let f = |x: N, y: N, z: N| N::F(x.f().mul_add(y.f(), z.f()));
                 let v = match (a, b, c) {
                     (V::Scalar(x), V::Scalar(y), V::Scalar(z)) => V::Scalar(f(x, y, z)),
                     (V::Tile(x), V::Tile(y), V::Tile(z)) => {
@@ -376,54 +449,58 @@ impl Machine<'_> {
             }
             OpKind::Unary { op: u, value: x, flags } => {
                 let flags = *flags;
-                let v = self.map1(*x, |p| {
-                    let p = if flags.ftz { ftz(p) } else { p };
-                    let r = unop(*u, p);
-                    if flags.ftz {
-                        ftz(r)
-                    } else {
-                        r
+                let v = self.map1(*x, |p| match p {
+                    N::I(i) => int_unop(*u, i),
+                    N::F(p) => {
+                        let p = if flags.ftz { ftz(p) } else { p };
+                        let r = unop(*u, p);
+                        N::F(if flags.ftz { ftz(r) } else { r })
                     }
                 })?;
                 self.set(op, v)
             }
             OpKind::Cast(x) => {
-                let (from, to) = (self.ty(*x).dtype(), self.rty(op)?.dtype());
-                let v = self.map1(*x, |p| tilec_core::dtype::convert(p, from, to))?;
+                let to = self.rty(op)?.dtype();
+                let v = self.map1(*x, |p| convert(p, to))?;
                 self.set(op, v)
             }
             OpKind::Cmp(p, x, y) => {
                 let pred = *p;
-                let v = self.map2(*x, *y, |a, b| {
-                    f64::from(u8::from(match pred {
+                fn holds<T: PartialOrd>(pred: CmpPred, a: T, b: T) -> bool {
+                    match pred {
                         CmpPred::Eq => a == b,
                         CmpPred::Ne => a != b,
                         CmpPred::Lt => a < b,
                         CmpPred::Le => a <= b,
                         CmpPred::Gt => a > b,
                         CmpPred::Ge => a >= b,
+                    }
+                }
+                let v = self.map2(*x, *y, |a, b| {
+                    N::I(i64::from(match (a, b) {
+                        (N::I(a), N::I(b)) => holds(pred, a, b),
+                        (a, b) => holds(pred, a.f(), b.f()),
                     }))
                 })?;
                 self.set(op, v)
             }
             OpKind::Logic(l, x, y) => {
                 let l = *l;
-                // Integers are held exactly (i64 up to 2^53), so the bits are the i64's.
                 let v = self.map2(*x, *y, |a, b| {
-                    let (a, b) = (a as i64, b as i64);
-                    (match l {
+                    let (a, b) = (a.i(), b.i());
+                    N::I(match l {
                         LogicOp::And => a & b,
                         LogicOp::Or => a | b,
                         LogicOp::Xor => a ^ b,
-                    }) as f64
+                    })
                 })?;
                 self.set(op, v)
             }
             OpKind::Select { cond, a, b } => {
                 let v = match (self.get(*cond)?, self.get(*a)?, self.get(*b)?) {
-                    (V::Scalar(c), V::Scalar(x), V::Scalar(y)) => V::Scalar(if *c != 0.0 { *x } else { *y }),
+                    (V::Scalar(c), V::Scalar(x), V::Scalar(y)) => V::Scalar(if c.truthy() { *x } else { *y }),
                     (V::Tile(c), V::Tile(x), V::Tile(y)) => {
-                        V::Tile(c.iter().zip(x).zip(y).map(|((c, x), y)| if *c != 0.0 { *x } else { *y }).collect())
+                        V::Tile(c.iter().zip(x).zip(y).map(|((c, x), y)| if c.truthy() { *x } else { *y }).collect())
                     }
                     _ => return Err(ill("select of mismatched kinds")),
                 };
@@ -457,14 +534,15 @@ impl Machine<'_> {
                 self.set(op, V::Tile(t))
             }
             OpKind::StagesAlloc => {
-                // Undefined until copied into: NaN shows a read of a stage never filled.
+                // Undefined until copied into: NaN shows a read of a stage never filled (an
+                // integer ring has no NaN and starts at 0).
                 let n: i64 = self.rty(op)?.shape().iter().product();
-                self.set(op, V::Tile(vec![f64::NAN; n as usize]))
+                self.set(op, V::Tile(vec![N::F(f64::NAN); n as usize]))
             }
             OpKind::Stage { buf, index } => {
                 let stages = self.ty(*buf).shape().first().copied().unwrap_or(0);
-                let i = self.scalar(*index)?;
-                if !(0.0..stages as f64).contains(&i) {
+                let i = self.scalar(*index)?.i();
+                if !(0..stages).contains(&i) {
                     return Err(ill(format!("stage {i} of a ring of {stages}")));
                 }
                 if !matches!(self.get(*buf)?, V::Tile(_)) {
@@ -489,10 +567,11 @@ impl Machine<'_> {
             }
             OpKind::Arange => {
                 let n: i64 = self.rty(op)?.shape().iter().product();
-                self.set(op, V::Tile((0..n).map(|i| i as f64).collect()))
+                self.set(op, V::Tile((0..n).map(N::I).collect()))
             }
             OpKind::Reduce { kind, axis, value } => {
                 let shape = self.ty(*value).shape().to_vec();
+                let d = self.ty(*value).dtype();
                 let src = self.tile(*value)?;
                 let ax = *axis as usize;
                 let out_shape = self.rty(op)?.shape().to_vec();
@@ -503,7 +582,7 @@ impl Machine<'_> {
                     let c = unravel(i, &out_shape);
                     let base: i64 = c.iter().zip(&st).map(|(c, s)| c * s).sum();
                     let items = (0..shape[ax]).map(|k| src[(base + k * st[ax]) as usize]);
-                    out.push(reduce(*kind, items));
+                    out.push(reduce(*kind, items, d));
                 }
                 self.set(op, V::Tile(out))
             }
@@ -522,7 +601,7 @@ impl Machine<'_> {
                     }
                     let prev = out[(i - st[ax]) as usize];
                     let cur = out[i as usize];
-                    out[i as usize] = round_to(binop(*sop, prev, cur, d), d);
+                    out[i as usize] = binop(*sop, prev, cur, d).to(d);
                 }
                 self.set(op, V::Tile(out))
             }
@@ -533,8 +612,16 @@ impl Machine<'_> {
                 let mut out = tc.to_vec();
                 for i in 0..m {
                     for j in 0..n {
-                        let dot: f64 = (0..k).map(|x| ta[i * k + x] * tb[x * n + j]).sum();
-                        out[i * n + j] += dot;
+                        let c = &mut out[i * n + j];
+                        *c = match *c {
+                            // Integer products (i8 operands) accumulate exactly, wrapping.
+                            N::I(acc) => {
+                                N::I((0..k).fold(acc, |s, x| {
+                                    s.wrapping_add(ta[i * k + x].i().wrapping_mul(tb[x * n + j].i()))
+                                }))
+                            }
+                            N::F(acc) => N::F(acc + (0..k).map(|x| ta[i * k + x].f() * tb[x * n + j].f()).sum::<f64>()),
+                        };
                     }
                 }
                 self.set(op, V::Tile(out))
@@ -542,7 +629,7 @@ impl Machine<'_> {
             OpKind::Load { tensor, index, padding, order, .. }
             | OpKind::AsyncCopy { tensor, index, padding, order, .. } => {
                 let ti = self.tensor(*tensor)?;
-                let idx = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
+                let idx = self.ints(index)?;
                 // An async copy's buffer holds the tile without its unit dims: the same
                 // elements in the same row-major order.
                 let shape = match &op.kind {
@@ -551,7 +638,7 @@ impl Machine<'_> {
                 };
                 let t = &self.tensors[ti];
                 let n: i64 = shape.iter().product();
-                let pad = padding.value();
+                let pad = N::of(padding.value(), t.dtype);
                 let out = (0..n)
                     .map(|i| {
                         let e = unravel(i, &shape);
@@ -570,7 +657,7 @@ impl Machine<'_> {
             }
             OpKind::Store { tensor, index, tile, mask } => {
                 let ti = self.tensor(*tensor)?;
-                let idx = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
+                let idx = self.ints(index)?;
                 let shape = self.ty(*tile).shape().to_vec();
                 let vals = self.tile(*tile)?.to_vec();
                 let keep = match mask {
@@ -579,7 +666,7 @@ impl Machine<'_> {
                 };
                 let t = &mut self.tensors[ti];
                 for (i, v) in vals.iter().enumerate() {
-                    if keep.as_ref().is_some_and(|k| k.get(i).is_none_or(|m| *m == 0.0)) {
+                    if keep.as_ref().is_some_and(|k| k.get(i).is_none_or(|m| !m.truthy())) {
                         continue;
                     }
                     let e = unravel(i as i64, &shape);
@@ -594,7 +681,7 @@ impl Machine<'_> {
                 // Blocks run one after the other, so an atomic is its read-modify-write; the
                 // elements of one tile go in row-major order.
                 let ti = self.tensor(*tensor)?;
-                let idx = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
+                let idx = self.ints(index)?;
                 let shape = self.ty(*tile).shape().to_vec();
                 let d = self.ty(*tile).dtype();
                 let vals = self.tile(*tile)?.to_vec();
@@ -605,9 +692,9 @@ impl Machine<'_> {
                 };
                 let aop = *aop;
                 let t = &mut self.tensors[ti];
-                let mut old = vec![0.0; vals.len()];
+                let mut old = vec![N::of(0.0, d); vals.len()];
                 for (i, v) in vals.iter().enumerate() {
-                    if keep.get(i).is_none_or(|m| *m == 0.0) {
+                    if keep.get(i).is_none_or(|m| !m.truthy()) {
                         continue;
                     }
                     let e = unravel(i as i64, &shape);
@@ -616,7 +703,7 @@ impl Machine<'_> {
                     let was = Self::read(t, o);
                     old[i] = was;
                     let new = match aop {
-                        AtomicOp::Add => round_to(was + v, d),
+                        AtomicOp::Add => binop(BinOp::Add, was, *v, d).to(d),
                         AtomicOp::Max => binop(BinOp::Max, was, *v, d),
                         AtomicOp::Min => binop(BinOp::Min, was, *v, d),
                         AtomicOp::Cas => match &cmps {
@@ -633,10 +720,10 @@ impl Machine<'_> {
                 let idx = index.iter().map(|i| self.tile(*i).map(|t| t.to_vec())).collect::<Result<Vec<_>, _>>()?;
                 let n = idx.first().map(|v| v.len()).unwrap_or(0);
                 let t = &self.tensors[ti];
-                let pad = padding.value();
+                let pad = N::of(padding.value(), t.dtype);
                 let out = (0..n)
                     .map(|i| {
-                        let c: Vec<i64> = idx.iter().map(|v| v[i] as i64).collect();
+                        let c: Vec<i64> = idx.iter().map(|v| v[i].i()).collect();
                         Self::element_offset(t, &c).map(|o| Self::read(t, o)).unwrap_or(pad)
                     })
                     .collect();
@@ -648,7 +735,7 @@ impl Machine<'_> {
                 let vals = self.tile(*tile)?.to_vec();
                 let t = &mut self.tensors[ti];
                 for (i, v) in vals.iter().enumerate() {
-                    let c: Vec<i64> = idx.iter().map(|x| x[i] as i64).collect();
+                    let c: Vec<i64> = idx.iter().map(|x| x[i].i()).collect();
                     if let Some(o) = Self::element_offset(t, &c) {
                         Self::write(t, o, *v);
                     }
@@ -657,14 +744,14 @@ impl Machine<'_> {
             }
             OpKind::Element { tensor, index } => {
                 let ti = self.tensor(*tensor)?;
-                let c = index.iter().map(|i| self.scalar(*i).map(|x| x as i64)).collect::<Result<Vec<_>, _>>()?;
+                let c = self.ints(index)?;
                 let t = &self.tensors[ti];
-                let v = Self::element_offset(t, &c).map(|o| Self::read(t, o)).unwrap_or(0.0);
+                let v = Self::element_offset(t, &c).map(|o| Self::read(t, o)).unwrap_or(N::of(0.0, t.dtype));
                 self.set(op, V::Scalar(v))
             }
             OpKind::Rand { seed, offsets } => {
-                let s = self.scalar(*seed)? as i64 as u32;
-                let v = self.map1(*offsets, |o| f64::from(rand_uniform(s, o as i64 as u32)))?;
+                let s = self.scalar(*seed)?.i() as u32;
+                let v = self.map1(*offsets, |o| N::F(f64::from(rand_uniform(s, o.i() as u32))))?;
                 self.set(op, v)
             }
             // Copies complete at once on the CPU.
@@ -677,7 +764,16 @@ impl Machine<'_> {
                 for v in values {
                     match self.get(*v)? {
                         V::Scalar(x) => line.push_str(&format!(" {x}")),
-                        V::Tile(t) => line.push_str(&format!(" {t:?}")),
+                        V::Tile(t) => {
+                            let items: Vec<String> = t
+                                .iter()
+                                .map(|x| match x {
+                                    N::F(x) => format!("{x:?}"),
+                                    N::I(i) => i.to_string(),
+                                })
+                                .collect();
+                            line.push_str(&format!(" [{}]", items.join(", ")));
+                        }
                         V::Tensor(_) => line.push_str(" <tensor>"),
                         V::Stage { index, .. } => line.push_str(&format!(" <stage {index}>")),
                     }
@@ -692,20 +788,24 @@ impl Machine<'_> {
                 Ok(())
             }
             OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } => {
-                let (lo, hi, st) = (self.scalar(*lb)? as i64, self.scalar(*ub)? as i64, self.scalar(*step)? as i64);
+                let (lo, hi, st) = (self.scalar(*lb)?.i(), self.scalar(*ub)?.i(), self.scalar(*step)?.i());
                 if st <= 0 {
                     return Err(ill("for loop with a non-positive step"));
                 }
                 let mut cur: Vec<V> = init.iter().map(|v| self.get(*v).cloned()).collect::<Result<_, _>>()?;
                 let mut i = lo;
                 while i < hi {
-                    self.bind(*iv, V::Scalar(i as f64))?;
+                    self.bind(*iv, V::Scalar(N::I(i)))?;
                     for (it, v) in iters.iter().zip(&cur) {
                         self.bind(*it, v.clone())?;
                     }
                     self.exec(body)?;
                     cur = yields.iter().map(|v| self.get(*v).cloned()).collect::<Result<_, _>>()?;
-                    i += st;
+                    // A bound near i64::MAX ends the loop instead of wrapping it around.
+                    match i.checked_add(st) {
+                        Some(next) => i = next,
+                        None => break,
+                    }
                 }
                 for (r, v) in results.iter().zip(cur) {
                     self.vals.insert(*r, v);
@@ -714,7 +814,7 @@ impl Machine<'_> {
             }
             OpKind::If { cond, then_ops, then_yields, else_ops, else_yields, results } => {
                 let (ops, ys) =
-                    if self.scalar(*cond)? != 0.0 { (then_ops, then_yields) } else { (else_ops, else_yields) };
+                    if self.scalar(*cond)?.truthy() { (then_ops, then_yields) } else { (else_ops, else_yields) };
                 self.exec(ops)?;
                 let out: Vec<V> = ys.iter().map(|v| self.get(*v).cloned()).collect::<Result<_, _>>()?;
                 for (r, v) in results.iter().zip(out) {
@@ -726,19 +826,19 @@ impl Machine<'_> {
     }
 }
 
-/// `p << q` / `p >> q` on a `bits`-bit integer, the amount read as unsigned and clamped to
-/// the width (PTX `shl`/`shr.s`): 0 or the sign fill once every bit is shifted out.
-fn shift(left: bool, p: f64, q: f64, bits: u32) -> f64 {
-    let (x, amount) = (p as i64, q as i64);
+/// `p << q` / `p >> q` on a `bits`-bit integer (held sign-extended), the amount read as
+/// unsigned and clamped to the width (PTX `shl`/`shr.s`): 0 or the sign fill once every bit
+/// is shifted out.
+fn shift(left: bool, x: i64, amount: i64, bits: u32) -> i64 {
     let amount = if bits == 64 { amount as u64 } else { (amount as u64) & ((1u64 << bits) - 1) };
     if left {
         if amount >= u64::from(bits) {
-            0.0
+            0
         } else {
-            (x << amount) as f64
+            x << amount
         }
     } else {
-        (x >> amount.min(u64::from(bits) - 1)) as f64
+        x >> amount.min(u64::from(bits) - 1)
     }
 }
 
@@ -747,36 +847,65 @@ fn pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
 
-fn binop(b: BinOp, p: f64, q: f64, d: DType) -> f64 {
-    let float = d.is_float();
+/// A binary op on two elements of dtype `d` (the result is rounded or wrapped by the caller).
+fn binop(b: BinOp, p: N, q: N, d: DType) -> N {
+    if d.is_float() {
+        N::F(float_binop(b, p.f(), q.f()))
+    } else {
+        N::I(int_binop(b, p.i(), q.i(), d))
+    }
+}
+
+/// Integer arithmetic in i64, wrapping; the caller wraps to the dtype's width, which is
+/// exact for `+ - * << and min/max` and for floor division and modulo of sign-extended
+/// operands (`MIN // -1` wraps to `MIN`, the documented wrapped negation).
+fn int_binop(b: BinOp, p: i64, q: i64, d: DType) -> i64 {
     match b {
         BinOp::Shl | BinOp::Shr => shift(b == BinOp::Shl, p, q, d.bits()),
-        BinOp::Pow => pow(p, q),
-        BinOp::Add => p + q,
-        BinOp::Sub => p - q,
-        BinOp::Mul => p * q,
-        BinOp::Div if float => p / q,
+        BinOp::Add => p.wrapping_add(q),
+        BinOp::Sub => p.wrapping_sub(q),
+        BinOp::Mul => p.wrapping_mul(q),
+        // Python's floor division and modulo; by 0 both give 0.
+        BinOp::Div if q == 0 => 0,
+        BinOp::Rem if q == 0 => 0,
         BinOp::Div => {
-            if q == 0.0 {
-                0.0
+            let (quot, r) = (p.wrapping_div(q), p.wrapping_rem(q));
+            if r != 0 && ((r < 0) != (q < 0)) {
+                quot - 1
             } else {
-                (p / q).floor()
+                quot
             }
         }
-        // Python's `%`: the remainder takes the divisor's sign.
-        BinOp::Rem if float => {
-            let r = p % q;
-            if r != 0.0 && (r < 0.0) != (q < 0.0) {
+        BinOp::Rem => {
+            let r = p.wrapping_rem(q);
+            if r != 0 && ((r < 0) != (q < 0)) {
                 r + q
             } else {
                 r
             }
         }
+        BinOp::Max => p.max(q),
+        BinOp::Min => p.min(q),
+        // Not an integer operation of the language: through floats, as a cast would.
+        BinOp::Pow => pow(p as f64, q as f64) as i64,
+    }
+}
+
+fn float_binop(b: BinOp, p: f64, q: f64) -> f64 {
+    match b {
+        BinOp::Shl | BinOp::Shr => f64::NAN,
+        BinOp::Pow => pow(p, q),
+        BinOp::Add => p + q,
+        BinOp::Sub => p - q,
+        BinOp::Mul => p * q,
+        BinOp::Div => p / q,
+        // Python's `%`: the remainder takes the divisor's sign.
         BinOp::Rem => {
-            if q == 0.0 {
-                0.0
+            let r = p % q;
+            if r != 0.0 && (r < 0.0) != (q < 0.0) {
+                r + q
             } else {
-                p - q * (p / q).floor()
+                r
             }
         }
         BinOp::Max => {
@@ -793,6 +922,57 @@ fn binop(b: BinOp, p: f64, q: f64, d: DType) -> f64 {
                 p.min(q)
             }
         }
+    }
+}
+
+/// A unary op on an integer: negation wraps, `abs` keeps the most negative value, floor and
+/// ceil are the value itself; the float functions go through f64.
+fn int_unop(u: UnOp, i: i64) -> N {
+    match u {
+        UnOp::Neg => N::I(i.wrapping_neg()),
+        UnOp::Abs => N::I(i.wrapping_abs()),
+        UnOp::Floor | UnOp::Ceil => N::I(i),
+        u => N::F(unop(u, i as f64)),
+    }
+}
+
+/// `astype`, element by element (the caller rounds to `to`): float → int truncates and
+/// saturates (NaN → 0), int → float rounds once to nearest even, int → int wraps (the
+/// caller's wrap; an unsigned source is held zero-extended, so it widens unsigned), number →
+/// bool is `!= 0`, float → fp8 goes through f32 as the GPU's `cvt` does.
+fn convert(v: N, to: DType) -> N {
+    match v {
+        _ if to == DType::I1 => N::I(i64::from(v.truthy())),
+        N::F(x) if to.is_float() => {
+            N::F(if matches!(to, DType::F8E4M3 | DType::F8E5M2) { f64::from(x as f32) } else { x })
+        }
+        N::I(i) if to.is_float() => N::F(int_to_float(i, to)),
+        N::F(x) => N::I(match to {
+            DType::I8 => i64::from(x as i8),
+            DType::I32 => i64::from(x as i32),
+            DType::U8 => i64::from(x as u8),
+            DType::U32 => i64::from(x as u32),
+            _ => x as i64,
+        }),
+        n @ N::I(_) => n,
+    }
+}
+
+/// An integer as an f64 from which rounding to `to` is rounding `i` once: exact below 2^53;
+/// above, rounded to odd (the dropped bits OR-ed into the last kept one), which makes a
+/// second rounding to any float of at most 51 significant bits correct.
+fn int_to_float(i: i64, to: DType) -> f64 {
+    let a = i.unsigned_abs();
+    if to == DType::F64 || a < (1u64 << 53) {
+        return i as f64;
+    }
+    let dropped = 64 - a.leading_zeros() - 53;
+    let kept = (a >> dropped) | u64::from(a & ((1u64 << dropped) - 1) != 0);
+    let v = kept as f64 * f64::from(1u32 << dropped);
+    if i < 0 {
+        -v
+    } else {
+        v
     }
 }
 
@@ -815,30 +995,44 @@ fn unop(u: UnOp, p: f64) -> f64 {
     }
 }
 
-fn reduce(kind: ReduceKind, items: impl Iterator<Item = f64>) -> f64 {
-    let v: Vec<f64> = items.collect();
-    let nan = v.iter().any(|x| x.is_nan());
-    match kind {
-        ReduceKind::Sum => v.iter().sum(),
-        ReduceKind::Max if nan => f64::NAN,
-        ReduceKind::Min if nan => f64::NAN,
-        ReduceKind::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        ReduceKind::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
+fn reduce(kind: ReduceKind, items: impl Iterator<Item = N>, d: DType) -> N {
+    let v: Vec<N> = items.collect();
+    if matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin) {
         // The first NaN, else the first maximum (minimum): NumPy's answer.
-        ReduceKind::Argmax | ReduceKind::Argmin => {
-            if let Some(i) = v.iter().position(|x| x.is_nan()) {
-                return i as f64;
-            }
-            let mut best = 0usize;
-            for (i, x) in v.iter().enumerate() {
-                let better = if kind == ReduceKind::Argmax { *x > v[best] } else { *x < v[best] };
-                if better {
-                    best = i;
-                }
-            }
-            best as f64
+        if let Some(i) = v.iter().position(|x| x.f().is_nan()) {
+            return N::I(i as i64);
         }
+        let mut best = 0usize;
+        for (i, x) in v.iter().enumerate() {
+            let better = match (x, &v[best]) {
+                (N::I(a), N::I(b)) => (kind == ReduceKind::Argmax && a > b) || (kind == ReduceKind::Argmin && a < b),
+                (a, b) => {
+                    (kind == ReduceKind::Argmax && a.f() > b.f()) || (kind == ReduceKind::Argmin && a.f() < b.f())
+                }
+            };
+            if better {
+                best = i;
+            }
+        }
+        return N::I(best as i64);
     }
+    if !d.is_float() {
+        // Exact and wrapping: the caller wraps the i64 sum to the dtype's width.
+        let ints = v.iter().map(|x| x.i());
+        return N::I(match kind {
+            ReduceKind::Sum => ints.fold(0i64, i64::wrapping_add),
+            ReduceKind::Max => ints.max().unwrap_or(i64::MIN),
+            _ => ints.min().unwrap_or(i64::MAX),
+        });
+    }
+    let f: Vec<f64> = v.iter().map(|x| x.f()).collect();
+    let nan = f.iter().any(|x| x.is_nan());
+    N::F(match kind {
+        ReduceKind::Sum => f.iter().sum(),
+        _ if nan => f64::NAN,
+        ReduceKind::Max => f.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        _ => f.iter().copied().fold(f64::INFINITY, f64::min),
+    })
 }
 
 /// The result of a run: the tensors as the kernel left them, and what it printed.
@@ -952,9 +1146,9 @@ pub fn run_with(
                 tensors.push(t);
                 V::Tensor(tensors.len() - 1)
             }
-            Arg::I32(v) => V::Scalar(f64::from(v)),
-            Arg::I64(v) => V::Scalar(v as f64),
-            Arg::F32(v) => V::Scalar(f64::from(v)),
+            Arg::I32(v) => V::Scalar(N::I(i64::from(v))),
+            Arg::I64(v) => V::Scalar(N::I(v)),
+            Arg::F32(v) => V::Scalar(N::F(f64::from(v))),
         };
         vals.insert(p.value, v);
     }

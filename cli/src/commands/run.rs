@@ -151,6 +151,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
         s.push_str("check against the interpreter:\n");
         let tensors = params.iter().filter(|p| matches!(p, ParamSig::Tensor { .. }));
         for ((p, g), w) in tensors.zip(&gpu).zip(&want.tensors) {
+            // Integers are exact on both sides (the interpreter holds them as integers):
+            // every element must agree, at every width.
+            if let (Some(gi), Some(wi)) = (g.to_i64(), w.to_i64()) {
+                let bad = gi.iter().zip(&wi).filter(|(x, y)| x != y).count() + gi.len().abs_diff(wi.len());
+                ok &= bad == 0;
+                s.push_str(&format!(
+                    "  {}: {bad} of {} integer elements differ {}\n",
+                    p.name(),
+                    wi.len(),
+                    if bad == 0 { "ok" } else { "MISMATCH" }
+                ));
+                continue;
+            }
             let tol = a.tolerance.unwrap_or(if g.dtype == tilec::DType::F32 { 1e-5 } else { 1e-2 });
             let (max_abs, rel) = tilec_interp::reference::errors(&g.to_f64(), &w.to_f64());
             let pass = rel <= tol || (max_abs == 0.0);

@@ -4,10 +4,11 @@
 //! (the most negative i32, shifts past the width, ±inf, NaN, division by 0 and by -1).
 
 use crate::inputs::{numel, poisoned, pow2_clamped, randn, tensor, values};
-use crate::{storage_tolerance, Case, Class, Spec};
+use crate::{storage_tolerance, Arg, Case, Class, Spec};
 use rand::rngs::StdRng;
 use rand::Rng;
 use std::collections::BTreeMap;
+use tilec_core::host::HostTensor;
 use tilec_core::DType;
 use tilec_frontend::ConstArg;
 
@@ -627,6 +628,202 @@ pub const DTYPES: Spec = Spec {
     case_for: |dims, _| match dims {
         [n] if *n >= 1 => Ok(Case::new(DType::F32, dims)),
         _ => Err(format!("lang_dtypes takes N, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// The edge integers of kernels/lang/ints.tile (wrapped to the case's dtype by the tensor):
+/// 0, ±1, the extremes of each width, ±2^53±1 (where an f64 rounds), small values.
+const INT_EDGES: [i64; 16] = [
+    0,
+    1,
+    -1,
+    i64::MIN,
+    i64::MAX,
+    i64::MIN + 1,
+    i64::MAX - 1,
+    (1 << 53) + 1,
+    (1 << 53) - 1,
+    -(1 << 53) - 1,
+    i32::MIN as i64,
+    i32::MAX as i64,
+    -128,
+    127,
+    -7,
+    1000,
+];
+
+/// The float → integer cast edges: ±inf, NaN, ±2^63, past each width, halves.
+const FLOAT_EDGES: [f64; 22] = [
+    0.0,
+    -0.0,
+    0.99,
+    -1.5,
+    127.9,
+    128.0,
+    -129.0,
+    255.5,
+    256.0,
+    -1.0,
+    2_147_483_648.0,
+    -2_147_483_649.0,
+    3e9,
+    4_294_967_296.0,
+    9_007_199_254_740_994.0,
+    9_223_372_036_854_775_808.0,
+    -9_223_372_036_854_775_808.0,
+    1e19,
+    -1e19,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+];
+
+/// `x` wrapped to a `bits`-bit signed integer.
+fn wrap_bits(x: i128, bits: u32) -> i64 {
+    let m = 1i128 << bits;
+    let r = x.rem_euclid(m);
+    (if r >= m / 2 { r - m } else { r }) as i64
+}
+
+/// The integer `x` rounded once to a float of `p` significant bits (nearest, ties to even),
+/// in integer arithmetic: the model of the int → float casts.
+fn int_to_float_bits(x: i64, p: u32) -> f64 {
+    let a = x.unsigned_abs();
+    let len = 64 - a.leading_zeros();
+    let v = if len <= p {
+        a as f64
+    } else {
+        let drop = len - p;
+        let (q, r, half) = (a >> drop, a & ((1u64 << drop) - 1), 1u64 << (drop - 1));
+        let q = if r > half || (r == half && q & 1 == 1) { q + 1 } else { q };
+        q as f64 * 2f64.powi(drop as i32)
+    };
+    if x < 0 {
+        -v
+    } else {
+        v
+    }
+}
+
+/// The 26 integer rows of kernels/lang/ints.tile for one element, on `bits`-bit operands,
+/// computed in i128 (independently of the interpreter's i64 arithmetic).
+fn ints_rows(x: i64, y: i64, g: f64, bits: u32) -> [i64; 26] {
+    let w = |v: i128| wrap_bits(v, bits);
+    let (xi, yi) = (i128::from(x), i128::from(y));
+    let floordiv =
+        |a: i128, b: i128| if b == 0 { 0 } else { a.div_euclid(b) - i128::from(b < 0 && a.rem_euclid(b) != 0) };
+    let amount = (y as u64) & if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let to_t = match bits {
+        8 => i64::from(g as i8),
+        32 => i64::from(g as i32),
+        _ => g as i64,
+    };
+    [
+        x,
+        w(xi + yi),
+        w(xi - yi),
+        w(xi * yi),
+        w(floordiv(xi, yi)),
+        w(if yi == 0 { 0 } else { xi - yi * floordiv(xi, yi) }),
+        if amount >= u64::from(bits) { 0 } else { w(xi << amount) },
+        x >> amount.min(u64::from(bits) - 1),
+        x & y,
+        x | y,
+        x ^ y,
+        x.min(y),
+        x.max(y),
+        w(-xi),
+        w(xi.abs()),
+        !x,
+        i64::from(x == y),
+        i64::from(x < y),
+        i64::from(x as i8),
+        i64::from(x as i32),
+        i64::from(x as u8),
+        i64::from(x as u32),
+        to_t,
+        i64::from(g as u8),
+        i64::from(g as u32),
+        g as i64,
+    ]
+}
+
+/// Every integer operation and cast on i8, i32 and i64 over edge values, exact
+/// (kernels/lang/ints.tile): the interpreter holds integers exactly, the GPU computes them.
+pub const INTS: Spec = Spec {
+    name: "lang_ints",
+    file: "lang/ints.tile",
+    kernel: "ints",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![
+            Case::new(DType::I64, &[400]),
+            Case::new(DType::I32, &[400]),
+            Case::new(DType::I8, &[300]).with("BLOCK", 64),
+            Case::new(DType::I64, &[17]).with("BLOCK", 16),
+        ]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::I64, &[1]),
+            Case::new(DType::I64, &[400]),
+            Case::new(DType::I32, &[400]),
+            Case::new(DType::I8, &[400]),
+            Case::new(DType::I64, &[100_003]),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: t_const,
+    inputs: |c, _| {
+        let n = c.dims[0] as usize;
+        let bits = c.dtype.bits();
+        // Shift amounts: 0, -1, the width and one past it, besides the edges.
+        let shifts = [i64::from(bits) - 1, i64::from(bits), i64::from(bits) + 1, 3];
+        let eb: Vec<i64> = INT_EDGES.iter().chain(&shifts).copied().collect();
+        let a: Vec<i64> = (0..n).map(|i| INT_EDGES[i % INT_EDGES.len()]).collect();
+        let b: Vec<i64> = (0..n).map(|i| eb[(i / INT_EDGES.len()) % eb.len()]).collect();
+        let g: Vec<f64> = (0..n).map(|i| FLOAT_EDGES[(i * 7) % FLOAT_EDGES.len()]).collect();
+        vec![
+            Arg::Tensor(HostTensor::from_i64(c.dtype, &c.dims, &a)),
+            Arg::Tensor(HostTensor::from_i64(c.dtype, &c.dims, &b)),
+            tensor(DType::F64, &c.dims, &g),
+            poisoned(DType::I32, &[26, 2, c.dims[0]]),
+            poisoned(DType::F64, &[4, c.dims[0]]),
+        ]
+    },
+    outputs: &[3, 4],
+    exact: &[3, 4],
+    reference: |c, args| {
+        let n = c.dims[0] as usize;
+        let ints = |i: usize| match args.get(i) {
+            Some(Arg::Tensor(t)) => t.to_i64().unwrap_or_default(),
+            _ => vec![],
+        };
+        let (x, y, g) = (ints(0), ints(1), values(args, 2));
+        let bits = c.dtype.bits();
+        let mut out = vec![0.0; 26 * 2 * n];
+        let mut fl = vec![0.0; 4 * n];
+        for i in 0..n.min(x.len()).min(y.len()).min(g.len()) {
+            for (k, v) in ints_rows(x[i], y[i], g[i], bits).iter().enumerate() {
+                out[(2 * k) * n + i] = f64::from((v >> 32) as i32);
+                out[(2 * k + 1) * n + i] = f64::from(*v as i32);
+            }
+            let h = int_to_float_bits(x[i], 11);
+            fl[i] = int_to_float_bits(x[i], 24);
+            fl[n + i] = int_to_float_bits(x[i], 53);
+            fl[2 * n + i] = if h.abs() >= 65520.0 { 1e6f64.copysign(h) } else { h };
+            fl[3 * n + i] = int_to_float_bits(x[i], 8);
+        }
+        vec![out, fl]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| c.dims[0] as f64 * (2.0 * f64::from(c.dtype.bytes()) + 8.0 + 26.0 * 8.0 + 32.0),
+    flops: None,
+    case_for: |dims, d| match (dims, d) {
+        ([n], DType::I8 | DType::I32 | DType::I64) if *n >= 1 => Ok(Case::new(d, dims)),
+        _ => Err(format!("lang_ints takes N and i8, i32 or i64, not {dims:?} {d}")),
     },
     peer_config: no_peer,
 };

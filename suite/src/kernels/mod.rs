@@ -8,7 +8,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 41] = [
+pub(crate) static ALL: [&Spec; 42] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -30,6 +30,7 @@ pub(crate) static ALL: [&Spec; 41] = [
     &decoder::ACC_RESIDUAL,
     &decoder::ACC_SWIGLU,
     &lang::BITS,
+    &lang::INTS,
     &lang::MATH,
     &lang::MASKED,
     &lang::ATOMICS,
