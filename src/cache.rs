@@ -38,6 +38,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if opts.empty_barriers {
         pipeline.push_str(" empty_barriers=true");
     }
+    if opts.warp_specialize {
+        pipeline.push_str(" warp_specialize=true");
+    }
     Some(
         CacheKey::new()
             .field("source", sha256_hex(canonical.as_bytes()))

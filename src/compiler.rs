@@ -38,6 +38,9 @@ pub struct CompileOptions {
     pub wgmma_wait_at_once: bool,
     /// Release TMA ring stages on empty mbarriers (`--empty-barriers`; an experiment).
     pub empty_barriers: bool,
+    /// Warp-specialize every kernel that allows it, as its `warp_specialize = true` hint
+    /// would (`--warp-specialize`).
+    pub warp_specialize: bool,
 }
 
 /// Everything one compilation produced.
@@ -149,6 +152,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         no_tma: opts.no_tma,
         wgmma_wait_at_once: opts.wgmma_wait_at_once,
         empty_barriers: opts.empty_barriers,
+        warp_specialize: opts.warp_specialize || el.hints.warp_specialize,
     };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
     let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);

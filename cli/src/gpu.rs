@@ -111,6 +111,7 @@ pub struct Variant {
     pub no_tma: bool,
     pub wgmma_wait_at_once: bool,
     pub empty_barriers: bool,
+    pub warp_specialize: bool,
 }
 
 impl Variant {
@@ -131,6 +132,9 @@ impl Variant {
         }
         if self.empty_barriers {
             v.push("+empty-barriers".into());
+        }
+        if self.warp_specialize {
+            v.push("+warp-specialize".into());
         }
         v.join(" ")
     }
@@ -180,6 +184,7 @@ pub fn prepare(
         no_tma: variant.no_tma,
         wgmma_wait_at_once: variant.wgmma_wait_at_once,
         empty_barriers: variant.empty_barriers,
+        warp_specialize: variant.warp_specialize,
     };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;

@@ -17,11 +17,15 @@ pub struct Hints {
     /// Blocks per SM the author asks for (`.minnctapersm` in the PTX).
     pub occupancy: Option<u32>,
     pub opt_level: u32,
+    /// `warp_specialize = true`: a producer warpgroup issues the pipelined loop's TMA copies
+    /// (`tile-warp-specialize`, where the target and the kernel allow it).
+    #[serde(default)]
+    pub warp_specialize: bool,
 }
 
 impl Default for Hints {
     fn default() -> Self {
-        Hints { num_warps: 4, occupancy: None, opt_level: 3 }
+        Hints { num_warps: 4, occupancy: None, opt_level: 3, warp_specialize: false }
     }
 }
 

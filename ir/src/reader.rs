@@ -73,6 +73,18 @@ pub fn read_func_with(module: &Module, source: Option<&Source>) -> Result<Func, 
     let num_warps =
         u32::try_from(num_warps).map_err(|_| fail(format!("`tile.num_warps = {num_warps}` is not a warp count")))?;
     let mut r = Reader { func: Func::new(name, target, num_warps), ids: HashMap::new(), source };
+    if let Ok(a) = func_op.attribute("tile.warp_specialize") {
+        match i32_array(a).as_deref() {
+            Some(&[producer_warps, producer_regs, consumer_regs]) => {
+                r.func.warp_spec = Some(tilec_core::tir::WarpSpec { producer_warps, producer_regs, consumer_regs })
+            }
+            _ => {
+                return Err(fail(
+                    "`tile.warp_specialize` is `array<i32: producer warps, producer regs, consumer regs>`",
+                ))
+            }
+        }
+    }
     let region = func_op.region(0).map_err(|_| fail("func without a body"))?;
     let block = region.first_block().ok_or_else(|| fail("func without a body"))?;
     if block.next_in_region().is_some() {

@@ -360,6 +360,12 @@ pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagn
     if let Ok(b) = step.option("empty-barriers").parse::<bool>() {
         opts.empty_barriers = b;
     }
+    // A producer needs the empty mbarriers: where `tile-warp-specialize` will apply, the
+    // rings are released on them.
+    if step.option("warp-specialize") == "true" {
+        let occupancy = step.option("occupancy").parse::<u32>().unwrap_or(1);
+        opts.empty_barriers |= crate::tile_warp_specialize::fits(&func, arch, occupancy).is_ok();
+    }
     if let Ok(b) = step.option("wgmma-in-flight").parse::<bool>() {
         opts.in_flight = b;
     }
@@ -391,4 +397,14 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     d.mlir.parse(&low.text, "llvm")?;
     d.ir = Ir::Text(low.text);
     Ok(())
+}
+
+/// The driver entry of `tile-warp-specialize`.
+pub(crate) fn run_tile_warp_specialize(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name(), Level::TileGpu)?;
+    let arch = step_arch(step, &func)?;
+    let occupancy = step.option("occupancy").parse::<u32>().unwrap_or(1);
+    let r = crate::tile_warp_specialize::run(&mut func, arch, occupancy);
+    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-warp-specialize: {l}")));
+    set_func(d, func, step.name(), Level::TileGpu)
 }

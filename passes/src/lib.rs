@@ -13,6 +13,7 @@ pub mod tile_load_order;
 pub mod tile_pipeline;
 pub mod tile_swizzle;
 pub mod tile_to_llvm;
+pub mod tile_warp_specialize;
 
 use tilec_core::target::Arch;
 
@@ -186,8 +187,40 @@ pub const PASSES: &[PassInfo] = &[
                 default: "",
                 check: check_bool,
             },
+            PassOption {
+                name: "warp-specialize",
+                doc: "release TMA rings on empty mbarriers where tile-warp-specialize will give their copies to a producer (default: false; the default pipeline sets it unless that pass is disabled)",
+                default: "",
+                check: check_bool,
+            },
+            PassOption {
+                name: "occupancy",
+                doc: "blocks per SM the kernel asks for, for the warp-specialize decision (default: 1)",
+                default: "",
+                check: check_occupancy,
+            },
         ],
         run: driver::run_tile_pipeline,
+    },
+    PassInfo {
+        name: "tile-warp-specialize",
+        produces: Stage::Tilegpu,
+        doc: "give the TMA copies of a pipelined loop to a producer warpgroup (setmaxnreg moves registers to the consumers), the consumers wait, compute and release stages",
+        options: &[
+            PassOption {
+                name: "arch",
+                doc: "target (default: the module's tile.target); applies where it has TMA and setmaxnreg",
+                default: "",
+                check: check_arch,
+            },
+            PassOption {
+                name: "occupancy",
+                doc: "blocks per SM the kernel asks for, which sets the register split (default: 1)",
+                default: "",
+                check: check_occupancy,
+            },
+        ],
+        run: driver::run_tile_warp_specialize,
     },
     PassInfo {
         name: "tile-to-llvm",
@@ -243,14 +276,24 @@ pub struct PipelineConfig {
     /// `--empty-barriers`: TMA rings released on empty mbarriers (`tile-pipeline`'s
     /// `empty-barriers=true`).
     pub empty_barriers: bool,
+    /// The kernel's `warp_specialize` hint or `--warp-specialize`: `tile-warp-specialize`
+    /// runs (and `tile-pipeline` releases the rings it will give to a producer).
+    pub warp_specialize: bool,
 }
 
 /// The passes every kernel needs: without them there is no code.
 pub const REQUIRED: [&str; 2] = ["tile-layout", "tile-to-llvm"];
 
 /// The tilec passes of the default pipeline, in order.
-pub const DEFAULT_PASSES: [&str; 6] =
-    ["tile-load-order", "tile-approx-math", "tile-layout", "tile-swizzle", "tile-pipeline", "tile-to-llvm"];
+pub const DEFAULT_PASSES: [&str; 7] = [
+    "tile-load-order",
+    "tile-approx-math",
+    "tile-layout",
+    "tile-swizzle",
+    "tile-pipeline",
+    "tile-warp-specialize",
+    "tile-to-llvm",
+];
 
 /// Checks `--disable-pass` names: a known optional pass, or an error naming the choices.
 pub fn check_disabled(names: &std::collections::BTreeSet<String>) -> Result<(), tilec_core::Diagnostic> {
@@ -287,7 +330,7 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
     let mut steps = vec![];
     for name in DEFAULT_PASSES {
         let Some(p) = PASSES.iter().find(|p| p.name == name) else { continue };
-        if cfg.disabled.contains(name) {
+        if cfg.disabled.contains(name) || (name == "tile-warp-specialize" && !cfg.warp_specialize) {
             continue;
         }
         let opts: Vec<(&str, &str)> = match name {
@@ -304,8 +347,18 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
                 if cfg.empty_barriers {
                     o.push(("empty-barriers", "true"));
                 }
+                // The producer learns from the empty mbarriers that a stage is free.
+                if cfg.warp_specialize
+                    && !cfg.disabled.contains("tile-warp-specialize")
+                    && arch.has(tilec_core::target::Feature::Setmaxnreg)
+                    && arch.has(tilec_core::target::Feature::Tma)
+                {
+                    o.push(("warp-specialize", "true"));
+                    o.push(("occupancy", &occ));
+                }
                 o
             }
+            "tile-warp-specialize" => vec![("arch", arch.name), ("occupancy", &occ)],
             "tile-to-llvm" => vec![("arch", arch.name), ("occupancy", &occ), ("fp-fusion", fusion)],
             _ => vec![],
         };

@@ -302,7 +302,7 @@ impl LoopInfo {
 }
 
 /// Whether an op may be recomputed for another iteration: pure, scalar, no memory read.
-fn pure_scalar(func: &Func, op: &Op) -> bool {
+pub(crate) fn pure_scalar(func: &Func, op: &Op) -> bool {
     let scalar = op.result.is_some_and(|r| matches!(func.ty(r), Type::Scalar(_)));
     scalar
         && matches!(

@@ -291,47 +291,65 @@ fn ptx_of(file: &str, kernel: &str, no_fp_fusion: bool) -> String {
 
 /// The PTX of `kernel` (default constants) for `arch`.
 fn ptx_for(file: &str, kernel: &str, no_fp_fusion: bool, arch: &str) -> String {
+    ptx_with(file, kernel, tilec::CompileOptions { arch: arch.into(), no_fp_fusion, ..Default::default() })
+}
+
+/// The PTX of `kernel` (default constants) with options `o`.
+fn ptx_with(file: &str, kernel: &str, o: tilec::CompileOptions) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
-    let o =
-        tilec::CompileOptions { arch: arch.into(), kernel: Some(kernel.into()), no_fp_fusion, ..Default::default() };
+    let o = tilec::CompileOptions { kernel: Some(kernel.into()), ..o };
     let c = tilec::compile(&tilec::Source::new(file, std::fs::read_to_string(p).unwrap()), &o).unwrap();
     c.ptx().to_string()
 }
 
 /// The first loop of a PTX text (a label a later branch jumps back to), as lines.
 fn first_loop(ptx: &str) -> Vec<&str> {
+    loop_with(ptx, "")
+}
+
+/// The first loop of a PTX text whose body holds `needle`, as lines.
+fn loop_with<'p>(ptx: &'p str, needle: &str) -> Vec<&'p str> {
     let lines: Vec<&str> = ptx.lines().collect();
     let (start, end) = lines
         .iter()
         .enumerate()
         .find_map(|(i, l)| {
             let label = l.strip_suffix(':')?;
-            let back =
-                lines.iter().skip(i).position(|b| b.contains("bra") && b.trim_end().ends_with(&format!("{label};")))?;
-            Some((i, i + back))
+            // The first branch back to the label whose span holds `needle` (a loop's blocks
+            // may branch to its latch before the back edge).
+            let to_label = |b: &&str| b.contains("bra") && b.trim_end().ends_with(&format!("{label};"));
+            (i..lines.len())
+                .filter(|&j| to_label(&lines[j]))
+                .find(|&j| lines[i..j].iter().any(|l| l.contains(needle)))
+                .map(|j| (i, j))
         })
-        .unwrap_or_else(|| panic!("no loop in the PTX"));
+        .unwrap_or_else(|| panic!("no loop with `{needle}` in the PTX"));
     lines[start..end].to_vec()
 }
 
 /// `tile-pipeline` refills a `cp.async` ring right after the wait that frees its stage, so
 /// the only barriers of a pipelined GEMM loop are those of its waits: none at the end of the
 /// body (sm_121a, `mma.sync`). A TMA ring (sm_90a, `wgmma`) has no group wait at all: the
-/// stages' mbarriers are waited for, and one barrier an iteration orders the last reads of a
-/// stage before its refill.
+/// stages' mbarriers are waited for, and, in a kernel that is not warp-specialized (bmm, at
+/// two blocks per SM), one barrier an iteration orders the last reads of a stage before its
+/// refill. The warp-specialized GEMM (`--warp-specialize`) has no barrier in its consumers'
+/// loop: they wait for the full mbarriers and release the stages on the empty ones, and the
+/// producer's loop (no wgmma) acquires the stages and issues the copies; bmm, at two blocks
+/// per SM, is left unspecialized (the producer would cut its registers).
 #[test]
 fn a_pipelined_loop_has_no_barrier_beyond_its_waits() {
-    // (kernel, TMA copies an iteration: A's one 64-wide atom, B's 256 or 128 columns in atoms)
-    for (file, kernel, copies) in [("matmul", "matmul", 1 + 4), ("bmm", "bmm", 1 + 2)] {
+    // (kernel, TMA copies an iteration: A's one 64-wide atom, B's 256 or 128 columns in
+    // atoms, warp-specialized on sm_90a)
+    for (file, kernel, copies, specialized) in [("matmul", "matmul", 1 + 4, true), ("bmm", "bmm", 1 + 2, false)] {
         let ptx = ptx_for(file, kernel, false, "sm_121a");
         let body = first_loop(&ptx);
         let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
         assert!(count("mma.sync") > 0, "{kernel}: the first loop is not the K loop");
         assert_eq!(count("bar.sync"), count("cp.async.wait_group"), "{kernel}: a barrier beyond the waits'");
-        let ptx = ptx_of(file, kernel, false);
-        let body = first_loop(&ptx);
+        let o = tilec::CompileOptions { arch: "sm_90a".into(), warp_specialize: true, ..Default::default() };
+        let ptx = ptx_with(file, kernel, o);
+        let body = loop_with(&ptx, "wgmma.mma_async");
         let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
-        assert!(count("wgmma.mma_async") > 0, "{kernel}: the first loop is not the K loop");
         assert_eq!(count("cp.async.wait_group"), 0, "{kernel}: a cp.async wait in a TMA loop");
         assert_eq!(count("mbarrier.try_wait.parity"), 2, "{kernel}: one wait per ring");
         // The loop's blocks need not be contiguous in the PTX: count the whole kernel, the
@@ -341,7 +359,22 @@ fn a_pipelined_loop_has_no_barrier_beyond_its_waits() {
             3 * copies,
             "{kernel}: one copy per 128-byte atom of A and B"
         );
-        assert_eq!(count("bar.sync"), 1, "{kernel}: more than the stage-reuse barrier");
+        assert_eq!(ptx.contains("setmaxnreg"), specialized, "{kernel}: warp specialization");
+        if specialized {
+            assert_eq!(count("bar.sync"), 0, "{kernel}: a barrier in the consumers' loop");
+            assert_eq!(count("cp.async.bulk.tensor"), 0, "{kernel}: a consumer issues copies");
+            assert_eq!(count("mbarrier.arrive.shared"), 2, "{kernel}: one release per ring");
+            let producer = loop_with(&ptx, "cp.async.bulk.tensor");
+            let count = |s: &str| producer.iter().filter(|l| l.contains(s)).count();
+            assert_eq!(count("wgmma"), 0, "{kernel}: the producer's loop computes");
+            assert_eq!(count("mbarrier.try_wait.parity"), 2, "{kernel}: one acquire per ring");
+            assert!(ptx.contains(".maxntid 384, 1, 1") && ptx.contains(".minnctapersm 1"));
+            let words: Vec<String> = ptx.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+            assert!(words.iter().any(|l| l == "setmaxnreg.dec.sync.aligned.u32 40;"));
+            assert!(words.iter().any(|l| l == "setmaxnreg.inc.sync.aligned.u32 232;"));
+        } else {
+            assert_eq!(count("bar.sync"), 1, "{kernel}: more than the stage-reuse barrier");
+        }
     }
 }
 
@@ -358,4 +391,19 @@ fn flush_to_zero_and_fp_fusion_lower_to_single_instructions() {
     let separate = ptx_of("fmha", "fmha", true);
     assert!(!separate.contains("fma.rn.f32"), "--no-fp-fusion still fuses");
     assert!(separate.contains("mul.rn.f32") && separate.contains("sub.rn.f32"));
+}
+
+/// The `warp_specialize = true` hint asks for the producer warpgroup as `--warp-specialize`
+/// does; without it (the default) the GEMM is not specialized.
+#[test]
+fn the_warp_specialize_hint_gives_the_gemm_a_producer() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul.tile");
+    let text = std::fs::read_to_string(p).unwrap();
+    let hinted = text.replace("occupancy = OCCUPANCY }", "occupancy = OCCUPANCY, warp_specialize = true }");
+    assert_ne!(hinted, text, "matmul.tile's hints changed");
+    let o = tilec::CompileOptions { arch: "sm_90a".into(), ..Default::default() };
+    let ptx = |t: &str| tilec::compile(&tilec::Source::new("matmul", t.to_string()), &o).unwrap().ptx().to_string();
+    let (plain, specialized) = (ptx(&text), ptx(&hinted));
+    assert!(!plain.contains("setmaxnreg") && plain.contains(".maxntid 256, 1, 1"));
+    assert!(specialized.contains("setmaxnreg.inc") && specialized.contains(".maxntid 384, 1, 1"));
 }

@@ -49,13 +49,14 @@ pub struct Args {
     /// The ablation instead: FMHA (B=4, H=32, S=2048, D=128, causal) through the tutorial's
     /// steps (basic → +exp2 → +load order → +latency hints → +occupancy → +approx division),
     /// then `fmha` with each optimization pass disabled, with `--fast-math` and `--no-tma`;
-    /// GEMM 4096³ with TMA and wgmma in flight, without each, and without both.
+    /// GEMM 4096³ with TMA and wgmma in flight, without each, without both, with empty
+    /// mbarriers and warp-specialized (a producer warpgroup).
     #[arg(long)]
     ablation: bool,
 }
 
 /// The rows of `--ablation`: (step, kernel, passes disabled, switches among `fast-math`,
-/// `no-tma`, `wgmma-wait-0`). FMHA rows run B=4 H=32 S=2048 D=128 causal; `matmul` rows 4096³.
+/// `no-tma`, `wgmma-wait-0`, `empty-barriers`, `warp-specialize`). FMHA rows run B=4 H=32 S=2048 D=128 causal; `matmul` rows 4096³.
 const ABLATION: &[(&str, &str, &[&str], &[&str])] = &[
     ("basic (mma)", "fmha_step2_mma", &[], &[]),
     ("+ exp2", "fmha_step3_exp2", &[], &[]),
@@ -69,12 +70,14 @@ const ABLATION: &[(&str, &str, &[&str], &[&str])] = &[
     ("fmha.tile without tile-approx-math", "fmha", &["tile-approx-math"], &[]),
     ("fmha.tile with --fast-math", "fmha", &[], &["fast-math"]),
     ("fmha.tile with cp.async rings (--no-tma)", "fmha", &[], &["no-tma"]),
+    ("fmha.tile warp-specialized (--warp-specialize)", "fmha", &[], &["warp-specialize"]),
     ("step 3 without tile-load-order (a register permute)", "fmha_step3_exp2", &["tile-load-order"], &[]),
     ("matmul 4096³ (TMA, wgmma in flight)", "matmul", &[], &[]),
     ("matmul with cp.async rings (--no-tma)", "matmul", &[], &["no-tma"]),
     ("matmul with every wgmma waited at once", "matmul", &[], &["wgmma-wait-0"]),
     ("matmul with neither (cp.async, wait 0)", "matmul", &[], &["no-tma", "wgmma-wait-0"]),
     ("matmul with empty mbarriers (--empty-barriers)", "matmul", &[], &["empty-barriers"]),
+    ("matmul warp-specialized (--warp-specialize)", "matmul", &[], &["warp-specialize"]),
 ];
 
 fn ablation(a: &Args) -> Result<ExitCode> {
@@ -101,6 +104,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
             no_tma: switches.contains(&"no-tma"),
             wgmma_wait_at_once: switches.contains(&"wgmma-wait-0"),
             empty_barriers: switches.contains(&"empty-barriers"),
+            warp_specialize: switches.contains(&"warp-specialize"),
         };
         let case = if *kernel == "matmul" { &gemm } else { &case };
         let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: None };
@@ -108,7 +112,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
             Ok(r) => {
                 let ms = r.median_ms;
                 // The GEMM rows compare with the default matmul, not with the FMHA steps.
-                if *step == ABLATION[13].0 {
+                if *step == ABLATION[14].0 {
                     (prev, basic) = (None, None);
                 }
                 let ratio = |b: Option<f64>| b.map(|b| format!("{:.2}x", b / ms)).unwrap_or_else(|| "—".into());
@@ -122,7 +126,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
                 ));
                 // The steps compare with the step before; the variants of fmha.tile with fmha.tile,
                 // those of matmul with matmul.
-                if i <= 6 || *step == ABLATION[13].0 {
+                if i <= 6 || *step == ABLATION[14].0 {
                     prev = Some(ms);
                 }
                 basic.get_or_insert(ms);

@@ -168,7 +168,7 @@ mod tests {
 #[derive(clap::Args, Debug, Default)]
 pub struct VariantArgs {
     /// Leave an optional pass out of the default pipeline (repeatable): tile-load-order,
-    /// tile-approx-math, tile-swizzle, tile-pipeline.
+    /// tile-approx-math, tile-swizzle, tile-pipeline, tile-warp-specialize.
     #[arg(long = "disable-pass", value_name = "NAME")]
     pub disable_pass: Vec<String>,
     /// Approximate every float op whose options the source leaves open (`tile-approx-math`):
@@ -190,6 +190,10 @@ pub struct VariantArgs {
     /// before each refill (an experiment: slower on FMHA on the H100).
     #[arg(long)]
     pub empty_barriers: bool,
+    /// Give the TMA copies of every pipelined loop that allows it to a producer warpgroup
+    /// (`tile-warp-specialize`), as a kernel's `warp_specialize = true` hint does.
+    #[arg(long)]
+    pub warp_specialize: bool,
 }
 
 impl VariantArgs {
@@ -201,6 +205,7 @@ impl VariantArgs {
             no_tma: self.no_tma,
             wgmma_wait_at_once: self.wgmma_wait_at_once,
             empty_barriers: self.empty_barriers,
+            warp_specialize: self.warp_specialize,
         }
     }
 }
@@ -240,6 +245,7 @@ impl RequestArgs {
             no_tma: self.pipeline.no_tma,
             wgmma_wait_at_once: self.pipeline.wgmma_wait_at_once,
             empty_barriers: self.pipeline.empty_barriers,
+            warp_specialize: self.pipeline.warp_specialize,
             ..Default::default()
         })
     }

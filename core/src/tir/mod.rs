@@ -165,11 +165,33 @@ pub struct Func {
     pub num_warps: u32,
     /// Target the constants were specialised for (`sm_90a`, …).
     pub target: String,
+    /// Set by `tile-warp-specialize`: the block gets a producer warpgroup besides the
+    /// `num_warps` consumer warps the layouts spread over. Printed as
+    /// `tile.warp_specialize = array<i32: producer warps, producer regs, consumer regs>`.
+    pub warp_spec: Option<WarpSpec>,
+}
+
+/// The partition of a warp-specialized kernel (see `tile-warp-specialize`): `producer_warps`
+/// warps after the consumers issue the TMA copies of the pipelined loop; each side sets its
+/// register count with `setmaxnreg` (0: left as ptxas allocated it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpSpec {
+    pub producer_warps: u32,
+    pub producer_regs: u32,
+    pub consumer_regs: u32,
 }
 
 impl Func {
     pub fn new(name: impl Into<String>, target: impl Into<String>, num_warps: u32) -> Func {
-        Func { name: name.into(), params: vec![], ops: vec![], values: vec![], num_warps, target: target.into() }
+        Func {
+            name: name.into(),
+            params: vec![],
+            ops: vec![],
+            values: vec![],
+            num_warps,
+            target: target.into(),
+            warp_spec: None,
+        }
     }
 
     pub fn new_value(&mut self, ty: Type) -> ValueId {

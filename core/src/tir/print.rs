@@ -63,9 +63,16 @@ impl Func {
                 format!("{}: {}{attr}", p.name(q.value), self.ty(q.value).to_mlir())
             })
             .collect();
+        let ws = match self.warp_spec {
+            Some(w) => format!(
+                ", tile.warp_specialize = array<i32: {}, {}, {}>",
+                w.producer_warps, w.producer_regs, w.consumer_regs
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "  func.func @{}({}) attributes {{tile.kernel, tile.num_warps = {} : i32}} {{",
+            "  func.func @{}({}) attributes {{tile.kernel, tile.num_warps = {} : i32{ws}}} {{",
             self.name,
             params.join(", "),
             self.num_warps

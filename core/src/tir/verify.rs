@@ -32,6 +32,31 @@ pub fn verify(func: &Func, level: Level) -> Result<(), Diagnostic> {
             format!("the kernel asks for {} warps; a block has 1, 2, 4, 8, 16 or 32", func.num_warps),
         ));
     }
+    if let Some(w) = func.warp_spec {
+        // A producer warpgroup beside whole consumer warpgroups (setmaxnreg acts per
+        // warpgroup), register counts setmaxnreg accepts, within the SM's 64K registers.
+        let regs_ok = |r: u32| r == 0 || ((24..=256).contains(&r) && r.is_multiple_of(8));
+        let budget = (w.producer_regs * w.producer_warps + w.consumer_regs * func.num_warps) * 32;
+        if w.producer_warps != 4
+            || !func.num_warps.is_multiple_of(4)
+            || func.num_warps + w.producer_warps > 32
+            || !regs_ok(w.producer_regs)
+            || !regs_ok(w.consumer_regs)
+            || (w.producer_regs == 0) != (w.consumer_regs == 0)
+            || budget > 65536
+        {
+            return Err(bad(
+                None,
+                format!(
+                    "bad warp specialization {w:?} of a {}-warp kernel: one producer warpgroup (4 warps) beside whole consumer warpgroups, register counts 0 or 24..=256 in steps of 8 (both or neither), at most 65536 registers",
+                    func.num_warps
+                ),
+            ));
+        }
+        if level == Level::Tile {
+            return Err(bad(None, "warp specialization is a tilegpu property (set by `tile-warp-specialize`)".into()));
+        }
+    }
     // The values the IR holds: a pass may leave entries of the value table that no op
     // defines any more (a load it replaced), and those are never printed.
     let mut held = vec![false; func.values.len()];

@@ -26,6 +26,10 @@ const HINTS: &[(&str, &str, HintSetter)] = &[
         }
         ok
     }),
+    ("warp_specialize", "warp_specialize is true or false", |n, h| {
+        h.warp_specialize = n != 0;
+        (0..=1).contains(&n)
+    }),
 ];
 
 pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnostic>> {
@@ -107,6 +111,7 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         };
         let n = match v {
             Val::Int(n) => n,
+            Val::Bool(b) => i64::from(b),
             Val::Poison => continue,
             other => {
                 cx.diags.push(

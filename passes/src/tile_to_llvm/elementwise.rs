@@ -49,6 +49,16 @@ pub(crate) fn binop(em: &mut Emitter, op: BinOp, a: &Reg, b: &Reg, d: DType) -> 
             // on): the amount as unsigned, clamped to the width.
             let bits = em.cint(i64::from(d.bits()), t.clone());
             if op == BinOp::Shl {
+                // An i64 amount clamped first: NVPTX folds the select below into one `shl`
+                // (PTX clamps at the width) whose 32-bit amount drops an i64 amount's high
+                // bits (`1 << i64::MIN` was 1 on the H100). Narrower amounts fit.
+                let clamped;
+                let b = if d.bits() == 64 {
+                    clamped = em.intr("umin", &[b, &bits]);
+                    &clamped
+                } else {
+                    b
+                };
                 let s = em.shl(a, b);
                 let inside = em.icmp(ICmp::Ult, b, &bits);
                 let zero = em.cint(0, t);

@@ -165,6 +165,9 @@ pub struct Emitter {
     consts: BTreeMap<String, Reg>,
     /// The source's float `+ - *` carry LLVM's `contract` flag ([`super::Options::fp_fusion`]).
     pub fp_fusion: bool,
+    /// Threads of the named barrier 1 that [`Emitter::barrier`] syncs instead of the whole
+    /// block (the consumers of a warp-specialized kernel; the producer never takes part).
+    pub named_barrier: Option<u32>,
 }
 
 impl Emitter {
@@ -644,7 +647,13 @@ impl Emitter {
     }
 
     pub fn barrier(&mut self) {
-        self.line("nvvm.barrier0");
+        match self.named_barrier {
+            Some(n) => {
+                let (id, count) = (self.ci32(1), self.ci32(i64::from(n)));
+                self.line(format!("nvvm.barrier id = {id} number_of_threads = {count}"));
+            }
+            None => self.line("nvvm.barrier0"),
+        }
     }
 
     /// Inline PTX (see `ptx_asm`): `has_side_effects` keeps it in place.

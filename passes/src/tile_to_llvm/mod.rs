@@ -213,6 +213,9 @@ pub(crate) struct Lowering<'f> {
     pending_reads: Vec<(i64, i64)>,
     /// Lines for `--report`.
     report: Vec<String>,
+    /// The thread that issues TMA copies and acquires stages (the producer's first thread
+    /// while its part of a warp-specialized kernel is lowered).
+    issuer: i64,
     /// Per-lane `ldmatrix` row indices computed once in the prologue (see
     /// `Lowering::ldmatrix_blocks`), by buffer, swizzle, warp origin and block pattern.
     lane_bases: BTreeMap<String, Reg>,
@@ -479,7 +482,21 @@ fn lower_with<'f>(
     facts: &'f AsyncFacts,
     plan: Option<Vec<i64>>,
 ) -> Result<(Lowered, Vec<Request>), Diagnostic> {
-    let threads = func.num_warps * 32;
+    // A warp-specialized kernel lowers its partition, in the order the roles are emitted
+    // (common, producer, consumer), so that liveness positions match the walk.
+    let ws = match func.warp_spec {
+        Some(_) => Some(crate::tile_warp_specialize::partition(func).map_err(|why| {
+            err(format!("a kernel marked warp-specialized has no producer/consumer partition: {why}"))
+        })?),
+        None => None,
+    };
+    let walked = ws.as_ref().map(|p| {
+        let mut f = func.clone();
+        f.ops = p.common.iter().chain(&p.producer).chain(&p.consumer).cloned().collect();
+        f
+    });
+    let producer_warps = func.warp_spec.map_or(0, |w| w.producer_warps);
+    let threads = (func.num_warps + producer_warps) * 32;
     let mut em = Emitter::new();
     em.fp_fusion = opts.fp_fusion;
     let tid = em.sreg_prologue("tid.x");
@@ -543,12 +560,16 @@ fn lower_with<'f>(
         pos: 0,
         requests: vec![],
         plan,
-        live_end: buffer_live_ends(func),
+        live_end: buffer_live_ends(walked.as_ref().unwrap_or(func)),
         pending_reads: vec![],
         report: vec![],
         lane_bases: BTreeMap::new(),
+        issuer: 0,
     };
-    lw.ops(&func.ops)?;
+    match (func.warp_spec, &ws) {
+        (Some(spec), Some(part)) => lw.warp_specialized(spec, part)?,
+        _ => lw.ops(&func.ops)?,
+    }
     let smem = lw.smem;
     let smem_align = lw.smem_align;
     let requests = std::mem::take(&mut lw.requests);
@@ -570,7 +591,13 @@ fn lower_with<'f>(
         );
     }
     let mut attrs = format!("nvvm.kernel, nvvm.maxntid = array<i32: {threads}, 1, 1>");
-    if let Some(o) = opts.occupancy {
+    // setmaxnreg needs the entry register count, which ptxas derives from the block size
+    // and the blocks per SM.
+    let occupancy = match func.warp_spec {
+        Some(w) if w.producer_regs > 0 => Some(opts.occupancy.unwrap_or(1)),
+        _ => opts.occupancy,
+    };
+    if let Some(o) = occupancy {
         let _ = write!(attrs, ", nvvm.minctasm = {o} : i32");
     }
     let _ = writeln!(s, "  llvm.func @{}({}) attributes {{{attrs}}} {{", func.name, args.join(", "));
@@ -582,6 +609,50 @@ fn lower_with<'f>(
 }
 
 impl Lowering<'_> {
+    /// A warp-specialized kernel (see `tile-warp-specialize`): the rings made by every
+    /// thread, then warps `num_warps …` run the producer's ops and warps below run the
+    /// consumers', each side with its `setmaxnreg` and the consumers' barriers named.
+    fn warp_specialized(
+        &mut self,
+        spec: tilec_core::tir::WarpSpec,
+        part: &crate::tile_warp_specialize::Partition,
+    ) -> Result<(), Diagnostic> {
+        self.ops(&part.common)?;
+        let consumers = self.func.num_warps;
+        let first = self.em.ci32(i64::from(consumers));
+        let warp = self.warp.clone();
+        let is_producer = self.em.icmp(emit::ICmp::Sge, &warp, &first);
+        let (producer, consumer, end) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
+        self.em.cond_br(&is_producer, &producer, &consumer);
+        self.em.label(&producer, &[]);
+        if spec.producer_regs > 0 {
+            self.em.line(format!("nvvm.setmaxregister decrease {}", spec.producer_regs));
+        }
+        self.issuer = i64::from(consumers) * 32;
+        self.ops(&part.producer)?;
+        self.em.br(&end, &[]);
+        self.em.label(&consumer, &[]);
+        self.issuer = 0;
+        // Values the producer's block made do not dominate the consumers'.
+        self.aff.clear();
+        self.base_sums.clear();
+        self.pending_reads.clear();
+        self.em.named_barrier = Some(consumers * 32);
+        if spec.consumer_regs > 0 {
+            self.em.line(format!("nvvm.setmaxregister increase {}", spec.consumer_regs));
+        }
+        self.ops(&part.consumer)?;
+        self.em.named_barrier = None;
+        self.em.br(&end, &[]);
+        self.em.label(&end, &[]);
+        self.report.push(format!(
+            "warp-specialized: {} threads ({consumers} consumer warps, {} producer warps)",
+            (consumers + spec.producer_warps) * 32,
+            spec.producer_warps
+        ));
+        Ok(())
+    }
+
     fn ops(&mut self, ops: &[Op]) -> Result<(), Diagnostic> {
         for op in ops {
             self.pos += 1;

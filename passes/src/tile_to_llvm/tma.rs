@@ -104,9 +104,10 @@ pub(crate) fn tma_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
 }
 
 impl Lowering<'_> {
-    /// Runs `f` in thread 0 only (a branch around it).
+    /// Runs `f` in the thread that issues TMA copies only (a branch around it): thread 0, or
+    /// the producer's first thread in a warp-specialized kernel.
     fn on_thread0(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
-        let z = self.em.ci32(0);
+        let z = self.em.ci32(self.issuer);
         let tid = self.tid.clone();
         let is0 = self.em.icmp(ICmp::Eq, &tid, &z);
         let (then, join) = (self.em.new_block(), self.em.new_block());

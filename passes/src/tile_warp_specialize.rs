@@ -1,0 +1,412 @@
+//! `tile-warp-specialize`: a producer warpgroup issues the TMA copies of the pipelined loop,
+//! the kernel's own warps (the consumers) only wait for stages, compute and release them.
+//!
+//! Needs: `tile-pipeline` with TMA rings released on empty mbarriers (`empty-barriers=true`,
+//! which the default pipeline sets wherever this pass runs): every refill of a stage is an
+//! `scf.if` without results holding only pure scalar ops, `tilegpu.stage`,
+//! `tilegpu.stage_acquire` and `tilegpu.tma_copy_into` (a *fill*), at the top of the kernel
+//! (the prologue's fills) or in the body of a top-level loop; every operand a fill reads from
+//! outside it is a parameter, the loop's induction variable, or a pure scalar op of those
+//! (the *slice*: recomputed by the producer, no memory, no loop-carried value).
+//!
+//! Does: moves the rings (`stages_alloc`, with their mbarriers' initialisation) to the top of
+//! the kernel, where every thread makes them, and marks the kernel
+//! `tile.warp_specialize = array<i32: 4, producer regs, consumer regs>`. The lowering then
+//! makes the block `num_warps + 4` warps: after the rings, warps `num_warps …` (the producer)
+//! run the slice and the fills of the prologue and of a copy of each such loop without its
+//! loop-carried values, its first thread issuing every copy after acquiring the stage's
+//! empty barrier; warps `0 … num_warps-1` (the consumers) run the kernel without the fills,
+//! their barriers named (`bar.sync 1, 32·num_warps`) so that the producer never takes part.
+//! The program order of the IR is unchanged, so the interpreter runs it as before: a stage is
+//! filled before its wait in either schedule.
+//!
+//! Registers: the block runs at the occupancy it asks for (`occupancy`, default 1), so ptxas
+//! gives each thread `65536 / (threads · occupancy)` registers at entry (in steps of 8, at
+//! most 255). Where that is under 232 the producer gives registers back (`setmaxnreg.dec` to
+//! 40) and the consumers take them (`setmaxnreg.inc` to what the warpgroup's share allows,
+//! at most 240): CUTLASS's 40/232 split for two consumer warpgroups. Where the entry count
+//! is already 232 or more, `setmaxnreg` has nothing to give and is left out.
+//!
+//! Guarantees: the kernel's results are those of the unspecialized pipelined kernel; the
+//! copies of a stage are issued after its previous readers released it and waited for before
+//! it is read, on both sides of the partition.
+//!
+//! Leaves alone, and reports why: targets without TMA or `setmaxnreg` (sm_121a), kernels
+//! without a TMA ring, rings not released on empty mbarriers, consumer warp counts that are
+//! not whole warpgroups (or more than 28 warps), fills nested deeper than a top-level loop,
+//! and fills whose slice reads memory, a tile or a loop-carried value.
+//!
+//! Options: `arch` (default: the module's target), `occupancy` (blocks per SM the kernel
+//! asks for; default 1).
+
+use std::collections::{BTreeMap, BTreeSet};
+use tilec_core::target::{Arch, Feature};
+use tilec_core::tir::{walk_ops, Func, Op, OpKind, ValueId, WarpSpec};
+
+use crate::tile_pipeline::pure_scalar;
+
+/// What the pass did, for `--report`.
+#[derive(Clone, Debug, Default)]
+pub struct WarpSpecializeReport {
+    pub lines: Vec<String>,
+}
+
+/// The producer's registers where `setmaxnreg` moves registers (CUTLASS's count: address
+/// arithmetic and one copy loop fit).
+const PRODUCER_REGS: u32 = 40;
+
+/// Registers of one SM (every target of the table).
+const REGS_PER_SM: u32 = 65536;
+
+/// The ops of a warp-specialized kernel by role, as the lowering emits them.
+#[derive(Clone, Debug, Default)]
+pub struct Partition {
+    /// Made by every thread before the roles part: the rings and their mbarriers.
+    pub common: Vec<Op>,
+    /// The producer: the slice and the fills, the pipelined loops without carried values.
+    pub producer: Vec<Op>,
+    /// The consumers: every other op, in program order (the slice too, where they use it).
+    pub consumer: Vec<Op>,
+    /// TMA copies the producer issues (for the report).
+    pub copies: usize,
+}
+
+/// Whether `op` is a fill: an `scf.if` without results whose ops are pure scalar ops,
+/// stages, stage acquisitions and at least one TMA copy.
+fn is_fill(func: &Func, op: &Op) -> bool {
+    let OpKind::If { then_ops, else_ops, results, .. } = &op.kind else { return false };
+    let allowed = |o: &Op| {
+        pure_scalar(func, o)
+            || matches!(
+                o.kind,
+                OpKind::Stage { .. } | OpKind::StageAcquire { .. } | OpKind::AsyncCopy { tma: true, .. }
+            )
+    };
+    results.is_empty()
+        && else_ops.is_empty()
+        && then_ops.iter().all(allowed)
+        && then_ops.iter().any(|o| matches!(o.kind, OpKind::AsyncCopy { tma: true, .. }))
+}
+
+/// The values the ops of `ops` read from outside them.
+fn free_uses(ops: &[Op]) -> BTreeSet<ValueId> {
+    let mut defined = BTreeSet::new();
+    let mut used = BTreeSet::new();
+    walk_ops(ops, &mut |o| {
+        used.extend(o.kind.operands());
+        defined.extend(o.result);
+        if let OpKind::For { iv, iters, results, .. } = &o.kind {
+            defined.insert(*iv);
+            defined.extend(iters.iter().chain(results));
+        }
+        if let OpKind::If { results, .. } = &o.kind {
+            defined.extend(results);
+        }
+    });
+    used.difference(&defined).copied().collect()
+}
+
+/// Where a value is made: a top-level op, an op of a top-level loop's body, or a loop's
+/// induction variable.
+#[derive(Clone, Copy, Debug)]
+enum Def {
+    Top(usize),
+    Body(usize, usize),
+    Iv(usize),
+}
+
+/// The partition of `func`'s ops (the rings first wherever they are at the top level), or
+/// why it has none.
+pub fn partition(func: &Func) -> Result<Partition, String> {
+    let mut defs: BTreeMap<ValueId, Def> = BTreeMap::new();
+    let mut fills: BTreeSet<(usize, Option<usize>)> = BTreeSet::new();
+    let mut loops: BTreeSet<usize> = BTreeSet::new();
+    for (i, op) in func.ops.iter().enumerate() {
+        if let Some(r) = op.result {
+            defs.insert(r, Def::Top(i));
+        }
+        if is_fill(func, op) {
+            fills.insert((i, None));
+            continue;
+        }
+        if let OpKind::For { iv, body, .. } = &op.kind {
+            defs.insert(*iv, Def::Iv(i));
+            for (j, b) in body.iter().enumerate() {
+                if let Some(r) = b.result {
+                    defs.insert(r, Def::Body(i, j));
+                }
+                if is_fill(func, b) {
+                    fills.insert((i, Some(j)));
+                    loops.insert(i);
+                }
+            }
+        }
+    }
+    // Every TMA copy and stage acquisition must be in one of the fills found.
+    let mut copies = 0;
+    let mut in_fills = 0;
+    func.walk(&mut |o| copies += usize::from(matches!(o.kind, OpKind::AsyncCopy { tma: true, .. })));
+    for &(i, j) in &fills {
+        let op = match j {
+            None => &func.ops[i],
+            Some(j) => match &func.ops[i].kind {
+                OpKind::For { body, .. } => &body[j],
+                _ => continue,
+            },
+        };
+        walk_ops(std::slice::from_ref(op), &mut |o| {
+            in_fills += usize::from(matches!(o.kind, OpKind::AsyncCopy { tma: true, .. }));
+        });
+    }
+    if copies == 0 {
+        return Err("no TMA copy to produce".into());
+    }
+    if in_fills != copies {
+        return Err(format!(
+            "{} of the kernel's {copies} TMA copies are not in a fill at the top level or in a top-level loop",
+            copies - in_fills
+        ));
+    }
+    // The slice: what the fills and the loops' bounds read, closed over pure scalar ops.
+    let mut need: Vec<(ValueId, Option<usize>)> = vec![];
+    for &(i, j) in &fills {
+        let op = match j {
+            None => &func.ops[i],
+            Some(j) => match &func.ops[i].kind {
+                OpKind::For { body, .. } => &body[j],
+                _ => continue,
+            },
+        };
+        need.extend(free_uses(std::slice::from_ref(op)).into_iter().map(|v| (v, j.map(|_| i))));
+    }
+    for &l in &loops {
+        if let OpKind::For { lb, ub, step, .. } = &func.ops[l].kind {
+            need.extend([(*lb, None), (*ub, None), (*step, None)]);
+        }
+    }
+    let params: BTreeSet<ValueId> = func.params.iter().map(|p| p.value).collect();
+    let mut slice: BTreeSet<(usize, Option<usize>)> = BTreeSet::new();
+    while let Some((v, in_loop)) = need.pop() {
+        if params.contains(&v) {
+            continue;
+        }
+        let (at, op) = match defs.get(&v) {
+            Some(Def::Top(i)) => ((*i, None), &func.ops[*i]),
+            Some(Def::Body(i, j)) if in_loop == Some(*i) => match &func.ops[*i].kind {
+                OpKind::For { body, .. } => ((*i, Some(*j)), &body[*j]),
+                _ => return Err("a loop without a body".into()),
+            },
+            Some(Def::Iv(i)) if in_loop == Some(*i) => continue,
+            _ => {
+                return Err(format!("a copy reads %{}, which is not a value of its iteration or before its loop", v.0))
+            }
+        };
+        if matches!(op.kind, OpKind::StagesAlloc) && at.1.is_none() {
+            // A ring: made by every thread before the roles part.
+            continue;
+        }
+        if !pure_scalar(func, op) {
+            return Err(format!(
+                "a copy's coordinates read %{}, which is not a pure scalar (memory, a tile or a loop-carried value)",
+                v.0
+            ));
+        }
+        if slice.insert(at) {
+            need.extend(op.kind.operands().into_iter().map(|u| (u, at.1.map(|_| at.0))));
+        }
+    }
+    let mut part = Partition { copies, ..Partition::default() };
+    for (i, op) in func.ops.iter().enumerate() {
+        if matches!(op.kind, OpKind::StagesAlloc) {
+            part.common.push(op.clone());
+            continue;
+        }
+        let fill = fills.contains(&(i, None));
+        if fill || slice.contains(&(i, None)) {
+            part.producer.push(op.clone());
+        }
+        if loops.contains(&i) {
+            let OpKind::For { lb, ub, step, iv, body, .. } = &op.kind else { continue };
+            let keep = |j: usize| fills.contains(&(i, Some(j))) || slice.contains(&(i, Some(j)));
+            let producer_body: Vec<Op> =
+                body.iter().enumerate().filter(|(j, _)| keep(*j)).map(|(_, b)| b.clone()).collect();
+            part.producer.push(Op {
+                kind: OpKind::For {
+                    lb: *lb,
+                    ub: *ub,
+                    step: *step,
+                    iv: *iv,
+                    init: vec![],
+                    iters: vec![],
+                    body: producer_body,
+                    yields: vec![],
+                    results: vec![],
+                },
+                result: None,
+                span: op.span,
+            });
+            let mut consumer = op.clone();
+            if let OpKind::For { body, .. } = &mut consumer.kind {
+                *body = body
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| !fills.contains(&(i, Some(*j))))
+                    .map(|(_, b)| b.clone())
+                    .collect();
+            }
+            part.consumer.push(consumer);
+        } else if !fill {
+            part.consumer.push(op.clone());
+        }
+    }
+    Ok(part)
+}
+
+/// The register split of a block of `consumer_warps + 4` warps at `occupancy` blocks per SM:
+/// (producer, consumer) counts for `setmaxnreg`, or (0, 0) where the entry count leaves
+/// nothing to move; and the entry count.
+pub fn register_split(consumer_warps: u32, occupancy: u32) -> (u32, u32, u32) {
+    let threads = (consumer_warps + 4) * 32;
+    let entry = (REGS_PER_SM / (threads * occupancy.max(1)) / 8 * 8).min(255);
+    if !(PRODUCER_REGS..232).contains(&entry) {
+        return (0, 0, entry);
+    }
+    let per_lane = REGS_PER_SM / occupancy.max(1) / 32;
+    let consumer = ((per_lane - 4 * PRODUCER_REGS) / consumer_warps / 8 * 8).min(240);
+    (PRODUCER_REGS, consumer, entry)
+}
+
+/// Whether a kernel of `func`'s warps, at `occupancy` blocks per SM, may be specialized on
+/// `arch` (`tile-pipeline` asks it before releasing TMA rings on empty mbarriers, which only
+/// a producer needs): the target has TMA and `setmaxnreg`, the consumers are whole
+/// warpgroups, and the producer's threads do not cut the consumers' registers below what
+/// they have without it (or CUTLASS's 232).
+pub fn fits(func: &Func, arch: &Arch, occupancy: u32) -> Result<(), String> {
+    if !arch.has(Feature::Tma) || !arch.has(Feature::Setmaxnreg) {
+        return Err(format!("{} has no TMA or no setmaxnreg", arch.name));
+    }
+    if func.warp_spec.is_some() {
+        return Err("the kernel is warp-specialized already".into());
+    }
+    if !func.num_warps.is_multiple_of(4) || func.num_warps + 4 > 32 {
+        return Err(format!(
+            "{} consumer warps are not whole warpgroups under 32 warps with the producer",
+            func.num_warps
+        ));
+    }
+    let (_, consumer, entry) = register_split(func.num_warps, occupancy);
+    let alone = (REGS_PER_SM / (func.num_warps * 32 * occupancy.max(1)) / 8 * 8).min(255);
+    let with = if consumer == 0 { entry } else { consumer };
+    if with < alone.min(232) {
+        return Err(format!(
+            "the producer warpgroup would cut the consumers' registers from {alone} to {with} at occupancy {occupancy}"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the pass.
+pub fn run(func: &mut Func, arch: &Arch, occupancy: u32) -> WarpSpecializeReport {
+    let mut lines = vec![];
+    let why_not = (|| {
+        fits(func, arch, occupancy)?;
+        // Every TMA ring must be released on empty mbarriers: the producer learns from them
+        // that the consumers are done with a stage.
+        let mut stage_of = BTreeMap::new();
+        let (mut filled, mut released) = (BTreeSet::new(), BTreeSet::new());
+        func.walk(&mut |o| match &o.kind {
+            OpKind::Stage { buf, .. } => {
+                stage_of.extend(o.result.map(|r| (r, *buf)));
+            }
+            OpKind::AsyncCopy { dst: Some(d), tma: true, .. } => {
+                filled.extend(stage_of.get(d).copied());
+            }
+            OpKind::StageRelease { ring, .. } => {
+                released.insert(*ring);
+            }
+            _ => {}
+        });
+        if let Some(r) = filled.difference(&released).next() {
+            return Err(format!(
+                "ring %{} is not released on empty mbarriers (tile-pipeline{{empty-barriers=true}})",
+                r.0
+            ));
+        }
+        let mut nested_rings = false;
+        for op in &func.ops {
+            walk_ops(std::slice::from_ref(op), &mut |o| {
+                nested_rings |= !std::ptr::eq(o, op) && matches!(o.kind, OpKind::StagesAlloc);
+            });
+        }
+        if nested_rings {
+            return Err("a ring is made inside a region".into());
+        }
+        partition(func)
+    })();
+    let part = match why_not {
+        Ok(p) => p,
+        Err(why) => {
+            lines.push(format!("not applied: {why}"));
+            return WarpSpecializeReport { lines };
+        }
+    };
+    // The rings first, in their order.
+    let (rings, rest): (Vec<Op>, Vec<Op>) =
+        std::mem::take(&mut func.ops).into_iter().partition(|o| matches!(o.kind, OpKind::StagesAlloc));
+    func.ops = rings.into_iter().chain(rest).collect();
+    let (producer_regs, consumer_regs, entry) = register_split(func.num_warps, occupancy);
+    func.warp_spec = Some(WarpSpec { producer_warps: 4, producer_regs, consumer_regs });
+    let c = func.num_warps;
+    lines.push(format!(
+        "producer: warps {c}-{} (one warpgroup), its first thread issues the kernel's {} TMA copies (the prologue's and a copy of the pipelined loop without its carried values: {} ops); consumers: warps 0-{} ({} ops, barriers named `bar.sync 1, {}`)",
+        c + 3,
+        part.copies,
+        count_ops(&part.producer),
+        c - 1,
+        count_ops(&part.consumer),
+        c * 32
+    ));
+    lines.push(if producer_regs == 0 {
+        format!("registers: {entry} per thread at entry already; no setmaxnreg")
+    } else {
+        format!(
+            "registers: {entry} per thread at entry (occupancy {occupancy}); setmaxnreg.dec {producer_regs} in the producer, setmaxnreg.inc {consumer_regs} in the consumers"
+        )
+    });
+    lines.push(
+        "schedule: the producer runs ahead by the rings' slack, gated by the empty mbarriers the consumers release"
+            .into(),
+    );
+    WarpSpecializeReport { lines }
+}
+
+fn count_ops(ops: &[Op]) -> usize {
+    let mut n = 0;
+    walk_ops(ops, &mut |_| n += 1);
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registers_move_only_where_the_entry_count_leaves_room() {
+        // Two consumer warpgroups at one block per SM: 384 threads enter with 168 registers;
+        // CUTLASS's 40/232 split.
+        assert_eq!(register_split(8, 1), (40, 232, 168));
+        // One consumer warpgroup: 256 threads enter with 255 already.
+        assert_eq!(register_split(4, 1), (0, 0, 255));
+        // One warpgroup at two blocks per SM: 128 at entry, the consumers get 216.
+        assert_eq!(register_split(4, 2), (40, 216, 128));
+        let arch = tilec_core::target::by_name("sm_90a").unwrap();
+        let mut f = Func::new("k", "sm_90a", 8);
+        assert!(fits(&f, arch, 1).is_ok());
+        // bmm's 8 warps at two blocks per SM: 128 registers alone, 104 beside a producer.
+        assert!(fits(&f, arch, 2).unwrap_err().contains("from 128 to 104"));
+        f.num_warps = 2;
+        assert!(fits(&f, arch, 1).unwrap_err().contains("whole warpgroups"));
+        let spark = tilec_core::target::by_name("sm_121a").unwrap();
+        assert!(fits(&Func::new("k", "sm_121a", 4), spark, 1).unwrap_err().contains("setmaxnreg"));
+    }
+}
