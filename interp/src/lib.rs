@@ -55,7 +55,11 @@ pub enum InterpError {
 /// an error naming itself (and `tilec run` has a flag to raise it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Element operations over the whole grid (every op counts the elements it produces).
+    /// Work units over the whole grid, weighted by what they cost the interpreter: a tile op
+    /// counts the elements it produces, a scalar op [`SCALAR_WORK`] (an op's dispatch costs
+    /// about that many elements), an `mma` its M·N·K multiply-adds, a `print` the bytes it
+    /// writes. The default, 2^31, is about 10 s of the slowest kind on the 2-core machine
+    /// (tile ops ~180 M elements/s, scalar loops ~37 M ops/s).
     pub work: u64,
     /// Elements one block may hold in live values at once.
     pub live_elements: u64,
@@ -65,9 +69,12 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { work: 1 << 33, live_elements: 1 << 27, print_bytes: 1 << 20 }
+        Limits { work: 1 << 31, live_elements: 1 << 27, print_bytes: 1 << 20 }
     }
 }
+
+/// The work a scalar op counts (see [`Limits::work`]).
+pub const SCALAR_WORK: u64 = 8;
 
 /// Work and memory spent so far against the [`Limits`].
 #[derive(Debug)]
@@ -84,7 +91,7 @@ impl Budget {
         self.work += elements.max(1);
         if self.work > self.limits.work {
             return Err(InterpError::Limit(format!(
-                "more than {} element operations (raise the limit with --max-work)",
+                "more than {} units of work (raise the limit with --max-work)",
                 self.limits.work
             )));
         }
@@ -96,6 +103,14 @@ fn elements(v: &V) -> u64 {
     match v {
         V::Tile(t) => t.len() as u64,
         _ => 1,
+    }
+}
+
+/// The work binding `v` counts (see [`Limits::work`]).
+fn work(v: &V) -> u64 {
+    match v {
+        V::Tile(t) => t.len() as u64,
+        _ => SCALAR_WORK,
     }
 }
 
@@ -244,7 +259,7 @@ struct Machine<'a> {
     tensors: &'a mut [HostTensor],
     bid: [i64; 3],
     nblocks: [i64; 3],
-    prints: &'a mut Vec<String>,
+    prints: &'a mut dyn FnMut(String),
 }
 
 fn ill(msg: impl Into<String>) -> InterpError {
@@ -387,7 +402,7 @@ impl Machine<'_> {
     /// Binds a value, counting its work and the elements held live.
     fn bind(&mut self, r: ValueId, v: V) -> Result<(), InterpError> {
         let n = elements(&v);
-        self.budget.spend(n)?;
+        self.budget.spend(work(&v))?;
         let old = self.vals.insert(r, v).map(|o| elements(&o)).unwrap_or(0);
         self.budget.live = (self.budget.live + n).saturating_sub(old);
         if self.budget.live > self.budget.limits.live_elements {
@@ -608,6 +623,8 @@ impl Machine<'_> {
             OpKind::Mma { a, b, acc } => {
                 let (sa, sb) = (self.ty(*a).shape().to_vec(), self.ty(*b).shape().to_vec());
                 let (m, k, n) = (sa[0] as usize, sa[1] as usize, sb[1] as usize);
+                // The multiply-adds beyond the M·N the result's binding counts.
+                self.budget.spend((m * n * k.saturating_sub(1)) as u64)?;
                 let (ta, tb, tc) = (self.tile(*a)?, self.tile(*b)?, self.tile(*acc)?);
                 let mut out = tc.to_vec();
                 for i in 0..m {
@@ -779,11 +796,13 @@ impl Machine<'_> {
                     }
                 }
                 let line = format!("block {:?}: {line}", self.bid);
+                // Formatting a line costs what its bytes cost, printed or not.
+                self.budget.spend(line.len() as u64)?;
                 if self.budget.printed + line.len() > self.budget.limits.print_bytes {
                     self.budget.truncated = true;
                 } else {
                     self.budget.printed += line.len();
-                    self.prints.push(line);
+                    (self.prints)(line);
                 }
                 Ok(())
             }
@@ -1135,6 +1154,22 @@ pub fn run_with(
     order: BlockOrder,
     limits: Limits,
 ) -> Result<Output, InterpError> {
+    let mut prints = vec![];
+    let tensors = run_streaming(func, grid, args, order, limits, &mut |l| prints.push(l))?;
+    Ok(Output { tensors, prints })
+}
+
+/// [`run_with`], each `print` line handed to `sink` as the kernel prints it (so that a
+/// kernel stopped by a limit has shown what it printed); returns the tensors. Past
+/// `print_bytes`, one last line says that output was left out.
+pub fn run_streaming(
+    func: &Func,
+    grid: [u32; 3],
+    args: Vec<Arg>,
+    order: BlockOrder,
+    limits: Limits,
+    sink: &mut dyn FnMut(String),
+) -> Result<Vec<HostTensor>, InterpError> {
     tilec_core::tir::verify::verify(func, tilec_core::tir::verify::Level::Tile)
         .map_err(|d| InterpError::IllFormed(d.message))?;
     check_args(func, &args)?;
@@ -1152,7 +1187,6 @@ pub fn run_with(
         };
         vals.insert(p.value, v);
     }
-    let mut prints = vec![];
     let mut budget = Budget { limits, work: 0, live: 0, printed: 0, truncated: false };
     let nblocks = grid.map(i64::from);
     let total = nblocks[0] * nblocks[1] * nblocks[2];
@@ -1169,16 +1203,16 @@ pub fn run_with(
                     tensors: &mut tensors,
                     bid: [x, y, z],
                     nblocks,
-                    prints: &mut prints,
+                    prints: &mut *sink,
                 };
                 m.exec(&func.ops)?;
             }
         }
     }
     if budget.truncated {
-        prints.push(format!("(print output past {} bytes left out)", limits.print_bytes));
+        sink(format!("(print output past {} bytes left out)", limits.print_bytes));
     }
-    Ok(Output { tensors, prints })
+    Ok(tensors)
 }
 
 #[cfg(test)]
@@ -1235,6 +1269,40 @@ mod tests {
         let mut g = Func::new("g", "sm_90a", 1);
         g.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
         assert!(run_with(&g, [u32::MAX, 1, 1], vec![], BlockOrder::Forward, small).is_err());
+    }
+
+    /// A runaway loop that prints: every line reaches the sink as it is printed (the ones
+    /// before the limit are not lost with the error), and printing counts as work, so that a
+    /// loop of prints alone stops too.
+    #[test]
+    fn prints_stream_out_and_count_as_work() {
+        let mut f = Func::new("k", "sm_90a", 1);
+        let z = f.push(OpKind::ConstInt(0), Type::Scalar(DType::I32), None);
+        let big = f.push(OpKind::ConstInt(i64::from(i32::MAX)), Type::Scalar(DType::I32), None);
+        let one = f.push(OpKind::ConstInt(1), Type::Scalar(DType::I32), None);
+        let iv = f.new_value(Type::Scalar(DType::I32));
+        let print = Op { kind: OpKind::Print { prefix: "i =".into(), values: vec![iv] }, result: None, span: None };
+        f.push_void(
+            OpKind::For {
+                lb: z,
+                ub: big,
+                step: one,
+                iv,
+                init: vec![],
+                iters: vec![],
+                body: vec![print],
+                yields: vec![],
+                results: vec![],
+            },
+            None,
+        );
+        let small = Limits { work: 2000, ..Limits::default() };
+        let mut lines = vec![];
+        let e = run_streaming(&f, [1, 1, 1], vec![], BlockOrder::Forward, small, &mut |l| lines.push(l)).unwrap_err();
+        assert!(matches!(e, InterpError::Limit(_)), "{e}");
+        assert_eq!(lines.first().map(String::as_str), Some("block [0, 0, 0]: i = 0"));
+        // Each iteration: the induction variable's binding (8) and a line of ~22 bytes.
+        assert!((40..=80).contains(&lines.len()), "{} lines before the limit", lines.len());
     }
 
     #[test]

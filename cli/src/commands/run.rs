@@ -48,7 +48,8 @@ pub struct Args {
     /// Print every element of every tensor after the run (row by row), not only a summary.
     #[arg(long)]
     print_all: bool,
-    /// Most element operations the run may do (over the whole grid).
+    /// Most work the run may do over the whole grid: elements a tile op produces, 8 a scalar
+    /// op, M·N·K an mma, the bytes of a print (the default is about 10 s).
     #[arg(long, value_name = "N", default_value_t = tilec_interp::Limits::default().work)]
     max_work: u64,
     /// Most elements one block may hold in live values.
@@ -194,17 +195,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let limits =
         tilec_interp::Limits { work: a.max_work, live_elements: a.max_memory, ..tilec_interp::Limits::default() };
-    let result = tilec_interp::run_with(&el.func, grid, iargs, tilec_interp::BlockOrder::Forward, limits)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // `print` lines stream out as the kernel prints them: a run stopped by a limit has shown
+    // what it printed before.
+    let mut sink = |line: String| {
+        let _ = out::println(&line);
+    };
+    let tensors =
+        tilec_interp::run_streaming(&el.func, grid, iargs, tilec_interp::BlockOrder::Forward, limits, &mut sink)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut s = String::new();
-    for p in &result.prints {
-        s.push_str(p);
-        s.push('\n');
-    }
     s.push_str(&format!("ran {} on the interpreter over grid {:?}\n", el.func.name, grid));
-    s.push_str(&summaries(params, &result.tensors, a.print_all));
+    s.push_str(&summaries(params, &tensors, a.print_all));
     if let Some(dir) = &a.save_out {
-        s.push_str(&save(dir, params, &result.tensors)?);
+        s.push_str(&save(dir, params, &tensors)?);
     }
     out::print(&s)?;
     Ok(ExitCode::SUCCESS)

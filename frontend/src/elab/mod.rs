@@ -263,12 +263,17 @@ impl Cx<'_> {
     }
 
     pub(crate) fn unknown_name(&self, name: &str, span: Span) -> Diagnostic {
+        let mut d = Diagnostic::error("E0002", format!("unknown name `{name}`")).with_primary(span, "not defined here");
+        // The suggestion scans every name in scope: only for the diagnostics that are shown,
+        // so that thousands of errors stay linear (8,000 took 9 s when each scanned).
+        if self.diags.len() >= tilec_core::diag::MAX_RENDERED {
+            return d;
+        }
         let mut all: Vec<&str> = self.scopes.iter().flat_map(|s| s.keys().map(String::as_str)).collect();
         for n in builtins::names() {
             all.push(n);
         }
         let close = close_matches(name, all);
-        let mut d = Diagnostic::error("E0002", format!("unknown name `{name}`")).with_primary(span, "not defined here");
         if !close.is_empty() {
             d = d.with_note(format!("did you mean: {}?", close.join(", ")));
         }
