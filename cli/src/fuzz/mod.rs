@@ -219,15 +219,36 @@ fn supervise(a: &Args, targets: &[(Target, u64)]) -> Result<ExitCode> {
         Arc::new(Mutex::new(targets.iter().map(|(t, _)| (*t, Stats::default())).collect()));
     let errors: Arc<Mutex<Vec<String>>> = Arc::default();
     let started = Instant::now();
+    // Progress and findings stream to stderr as they happen: a long campaign is never
+    // silent until it ends (a line at most every 5 s, and each finding at once).
+    let total_inputs: u64 = targets.iter().map(|(_, n)| n).sum();
+    let last_report = Mutex::new(Instant::now());
+    let progress = |stats: &Mutex<BTreeMap<Target, Stats>>| {
+        let Ok(mut last) = last_report.lock() else { return };
+        if last.elapsed() < Duration::from_secs(5) {
+            return;
+        }
+        *last = Instant::now();
+        let (done, found) = stats
+            .lock()
+            .map(|st| st.values().fold((0, 0), |(d, f), s| (d + s.inputs, f + s.findings.len())))
+            .unwrap_or((0, 0));
+        out::err(&format!(
+            "fuzz: {done} of {total_inputs} inputs, {found} findings, {:.0} s",
+            started.elapsed().as_secs_f64()
+        ));
+    };
     std::thread::scope(|s| {
         for _ in 0..jobs {
             let (queue, stats, errors, exe) = (queue.clone(), stats.clone(), errors.clone(), exe.clone());
+            let progress = &progress;
             s.spawn(move || loop {
                 let Some(c) = queue.lock().map(|mut q| q.pop_front()).ok().flatten() else { return };
                 match run_chunk(&exe, a, &c, &stats) {
                     Ok(End::Finished) => {}
                     Ok(End::Stopped { at, kind, last_words }) => {
                         let path = record_finding(a, c.target, at, kind, &last_words);
+                        out::err(&format!("fuzz: finding: {} {kind} at input {at}: {path}", c.target.name()));
                         if let Ok(mut st) = stats.lock() {
                             let e = st.entry(c.target).or_default();
                             e.inputs += 1;
@@ -250,6 +271,7 @@ fn supervise(a: &Args, targets: &[(Target, u64)]) -> Result<ExitCode> {
                         }
                     }
                 }
+                progress(&stats);
             });
         }
     });

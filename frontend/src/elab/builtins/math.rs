@@ -201,6 +201,12 @@ pub(super) fn sigmoid(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) ->
                 return Err(Diagnostic::error("E0008", "`sigmoid` needs a float operand")
                     .with_primary(a.span(0), "not a float"));
             }
+            // Its exp is the f32 math list's (an f64 one reached LLVM as an fpext to float).
+            if ty.dtype() == DType::F64 {
+                return Err(Diagnostic::error("E0008", "`sigmoid` of f64 values is not lowered")
+                    .with_primary(a.span(0), "f64")
+                    .with_note("the math list is f32: `sigmoid(x.astype(f32))`"));
+            }
             wrap(
                 &neg,
                 cx.func.push(OpKind::Unary { op: UnOp::Exp, value: id, flags: MathFlags::default() }, ty, Some(span)),
