@@ -14,10 +14,15 @@ pub struct HostTensor {
 impl HostTensor {
     /// A contiguous row-major tensor of `values` rounded to `dtype`.
     pub fn from_f64(dtype: DType, shape: &[i64], values: &[f64]) -> HostTensor {
+        HostTensor::encoded(dtype, shape, values, |v, out| dtype.encode(*v, out))
+    }
+
+    /// A contiguous row-major tensor of `values`, each written into its bytes by `encode`.
+    fn encoded<V>(dtype: DType, shape: &[i64], values: &[V], encode: impl Fn(&V, &mut [u8])) -> HostTensor {
         let b = dtype.bytes() as usize;
         let mut data = vec![0u8; values.len() * b];
         for (v, out) in values.iter().zip(data.chunks_mut(b)) {
-            dtype.encode(*v, out);
+            encode(v, out);
         }
         HostTensor { dtype, shape: shape.to_vec(), strides: contiguous_strides(shape), data }
     }
@@ -33,12 +38,7 @@ impl HostTensor {
     /// A contiguous row-major tensor of integer `values` wrapped to `dtype` (exact for every
     /// i64, unlike [`HostTensor::from_f64`]).
     pub fn from_i64(dtype: DType, shape: &[i64], values: &[i64]) -> HostTensor {
-        let b = dtype.bytes() as usize;
-        let mut data = vec![0u8; values.len() * b];
-        for (v, out) in values.iter().zip(data.chunks_mut(b)) {
-            dtype.encode_int(*v, out);
-        }
-        HostTensor { dtype, shape: shape.to_vec(), strides: contiguous_strides(shape), data }
+        HostTensor::encoded(dtype, shape, values, |v, out| dtype.encode_int(*v, out))
     }
 
     /// Elements in row-major order as exact integers (`None` for a float dtype).

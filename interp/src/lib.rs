@@ -1241,27 +1241,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn runaway_grids_and_loops_stop_at_the_work_limit() {
+    /// A kernel of one loop of 2^31 - 1 iterations whose body `body` makes from the
+    /// induction variable.
+    fn runaway_loop(body: impl FnOnce(ValueId) -> Vec<Op>) -> Func {
         let mut f = Func::new("k", "sm_90a", 1);
         let z = f.push(OpKind::ConstInt(0), Type::Scalar(DType::I32), None);
         let big = f.push(OpKind::ConstInt(i64::from(i32::MAX)), Type::Scalar(DType::I32), None);
         let one = f.push(OpKind::ConstInt(1), Type::Scalar(DType::I32), None);
         let iv = f.new_value(Type::Scalar(DType::I32));
-        f.push_void(
-            OpKind::For {
-                lb: z,
-                ub: big,
-                step: one,
-                iv,
-                init: vec![],
-                iters: vec![],
-                body: vec![],
-                yields: vec![],
-                results: vec![],
-            },
-            None,
-        );
+        let body = body(iv);
+        let (init, iters, yields, results) = (vec![], vec![], vec![], vec![]);
+        f.push_void(OpKind::For { lb: z, ub: big, step: one, iv, init, iters, body, yields, results }, None);
+        f
+    }
+
+    #[test]
+    fn runaway_grids_and_loops_stop_at_the_work_limit() {
+        let f = runaway_loop(|_| vec![]);
         let small = Limits { work: 1000, ..Limits::default() };
         let e = run_with(&f, [1, 1, 1], vec![], BlockOrder::Forward, small).unwrap_err();
         assert!(matches!(e, InterpError::Limit(_)) && e.to_string().contains("--max-work"), "{e}");
@@ -1276,26 +1272,9 @@ mod tests {
     /// loop of prints alone stops too.
     #[test]
     fn prints_stream_out_and_count_as_work() {
-        let mut f = Func::new("k", "sm_90a", 1);
-        let z = f.push(OpKind::ConstInt(0), Type::Scalar(DType::I32), None);
-        let big = f.push(OpKind::ConstInt(i64::from(i32::MAX)), Type::Scalar(DType::I32), None);
-        let one = f.push(OpKind::ConstInt(1), Type::Scalar(DType::I32), None);
-        let iv = f.new_value(Type::Scalar(DType::I32));
-        let print = Op { kind: OpKind::Print { prefix: "i =".into(), values: vec![iv] }, result: None, span: None };
-        f.push_void(
-            OpKind::For {
-                lb: z,
-                ub: big,
-                step: one,
-                iv,
-                init: vec![],
-                iters: vec![],
-                body: vec![print],
-                yields: vec![],
-                results: vec![],
-            },
-            None,
-        );
+        let f = runaway_loop(|iv| {
+            vec![Op { kind: OpKind::Print { prefix: "i =".into(), values: vec![iv] }, result: None, span: None }]
+        });
         let small = Limits { work: 2000, ..Limits::default() };
         let mut lines = vec![];
         let e = run_streaming(&f, [1, 1, 1], vec![], BlockOrder::Forward, small, &mut |l| lines.push(l)).unwrap_err();

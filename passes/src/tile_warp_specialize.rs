@@ -115,6 +115,15 @@ enum Def {
     Iv(usize),
 }
 
+/// The op at `(i, None)` (top level) or `(i, Some(j))` (op `j` of top-level loop `i`).
+fn op_at(func: &Func, (i, j): (usize, Option<usize>)) -> Option<&Op> {
+    match (j, &func.ops.get(i)?.kind) {
+        (None, _) => func.ops.get(i),
+        (Some(j), OpKind::For { body, .. }) => body.get(j),
+        _ => None,
+    }
+}
+
 /// The partition of `func`'s ops (the rings first wherever they are at the top level), or
 /// why it has none.
 pub fn partition(func: &Func) -> Result<Partition, String> {
@@ -146,14 +155,7 @@ pub fn partition(func: &Func) -> Result<Partition, String> {
     let mut copies = 0;
     let mut in_fills = 0;
     func.walk(&mut |o| copies += usize::from(matches!(o.kind, OpKind::AsyncCopy { tma: true, .. })));
-    for &(i, j) in &fills {
-        let op = match j {
-            None => &func.ops[i],
-            Some(j) => match &func.ops[i].kind {
-                OpKind::For { body, .. } => &body[j],
-                _ => continue,
-            },
-        };
+    for op in fills.iter().filter_map(|&at| op_at(func, at)) {
         walk_ops(std::slice::from_ref(op), &mut |o| {
             in_fills += usize::from(matches!(o.kind, OpKind::AsyncCopy { tma: true, .. }));
         });
@@ -170,13 +172,7 @@ pub fn partition(func: &Func) -> Result<Partition, String> {
     // The slice: what the fills and the loops' bounds read, closed over pure scalar ops.
     let mut need: Vec<(ValueId, Option<usize>)> = vec![];
     for &(i, j) in &fills {
-        let op = match j {
-            None => &func.ops[i],
-            Some(j) => match &func.ops[i].kind {
-                OpKind::For { body, .. } => &body[j],
-                _ => continue,
-            },
-        };
+        let Some(op) = op_at(func, (i, j)) else { continue };
         need.extend(free_uses(std::slice::from_ref(op)).into_iter().map(|v| (v, j.map(|_| i))));
     }
     for &l in &loops {
