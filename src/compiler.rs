@@ -43,6 +43,9 @@ pub struct CompileOptions {
     pub warp_specialize: bool,
 }
 
+/// Loops a kernel may hold before LLVM's optimizer is left out (see [`compile`]).
+pub const LOOP_BUDGET: usize = 256;
+
 /// Everything one compilation produced.
 #[derive(Clone, Debug)]
 pub struct Compiled {
@@ -156,6 +159,8 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
     let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);
+    let mut loops = 0usize;
+    el.func.walk(&mut |op| loops += usize::from(matches!(op.kind, tilec_core::tir::OpKind::For { .. })));
     let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Tile(el.func));
     let produces = |s: &Step| match s {
         Step::Tilec { pass, .. } => Some(pass.produces),
@@ -191,7 +196,17 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
 
     let ir = mlir.translate_to_llvm_ir(&llvm_mod).map_err(|d| fail(vec![d]))?;
     lap("translate to LLVM IR", &mut timings);
-    let opt = opts.opt_level.unwrap_or(el.hints.opt_level);
+    let mut opt = opts.opt_level.unwrap_or(el.hints.opt_level);
+    // LLVM's loop passes (IndVarSimplify, LoopFullUnroll, LoopDeletion, LoopRotate) cost
+    // quadratic time in the loops of one function: 1,500 loops take 10 s at O1–O3 and 3,000
+    // about a minute, against 0.2 s at O0. Past LOOP_BUDGET loops LLVM runs at O0 and ptxas
+    // (at its -O3) optimizes alone; the library's kernels have a handful.
+    if loops > LOOP_BUDGET && opt > 0 {
+        compiled.report.push(format!(
+            "backend: {loops} loops (more than {LOOP_BUDGET}): LLVM at O0 instead of O{opt} (its loop passes are quadratic in the loops of a function); ptxas still optimizes"
+        ));
+        opt = 0;
+    }
     let cg = tilec_backend::codegen(&ir, arch, opt).map_err(|d| fail(vec![d]))?;
     lap(&format!("LLVM O{} + NVPTX codegen", opt.min(3)), &mut timings);
     compiled.stages.insert(Stage::LlvmIr, cg.llvm_ir);

@@ -17,7 +17,7 @@ pub mod jit;
 pub use tilec_interp::reference;
 
 pub use cache::{cache_key, compile_cached, CachedCompile};
-pub use compiler::{compile, CompileError, CompileOptions, Compiled, Stage};
+pub use compiler::{compile, CompileError, CompileOptions, Compiled, Stage, LOOP_BUDGET};
 pub use tilec_core::artifact::{Artifact, Hints};
 pub use tilec_core::target::{Arch, Feature, ARCHS};
 pub use tilec_core::{abi, diag, npy, DType, Diagnostic, Source};
