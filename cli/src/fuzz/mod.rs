@@ -149,6 +149,8 @@ fn worker(t: Target, a: &Args) -> Result<ExitCode> {
         writeln!(w, "done {i} {} {label}", t0.elapsed().as_micros())?;
         w.flush()?;
     }
+    // The files the `args` target wrote for `@file` arguments.
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("tilec-fuzz-{}", std::process::id())));
     writeln!(w, "peak {}", peak_rss_kib().unwrap_or(0))?;
     Ok(ExitCode::SUCCESS)
 }

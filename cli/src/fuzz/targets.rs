@@ -206,6 +206,7 @@ const PIPELINES: &[&str] = &[
 
 pub fn generate(target: Target, corpus: &Corpus, rng: &mut StdRng) -> Input {
     match target {
+        Target::Tile if rng.gen_ratio(1, 200) => growth_input(rng),
         Target::Tile => {
             let base = &corpus.tiles[rng.gen_range(0..corpus.tiles.len())];
             let mode = rng.gen_range(0..20);
@@ -324,6 +325,34 @@ pub fn generate(target: Target, corpus: &Corpus, rng: &mut StdRng) -> Input {
     }
 }
 
+/// A kernel of many repeated statements — `for` nests of depth 1 to 3 carrying a tile (with
+/// constant or run-time bounds), run-time `if`s, straight-line updates, or thousands of
+/// errors — sized so that a compiler linear in them finishes far inside the hang timeout:
+/// growth that is not linear becomes a hang finding.
+fn growth_input(rng: &mut StdRng) -> Input {
+    let r = rng.gen_range(1..1500);
+    let bound = if rng.gen() { "4".to_string() } else { "x.shape[0]".to_string() };
+    let stmt = match rng.gen_range(0..5) {
+        0 => {
+            let depth = rng.gen_range(1..=3);
+            let mut s = "t = t + 1.0;".to_string();
+            for d in 0..depth {
+                s = format!("for i{d} in range(0, {bound}) {{ {s} }}");
+            }
+            s
+        }
+        1 => "if x.shape[0] > 3 { t = t * 2.0; }".to_string(),
+        2 => "t = t + 1.0;".to_string(),
+        _ => "let a = nope;".to_string(),
+    };
+    let errors = stmt.contains("nope");
+    let body = format!("    {stmt}\n").repeat(if errors { r * 10 } else { r });
+    let text = format!(
+        "kernel k(x: tensor<f32, [N]>)\n    grid = (1,)\n{{\n    let t = zeros((16,), f32);\n{body}    store(x, index=(0,), tile=t);\n}}\n"
+    );
+    Input::Tile { text, kernel: None, arch: "sm_90a", consts: BTreeMap::new(), to_ptx: !errors }
+}
+
 /// A tensor shape for a parameter: its declared extents honoured (a shape name keeps one value
 /// per input) except now and then, its rank mostly right.
 fn shape_for(rng: &mut StdRng, rank: usize, extents: &[Extent], names: &mut BTreeMap<String, i64>) -> Vec<i64> {
@@ -349,8 +378,112 @@ fn small_dim(rng: &mut StdRng) -> i64 {
     }
 }
 
+/// A one-member zip archive (`np.savez`'s layout: stored, no compression) holding `data` as
+/// `name`.
+fn stored_zip(name: &str, data: &[u8]) -> Vec<u8> {
+    let (n, len) = (name.len() as u16, data.len() as u32);
+    let mut z = vec![];
+    // Local header: signature, version, flags, method 0, time, date, crc (not checked by the
+    // reader), sizes, name length, extra length.
+    z.extend(0x0403_4b50u32.to_le_bytes());
+    z.extend([20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    z.extend(len.to_le_bytes());
+    z.extend(len.to_le_bytes());
+    z.extend(n.to_le_bytes());
+    z.extend(0u16.to_le_bytes());
+    z.extend(name.as_bytes());
+    z.extend(data);
+    let dir = z.len() as u32;
+    z.extend(0x0201_4b50u32.to_le_bytes());
+    z.extend([20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    z.extend(len.to_le_bytes());
+    z.extend(len.to_le_bytes());
+    z.extend(n.to_le_bytes());
+    z.extend([0u8; 12]);
+    z.extend(0u32.to_le_bytes());
+    z.extend(name.as_bytes());
+    let dir_len = z.len() as u32 - dir;
+    z.extend(0x0605_4b50u32.to_le_bytes());
+    z.extend([0, 0, 0, 0, 1, 0, 1, 0]);
+    z.extend(dir_len.to_le_bytes());
+    z.extend(dir.to_le_bytes());
+    z.extend(0u16.to_le_bytes());
+    z
+}
+
+/// An `@file` argument whose file is an `.npy`, an `.npz` or raw bytes with a damaged header
+/// (shapes past every cap, unknown dtypes, sizes and offsets claiming gigabytes, deflate
+/// garbage, truncation), written under the worker's temporary folder.
+fn archive_arg(rng: &mut StdRng) -> String {
+    let n = rng.gen_range(1..64);
+    let t = tilec_core::host::HostTensor::from_f64(DType::F32, &[n], &vec![1.5; n as usize]);
+    let mut npy = tilec_core::npy::write(&t);
+    // The header is ASCII up to its newline: edit its text.
+    if let Some(end) = npy.iter().position(|&c| c == b'\n') {
+        let header = String::from_utf8_lossy(&npy[10..end]).to_string();
+        let edited = match rng.gen_range(0..6) {
+            0 => header.replace(
+                &format!("({n},)"),
+                ["(4294967296, 4096)", "(-1,)", "(0,)", "()", "(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)"][rng.gen_range(0..5)],
+            ),
+            1 => header.replace("<f4", ["<f9", "|O", ">f4", "<c8", "<U3", ""][rng.gen_range(0..6)]),
+            2 => header.replace("False", "True"),
+            3 => mutate(rng, &header, &["(", ")", "'", ":", ",", "{", "}", "1e99", "-"], &[]),
+            _ => header,
+        };
+        let mut out = npy[..8].to_vec();
+        out.extend((edited.len() as u16 + 1).to_le_bytes());
+        out.extend(edited.as_bytes());
+        out.extend(&npy[end..]);
+        npy = out;
+    }
+    if rng.gen_ratio(1, 4) {
+        npy.truncate(rng.gen_range(0..npy.len()));
+    }
+    let dir = std::env::temp_dir().join(format!("tilec-fuzz-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let kind = rng.gen_range(0..3);
+    // Eight names a worker reuses (an input's files are all written before any is read,
+    // in the same order on replay): the folder stays small over a campaign.
+    let path = dir.join(format!("arg{}.{}", rng.gen_range(0..8), ["npy", "npz", "bin"][kind]));
+    let (bytes, spec) = match kind {
+        0 => (npy, String::new()),
+        1 => {
+            let mut z = stored_zip("x.npy", &npy);
+            // Damage a field of the archive: a size claiming 3 GiB, deflate over stored bytes,
+            // a directory offset past the end, a byte anywhere.
+            match rng.gen_range(0..5) {
+                0 => {
+                    let at = z.len() - 22 - 46 - 5 + 24;
+                    z[at..at + 4].copy_from_slice(&(3u32 << 30).to_le_bytes());
+                }
+                1 => {
+                    let at = z.len() - 22 - 46 - 5 + 10;
+                    z[at] = 8;
+                }
+                2 => {
+                    let at = z.len() - 6;
+                    z[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+                }
+                3 => {
+                    let at = rng.gen_range(0..z.len());
+                    z[at] = rng.gen();
+                }
+                _ => {}
+            }
+            (z, [":x", "", ":y"][rng.gen_range(0..3)].to_string())
+        }
+        _ => (npy, format!(":{}:f32", ["64", "4294967296x4096", "0", "1x2x3"][rng.gen_range(0..4)])),
+    };
+    let _ = std::fs::write(&path, bytes);
+    format!("@{}{spec}", path.display())
+}
+
 /// A `--arg` string: mostly one of the kind the parameter takes, sometimes another or garbage.
 fn arg_string(rng: &mut StdRng, param: Option<&ParamSig>, names: &mut BTreeMap<String, i64>) -> String {
+    if rng.gen_ratio(1, 25) {
+        return archive_arg(rng);
+    }
     let dtypes = ["f16", "bf16", "f32", "i32", "i64", "i1", "f64", "", "f8"];
     let s = match (param, rng.gen_range(0..20)) {
         (Some(ParamSig::Tensor { dtype, rank, extents, .. }), 0..=18) => {
