@@ -360,9 +360,19 @@ pub fn mutate_values(rng: &mut StdRng, base: &str, swaps: &[&[&str]]) -> String 
     for _ in 0..rng.gen_range(1..4) {
         if rng.gen() {
             let b = s.as_bytes();
-            let starts: Vec<usize> = (0..b.len())
+            let mut starts: Vec<usize> = (0..b.len())
                 .filter(|&i| b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()))
                 .collect();
+            // Half the time an integer of a layout attribute (`#tilegpu.blocked<[1, 8], …>`,
+            // `#tilegpu.wgmma<[4, 1]>`, …): what the layout verifier must check.
+            let layouts: Vec<usize> = s.match_indices("#tilegpu.").map(|(i, _)| i).collect();
+            if !layouts.is_empty() && rng.gen() {
+                let inside: Vec<usize> =
+                    starts.iter().copied().filter(|&i| layouts.iter().any(|&l| l < i && i < l + 120)).collect();
+                if !inside.is_empty() {
+                    starts = inside;
+                }
+            }
             if starts.is_empty() {
                 continue;
             }
