@@ -104,7 +104,7 @@ impl Lowering<'_> {
     /// reader: (offset, bytes).
     fn buffer_region(&mut self, op: &Op, ty: &Type) -> Result<(i64, i64), Diagnostic> {
         let total = smem_bytes(ty);
-        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
+        let end = op.result.and_then(|r| self.facts.live_end.get(&r).copied()).unwrap_or(self.pos);
         // A descriptor's swizzle is of the address bits: an NVMMA buffer starts on its 8-row atom.
         let align = match ty {
             Type::Smem { layout, .. } => layout.nvmma_bytes().map_or(16, |b| 8 * b),

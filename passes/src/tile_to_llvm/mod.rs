@@ -207,8 +207,6 @@ pub(crate) struct Lowering<'f> {
     requests: Vec<Request>,
     /// Offsets of the requests, from the allocation of a first lowering (None: that one).
     plan: Option<Vec<i64>>,
-    /// Last position at which each shared buffer (`local_alloc`) is read.
-    live_end: BTreeMap<ValueId, u32>,
     /// Shared ranges read since the last barrier (a write over one needs a barrier first).
     pending_reads: Vec<(i64, i64)>,
     /// Lines for `--report`.
@@ -342,6 +340,11 @@ struct AsyncFacts {
     async_proxy: bool,
     /// The `mma` results a `tilegpu.mma_wait` waits for: those products are left in flight.
     in_flight: std::collections::BTreeSet<ValueId>,
+    /// A warp-specialized kernel's ops by role (see `tile-warp-specialize`).
+    partition: Option<crate::tile_warp_specialize::Partition>,
+    /// The last position each shared buffer is read at, over the ops in the order the
+    /// lowering walks them (a warp-specialized kernel's: common, producer, consumer).
+    live_end: BTreeMap<ValueId, u32>,
 }
 
 impl AsyncFacts {
@@ -352,7 +355,22 @@ impl AsyncFacts {
             released_rings: Default::default(),
             async_proxy: false,
             in_flight: Default::default(),
+            partition: None,
+            live_end: BTreeMap::new(),
         };
+        // A warp-specialized kernel lowers its partition, in the order the roles are emitted,
+        // so that liveness positions match the walk.
+        if func.warp_spec.is_some() {
+            let p = crate::tile_warp_specialize::partition(func).map_err(|why| {
+                err(format!("a kernel marked warp-specialized has no producer/consumer partition: {why}"))
+            })?;
+            let mut walked = func.clone();
+            walked.ops = p.common.iter().chain(&p.producer).chain(&p.consumer).cloned().collect();
+            f.live_end = buffer_live_ends(&walked);
+            f.partition = Some(p);
+        } else {
+            f.live_end = buffer_live_ends(func);
+        }
         func.walk(&mut |op| match (&op.kind, op.result) {
             (OpKind::Mma { .. }, Some(r)) => f.async_proxy |= func.ty(r).layout().is_some_and(Layout::is_wgmma),
             (OpKind::MmaWait { value, .. }, _) => {
@@ -482,19 +500,6 @@ fn lower_with<'f>(
     facts: &'f AsyncFacts,
     plan: Option<Vec<i64>>,
 ) -> Result<(Lowered, Vec<Request>), Diagnostic> {
-    // A warp-specialized kernel lowers its partition, in the order the roles are emitted
-    // (common, producer, consumer), so that liveness positions match the walk.
-    let ws = match func.warp_spec {
-        Some(_) => Some(crate::tile_warp_specialize::partition(func).map_err(|why| {
-            err(format!("a kernel marked warp-specialized has no producer/consumer partition: {why}"))
-        })?),
-        None => None,
-    };
-    let walked = ws.as_ref().map(|p| {
-        let mut f = func.clone();
-        f.ops = p.common.iter().chain(&p.producer).chain(&p.consumer).cloned().collect();
-        f
-    });
     let producer_warps = func.warp_spec.map_or(0, |w| w.producer_warps);
     let threads = (func.num_warps + producer_warps) * 32;
     let mut em = Emitter::new();
@@ -560,13 +565,12 @@ fn lower_with<'f>(
         pos: 0,
         requests: vec![],
         plan,
-        live_end: buffer_live_ends(walked.as_ref().unwrap_or(func)),
         pending_reads: vec![],
         report: vec![],
         lane_bases: BTreeMap::new(),
         issuer: 0,
     };
-    match (func.warp_spec, &ws) {
+    match (func.warp_spec, &facts.partition) {
         (Some(spec), Some(part)) => lw.warp_specialized(spec, part)?,
         _ => lw.ops(&func.ops)?,
     }

@@ -129,7 +129,7 @@ impl Lowering<'_> {
         stages: i64,
         released: bool,
     ) -> Result<(), Diagnostic> {
-        let end = op.result.and_then(|r| self.live_end.get(&r).copied()).unwrap_or(self.pos);
+        let end = op.result.and_then(|r| self.facts.live_end.get(&r).copied()).unwrap_or(self.pos);
         let count = if released { 2 * stages } else { stages };
         let bars = self.smem_alloc(8 * count, end, 8)?;
         self.tma_bars.insert(ring_off, (bars, stages, released));
