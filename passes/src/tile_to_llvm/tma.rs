@@ -106,7 +106,7 @@ pub(crate) fn tma_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
 impl Lowering<'_> {
     /// Runs `f` in the thread that issues TMA copies only (a branch around it): thread 0, or
     /// the producer's first thread in a warp-specialized kernel.
-    fn on_thread0(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    fn on_issuer(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
         let z = self.em.ci32(self.issuer);
         let tid = self.tid.clone();
         let is0 = self.em.icmp(ICmp::Eq, &tid, &z);
@@ -136,7 +136,7 @@ impl Lowering<'_> {
         self.smem_write_begin(bars, 8 * count);
         let base = self.smem_address();
         let warps = i64::from(self.func.num_warps);
-        self.on_thread0(|lw| {
+        self.on_issuer(|lw| {
             for s in 0..count {
                 let o = lw.em.ci32(bars + 8 * s);
                 let a = lw.em.add(&base, &o);
@@ -228,7 +228,7 @@ impl Lowering<'_> {
         };
         let bytes = self.em.ci32(stage_elems * eb);
         let contiguous_dim = rank - 1;
-        self.on_thread0(|lw| {
+        self.on_issuer(|lw| {
             let mut asm = PtxAsm::new();
             let (b, n) = (asm.input(&bar), asm.input(&bytes));
             asm.push(&format!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};"));
@@ -309,7 +309,7 @@ impl Lowering<'_> {
         let (offset, s) = self.ring_slot(ring, slot, "acquire")?;
         let p = self.scalar(phase)?;
         let bar = self.stage_barrier(offset, &s, true)?;
-        self.on_thread0(|lw| {
+        self.on_issuer(|lw| {
             lw.spin_wait(&bar, &p);
             Ok(())
         })
