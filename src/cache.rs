@@ -41,6 +41,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if opts.warp_specialize {
         pipeline.push_str(" warp_specialize=true");
     }
+    if opts.no_pingpong {
+        pipeline.push_str(" pingpong=false");
+    }
     Some(
         CacheKey::new()
             .field("source", sha256_hex(canonical.as_bytes()))

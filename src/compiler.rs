@@ -41,6 +41,9 @@ pub struct CompileOptions {
     /// Warp-specialize every kernel that allows it, as its `warp_specialize = true` hint
     /// would (`--warp-specialize`).
     pub warp_specialize: bool,
+    /// No ping-pong between a warp-specialized kernel's consumer warpgroups
+    /// (`--no-pingpong`; the ablation).
+    pub no_pingpong: bool,
 }
 
 /// Loops a kernel may hold before LLVM's optimizer is left out (see [`compile`]).
@@ -156,6 +159,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         wgmma_wait_at_once: opts.wgmma_wait_at_once,
         empty_barriers: opts.empty_barriers,
         warp_specialize: opts.warp_specialize || el.hints.warp_specialize,
+        no_pingpong: opts.no_pingpong,
     };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
     let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);

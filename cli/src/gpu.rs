@@ -112,6 +112,7 @@ pub struct Variant {
     pub wgmma_wait_at_once: bool,
     pub empty_barriers: bool,
     pub warp_specialize: bool,
+    pub no_pingpong: bool,
 }
 
 impl Variant {
@@ -135,6 +136,9 @@ impl Variant {
         }
         if self.warp_specialize {
             v.push("+warp-specialize".into());
+        }
+        if self.no_pingpong {
+            v.push("-pingpong".into());
         }
         v.join(" ")
     }
@@ -185,6 +189,7 @@ pub fn prepare(
         wgmma_wait_at_once: variant.wgmma_wait_at_once,
         empty_barriers: variant.empty_barriers,
         warp_specialize: variant.warp_specialize,
+        no_pingpong: variant.no_pingpong,
     };
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;

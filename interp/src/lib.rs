@@ -775,7 +775,8 @@ impl Machine<'_> {
             OpKind::AsyncWait { .. }
             | OpKind::StageWait { .. }
             | OpKind::StageAcquire { .. }
-            | OpKind::StageRelease { .. } => Ok(()),
+            | OpKind::StageRelease { .. }
+            | OpKind::Turn { .. } => Ok(()),
             OpKind::Print { prefix, values } => {
                 let mut line = prefix.clone();
                 for v in values {

@@ -349,6 +349,14 @@ impl Reader<'_> {
                     }
                 }
                 "tilegpu.async_wait" => OpKind::AsyncWait { pending: u32_attr("pending")? },
+                "tilegpu.turn_begin" => {
+                    arity(0)?;
+                    OpKind::Turn { begin: true, last: false }
+                }
+                "tilegpu.turn_end" => {
+                    arity(0)?;
+                    OpKind::Turn { begin: false, last: u32_attr("last")? != 0 }
+                }
                 "tilegpu.stage_acquire" => {
                     arity(3)?;
                     OpKind::StageAcquire { ring: operands[0], slot: operands[1], phase: operands[2] }

@@ -132,6 +132,15 @@ irdl.dialect @tilegpu {
     irdl.operands(buf: %a, index: %i)
     irdl.results(result: %r)
   }
+  // Consumer warpgroups take turns on the tensor cores (FlashAttention-3's ping-pong): a
+  // turn begins once the previous warpgroup ended its own.
+  irdl.operation @turn_begin {
+  }
+  // The end of a warpgroup's turn; `last` (0 or 1): the kernel's final end.
+  irdl.operation @turn_end {
+    %l = irdl.base "#builtin.integer"
+    irdl.attributes { "last" = %l }
+  }
   // Waits until at most `pending` copy groups are in flight, then a block barrier.
   irdl.operation @async_wait {
     %p = irdl.base "#builtin.integer"

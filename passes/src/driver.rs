@@ -340,6 +340,14 @@ pub(crate) fn run_tile_approx_math(d: &mut Driver, step: &Step) -> Result<(), Di
     set_func(d, func, step.name(), Level::Tile)
 }
 
+/// The driver entry of `tile-licm`.
+pub(crate) fn run_tile_licm(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name(), Level::TileGpu)?;
+    let r = crate::tile_licm::run(&mut func);
+    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-licm: {l}")));
+    set_func(d, func, step.name(), Level::TileGpu)
+}
+
 /// The driver entry of `tile-swizzle`.
 pub(crate) fn run_tile_swizzle(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     let mut func = d.take_func(step.name(), Level::TileGpu)?;
@@ -404,7 +412,8 @@ pub(crate) fn run_tile_warp_specialize(d: &mut Driver, step: &Step) -> Result<()
     let mut func = d.take_func(step.name(), Level::TileGpu)?;
     let arch = step_arch(step, &func)?;
     let occupancy = step.option("occupancy").parse::<u32>().unwrap_or(1);
-    let r = crate::tile_warp_specialize::run(&mut func, arch, occupancy);
+    let pingpong = step.option("pingpong") != "false";
+    let r = crate::tile_warp_specialize::run(&mut func, arch, occupancy, pingpong);
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-warp-specialize: {l}")));
     set_func(d, func, step.name(), Level::TileGpu)
 }

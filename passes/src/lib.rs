@@ -9,6 +9,7 @@
 pub mod driver;
 pub mod tile_approx_math;
 pub mod tile_layout;
+pub mod tile_licm;
 pub mod tile_load_order;
 pub mod tile_pipeline;
 pub mod tile_swizzle;
@@ -141,6 +142,13 @@ pub const PASSES: &[PassInfo] = &[
         run: driver::run_tile_layout,
     },
     PassInfo {
+        name: "tile-licm",
+        produces: Stage::Tilegpu,
+        doc: "move layout conversions of loop-invariant tiles (small ones) out of their loops, also out of an if inside the loop",
+        options: &[],
+        run: driver::run_tile_licm,
+    },
+    PassInfo {
         name: "tile-swizzle",
         produces: Stage::Tilegpu,
         doc: "pick each shared buffer's XOR swizzle so that its 16-byte writes and ldmatrix reads are free of bank conflicts (CPU model)",
@@ -219,6 +227,12 @@ pub const PASSES: &[PassInfo] = &[
                 default: "",
                 check: check_occupancy,
             },
+            PassOption {
+                name: "pingpong",
+                doc: "consumer warpgroups take turns on the tensor cores around a loop's products, FlashAttention-3's ping-pong (default: true)",
+                default: "",
+                check: check_bool,
+            },
         ],
         run: driver::run_tile_warp_specialize,
     },
@@ -279,16 +293,20 @@ pub struct PipelineConfig {
     /// The kernel's `warp_specialize` hint or `--warp-specialize`: `tile-warp-specialize`
     /// runs (and `tile-pipeline` releases the rings it will give to a producer).
     pub warp_specialize: bool,
+    /// `--no-pingpong`: the consumer warpgroups of a warp-specialized kernel do not take
+    /// turns (`tile-warp-specialize`'s `pingpong=false`), for the ablation.
+    pub no_pingpong: bool,
 }
 
 /// The passes every kernel needs: without them there is no code.
 pub const REQUIRED: [&str; 2] = ["tile-layout", "tile-to-llvm"];
 
 /// The tilec passes of the default pipeline, in order.
-pub const DEFAULT_PASSES: [&str; 7] = [
+pub const DEFAULT_PASSES: [&str; 8] = [
     "tile-load-order",
     "tile-approx-math",
     "tile-layout",
+    "tile-licm",
     "tile-swizzle",
     "tile-pipeline",
     "tile-warp-specialize",
@@ -358,7 +376,13 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
                 }
                 o
             }
-            "tile-warp-specialize" => vec![("arch", arch.name), ("occupancy", &occ)],
+            "tile-warp-specialize" => {
+                let mut o = vec![("arch", arch.name), ("occupancy", &occ)];
+                if cfg.no_pingpong {
+                    o.push(("pingpong", "false"));
+                }
+                o
+            }
             "tile-to-llvm" => vec![("arch", arch.name), ("occupancy", &occ), ("fp-fusion", fusion)],
             _ => vec![],
         };

@@ -27,6 +27,17 @@
 //! at most 240): CUTLASS's 40/232 split for two consumer warpgroups. Where the entry count
 //! is already 232 or more, `setmaxnreg` has nothing to give and is left out.
 //!
+//! Ping-pong (FlashAttention-3's inter-warpgroup schedule; option `pingpong`, default true):
+//! where the consumers are two or more warpgroups and one top-level loop's body issues two or
+//! more `wgmma` products over every consumer warp at its top level (FMHA's `Q·Kᵀ` and `P·V`),
+//! the warpgroups take turns on the tensor cores: a turn (`tilegpu.turn_begin` … `turn_end`)
+//! runs from the body's last product to the next iteration's first (`P·V` of iteration `j`,
+//! then `Q·Kᵀ` of `j + 1`), the first turn from before the loop to its first product and the
+//! last from the last product to after the loop. One warpgroup's softmax then runs while the
+//! other's products do, instead of every warpgroup reaching the tensor cores at once. Turns
+//! are named barriers (`bar.sync`/`bar.arrive 2 + g, 256`) between neighbouring
+//! warpgroups; no consumer-wide barrier may fall inside a turn (the lowering refuses it).
+//!
 //! Guarantees: the kernel's results are those of the unspecialized pipelined kernel; the
 //! copies of a stage are issued after its previous readers released it and waited for before
 //! it is read, on both sides of the partition.
@@ -37,9 +48,10 @@
 //! and fills whose slice reads memory, a tile or a loop-carried value.
 //!
 //! Options: `arch` (default: the module's target), `occupancy` (blocks per SM the kernel
-//! asks for; default 1).
+//! asks for; default 1), `pingpong` (default true).
 
 use std::collections::{BTreeMap, BTreeSet};
+use tilec_core::layout::{Layout, MmaFamily};
 use tilec_core::target::{Arch, Feature};
 use tilec_core::tir::{walk_ops, Func, Op, OpKind, ValueId, WarpSpec};
 
@@ -301,8 +313,62 @@ pub fn fits(func: &Func, arch: &Arch, occupancy: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `op` is a `wgmma` product over every consumer warp of a kernel of two or more
+/// consumer warpgroups (each warpgroup its own 64-row blocks).
+fn is_wide_wgmma(func: &Func, op: &Op) -> bool {
+    let (OpKind::Mma { .. }, Some(r)) = (&op.kind, op.result) else { return false };
+    matches!(func.ty(r).layout(), Some(Layout::Mma(m))
+        if m.family == MmaFamily::Wgmma && m.warps_per_cta[0] * m.warps_per_cta[1] == i64::from(func.num_warps))
+        && func.num_warps >= 8
+}
+
+/// Puts the consumer warpgroups' turns around the products of the one loop that issues two or
+/// more (see the module doc): where it applies, the report line.
+fn ping_pong(func: &mut Func) -> Result<String, String> {
+    if func.num_warps < 8 {
+        return Err("one consumer warpgroup".into());
+    }
+    let mut found = vec![];
+    for (i, op) in func.ops.iter().enumerate() {
+        let OpKind::For { body, .. } = &op.kind else { continue };
+        let products: Vec<usize> =
+            body.iter().enumerate().filter(|(_, o)| is_wide_wgmma(func, o)).map(|(j, _)| j).collect();
+        let mut nested = 0;
+        let mut waits = false;
+        for o in body {
+            walk_ops(std::slice::from_ref(o), &mut |n| {
+                nested += usize::from(!std::ptr::eq(n, o) && matches!(n.kind, OpKind::Mma { .. }));
+                waits |= matches!(n.kind, OpKind::MmaWait { .. });
+            });
+        }
+        if products.len() >= 2 && nested == 0 && !waits {
+            found.push((i, products[0], products[products.len() - 1]));
+        }
+    }
+    let [(i, first, last)] = found[..] else {
+        return Err(if found.is_empty() {
+            "no loop issues two warpgroup products at its top level (products kept in flight are left alone)".into()
+        } else {
+            "more than one loop issues two warpgroup products".into()
+        });
+    };
+    let turn = |begin, last| Op { kind: OpKind::Turn { begin, last }, result: None, span: None };
+    if let OpKind::For { body, .. } = &mut func.ops[i].kind {
+        body.insert(last, turn(true, false));
+        body.insert(first + 1, turn(false, false));
+    }
+    func.ops.insert(i + 1, turn(false, true));
+    func.ops.insert(i, turn(true, false));
+    Ok(format!(
+        "ping-pong: {} consumer warpgroups take turns on the tensor cores (named barriers {}-{}): a turn from the loop body's last product to the next iteration's first",
+        func.num_warps / 4,
+        2,
+        1 + func.num_warps / 4
+    ))
+}
+
 /// Runs the pass.
-pub fn run(func: &mut Func, arch: &Arch, occupancy: u32) -> WarpSpecializeReport {
+pub fn run(func: &mut Func, arch: &Arch, occupancy: u32, pingpong: bool) -> WarpSpecializeReport {
     let mut lines = vec![];
     let why_not = (|| {
         fits(func, arch, occupancy)?;
@@ -373,6 +439,9 @@ pub fn run(func: &mut Func, arch: &Arch, occupancy: u32) -> WarpSpecializeReport
         "schedule: the producer runs ahead by the rings' slack, gated by the empty mbarriers the consumers release"
             .into(),
     );
+    if pingpong {
+        lines.push(ping_pong(func).unwrap_or_else(|why| format!("no ping-pong: {why}")));
+    }
     WarpSpecializeReport { lines }
 }
 

@@ -139,16 +139,16 @@ fn a_ring_of_stages_assembles_for_every_target() {
     }
 }
 
-/// `tile-pipeline` keeps every kernel's results: each spec's interpreter cases (ragged
-/// sequence and K lengths, causal and not) run on the interpreter after `tile-layout` and
-/// `tile-pipeline`, against the plain-Rust reference. A stage read for the wrong iteration,
+/// `tile-licm` and `tile-pipeline` keep every kernel's results: each spec's interpreter cases (ragged
+/// sequence and K lengths, causal and not) run on the interpreter after `tile-layout`,
+/// `tile-licm` (causal FMHA's and MLA's query offsets leave the loop) and `tile-pipeline`, against the plain-Rust reference. A stage read for the wrong iteration,
 /// or before its copy, reads another tile or NaN (the interpreter's unwritten stages).
 #[test]
 fn pipelined_kernels_interpret_like_their_references() {
     use tilec_passes::driver::Step;
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     let mlir = tilec_ir::Mlir::new().unwrap();
-    let steps: Vec<Step> = ["tile-layout", "tile-pipeline"]
+    let steps: Vec<Step> = ["tile-layout", "tile-licm", "tile-pipeline"]
         .iter()
         .map(|n| Step::tilec(tilec_passes::PASSES.iter().find(|p| p.name == *n).unwrap(), &[]))
         .collect();
@@ -424,4 +424,46 @@ fn a_kernel_of_thousands_of_loops_skips_llvms_loop_passes() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
     let c = tilec::compile(&tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap()), &o).unwrap();
     assert!(!c.report.iter().any(|l| l.contains("LLVM at O0")));
+}
+
+/// FlashAttention-3's ping-pong on FMHA for sm_90a (D = 128: two consumer warpgroups): the
+/// last warpgroup hands the first turn to warpgroup 0 (`bar.arrive 2`), each turn waits on its
+/// own barrier (`bar.sync 2 + g, 256`: a register id) and ends with `bar.arrive` on the next
+/// warpgroup's, the final end only where a warpgroup follows; `--no-pingpong` has none. Causal
+/// FMHA needs `tile-licm`: without it the query offsets' layout conversion (two consumer-wide
+/// barriers) stays inside the diagonal tiles' `if`, inside a turn, and the lowering refuses the
+/// kernel instead of letting the warpgroups deadlock.
+#[test]
+fn fmha_warpgroups_take_turns_on_the_tensor_cores() {
+    let words = |ptx: &str| -> Vec<String> {
+        ptx.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect()
+    };
+    for causal in [false, true] {
+        let mut o = tilec::CompileOptions { arch: "sm_90a".into(), ..Default::default() };
+        o.consts.insert("CAUSAL".into(), tilec::ConstArg::Bool(causal));
+        let ptx = ptx_with("fmha", "fmha", o.clone());
+        let w = words(&ptx);
+        let syncs = w.iter().filter(|l| l.starts_with("bar.sync %r") && l.ends_with(", 256;")).count();
+        let arrives = w.iter().filter(|l| l.contains("bar.arrive %r")).count();
+        // Before the loop and before the body's last product.
+        assert_eq!(syncs, 2, "causal {causal}: turn waits\n{}", w.join("\n"));
+        // The first turn handed over, the body's end, the final end (predicated).
+        assert_eq!(arrives, 3, "causal {causal}: turn ends");
+        assert_eq!(w.iter().filter(|l| l.contains("@p bar.arrive")).count(), 2, "causal {causal}: predicated arrives");
+        let body = loop_with(&ptx, "wgmma.mma_async");
+        assert!(
+            !body.iter().any(|l| l.contains("bar.sync 1,") || l.contains("bar.sync \t1,")),
+            "a consumer barrier in the loop"
+        );
+        let plain = ptx_with("fmha", "fmha", tilec::CompileOptions { no_pingpong: true, ..o.clone() });
+        assert!(!plain.contains("bar.arrive"), "causal {causal}: --no-pingpong has turns");
+        if causal {
+            let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
+            let src = tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap());
+            let mut no_licm = tilec::CompileOptions { kernel: Some("fmha".into()), ..o };
+            no_licm.disabled_passes.insert("tile-licm".into());
+            let e = tilec::compile(&src, &no_licm).expect_err("a barrier inside a turn is refused").render();
+            assert!(e.contains("deadlock"), "{e}");
+        }
+    }
 }

@@ -168,7 +168,7 @@ mod tests {
 #[derive(clap::Args, Debug, Default)]
 pub struct VariantArgs {
     /// Leave an optional pass out of the default pipeline (repeatable): tile-load-order,
-    /// tile-approx-math, tile-swizzle, tile-pipeline, tile-warp-specialize.
+    /// tile-approx-math, tile-licm, tile-swizzle, tile-pipeline, tile-warp-specialize.
     #[arg(long = "disable-pass", value_name = "NAME")]
     pub disable_pass: Vec<String>,
     /// Approximate every float op whose options the source leaves open (`tile-approx-math`):
@@ -194,6 +194,10 @@ pub struct VariantArgs {
     /// (`tile-warp-specialize`), as a kernel's `warp_specialize = true` hint does.
     #[arg(long)]
     pub warp_specialize: bool,
+    /// Keep the consumer warpgroups of a warp-specialized kernel from taking turns on the
+    /// tensor cores (FlashAttention-3's ping-pong): the ablation.
+    #[arg(long)]
+    pub no_pingpong: bool,
 }
 
 impl VariantArgs {
@@ -206,6 +210,7 @@ impl VariantArgs {
             wgmma_wait_at_once: self.wgmma_wait_at_once,
             empty_barriers: self.empty_barriers,
             warp_specialize: self.warp_specialize,
+            no_pingpong: self.no_pingpong,
         }
     }
 }
@@ -246,6 +251,7 @@ impl RequestArgs {
             wgmma_wait_at_once: self.pipeline.wgmma_wait_at_once,
             empty_barriers: self.pipeline.empty_barriers,
             warp_specialize: self.pipeline.warp_specialize,
+            no_pingpong: self.pipeline.no_pingpong,
             ..Default::default()
         })
     }

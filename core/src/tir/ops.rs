@@ -210,6 +210,17 @@ pub enum OpKind {
         value: ValueId,
         pending: u32,
     },
+    /// The consumer warpgroups of a warp-specialized kernel take turns on the tensor cores
+    /// (FlashAttention-3's ping-pong, `tile-warp-specialize`): between a `begin` and the next
+    /// `end`, one warpgroup at a time issues and completes its products while the others run
+    /// what lies outside their turns (the softmax). Warpgroup `g` begins a turn once warpgroup
+    /// `g - 1` (cyclically) has ended its own, warpgroup 0 first; an `end` with `last` is the
+    /// kernel's final one (the last warpgroup hands no turn on). No value, no memory effect:
+    /// the interpreter runs it as nothing.
+    Turn {
+        begin: bool,
+        last: bool,
+    },
     /// The tile of a shared-memory buffer, read in the result's layout (`tilegpu` only): into
     /// a `#dot_operand` it is `ldmatrix` (`.trans` when the buffer's contiguous dim is not the
     /// operand's K for A / is K for B… see the lowering), issued per K step by the `mma` that
@@ -286,7 +297,7 @@ impl OpKind {
             OpKind::Fma { a, b, c } => vec![*a, *b, *c],
             OpKind::Mma { a, b, acc } => vec![*a, *b, *acc],
             OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
-            OpKind::AsyncWait { .. } | OpKind::StagesAlloc => vec![],
+            OpKind::AsyncWait { .. } | OpKind::StagesAlloc | OpKind::Turn { .. } => vec![],
             OpKind::Stage { buf, index } => vec![*buf, *index],
             OpKind::StageWait { ring, slot, phase } | OpKind::StageAcquire { ring, slot, phase } => {
                 vec![*ring, *slot, *phase]

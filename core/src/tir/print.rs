@@ -337,6 +337,10 @@ impl Printer<'_> {
             OpKind::StageRelease { ring, slot } => {
                 format!("\"tilegpu.stage_release\"({}, {}) : ({}, {}) -> ()", n(ring), n(slot), t(ring), t(slot))
             }
+            OpKind::Turn { begin: true, .. } => "\"tilegpu.turn_begin\"() : () -> ()".to_string(),
+            OpKind::Turn { begin: false, last } => {
+                format!("\"tilegpu.turn_end\"() {{last = {} : i32}} : () -> ()", u8::from(*last))
+            }
             OpKind::AsyncWait { pending } => {
                 format!("\"tilegpu.async_wait\"() {{pending = {pending} : i32}} : () -> ()")
             }

@@ -227,6 +227,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             | OpKind::For { .. }
             | OpKind::If { .. }
             | OpKind::AsyncWait { .. }
+            | OpKind::Turn { .. }
             | OpKind::StageWait { .. }
             | OpKind::StageAcquire { .. }
             | OpKind::StageRelease { .. }
@@ -482,6 +483,11 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             }
         }
         OpKind::AsyncWait { .. } => {}
+        OpKind::Turn { begin, last } => {
+            if *begin && *last {
+                return fail("a warpgroup turn's `last` marks an end, not a begin".into());
+            }
+        }
         OpKind::StageRelease { ring, slot } => {
             let ok = matches!(u(*ring)?, Type::Smem { shape, .. } if shape.len() == 3)
                 && u(*slot)? == Type::Scalar(crate::DType::I32);

@@ -168,6 +168,11 @@ pub struct Emitter {
     /// Threads of the named barrier 1 that [`Emitter::barrier`] syncs instead of the whole
     /// block (the consumers of a warp-specialized kernel; the producer never takes part).
     pub named_barrier: Option<u32>,
+    /// Inside a consumer warpgroup's turn (`tilegpu.turn_begin` … `turn_end`).
+    pub turn_open: bool,
+    /// A consumer-wide barrier was emitted inside a turn: the warpgroup waiting for its turn
+    /// would never reach it (the lowering refuses the kernel).
+    pub barrier_in_turn: bool,
 }
 
 impl Emitter {
@@ -647,6 +652,7 @@ impl Emitter {
     }
 
     pub fn barrier(&mut self) {
+        self.barrier_in_turn |= self.turn_open;
         match self.named_barrier {
             Some(n) => {
                 let (id, count) = (self.ci32(1), self.ci32(i64::from(n)));

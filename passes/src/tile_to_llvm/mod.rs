@@ -99,12 +99,13 @@ mod tma;
 mod wgmma;
 
 use emit::{Emitter, Reg, Ty};
+use ptx_asm::PtxAsm;
 use regs::{TensorArgs, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use tilec_core::layout::Layout;
 use tilec_core::target::Arch;
-use tilec_core::tir::{BinOp, Func, Op, OpKind, Type, ValueId};
+use tilec_core::tir::{walk_ops, BinOp, Func, Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 use tilec_core::target::STATIC_SMEM_LIMIT;
@@ -133,6 +134,10 @@ pub(crate) fn err(msg: impl Into<String>) -> Diagnostic {
 /// The builtins of the language this lowering does not handle yet (the "lowered today"
 /// column of docs/language.md says "no" for exactly these; `tests/it/docs.rs` checks it).
 pub const NOT_LOWERED: &[&str] = &["print"];
+
+/// The first named barrier of the consumer warpgroups' turns (0 is the block's, 1 the
+/// consumers'): warpgroup `g` waits for its turn on `TURN_BARRIER + g`.
+const TURN_BARRIER: i64 = 2;
 
 /// The first op this lowering does not handle yet, as an `E0900` diagnostic pointing at it.
 /// This is the one list of what `tile-to-llvm` lowers: `tile-layout` asks it first, so a
@@ -645,7 +650,22 @@ impl Lowering<'_> {
         if spec.consumer_regs > 0 {
             self.em.line(format!("nvvm.setmaxregister increase {}", spec.consumer_regs));
         }
+        let mut turns = false;
+        walk_ops(&part.consumer, &mut |o| turns |= matches!(o.kind, OpKind::Turn { .. }));
+        if turns {
+            // Warpgroup 0 takes the first turn: the last one hands it over before any.
+            let wgs = i64::from(consumers / 4);
+            let (wg, c0) = (self.warpgroup(), self.em.ci32(0));
+            let last_wg = self.em.ci32(wgs - 1);
+            let is_last = self.em.icmp(emit::ICmp::Eq, &wg, &last_wg);
+            self.turn_arrive(&c0, Some(&is_last));
+        }
         self.ops(&part.consumer)?;
+        if self.em.turn_open || self.em.barrier_in_turn {
+            return Err(err(
+                "a consumer-wide barrier inside a warpgroup's turn, or a turn never ended: the warpgroups would deadlock (disable the ping-pong: tile-warp-specialize{pingpong=false})",
+            ));
+        }
         self.em.named_barrier = None;
         self.em.br(&end, &[]);
         self.em.label(&end, &[]);
@@ -654,6 +674,67 @@ impl Lowering<'_> {
             (consumers + spec.producer_warps) * 32,
             spec.producer_warps
         ));
+        Ok(())
+    }
+
+    /// This thread's consumer warpgroup.
+    fn warpgroup(&mut self) -> Reg {
+        let c2 = self.em.ci32(2);
+        let warp = self.warp.clone();
+        self.em.lshr(&warp, &c2)
+    }
+
+    /// `bar.arrive` on the turn barrier of warpgroup `to` where `when` holds: two
+    /// warpgroups' threads complete it, the arriving one and the one that waits for its turn.
+    fn turn_arrive(&mut self, to: &Reg, when: Option<&Reg>) {
+        let base = self.em.ci32(TURN_BARRIER);
+        let id = self.em.add(&base, to);
+        let mut asm = PtxAsm::new();
+        let i = asm.input(&id);
+        match when {
+            Some(w) => {
+                let w = self.em.def(Ty::I32, format!("llvm.zext {w} : i1 to i32"));
+                let p = asm.input(&w);
+                asm.push(&format!("{{ .reg .pred p; setp.ne.b32 p, {p}, 0; @p bar.arrive {i}, 256; }}"));
+            }
+            None => asm.push(&format!("bar.arrive {i}, 256;")),
+        }
+        asm.emit(&mut self.em);
+    }
+
+    /// A consumer warpgroup's turn (`tilegpu.turn_begin`/`turn_end`, see the op): turn `g`
+    /// waits on named barrier `TURN_BARRIER + g` until warpgroup `g - 1` arrives there at the
+    /// end of its own; the final end of the last warpgroup hands nothing on (nobody waits).
+    fn turn(&mut self, begin: bool, last: bool) -> Result<(), Diagnostic> {
+        let wgs = i64::from(self.func.num_warps / 4);
+        if self.func.warp_spec.is_none() || wgs < 2 || self.em.named_barrier.is_none() {
+            return Err(err(
+                "a warpgroup turn outside the consumers of a warp-specialized kernel with two or more consumer warpgroups",
+            ));
+        }
+        if begin == self.em.turn_open {
+            return Err(err(if begin {
+                "a warpgroup turn begun twice"
+            } else {
+                "a warpgroup turn ended before it began"
+            }));
+        }
+        let wg = self.warpgroup();
+        if begin {
+            let (base, n) = (self.em.ci32(TURN_BARRIER), self.em.ci32(256));
+            let id = self.em.add(&base, &wg);
+            self.em.line(format!("nvvm.barrier id = {id} number_of_threads = {n}"));
+        } else {
+            let (one, w) = (self.em.ci32(1), self.em.ci32(wgs));
+            let next = self.em.add(&wg, &one);
+            let next = self.em.def(Ty::I32, format!("llvm.urem {next}, {w} : i32"));
+            let when = last.then(|| {
+                let last_wg = self.em.ci32(wgs - 1);
+                self.em.icmp(emit::ICmp::Ne, &wg, &last_wg)
+            });
+            self.turn_arrive(&next, when.as_ref());
+        }
+        self.em.turn_open = begin;
         Ok(())
     }
 
@@ -748,6 +829,10 @@ impl Lowering<'_> {
             }
             OpKind::StageRelease { ring, slot } => {
                 self.stage_release(*ring, *slot)?;
+                return Ok(());
+            }
+            OpKind::Turn { begin, last } => {
+                self.turn(*begin, *last)?;
                 return Ok(());
             }
             OpKind::Stage { buf, index } => self.stage(*buf, *index, rty.as_ref())?,
