@@ -667,3 +667,32 @@ fn tune_without_a_gpu_says_so() {
     assert!(err.contains("no NVIDIA driver"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Issue 27's two silent-wrong launches are refused before any block runs: softmax rows wider
+/// than its tile (a `require` clause), matmul operands whose K differ (named extents).
+#[test]
+fn launches_that_break_a_requirement_are_refused() {
+    let (code, _, err) =
+        tilec(&["run", "--interp", "kernels/softmax.tile", "--arg", "3x5000:f16", "--arg", "zeros:3x5000:f16"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("requires `N <= BLOCK_N` (line") && err.contains("5000 <= 1024 is false"),
+        "softmax past BLOCK_N: {err}"
+    );
+    let (code, _, err) = tilec(&[
+        "run",
+        "--interp",
+        "kernels/matmul.tile",
+        "--arg",
+        "64x32:f16",
+        "--arg",
+        "48x64:f16",
+        "--arg",
+        "zeros:64x64:f16",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("`K`, which is 32 in `A`"), "matmul with disagreeing K: {err}");
+    let (code, _, err) =
+        tilec(&["run", "--interp", "kernels/softmax.tile", "--arg", "3x1000:f16", "--arg", "zeros:3x1000:f16"]);
+    assert_eq!(code, 0, "{err}");
+}

@@ -156,6 +156,84 @@ pub enum HostExpr {
     CeilDiv(Box<HostExpr>, Box<HostExpr>),
     Min(Box<HostExpr>, Box<HostExpr>),
     Max(Box<HostExpr>, Box<HostExpr>),
+    /// A comparison: 1 where it holds, else 0 (launch requirements).
+    Cmp(HostCmp, Box<HostExpr>, Box<HostExpr>),
+    /// 1 where both / either are nonzero, else 0.
+    And(Box<HostExpr>, Box<HostExpr>),
+    Or(Box<HostExpr>, Box<HostExpr>),
+    /// 1 where the operand is 0, else 0.
+    Not(Box<HostExpr>),
+}
+
+/// The comparisons of host expressions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostCmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl HostCmp {
+    pub fn holds(self, a: i64, b: i64) -> bool {
+        match self {
+            HostCmp::Eq => a == b,
+            HostCmp::Ne => a != b,
+            HostCmp::Lt => a < b,
+            HostCmp::Le => a <= b,
+            HostCmp::Gt => a > b,
+            HostCmp::Ge => a >= b,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            HostCmp::Eq => "==",
+            HostCmp::Ne => "!=",
+            HostCmp::Lt => "<",
+            HostCmp::Le => "<=",
+            HostCmp::Gt => ">",
+            HostCmp::Ge => ">=",
+        }
+    }
+}
+
+/// A launch requirement of the kernel (a `require` clause): every launcher refuses a launch
+/// whose arguments make `cond` zero, naming `text` — the runtime, the JIT, `tilec run` and the
+/// interpreter through [`check_requirements`]; another launcher evaluates `cond` like a grid
+/// expression.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Requirement {
+    /// The requirement as the source writes it (`N <= BLOCK_N`).
+    pub text: String,
+    /// Its line in the kernel's source file.
+    pub line: u32,
+    pub cond: HostExpr,
+}
+
+/// Checks the requirements of `sig` against the launch arguments: `Err` names the first that
+/// does not hold, its line, and, for a comparison, the values of both sides.
+pub fn check_requirements(sig: &Signature, args: &dyn HostArgs) -> Result<(), String> {
+    for r in &sig.requires {
+        let unmet = |detail: String| {
+            format!("kernel `{}` requires `{}` (line {} of its source){detail}", sig.name, r.text, r.line)
+        };
+        let v = r.cond.eval(args).map_err(|e| unmet(format!(", which cannot be evaluated: {e}")))?;
+        if v == 0 {
+            let detail = match &r.cond {
+                HostExpr::Cmp(op, a, b) => match (a.eval(args), b.eval(args)) {
+                    (Ok(a), Ok(b)) => format!(", which this launch does not meet: {a} {} {b} is false", op.symbol()),
+                    _ => String::new(),
+                },
+                _ => ", which these arguments do not meet".into(),
+            };
+            return Err(unmet(detail));
+        }
+    }
+    Ok(())
 }
 
 /// What a host expression can read: tensor extents and integer scalars.
@@ -208,6 +286,10 @@ impl HostExpr {
             }
             Min(a, b) => bin(a, b).map(|(a, b)| a.min(b))?,
             Max(a, b) => bin(a, b).map(|(a, b)| a.max(b))?,
+            Cmp(op, a, b) => bin(a, b).map(|(a, b)| i64::from(op.holds(a, b)))?,
+            And(a, b) => bin(a, b).map(|(a, b)| i64::from(a != 0 && b != 0))?,
+            Or(a, b) => bin(a, b).map(|(a, b)| i64::from(a != 0 || b != 0))?,
+            Not(a) => i64::from(a.eval(args)? == 0),
         })
     }
 }
@@ -244,6 +326,9 @@ pub struct Signature {
     /// Tensor maps passed after the parameters (see the module docs), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tma: Vec<TmaParam>,
+    /// The kernel's launch requirements (`require` clauses), checked at every launch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<Requirement>,
 }
 
 #[cfg(test)]
@@ -306,6 +391,15 @@ mod tests {
             shared_bytes: 16,
             constants: BTreeMap::new(),
             tma: vec![TmaParam { param: 0, box_dims: vec![64, 128], swizzle: 128 }],
+            requires: vec![Requirement {
+                text: "n <= M".into(),
+                line: 3,
+                cond: HostExpr::Cmp(
+                    HostCmp::Le,
+                    Box::new(HostExpr::Arg { param: 2 }),
+                    Box::new(HostExpr::Dim { param: 0, axis: 0 }),
+                ),
+            }],
         };
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<Signature>(&j).unwrap(), s);

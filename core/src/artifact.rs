@@ -85,6 +85,7 @@ mod tests {
             shared_bytes: 0,
             constants: Default::default(),
             tma: vec![],
+            requires: vec![],
         };
         let a = Artifact {
             kernel: "k".into(),

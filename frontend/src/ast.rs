@@ -22,6 +22,9 @@ pub struct Kernel {
     pub tune: Vec<(Ident, Expr)>,
     /// `require <bool expr>` items of the tune block: constraints that prune the space.
     pub tune_require: Vec<Expr>,
+    /// `require A, B` clauses of the kernel: launch requirements, each with its source text
+    /// and line.
+    pub requires: Vec<(Expr, String, u32)>,
     pub body: Block,
     pub span: Span,
 }

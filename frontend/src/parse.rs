@@ -70,7 +70,7 @@ fn rule_name(r: &Rule) -> &'static str {
         Rule::grid_clause => "`grid`",
         Rule::hints_clause => "`hints`",
         Rule::tune_clause => "`tune`",
-        Rule::require => "`require`",
+        Rule::require | Rule::require_clause => "`require`",
         Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::floordiv | Rule::rem => "an operator",
         Rule::or | Rule::and | Rule::eq | Rule::ne | Rule::le | Rule::ge | Rule::lt | Rule::gt => "an operator",
         Rule::bitor | Rule::bitxor | Rule::bitand | Rule::shl | Rule::shr | Rule::bitnot => "an operator",
@@ -151,6 +151,7 @@ fn kernel(p: Pair<Rule>) -> R<Kernel> {
         hints: vec![],
         tune: vec![],
         tune_require: vec![],
+        requires: vec![],
         body: Block { stmts: vec![], span },
         span,
     };
@@ -162,6 +163,16 @@ fn kernel(p: Pair<Rule>) -> R<Kernel> {
                 k.grid = Some(expr(next(&mut q.into_inner(), s, "grid")?)?);
             }
             Rule::hints_clause => k.hints.extend(kvs(q)?),
+            Rule::require_clause => {
+                for e in q.into_inner() {
+                    // The pair's text may run into a comment after it: `#` starts one on any
+                    // line and never occurs in an expression.
+                    let code = e.as_str().lines().map(|l| l.split('#').next().unwrap_or(""));
+                    let text = code.flat_map(str::split_whitespace).collect::<Vec<_>>().join(" ");
+                    let line = e.line_col().0 as u32;
+                    k.requires.push((expr(e)?, text, line));
+                }
+            }
             Rule::tune_clause => {
                 for item in q.into_inner() {
                     let s = span_of(&item);

@@ -219,6 +219,7 @@ pub fn grid(sig: &tilec_core::abi::Signature, args: &[Arg]) -> Result<[u32; 3], 
         _ => None,
     })
     .map_err(|(i, why)| format!("argument `{}`: {why}", sig.params[i].name()))?;
+    tilec_core::abi::check_requirements(sig, &A(args))?;
     let mut grid = [1u32; 3];
     for (i, g) in sig.grid.iter().enumerate().take(3) {
         let v = g.eval(&A(args))?;

@@ -579,6 +579,7 @@ mod tests {
             shared_bytes: 0,
             constants: Default::default(),
             tma: vec![],
+            requires: vec![],
         };
         Artifact {
             kernel: name.into(),

@@ -35,6 +35,9 @@ pub enum RuntimeError {
     BadArgument { index: usize, name: String, reason: String },
     #[error("kernel `{kernel}` takes {expected} arguments, {given} given")]
     ArgCount { kernel: String, expected: usize, given: usize },
+    /// A `require` clause of the kernel that the arguments do not meet.
+    #[error("{0}")]
+    Requirement(String),
     #[error("bad launch grid: {0}")]
     BadGrid(String),
     #[error("bad tensor view: {0}")]
@@ -370,6 +373,7 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
         name: sig.params[index].name().to_string(),
         reason,
     })?;
+    tilec_core::abi::check_requirements(sig, &Args(args)).map_err(RuntimeError::Requirement)?;
     // A tensor the kernel writes must not overlap another tensor argument.
     for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
         let (ParamSig::Tensor { access, .. }, ArgDesc::Tensor(t)) = (p, a) else { continue };
@@ -796,6 +800,7 @@ mod tests {
             shared_bytes: 0,
             constants: Default::default(),
             tma: vec![],
+            requires: vec![],
         }
     }
 
@@ -811,6 +816,28 @@ mod tests {
         assert_eq!(p.grid, [3, 1, 1]);
         assert_eq!(p.words.len(), 10);
         assert_eq!(p.words[0], Word::U64(256));
+    }
+
+    #[test]
+    fn a_launch_that_breaks_a_requirement_is_refused() {
+        use tilec_core::abi::{HostCmp, Requirement};
+        let mut s = sig();
+        s.requires = vec![Requirement {
+            text: "N <= BLOCK_N".into(),
+            line: 15,
+            cond: HostExpr::Cmp(
+                HostCmp::Le,
+                Box::new(HostExpr::Dim { param: 0, axis: 1 }),
+                Box::new(HostExpr::Int(64)),
+            ),
+        }];
+        assert!(validate(&s, &[t(vec![10, 64], 256), t(vec![10, 64], 4096)], None).is_ok());
+        let e = validate(&s, &[t(vec![10, 72], 256), t(vec![10, 72], 4096)], None).unwrap_err();
+        assert!(matches!(e, RuntimeError::Requirement(_)), "{e:?}");
+        assert!(
+            e.to_string().contains("requires `N <= BLOCK_N` (line 15") && e.to_string().contains("72 <= 64"),
+            "{e}"
+        );
     }
 
     #[test]

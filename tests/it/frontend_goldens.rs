@@ -80,3 +80,33 @@ fn integer_identities_with_a_constant_emit_no_op() {
         assert!(other.contains(op), "{op} missing from:\n{other}");
     }
 }
+
+/// A `require` clause is recorded in the signature as the source writes it, with its line and
+/// a host expression the launchers evaluate: the softmax launch of issue 27 (N = 5000 past
+/// BLOCK_N = 1024) is refused, naming the requirement and both sides' values.
+#[test]
+fn requirements_are_recorded_and_checked_at_launch() {
+    use tilec_core::abi::{check_requirements, HostArgs};
+    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/softmax.tile")).unwrap();
+    let el = check(&text, &Request { target: "sm_90a".into(), ..Default::default() }).unwrap();
+    let r = &el.signature.requires;
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].text, "N <= BLOCK_N");
+    assert_eq!(text.lines().nth(r[0].line as usize - 1).map(str::trim), Some("require N <= BLOCK_N"));
+    struct Shape(i64);
+    impl HostArgs for Shape {
+        fn dim(&self, p: usize, a: usize) -> Option<i64> {
+            (p < 2 && a < 2).then_some(if a == 0 { 3 } else { self.0 })
+        }
+        fn int_arg(&self, _: usize) -> Option<i64> {
+            None
+        }
+    }
+    assert_eq!(check_requirements(&el.signature, &Shape(1024)), Ok(()));
+    let e = check_requirements(&el.signature, &Shape(5000)).unwrap_err();
+    assert!(e.contains("`N <= BLOCK_N`") && e.contains("5000 <= 1024 is false"), "{e}");
+    // The metadata JSON carries it for other launchers.
+    let j = serde_json::to_value(&el.signature).unwrap();
+    assert_eq!(j["requires"][0]["text"], "N <= BLOCK_N");
+    assert_eq!(j["requires"][0]["cond"]["cmp"][0], "le");
+}

@@ -24,7 +24,7 @@ impl Cx<'_> {
                                 _ => {
                                     return Err(Diagnostic::error(
                                         "E0006",
-                                        "grid expressions use integer parameters only",
+                                        "host expressions (`grid`, `require`) use integer parameters only",
                                     )
                                     .with_primary(e.span, "not an integer"))
                                 }
@@ -281,6 +281,7 @@ impl Cx<'_> {
                 self.binary(AB::BitXor, v, ones, span, span, span)
             }
             (UnaryOp::Neg, Val::Host(h)) => Ok(Val::Host(HostExpr::Sub(Box::new(HostExpr::Int(0)), Box::new(h)))),
+            (UnaryOp::Not, Val::Host(h)) => Ok(Val::Host(HostExpr::Not(Box::new(h)))),
             (UnaryOp::Not, v @ (Val::Tile(_) | Val::Scalar(_))) => {
                 self.binary(AB::BitXor, v, Val::Bool(true), span, span, span)
             }
@@ -386,12 +387,22 @@ impl Cx<'_> {
             };
             let (Some(x), Some(y)) = (h(&a), h(&b)) else { return Err(bad_operands(op, &a, &b, span)) };
             let (x, y) = (Box::new(x), Box::new(y));
+            use tilec_core::abi::HostCmp;
             return Ok(Host(match op {
                 AB::Add => HostExpr::Add(x, y),
                 AB::Sub => HostExpr::Sub(x, y),
                 AB::Mul => HostExpr::Mul(x, y),
                 AB::FloorDiv => HostExpr::FloorDiv(x, y),
                 AB::Rem => HostExpr::Rem(x, y),
+                // Comparisons and logic: launch requirements (`require N <= BLOCK_N`).
+                AB::Eq => HostExpr::Cmp(HostCmp::Eq, x, y),
+                AB::Ne => HostExpr::Cmp(HostCmp::Ne, x, y),
+                AB::Lt => HostExpr::Cmp(HostCmp::Lt, x, y),
+                AB::Le => HostExpr::Cmp(HostCmp::Le, x, y),
+                AB::Gt => HostExpr::Cmp(HostCmp::Gt, x, y),
+                AB::Ge => HostExpr::Cmp(HostCmp::Ge, x, y),
+                AB::And => HostExpr::And(x, y),
+                AB::Or => HostExpr::Or(x, y),
                 _ => return Err(bad_operands(op, &a, &b, span)),
             }));
         }

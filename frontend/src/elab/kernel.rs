@@ -310,6 +310,38 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         cx.host = false;
     }
 
+    // Launch requirements (host expressions, like the grid).
+    let mut requires = vec![];
+    cx.host = true;
+    for (e, text, line) in &k.requires {
+        match cx.expr(e) {
+            Ok(Val::Bool(true) | Val::Poison) => {}
+            Ok(Val::Bool(false)) => cx.diags.push(
+                Diagnostic::error("E0024", format!("the requirement `{text}` is false for these constants"))
+                    .with_primary(e.span, "no launch can meet it")
+                    .with_note(format!(
+                        "constants: {}",
+                        constants.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ")
+                    )),
+            ),
+            Ok(Val::Host(cond)) => {
+                requires.push(tilec_core::abi::Requirement { text: text.clone(), line: *line, cond })
+            }
+            Ok(other) => cx.diags.push(
+                Diagnostic::error(
+                    "E0024",
+                    format!(
+                        "a requirement is a bool of extents, integer scalar parameters and constants, found {}",
+                        kind_name(&other)
+                    ),
+                )
+                .with_primary(e.span, "not checkable at launch"),
+            ),
+            Err(d) => cx.diags.push(d),
+        }
+    }
+    cx.host = false;
+
     // Body.
     cx.block(&k.body);
 
@@ -373,6 +405,7 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         shared_bytes: 0,
         constants,
         tma: vec![],
+        requires,
     };
     Ok(Elaborated { func: cx.func, signature, hints, tune, tune_ok })
 }

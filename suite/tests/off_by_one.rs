@@ -1,0 +1,82 @@
+//! Every library kernel refuses a launch whose extents disagree (issue 27, item 1): each
+//! kernel's first interpreter case is launched again with one extent of one tensor one larger
+//! (and, where it is above 1, one smaller), the other arguments as they were. The launch
+//! checks — named extents, fixed extents and `require` clauses — run before any block, in
+//! the interpreter as in the runtime (`tilec_core::abi`), so a launch they accept runs. Only
+//! the extents in [`FREE`] may change alone: the kernel reads them as sizes of their own (a
+//! vocabulary, a cache length, a page pool); any other accepted change would be a launch
+//! that computes on mismatched tensors without a word, and fails this test.
+
+use rand::SeedableRng;
+use tilec_core::host::HostTensor;
+use tilec_frontend::Request;
+use tilec_interp::Arg;
+
+/// (kernel, tensor parameter, axis, direction: 0 either, 1 only larger) that a valid launch
+/// may change alone, and why. Every entry must be met by the test (a stale one fails it).
+const FREE: &[(&str, &str, usize, i64, &str)] = &[
+    ("argmax", "logits", 1, 0, "the vocabulary: any width, walked in BLOCK_N chunks"),
+    ("embedding", "table", 0, 0, "the vocabulary: rows are gathered by id"),
+    ("kv_append", "new", 2, 0, "the tokens appended: one block each"),
+    ("kv_append", "cache", 2, 0, "the cache's capacity (positions are data: pos[b] + N <= S is the caller's)"),
+    ("lang_atomics", "x", 0, 0, "the rows summed into the column statistics"),
+    ("paged_attention_decode", "block_tables", 1, 0, "the table's width: pages a sequence may hold"),
+    ("row_max", "x", 1, 0, "the row width, up to BLOCK_N"),
+];
+
+#[test]
+fn a_launch_with_one_extent_off_by_one_is_refused() {
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
+    let mut accepted = vec![];
+    let mut tried = 0;
+    for spec in tilec_suite::all() {
+        let Some(case) = (spec.interp_cases)().into_iter().next() else { continue };
+        let text = std::fs::read_to_string(kernels.join(spec.file)).unwrap();
+        let req = Request {
+            kernel: Some(spec.kernel.to_string()),
+            target: "sm_90a".into(),
+            consts: spec.constants(&case),
+            ..Default::default()
+        };
+        let el = tilec_frontend::check(&text, &req).unwrap_or_else(|d| panic!("{}: {d:?}", spec.name));
+        let sig = &el.signature;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let args = (spec.inputs)(&case, &mut rng);
+        tilec_interp::grid(sig, &args)
+            .unwrap_or_else(|e| panic!("{} {}: the case itself: {e}", spec.name, case.label()));
+        for (i, a) in args.iter().enumerate() {
+            let Arg::Tensor(t) = a else { continue };
+            for axis in 0..t.shape.len() {
+                for delta in [1, -1] {
+                    let mut shape = t.shape.clone();
+                    shape[axis] += delta;
+                    if shape[axis] < 1 {
+                        continue;
+                    }
+                    let mut changed = args.clone();
+                    changed[i] = Arg::Tensor(HostTensor::poisoned(t.dtype, &shape));
+                    tried += 1;
+                    if tilec_interp::grid(sig, &changed).is_ok() {
+                        accepted.push((spec.name, sig.params[i].name().to_string(), axis, delta));
+                    }
+                }
+            }
+        }
+    }
+    let free = |k: &str, p: &str, a: usize, d: i64| {
+        FREE.iter().any(|&(fk, fp, fa, fd, _)| (fk, fp, fa) == (k, p, a) && (fd == 0 || fd == d))
+    };
+    let silent: Vec<String> = accepted
+        .iter()
+        .filter(|(k, p, a, d)| !free(k, p, *a, *d))
+        .map(|(k, p, a, d)| format!("{k}: `{p}` dimension {a} {d:+}"))
+        .collect();
+    assert!(tried > 100, "only {tried} launches tried");
+    for &(k, p, a, _, why) in FREE {
+        assert!(
+            accepted.iter().any(|(ak, ap, aa, _)| (*ak, ap.as_str(), *aa) == (k, p, a)),
+            "{k}: `{p}` dimension {a} is listed as free ({why}) but no launch changing it alone ran"
+        );
+    }
+    assert!(silent.is_empty(), "{} accepted launches with mismatched extents:\n{}", silent.len(), silent.join("\n"));
+}
