@@ -80,3 +80,36 @@ fn a_launch_with_one_extent_off_by_one_is_refused() {
     }
     assert!(silent.is_empty(), "{} accepted launches with mismatched extents:\n{}", silent.len(), silent.join("\n"));
 }
+
+/// The GPU specs launch within their kernels' requirements: every `tilec check` and `tilec
+/// bench` case whose inputs are small enough to build here (at most 2^22 elements in the
+/// case's dims) passes the launch checks, so a requirement cannot quietly turn a GPU case into
+/// a refusal.
+#[test]
+fn every_gpu_case_meets_its_kernels_requirements() {
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
+    let (mut checked, mut skipped, mut refused) = (0, 0, vec![]);
+    for spec in tilec_suite::all() {
+        let text = std::fs::read_to_string(kernels.join(spec.file)).unwrap();
+        for case in (spec.gpu_cases)().into_iter().chain((spec.bench_cases)(false)) {
+            if case.dims.iter().product::<i64>() > 1 << 22 {
+                skipped += 1;
+                continue;
+            }
+            let req = Request {
+                kernel: Some(spec.kernel.to_string()),
+                target: "sm_90a".into(),
+                consts: spec.constants(&case),
+                ..Default::default()
+            };
+            let el = tilec_frontend::check(&text, &req).unwrap_or_else(|d| panic!("{}: {d:?}", spec.name));
+            let args = (spec.inputs)(&case, &mut rand::rngs::StdRng::seed_from_u64(1));
+            checked += 1;
+            if let Err(e) = tilec_interp::grid(&el.signature, &args) {
+                refused.push(format!("{} {}: {e}", spec.name, case.label()));
+            }
+        }
+    }
+    assert!(checked > 100, "{checked} cases checked, {skipped} too large to build here");
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+}
