@@ -72,6 +72,14 @@ pub struct CachedCompile {
     pub warning: Option<String>,
 }
 
+impl CachedCompile {
+    /// The spill warning of the entry's kernel, where ptxas reported spills (see
+    /// [`spill_warning`]).
+    pub fn spills(&self) -> Option<String> {
+        spill_warning(&self.entry.artifact, self.entry.resources.as_ref()?)
+    }
+}
+
 /// Compiles through `cache`: PTX (whatever `opts.until` says), plus a cubin and ptxas's
 /// resource report when ptxas is installed. A damaged entry is recompiled and overwritten;
 /// the cache never fails a compilation.
@@ -135,6 +143,48 @@ fn request_text(source: &Source, opts: &CompileOptions) -> String {
         tilec_backend::ptxas::ptxas_identity(),
         source.text
     )
+}
+
+/// The warning for a kernel ptxas spills registers of (`None` without spill stores): the
+/// kernel, the target, the bytes, the registers a thread, and the tiles that hold the most
+/// registers a thread by the layout pass's report (blocked tiles' elements a thread, the
+/// products' f32 accumulators), so that the author knows which tile to shrink.
+pub fn spill_warning(artifact: &tilec_core::artifact::Artifact, r: &Resources) -> Option<String> {
+    if r.spill_stores == 0 {
+        return None;
+    }
+    // The warps the tiles are laid out over (a producer warpgroup holds none of them).
+    let threads = i64::from(artifact.hints.num_warps.max(1)) * 32;
+    let mut tiles: Vec<(i64, String)> = vec![];
+    for l in &artifact.report {
+        let Some(rest) = l.strip_prefix("tile-layout: ") else { continue };
+        let dims = |s: &str| -> Option<Vec<i64>> {
+            let inner = s.split_once('[')?.1.split_once(']')?.0;
+            inner.split(',').map(|d| d.trim().parse().ok()).collect()
+        };
+        if let Some(t) = rest.strip_prefix("tile ") {
+            let per = t.split_once(" elements per thread").and_then(|(a, _)| a.rsplit(' ').next()?.parse().ok());
+            if let (Some(d), Some(per)) = (dims(t), per) {
+                tiles.push((per, format!("tile {d:?}")));
+            }
+        } else if let Some(m) = rest.strip_prefix("mma ") {
+            if let Some(d) = dims(m).filter(|d| d.len() == 3) {
+                tiles.push((d[0] * d[1] / threads, format!("the f32 accumulator [{}, {}] of an mma", d[0], d[1])));
+            }
+        }
+    }
+    tiles.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    tiles.dedup();
+    let top: Vec<String> = tiles.iter().take(3).map(|(n, t)| format!("{t}: {n} a thread")).collect();
+    Some(format!(
+        "kernel `{}` ({}) spills registers: ptxas reports {} bytes of spill stores and {} of spill loads at {} registers a thread{}",
+        artifact.kernel,
+        artifact.target,
+        r.spill_stores,
+        r.spill_loads,
+        r.registers,
+        if top.is_empty() { String::new() } else { format!("; the tiles holding the most: {}", top.join(", ")) }
+    ))
 }
 
 /// What the cache keeps of ptxas's report (the runtime does not link the backend).
@@ -202,6 +252,23 @@ pub fn tune_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A spill is said with the kernel, the bytes and the tiles holding the most registers
+    /// (read from the layout pass's report of a real compilation); no spill, no warning.
+    #[test]
+    fn a_spill_names_the_kernel_the_bytes_and_the_largest_tiles() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/fmha.tile");
+        let src = Source::new("fmha.tile", std::fs::read_to_string(path).unwrap());
+        let c = compile(&src, &CompileOptions { arch: "sm_90a".into(), ..Default::default() }).unwrap();
+        let art = c.artifact();
+        let r = Resources { registers: 255, shared_bytes: 0, stack_bytes: 24, spill_stores: 20, spill_loads: 24 };
+        let w = spill_warning(&art, &r).expect("a warning");
+        assert!(w.starts_with("kernel `fmha` (sm_90a) spills registers"), "{w}");
+        assert!(w.contains("20 bytes of spill stores and 24 of spill loads at 255 registers"), "{w}");
+        // 256 consumer threads: the [128, 128] accumulators hold 64 f32 a thread.
+        assert!(w.contains("the f32 accumulator [128, 128] of an mma: 64 a thread"), "{w}");
+        assert_eq!(spill_warning(&art, &Resources { spill_stores: 0, ..r }), None);
+    }
 
     /// A request alias outlives the process: one written by another build of tilec (or
     /// against another LLVM) must not answer this one's requests with that build's entry.

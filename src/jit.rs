@@ -198,6 +198,10 @@ impl Jit {
             // The cache says this once per Jit; compiling carries on.
             eprintln!("tilec: warning: {w}");
         }
+        if let (Some(w), None) = (c.spills(), c.hit) {
+            // Said when the variant is compiled, not at every answer from the cache.
+            eprintln!("tilec: warning: {w}");
+        }
         Ok(c)
     }
 

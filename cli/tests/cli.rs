@@ -695,4 +695,16 @@ fn launches_that_break_a_requirement_are_refused() {
     let (code, _, err) =
         tilec(&["run", "--interp", "kernels/softmax.tile", "--arg", "3x1000:f16", "--arg", "zeros:3x1000:f16"]);
     assert_eq!(code, 0, "{err}");
+    // `run` takes compile's pipeline switches (for its GPU compilation and its check).
+    let (code, _, err) = tilec(&[
+        "run",
+        "kernels/softmax.tile",
+        "--fast-math",
+        "--no-fp-fusion",
+        "--arg",
+        "3x100:f16",
+        "--arg",
+        "zeros:3x100:f16",
+    ]);
+    assert_eq!(code, 0, "{err}");
 }

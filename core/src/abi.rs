@@ -17,6 +17,7 @@
 //! The runtime validates every launch against it before anything reaches the GPU.
 
 use crate::dtype::DType;
+use crate::tir::CmpPred;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -157,48 +158,12 @@ pub enum HostExpr {
     Min(Box<HostExpr>, Box<HostExpr>),
     Max(Box<HostExpr>, Box<HostExpr>),
     /// A comparison: 1 where it holds, else 0 (launch requirements).
-    Cmp(HostCmp, Box<HostExpr>, Box<HostExpr>),
+    Cmp(CmpPred, Box<HostExpr>, Box<HostExpr>),
     /// 1 where both / either are nonzero, else 0.
     And(Box<HostExpr>, Box<HostExpr>),
     Or(Box<HostExpr>, Box<HostExpr>),
     /// 1 where the operand is 0, else 0.
     Not(Box<HostExpr>),
-}
-
-/// The comparisons of host expressions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HostCmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl HostCmp {
-    pub fn holds(self, a: i64, b: i64) -> bool {
-        match self {
-            HostCmp::Eq => a == b,
-            HostCmp::Ne => a != b,
-            HostCmp::Lt => a < b,
-            HostCmp::Le => a <= b,
-            HostCmp::Gt => a > b,
-            HostCmp::Ge => a >= b,
-        }
-    }
-
-    pub fn symbol(self) -> &'static str {
-        match self {
-            HostCmp::Eq => "==",
-            HostCmp::Ne => "!=",
-            HostCmp::Lt => "<",
-            HostCmp::Le => "<=",
-            HostCmp::Gt => ">",
-            HostCmp::Ge => ">=",
-        }
-    }
 }
 
 /// A launch requirement of the kernel (a `require` clause): every launcher refuses a launch
@@ -395,7 +360,7 @@ mod tests {
                 text: "n <= M".into(),
                 line: 3,
                 cond: HostExpr::Cmp(
-                    HostCmp::Le,
+                    CmpPred::Le,
                     Box::new(HostExpr::Arg { param: 2 }),
                     Box::new(HostExpr::Dim { param: 0, axis: 0 }),
                 ),

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use tilec_core::host::HostTensor;
 pub mod reference;
 
-use tilec_core::tir::{AtomicOp, BinOp, CmpPred, Func, LogicOp, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
+use tilec_core::tir::{AtomicOp, BinOp, Func, LogicOp, Op, OpKind, ReduceKind, Type, UnOp, ValueId};
 use tilec_core::DType;
 
 /// A launch argument of the interpreter.
@@ -482,20 +482,10 @@ impl Machine<'_> {
             }
             OpKind::Cmp(p, x, y) => {
                 let pred = *p;
-                fn holds<T: PartialOrd>(pred: CmpPred, a: T, b: T) -> bool {
-                    match pred {
-                        CmpPred::Eq => a == b,
-                        CmpPred::Ne => a != b,
-                        CmpPred::Lt => a < b,
-                        CmpPred::Le => a <= b,
-                        CmpPred::Gt => a > b,
-                        CmpPred::Ge => a >= b,
-                    }
-                }
                 let v = self.map2(*x, *y, |a, b| {
                     N::I(i64::from(match (a, b) {
-                        (N::I(a), N::I(b)) => holds(pred, a, b),
-                        (a, b) => holds(pred, a.f(), b.f()),
+                        (N::I(a), N::I(b)) => pred.holds(a, b),
+                        (a, b) => pred.holds(a.f(), b.f()),
                     }))
                 })?;
                 self.set(op, v)
@@ -952,7 +942,7 @@ fn int_unop(u: UnOp, i: i64) -> N {
     match u {
         UnOp::Neg => N::I(i.wrapping_neg()),
         UnOp::Abs => N::I(i.wrapping_abs()),
-        UnOp::Floor | UnOp::Ceil => N::I(i),
+        UnOp::Floor | UnOp::Ceil | UnOp::RoundEven | UnOp::Trunc => N::I(i),
         u => N::F(unop(u, i as f64)),
     }
 }
@@ -1012,6 +1002,8 @@ fn unop(u: UnOp, p: f64) -> f64 {
         UnOp::Abs => p.abs(),
         UnOp::Floor => p.floor(),
         UnOp::Ceil => p.ceil(),
+        UnOp::RoundEven => p.round_ties_even(),
+        UnOp::Trunc => p.trunc(),
         UnOp::Erf => libm::erf(p),
     }
 }

@@ -820,13 +820,14 @@ mod tests {
 
     #[test]
     fn a_launch_that_breaks_a_requirement_is_refused() {
-        use tilec_core::abi::{HostCmp, Requirement};
+        use tilec_core::abi::Requirement;
+        use tilec_core::tir::CmpPred;
         let mut s = sig();
         s.requires = vec![Requirement {
             text: "N <= BLOCK_N".into(),
             line: 15,
             cond: HostExpr::Cmp(
-                HostCmp::Le,
+                CmpPred::Le,
                 Box::new(HostExpr::Dim { param: 0, axis: 1 }),
                 Box::new(HostExpr::Int(64)),
             ),

@@ -24,6 +24,17 @@ const FREE: &[(&str, &str, usize, i64, &str)] = &[
     ("row_max", "x", 1, 0, "the row width, up to BLOCK_N"),
 ];
 
+/// The signature of `spec`'s kernel (source `text`) with the constants of `case`, for sm_90a.
+fn signature(spec: &tilec_suite::Spec, case: &tilec_suite::Case, text: &str) -> tilec_core::abi::Signature {
+    let req = Request {
+        kernel: Some(spec.kernel.to_string()),
+        target: "sm_90a".into(),
+        consts: spec.constants(case),
+        ..Default::default()
+    };
+    tilec_frontend::check(text, &req).unwrap_or_else(|d| panic!("{}: {d:?}", spec.name)).signature
+}
+
 #[test]
 fn a_launch_with_one_extent_off_by_one_is_refused() {
     let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
@@ -32,14 +43,7 @@ fn a_launch_with_one_extent_off_by_one_is_refused() {
     for spec in tilec_suite::all() {
         let Some(case) = (spec.interp_cases)().into_iter().next() else { continue };
         let text = std::fs::read_to_string(kernels.join(spec.file)).unwrap();
-        let req = Request {
-            kernel: Some(spec.kernel.to_string()),
-            target: "sm_90a".into(),
-            consts: spec.constants(&case),
-            ..Default::default()
-        };
-        let el = tilec_frontend::check(&text, &req).unwrap_or_else(|d| panic!("{}: {d:?}", spec.name));
-        let sig = &el.signature;
+        let sig = &signature(spec, &case, &text);
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let args = (spec.inputs)(&case, &mut rng);
         tilec_interp::grid(sig, &args)
@@ -96,16 +100,10 @@ fn every_gpu_case_meets_its_kernels_requirements() {
                 skipped += 1;
                 continue;
             }
-            let req = Request {
-                kernel: Some(spec.kernel.to_string()),
-                target: "sm_90a".into(),
-                consts: spec.constants(&case),
-                ..Default::default()
-            };
-            let el = tilec_frontend::check(&text, &req).unwrap_or_else(|d| panic!("{}: {d:?}", spec.name));
+            let sig = signature(spec, &case, &text);
             let args = (spec.inputs)(&case, &mut rand::rngs::StdRng::seed_from_u64(1));
             checked += 1;
-            if let Err(e) = tilec_interp::grid(&el.signature, &args) {
+            if let Err(e) = tilec_interp::grid(&sig, &args) {
                 refused.push(format!("{} {}: {e}", spec.name, case.label()));
             }
         }

@@ -26,6 +26,11 @@ pub struct Args {
     /// Also assemble with ptxas and print its resource report.
     #[arg(long)]
     ptxas: bool,
+    /// Fail (exit 1) when ptxas spills registers of the kernel, instead of the warning that
+    /// names the kernel, the bytes and the tiles holding the most registers (ptxas runs for
+    /// it; without ptxas installed, spills cannot be known and nothing is said).
+    #[arg(long)]
+    deny_spills: bool,
     /// Print the time each stage and pass took (compiles in full, without the cache).
     #[arg(short = 'T', long)]
     time_passes: bool,
@@ -93,21 +98,32 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         out::err(&format!("time: {:>9.3} ms  total", total * 1e3));
     }
-    if a.ptxas {
-        let r = match resources {
-            Some(r) => r,
-            None => match tilec_backend::ptxas(&artifact.ptx, arch) {
-                Ok(r) => tilec::cache::resources(&r),
+    // ptxas's report: from the cache entry, or assembled now where asked for.
+    let resources = match resources {
+        Some(r) => Some(r),
+        None if a.ptxas || (a.deny_spills && tilec_backend::find_ptxas().is_some()) => {
+            match tilec_backend::ptxas(&artifact.ptx, arch) {
+                Ok(r) => Some(tilec::cache::resources(&r)),
                 Err(d) => {
                     out::err(tilec_core::diag::render(&[d], &source).trim_end());
                     return Ok(ExitCode::from(1));
                 }
-            },
-        };
+            }
+        }
+        None => None,
+    };
+    if let (true, Some(r)) = (a.ptxas, &resources) {
         out::err(&format!(
             "ptxas {}: {} registers, {} bytes smem, {} bytes stack, {} bytes spill stores, {} bytes spill loads",
             arch.name, r.registers, r.shared_bytes, r.stack_bytes, r.spill_stores, r.spill_loads
         ));
+    }
+    if let Some(w) = resources.as_ref().and_then(|r| tilec::cache::spill_warning(&artifact, r)) {
+        if a.deny_spills {
+            out::err(&format!("error: {w} (--deny-spills)"));
+            return Ok(ExitCode::from(1));
+        }
+        out::err(&format!("warning: {w}"));
     }
     match a.emit {
         Some(s) => {

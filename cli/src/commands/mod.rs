@@ -201,6 +201,21 @@ pub struct VariantArgs {
 }
 
 impl VariantArgs {
+    /// `o` with these pipeline switches.
+    pub fn apply(&self, o: tilec::CompileOptions) -> tilec::CompileOptions {
+        tilec::CompileOptions {
+            disabled_passes: self.disable_pass.iter().cloned().collect(),
+            fast_math: self.fast_math,
+            no_fp_fusion: self.no_fp_fusion,
+            no_tma: self.no_tma,
+            wgmma_wait_at_once: self.wgmma_wait_at_once,
+            empty_barriers: self.empty_barriers,
+            warp_specialize: self.warp_specialize,
+            no_pingpong: self.no_pingpong,
+            ..o
+        }
+    }
+
     pub fn variant(&self) -> crate::gpu::Variant {
         crate::gpu::Variant {
             disabled: self.disable_pass.iter().cloned().collect(),
@@ -239,20 +254,12 @@ pub struct RequestArgs {
 
 impl RequestArgs {
     pub fn options(&self) -> Result<tilec::CompileOptions> {
-        Ok(tilec::CompileOptions {
+        Ok(self.pipeline.apply(tilec::CompileOptions {
             arch: self.arch.clone(),
             kernel: self.kernel.clone(),
             consts: parse_consts(&self.consts)?,
             unaligned: self.unaligned.iter().cloned().collect(),
-            disabled_passes: self.pipeline.disable_pass.iter().cloned().collect(),
-            fast_math: self.pipeline.fast_math,
-            no_fp_fusion: self.pipeline.no_fp_fusion,
-            no_tma: self.pipeline.no_tma,
-            wgmma_wait_at_once: self.pipeline.wgmma_wait_at_once,
-            empty_barriers: self.pipeline.empty_barriers,
-            warp_specialize: self.pipeline.warp_specialize,
-            no_pingpong: self.pipeline.no_pingpong,
             ..Default::default()
-        })
+        }))
     }
 }

@@ -24,7 +24,9 @@ pub struct Args {
     /// (max abs and relative L2 error); exit 1 when one is over the tolerance.
     #[arg(long, requires = "gpu")]
     check: bool,
-    /// Relative L2 tolerance of `--check` (default: 1e-5 for f32 tensors, 1e-2 for 16-bit).
+    /// Relative L2 tolerance of `--check` for float tensors (default: 1e-5 for f32 tensors,
+    /// 1e-2 for 16-bit). Integer, bool and index tensors are compared exactly, element for
+    /// element, whatever it says.
     #[arg(long, requires = "check")]
     tolerance: Option<f64>,
     /// Kernel name, when the file has several.
@@ -52,6 +54,11 @@ pub struct Args {
     /// op, M·N·K an mma, the bytes of a print (the default is about 10 s).
     #[arg(long, value_name = "N", default_value_t = tilec_interp::Limits::default().work)]
     max_work: u64,
+    /// The pipeline switches of `compile` (`--fast-math`, `--no-fp-fusion`, `--disable-pass`,
+    /// …) for the GPU's compilation; the interpreter always runs the exact semantics, so
+    /// `--check` with `--fast-math` may need a looser `--tolerance`.
+    #[command(flatten)]
+    pipeline: super::VariantArgs,
     /// Most elements one block may hold in live values.
     #[arg(long, value_name = "N", default_value_t = tilec_interp::Limits::default().live_elements)]
     max_memory: u64,
@@ -112,7 +119,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let grid = tilec_interp::grid(&el.signature, &iargs).map_err(anyhow::Error::msg)?;
     if let Some(jit) = &jit {
-        let mut spec = tilec::jit::KernelSpec::from_source(&source.name, &source.text).kernel(&el.func.name);
+        let mut spec = tilec::jit::KernelSpec::from_source(&source.name, &source.text)
+            .options(a.pipeline.apply(tilec::CompileOptions::default()))
+            .kernel(&el.func.name);
         for (k, v) in consts {
             spec = spec.constant(&k, v);
         }
@@ -180,12 +189,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     // The interpreter runs what the GPU may not: say so when the lowering for the target
     // rejects the kernel (compiled through the cache, so a second run costs nothing).
-    let opts = tilec::CompileOptions {
+    let opts = a.pipeline.apply(tilec::CompileOptions {
         arch: arch.name.to_string(),
         kernel: Some(el.func.name.clone()),
         consts: req.consts.clone(),
         ..Default::default()
-    };
+    });
     if let Err(e) = tilec::compile_cached(&source, &opts, &tilec::runtime::cache::Cache::from_env()) {
         out::err(&format!(
             "warning: the GPU lowering for {} rejects this kernel (the interpreter runs it anyway):\n{}",

@@ -99,6 +99,10 @@ pub enum UnOp {
     Abs,
     Floor,
     Ceil,
+    /// To the nearest integral value, halves to even (`round`, `rint`; torch and NumPy).
+    RoundEven,
+    /// Towards zero (`trunc`).
+    Trunc,
     Erf,
 }
 
@@ -116,6 +120,8 @@ const UNOPS: &[(UnOp, &str)] = &[
     (UnOp::Abs, "math.absf"),
     (UnOp::Floor, "math.floor"),
     (UnOp::Ceil, "math.ceil"),
+    (UnOp::RoundEven, "math.roundeven"),
+    (UnOp::Trunc, "math.trunc"),
     (UnOp::Erf, "math.erf"),
 ];
 
@@ -172,8 +178,10 @@ impl MathFlags {
 }
 
 /// Comparison predicates (signed for integers, ordered for floats; `Ne` is unordered on
-/// floats, so that NaN != NaN).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// floats, so that NaN != NaN). Also the comparisons of host expressions (launch
+/// requirements), in the metadata as `"eq"`, `"le"`, …
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CmpPred {
     Eq,
     Ne,
@@ -181,6 +189,32 @@ pub enum CmpPred {
     Le,
     Gt,
     Ge,
+}
+
+impl CmpPred {
+    /// Whether `a pred b` holds (with `PartialOrd`: false for NaN but for `Ne`).
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            CmpPred::Eq => a == b,
+            CmpPred::Ne => a != b,
+            CmpPred::Lt => a < b,
+            CmpPred::Le => a <= b,
+            CmpPred::Gt => a > b,
+            CmpPred::Ge => a >= b,
+        }
+    }
+
+    /// The operator as the tile language writes it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpPred::Eq => "==",
+            CmpPred::Ne => "!=",
+            CmpPred::Lt => "<",
+            CmpPred::Le => "<=",
+            CmpPred::Gt => ">",
+            CmpPred::Ge => ">=",
+        }
+    }
 }
 
 /// (predicate, `arith.cmpf` name, its enum number, `arith.cmpi` name, its enum number).

@@ -187,6 +187,15 @@ impl Cx<'_> {
                         Val::Poison => return Ok(Val::Poison),
                         Val::Int(_) => idx.push(self.materialize(v, DType::I32, e.span)?),
                         Val::Scalar(id) if self.func.ty(id).dtype() == DType::I32 => idx.push(id),
+                        Val::Scalar(id) if self.func.ty(id).dtype().is_int() => {
+                            let d = self.func.ty(id).dtype();
+                            return Err(Diagnostic::error(
+                                "E0008",
+                                format!("tensor indices are i32 scalars, found {d}"),
+                            )
+                            .with_primary(e.span, format!("an {d} scalar"))
+                            .with_note("cast it with .astype(i32) (extents and strides are below 2^31)"));
+                        }
                         other => {
                             return Err(Diagnostic::error(
                                 "E0008",
@@ -387,7 +396,6 @@ impl Cx<'_> {
             };
             let (Some(x), Some(y)) = (h(&a), h(&b)) else { return Err(bad_operands(op, &a, &b, span)) };
             let (x, y) = (Box::new(x), Box::new(y));
-            use tilec_core::abi::HostCmp;
             return Ok(Host(match op {
                 AB::Add => HostExpr::Add(x, y),
                 AB::Sub => HostExpr::Sub(x, y),
@@ -395,12 +403,12 @@ impl Cx<'_> {
                 AB::FloorDiv => HostExpr::FloorDiv(x, y),
                 AB::Rem => HostExpr::Rem(x, y),
                 // Comparisons and logic: launch requirements (`require N <= BLOCK_N`).
-                AB::Eq => HostExpr::Cmp(HostCmp::Eq, x, y),
-                AB::Ne => HostExpr::Cmp(HostCmp::Ne, x, y),
-                AB::Lt => HostExpr::Cmp(HostCmp::Lt, x, y),
-                AB::Le => HostExpr::Cmp(HostCmp::Le, x, y),
-                AB::Gt => HostExpr::Cmp(HostCmp::Gt, x, y),
-                AB::Ge => HostExpr::Cmp(HostCmp::Ge, x, y),
+                AB::Eq => HostExpr::Cmp(CmpPred::Eq, x, y),
+                AB::Ne => HostExpr::Cmp(CmpPred::Ne, x, y),
+                AB::Lt => HostExpr::Cmp(CmpPred::Lt, x, y),
+                AB::Le => HostExpr::Cmp(CmpPred::Le, x, y),
+                AB::Gt => HostExpr::Cmp(CmpPred::Gt, x, y),
+                AB::Ge => HostExpr::Cmp(CmpPred::Ge, x, y),
                 AB::And => HostExpr::And(x, y),
                 AB::Or => HostExpr::Or(x, y),
                 _ => return Err(bad_operands(op, &a, &b, span)),

@@ -199,10 +199,15 @@ pub fn elaborate(file: &ast::File, req: &Request) -> Result<Elaborated, Vec<Diag
     let kernel = match &req.kernel {
         Some(name) => file.kernels.iter().find(|k| &k.name.name == name).ok_or_else(|| {
             let names: Vec<&str> = file.kernels.iter().map(|k| k.name.name.as_str()).collect();
-            vec![Diagnostic::error("E0017", format!("no kernel named `{name}` in this file")).with_note(format!(
-                "the file defines: {}",
-                if names.is_empty() { "nothing".into() } else { names.join(", ") }
-            ))]
+            let close = tilec_core::diag::close_matches(name, names.iter().copied());
+            let mut d =
+                Diagnostic::error("E0017", format!("no kernel named `{name}` in this file (`--kernel`)")).with_note(
+                    format!("the file defines: {}", if names.is_empty() { "nothing".into() } else { names.join(", ") }),
+                );
+            if !close.is_empty() {
+                d = d.with_note(format!("did you mean: {}?", close.join(", ")));
+            }
+            vec![d]
         })?,
         None => match file.kernels.as_slice() {
             [k] => k,
@@ -210,7 +215,8 @@ pub fn elaborate(file: &ast::File, req: &Request) -> Result<Elaborated, Vec<Diag
             ks => {
                 let names: Vec<&str> = ks.iter().map(|k| k.name.name.as_str()).collect();
                 return Err(vec![Diagnostic::error("E0017", "the file defines several kernels; name one")
-                    .with_note(format!("kernels: {}", names.join(", ")))]);
+                    .with_note(format!("kernels: {}", names.join(", ")))
+                    .with_note(format!("pass `--kernel {}` (or `CompileOptions::kernel`)", names[0]))]);
             }
         },
     };

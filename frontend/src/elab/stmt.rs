@@ -154,9 +154,11 @@ impl Cx<'_> {
                 format!("`{name}` changes type from {} to {}", want.to_mlir(), got.to_mlir()),
             )
             .with_primary(span, "in this block")
-            .with_note(
-                "a value carried through a loop or out of an if keeps its shape and dtype; cast it back with .astype",
-            ));
+            .with_note(if got.shape() != want.shape() {
+                "a value carried through a loop or out of an if keeps its shape: reshape or broadcast it back, or use a new name"
+            } else {
+                "a value carried through a loop or out of an if keeps its dtype: cast it back with .astype"
+            }));
         }
         Ok(id)
     }

@@ -155,6 +155,9 @@ pub(crate) fn unop(em: &mut Emitter, op: UnOp, a: &Reg, d: DType, approx: bool) 
         // Exact in every float dtype (cvt.rmi / cvt.rpi).
         UnOp::Floor => em.intr("floor", &[a]),
         UnOp::Ceil => em.intr("ceil", &[a]),
+        // cvt.rni / cvt.rzi: exact, halves to even as torch.round and NumPy's rint.
+        UnOp::RoundEven => em.intr("roundeven", &[a]),
+        UnOp::Trunc => em.intr("trunc", &[a]),
         UnOp::Erf => {
             let x = extend_f32(em, a, d);
             let r = erf32(em, &x)?;

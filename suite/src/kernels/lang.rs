@@ -267,7 +267,7 @@ pub const MATH: Spec = Spec {
         vec![
             tensor(c.dtype, &c.dims, &x),
             tensor(c.dtype, &c.dims, &y),
-            poisoned(c.dtype, &[7, c.dims[0]]),
+            poisoned(c.dtype, &[10, c.dims[0]]),
             poisoned(c.dtype, &[3, c.dims[0]]),
         ]
     },
@@ -278,7 +278,7 @@ pub const MATH: Spec = Spec {
         let n = c.dims[0] as usize;
         let (x, y) = (values(a, 0), values(a, 1));
         let r = |v: f64| tilec_interp::round_to(v, d);
-        let mut exact = vec![0.0; 7 * n];
+        let mut exact = vec![0.0; 10 * n];
         let mut approx = vec![0.0; 3 * n];
         for i in 0..n {
             let (p, q) = (x[i], y[i]);
@@ -303,6 +303,10 @@ pub const MATH: Spec = Spec {
                 r(py_mod(p, q)),
                 code,
                 r(py_mod(p.abs(), 0.75)),
+                // Halves to even (the inputs hold ±0.5 and ±2.5 exactly), as torch.round.
+                p.round_ties_even(),
+                p.trunc(),
+                r(p * 0.5).round_ties_even(),
             ];
             for (k, v) in rows.iter().enumerate() {
                 exact[k * n + i] = r(*v);
@@ -314,7 +318,7 @@ pub const MATH: Spec = Spec {
         vec![exact, approx]
     },
     tolerance: |c| if c.dtype == DType::F32 { 1e-6 } else { storage_tolerance(c) },
-    bytes: |c| c.dims[0] as f64 * 12.0 * f64::from(c.dtype.bytes()),
+    bytes: |c| c.dims[0] as f64 * 15.0 * f64::from(c.dtype.bytes()),
     flops: None,
     case_for: |dims, dtype| match dims {
         [n] if *n >= 1 => Ok(Case::new(dtype, dims)),

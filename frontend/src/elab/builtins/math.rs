@@ -17,8 +17,10 @@ pub(super) fn maximum(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) ->
 
 /// The math list: `exp(x, flush_to_zero=…, rounding=…)`, `exp2`, `log`, `log2`, `sqrt`, `rsqrt`, `tanh`, `sin`, `cos`, `abs`.
 pub(super) fn unary(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
-    // floor, ceil and erf have no approximate or flushing variant to ask for.
-    let exact = matches!(name, "floor" | "ceil" | "erf");
+    // floor, ceil, round, rint, trunc and erf have no approximate or flushing variant to ask
+    // for.
+    let exact = matches!(name, "floor" | "ceil" | "round" | "rint" | "trunc" | "erf");
+    let integral = matches!(name, "floor" | "ceil" | "round" | "rint" | "trunc");
     let spec: &[(&str, bool)] =
         if exact { &[("x", true)] } else { &[("x", true), ("flush_to_zero", false), ("rounding", false)] };
     let a = Args::new(cx, args, spec, name, span)?;
@@ -26,6 +28,8 @@ pub(super) fn unary(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R
     let op = match name {
         "floor" => UnOp::Floor,
         "ceil" => UnOp::Ceil,
+        "round" | "rint" => UnOp::RoundEven,
+        "trunc" => UnOp::Trunc,
         "erf" => UnOp::Erf,
         "exp" => UnOp::Exp,
         "exp2" => UnOp::Exp2,
@@ -57,6 +61,8 @@ pub(super) fn unary(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R
                 UnOp::Neg => -f,
                 UnOp::Floor => f.floor(),
                 UnOp::Ceil => f.ceil(),
+                UnOp::RoundEven => f.round_ties_even(),
+                UnOp::Trunc => f.trunc(),
                 UnOp::Erf => libm::erf(f),
             }))
         }
@@ -68,16 +74,16 @@ pub(super) fn unary(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R
                 let minus = cx.binary(AB::Sub, Val::Int(0), x.clone(), span, a.span(0), span)?;
                 return cx.select(neg, minus, x, [span, span, a.span(0)], span);
             }
-            if (op == UnOp::Floor || op == UnOp::Ceil) && ty.dtype().is_int() && ty.dtype() != DType::I1 {
+            if integral && ty.dtype().is_int() && ty.dtype() != DType::I1 {
                 return Ok(x);
             }
             if ty.dtype().is_storage_only() {
                 return Err(storage_only(ty.dtype(), &format!("`{name}`"), a.span(0)));
             }
-            if ty.dtype() == DType::F64 && (!matches!(op, UnOp::Abs | UnOp::Floor | UnOp::Ceil) || flags.pinned) {
+            if ty.dtype() == DType::F64 && ((op != UnOp::Abs && !integral) || flags.pinned) {
                 return Err(Diagnostic::error("E0008", format!("`{name}` of f64 values is not lowered"))
                     .with_primary(a.span(0), "f64")
-                    .with_note("f64 has arithmetic, comparisons, casts, abs, floor, ceil, fma and reductions; the math list is f32 (cast with `.astype(f32)`)"));
+                    .with_note("f64 has arithmetic, comparisons, casts, abs, floor, ceil, round, rint, trunc, fma and reductions; the math list is f32 (cast with `.astype(f32)`)"));
             }
             if !ty.dtype().is_float() {
                 return Err(Diagnostic::error(
