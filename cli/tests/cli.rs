@@ -708,3 +708,44 @@ fn launches_that_break_a_requirement_are_refused() {
     ]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// bf16 and fp8 tensors go out as float32 `.npy` (NumPy has neither) and come back in for a
+/// bf16 parameter converted, with a note: a run fed the tensors it saved gives the same
+/// outputs, bit for bit.
+#[test]
+fn bf16_tensors_saved_as_npy_read_back() {
+    let dir = temp_dir("bf16-npy");
+    let (first, second) = (dir.join("first"), dir.join("second"));
+    let f = |p: &PathBuf| p.display().to_string();
+    let (code, _, err) = tilec(&[
+        "run",
+        "kernels/softmax.tile",
+        "--const",
+        "T=bf16",
+        "--arg",
+        "3x100:bf16",
+        "--arg",
+        "zeros:3x100:bf16",
+        "--save-out",
+        &f(&first),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let x = format!("@{}", f(&first.join("x.npy")));
+    let (code, _, err) = tilec(&[
+        "run",
+        "kernels/softmax.tile",
+        "--const",
+        "T=bf16",
+        "--arg",
+        &x,
+        "--arg",
+        "zeros:3x100:bf16",
+        "--save-out",
+        &f(&second),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("f32 values converted to bf16 for `x` (0 of 300 rounded)"), "{err}");
+    let y = |d: &PathBuf| std::fs::read(d.join("y.npy")).unwrap();
+    assert_eq!(y(&first), y(&second));
+    let _ = std::fs::remove_dir_all(&dir);
+}

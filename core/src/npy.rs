@@ -5,7 +5,8 @@
 //! `uint32` and `bool`, C order. Refused with the reason: Fortran order, big-endian data, other
 //! dtypes, a size that does not match the shape. Write: C order, version 1.0, the header
 //! padded to 64 bytes as NumPy does; `bf16` and fp8 tensors (NumPy has no such dtypes) are
-//! written as `float32`, which holds every one of their values exactly.
+//! written as `float32`, which holds every one of their values exactly (`tilec run` converts
+//! them back, with a note, when such a file is given for a bf16 or fp8 parameter).
 
 use crate::host::{contiguous_strides, HostTensor};
 use crate::DType;

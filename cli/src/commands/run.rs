@@ -42,6 +42,9 @@ pub struct Args {
     #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
     args: Vec<String>,
     /// Write every tensor argument after the run as DIR/<parameter>.npy (the folder is made).
+    /// NumPy has no bf16 or fp8: such tensors are written as float32, which holds each of
+    /// their values exactly, and read back for a bf16/fp8 parameter (`--arg @DIR/x.npy`)
+    /// by converting them, with a note.
     #[arg(long, value_name = "DIR")]
     save_out: Option<PathBuf>,
     /// Seed of the random tensors.
@@ -115,7 +118,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     // The interpreter's size limits hold unless only the GPU runs the arguments.
     let limits = if a.gpu && !a.check { crate::interp_args::GPU_ONLY } else { crate::interp_args::INTERPRETER };
-    let iargs = crate::interp_args::parse_with(&a.args, a.seed, limits)?;
+    let mut iargs = crate::interp_args::parse_with(&a.args, a.seed, limits)?;
+    for note in narrow_file_floats(params, &a.args, &mut iargs) {
+        out::err(&format!("note: {note}"));
+    }
     tilec_interp::check_args(&el.func, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let grid = tilec_interp::grid(&el.signature, &iargs).map_err(anyhow::Error::msg)?;
     if let Some(jit) = &jit {
@@ -220,6 +226,33 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     out::print(&s)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Float tensors read from a file (`@x.npy`, `@x.npz`) for a parameter of a narrower float
+/// dtype — NumPy has no bf16 or fp8, and `--save-out` writes them as float32 — are converted
+/// to the parameter's dtype (rounded to nearest even; exact for values of that dtype): the
+/// notes saying so, with how many values the conversion rounded. Other mismatches are left
+/// to the argument check, which names them.
+fn narrow_file_floats(params: &[ParamSig], given: &[String], args: &mut [tilec_interp::Arg]) -> Vec<String> {
+    use tilec::DType;
+    let mut notes = vec![];
+    for ((p, text), arg) in params.iter().zip(given).zip(args.iter_mut()) {
+        let (ParamSig::Tensor { name, dtype, .. }, tilec_interp::Arg::Tensor(t)) = (p, &*arg) else { continue };
+        let narrower = matches!(dtype, DType::BF16 | DType::F16 | DType::F8E4M3 | DType::F8E5M2);
+        if !text.starts_with('@') || !narrower || !matches!(t.dtype, DType::F32 | DType::F64) {
+            continue;
+        }
+        let values = t.to_f64();
+        let narrowed = tilec_core::host::HostTensor::from_f64(*dtype, &t.shape, &values);
+        let rounded = narrowed.to_f64().iter().zip(&values).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        notes.push(format!(
+            "--arg {text}: {} values converted to {dtype} for `{name}` ({rounded} of {} rounded)",
+            t.dtype,
+            values.len()
+        ));
+        *arg = tilec_interp::Arg::Tensor(narrowed);
+    }
+    notes
 }
 
 /// Writes each tensor parameter's value as DIR/<name>.npy; the lines saying so.
