@@ -685,11 +685,18 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
-            OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, .. } => {
+            OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, at, .. } => {
                 // Blocks run one after the other, so an atomic is its read-modify-write; the
                 // elements of one tile go in row-major order.
                 let ti = self.tensor(*tensor)?;
-                let idx = self.ints(index)?;
+                // Tile coordinates, or (`at`) one index tile per tensor dim.
+                let (idx, at_idx) = if *at {
+                    let tiles =
+                        index.iter().map(|i| self.tile(*i).map(|t| t.to_vec())).collect::<Result<Vec<_>, _>>()?;
+                    (vec![], Some(tiles))
+                } else {
+                    (self.ints(index)?, None)
+                };
                 let shape = self.ty(*tile).shape().to_vec();
                 let d = self.ty(*tile).dtype();
                 let vals = self.tile(*tile)?.to_vec();
@@ -705,8 +712,13 @@ impl Machine<'_> {
                     if keep.get(i).is_none_or(|m| !m.truthy()) {
                         continue;
                     }
-                    let e = unravel(i as i64, &shape);
-                    let c: Vec<i64> = (0..shape.len()).map(|k| idx[k] * shape[k] + e[k]).collect();
+                    let c: Vec<i64> = match &at_idx {
+                        Some(tiles) => tiles.iter().map(|v| v[i].i()).collect(),
+                        None => {
+                            let e = unravel(i as i64, &shape);
+                            (0..shape.len()).map(|k| idx[k] * shape[k] + e[k]).collect()
+                        }
+                    };
                     let Some(o) = Self::element_offset(t, &c) else { continue };
                     let was = Self::read(t, o);
                     old[i] = was;

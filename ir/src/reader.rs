@@ -420,8 +420,9 @@ impl Reader<'_> {
                         OpKind::Store { tensor, index, tile, mask }
                     }
                 }
-                "tile.atomic" | "tile.atomic_cas" => {
-                    let cas = name == "tile.atomic_cas";
+                "tile.atomic" | "tile.atomic_cas" | "tile.atomic_at" | "tile.atomic_cas_at" => {
+                    let cas = name.starts_with("tile.atomic_cas");
+                    let at = name.ends_with("_at");
                     let (tensor, index, tail) = split_operands(&operands, 2 + usize::from(cas))
                         .ok_or_else(|| bad("expected a tensor, indices, the tiles and a mask"))?;
                     let (cmp, tile, mask) = match tail[..] {
@@ -438,7 +439,7 @@ impl Reader<'_> {
                     if (op == AtomicOp::Cas) != cmp.is_some() {
                         return Err(bad("`cas` is tile.atomic_cas, the others tile.atomic"));
                     }
-                    OpKind::Atomic { op, tensor, index, tile, cmp, mask, sem, scope }
+                    OpKind::Atomic { op, tensor, index, tile, cmp, mask, sem, scope, at }
                 }
                 "math.fma" => {
                     arity(3)?;

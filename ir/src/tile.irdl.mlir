@@ -350,6 +350,28 @@ irdl.dialect @tile {
     irdl.operands(tensor: %mem, index: variadic %i32, cmp: %c, tile: %t, mask: %m)
     irdl.results(old: %r)
   }
+  // atomic read-modify-write at element indices: one i32 index tile per tensor dim, each of
+  // the tile's shape (a scatter's addressing).
+  irdl.operation @atomic_at {
+    %mem = irdl.base "!builtin.memref"
+    %i = irdl.base "!builtin.tensor"
+    %t = irdl.base "!builtin.tensor"
+    %m = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(tensor: %mem, index: variadic %i, tile: %t, mask: %m)
+    irdl.results(old: %r)
+  }
+  // compare-and-swap at element indices.
+  irdl.operation @atomic_cas_at {
+    %mem = irdl.base "!builtin.memref"
+    %i = irdl.base "!builtin.tensor"
+    %c = irdl.base "!builtin.tensor"
+    %t = irdl.base "!builtin.tensor"
+    %m = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(tensor: %mem, index: variadic %i, cmp: %c, tile: %t, mask: %m)
+    irdl.results(old: %r)
+  }
   // inclusive scan along an axis ({op = add|mul|max|min, axis}).
   irdl.operation @scan {
     %t = irdl.base "!builtin.tensor"

@@ -75,7 +75,10 @@ pub enum OpKind {
     /// An atomic read-modify-write of tile `index` of a tensor (addressed as `Store`), element
     /// by element where `mask` (an i1 tile of the tile's shape) holds and the element is in
     /// bounds; the result is the tile of the values before (0 where nothing was done). `Cas`
-    /// writes `tile` where the element equals `cmp`.
+    /// writes `tile` where the element equals `cmp`. With `at`, `index` holds one i32 tile of
+    /// the tile's shape per tensor dim instead: element `i` updates the tensor at
+    /// `(index[0][i], index[1][i], …)` (a scatter's addressing; out of bounds is skipped), and
+    /// elements of one tile that meet at an address are all applied, in row-major order.
     Atomic {
         op: AtomicOp,
         tensor: ValueId,
@@ -85,6 +88,7 @@ pub enum OpKind {
         mask: ValueId,
         sem: MemSem,
         scope: MemScope,
+        at: bool,
     },
     /// The elements at per-dimension element-index tiles (broadcast together): a gather.
     Gather {

@@ -245,7 +245,7 @@ impl Printer<'_> {
                 tys.push(t(tile));
                 format!("\"tile.scatter\"({}) : ({}) -> ()", args.join(", "), tys.join(", "))
             }
-            OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, sem, scope } => {
+            OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, sem, scope, at } => {
                 let mut args = vec![n(tensor)];
                 args.extend(index.iter().map(n));
                 let mut tys = vec![t(tensor)];
@@ -257,10 +257,14 @@ impl Printer<'_> {
                 let attrs =
                     format!("{{op = \"{}\", scope = \"{}\", sem = \"{}\"}}", aop.name(), scope.name(), sem.name());
                 let (args, tys) = (args.join(", "), tys.join(", "));
-                match cmp {
-                    Some(_) => format!("\"tile.atomic_cas\"({args}) {attrs} : ({tys}) -> {rty}"),
-                    None => format!("\"tile.atomic\"({args}) {attrs} : ({tys}) -> {rty}"),
-                }
+                // Quoted as printed (the IRDL test reads the op names from this file).
+                let name = match (cmp, at) {
+                    (Some(_), false) => "\"tile.atomic_cas\"",
+                    (None, false) => "\"tile.atomic\"",
+                    (Some(_), true) => "\"tile.atomic_cas_at\"",
+                    (None, true) => "\"tile.atomic_at\"",
+                };
+                format!("{name}({args}) {attrs} : ({tys}) -> {rty}")
             }
             OpKind::Mma { a, b, acc } => {
                 format!("\"tile.mma\"({}, {}, {}) : ({}, {}, {}) -> {rty}", n(a), n(b), n(acc), t(a), t(b), t(acc))

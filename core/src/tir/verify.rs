@@ -193,7 +193,10 @@ fn placement_mismatch(func: &Func, op: &Op) -> Option<String> {
         OpKind::Select { cond, a, b } => (op.result?, vec![*cond, *a, *b]),
         OpKind::Fma { a, b, c } => (op.result?, vec![*a, *b, *c]),
         OpKind::Store { tile, mask: Some(m), .. } => (*tile, vec![*m]),
-        OpKind::Atomic { tile, cmp, mask, .. } => (op.result?, cmp.iter().copied().chain([*tile, *mask]).collect()),
+        OpKind::Atomic { tile, cmp, mask, index, at, .. } => (
+            op.result?,
+            cmp.iter().copied().chain([*tile, *mask]).chain(index.iter().copied().filter(|_| *at)).collect(),
+        ),
         OpKind::Gather { index, .. } => (op.result?, index.clone()),
         OpKind::Rand { offsets, .. } => (op.result?, vec![*offsets]),
         OpKind::Scatter { index, tile, .. } => (*tile, index.clone()),
@@ -357,11 +360,24 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 }
             }
         }
-        OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, .. } => {
+        OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, at, .. } => {
             let (d, rank) = tensor_of(func, defined, op, *tensor)?;
-            indices(func, defined, op, index, rank)?;
             let t = u(*tile)?;
-            if shape_of(&t).map(<[i64]>::len) != Some(rank) || t.dtype() != d || !aop.accepts(d) {
+            if *at {
+                if index.len() != rank {
+                    return fail(format!("{} index tiles for a rank-{rank} tensor", index.len()));
+                }
+                for i in index {
+                    let it = u(*i)?;
+                    if it.dtype() != DType::I32 || shape_of(&it) != shape_of(&t) {
+                        return fail(format!("an atomic's index {} for a tile {}", it.to_mlir(), t.to_mlir()));
+                    }
+                }
+            } else {
+                indices(func, defined, op, index, rank)?;
+            }
+            let tile_rank_ok = *at || shape_of(&t).map(<[i64]>::len) == Some(rank);
+            if !tile_rank_ok || t.dtype() != d || !aop.accepts(d) {
                 return fail(format!("atomic {} of {} on a rank-{rank} {d} tensor", aop.name(), t.to_mlir()));
             }
             let m = u(*mask)?;

@@ -48,10 +48,13 @@ fn elementwise_operands(kind: &mut OpKind) -> Vec<&mut ValueId> {
         OpKind::Gather { index, .. } => index.iter_mut().collect(),
         OpKind::Rand { offsets, .. } => vec![offsets],
         // An atomic pairs its tiles element by element with its result (the old values).
-        OpKind::Atomic { tile, cmp, mask, .. } => {
+        OpKind::Atomic { tile, cmp, mask, index, at, .. } => {
             let mut v: Vec<&mut ValueId> = cmp.iter_mut().collect();
             v.push(tile);
             v.push(mask);
+            if *at {
+                v.extend(index.iter_mut());
+            }
             v
         }
         _ => vec![],

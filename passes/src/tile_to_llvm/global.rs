@@ -100,13 +100,9 @@ enum ElemAccess {
 
 /// Reads or writes the element at i32 indices `idx` of a tensor, predicated on every index
 /// being in `0..extent`.
-fn element_access(
-    em: &mut Emitter,
-    t: &TensorArgs,
-    idx: &[Reg],
-    d: DType,
-    access: ElemAccess,
-) -> Result<Option<Reg>, Diagnostic> {
+/// The address of element `idx` of `t` and whether it is in bounds (a negative index is not:
+/// it compares as a large unsigned one).
+fn element_address(em: &mut Emitter, t: &TensorArgs, idx: &[Reg], d: DType) -> Result<(Reg, Reg), Diagnostic> {
     if idx.len() != t.dims.len() {
         return Err(err("element access with the wrong number of indices"));
     }
@@ -127,7 +123,17 @@ fn element_access(
     }
     let (Some(pred), Some(lin)) = (pred, lin) else { return Err(err("element access of a rank-0 tensor")) };
     let ety = mem_ty(d);
-    let addr = em.gep(&t.ptr, &lin, &ety);
+    Ok((em.gep(&t.ptr, &lin, &ety), pred))
+}
+
+fn element_access(
+    em: &mut Emitter,
+    t: &TensorArgs,
+    idx: &[Reg],
+    d: DType,
+    access: ElemAccess,
+) -> Result<Option<Reg>, Diagnostic> {
+    let (addr, pred) = element_address(em, t, idx, d)?;
     let bits = d.bytes() * 8;
     let (wty, suffix) = word(bits);
     let rbits = if bits == 8 { 16 } else { bits };
@@ -480,24 +486,45 @@ impl Lowering<'_> {
     /// element is updated once, by its owner, and its old value reaches the copies through
     /// shared memory when the result is used).
     pub(crate) fn atomic(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
-        let OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, sem, scope } = &op.kind else {
+        let OpKind::Atomic { op: aop, tensor, index, tile, cmp, mask, sem, scope, at } = &op.kind else {
             return Err(err("not an atomic"));
         };
         let t = self.tensor(*tensor)?;
-        let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
         let ty = rty.ok_or_else(|| err("atomic without result"))?.clone();
-        let vals = self.tile(*tile)?;
-        let cmp = match cmp {
-            Some(c) => Some(self.tile(*c)?),
-            None => None,
-        };
-        let mask = self.tile(*mask)?;
         let qual = format!("{}.{}", sem.ptx(), scope.ptx());
-        let old = self.tile_access(&t, &idx, &ty, Access::Atomic { op: *aop, vals, cmp, mask, qual })?;
         let l = ty.layout().ok_or_else(|| err("atomic of a tile without layout"))?.clone();
         let shape = ty.shape().to_vec();
         let map = l.to_linear(&shape);
         let replicated = map.replicated_lanes() | map.replicated_warps() != 0;
+        let old = if *at {
+            // Element by element at its index tiles' addresses, by the element's owner only
+            // (a copy in another lane or warp would apply it twice).
+            let owner = replicated.then(|| self.owner(map.replicated_lanes(), map.replicated_warps()));
+            let mut operands = index.clone();
+            operands.extend([*tile, *mask]);
+            operands.extend(*cmp);
+            let n = index.len();
+            let d = ty.dtype();
+            let mut old = vec![];
+            for x in self.registers(&operands)?.0 {
+                let (addr, inb) = element_address(&mut self.em, &t, &x[..n], d)?;
+                let mut pred = self.em.and(&inb, &x[n + 1]);
+                if let Some(o) = &owner {
+                    pred = self.em.and(&pred, o);
+                }
+                old.push(atomic_element(&mut self.em, *aop, &addr, &x[n], x.get(n + 2), &pred, d, &qual)?);
+            }
+            old
+        } else {
+            let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
+            let vals = self.tile(*tile)?;
+            let cmp = match cmp {
+                Some(c) => Some(self.tile(*c)?),
+                None => None,
+            };
+            let mask = self.tile(*mask)?;
+            self.tile_access(&t, &idx, &ty, Access::Atomic { op: *aop, vals, cmp, mask, qual })?
+        };
         let used = op.result.is_some_and(|r| {
             let mut u = false;
             self.func.walk(&mut |o| u |= o.kind.operands().contains(&r));

@@ -469,6 +469,70 @@ pub const ATOMICS: Spec = Spec {
     peer_config: no_peer,
 };
 
+/// Histogram of integer keys (kernels/histogram.tile): element-wise atomics at data-dependent
+/// addresses. Dims `[N, BINS]`; a tenth of the keys fall outside `[0, BINS)` (skipped), the
+/// counts are exact, the weighted sums are integers in f32 (exact in any order of addition).
+pub const HISTOGRAM: Spec = Spec {
+    name: "histogram",
+    file: "histogram.tile",
+    kernel: "histogram",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::I32, &[1000, 64]), Case::new(DType::I32, &[17, 5]).with("BLOCK", 8)],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::I32, &[1, 1]),
+            Case::new(DType::I32, &[1000, 64]),
+            Case::new(DType::I32, &[100_003, 7]),
+            Case::new(DType::I32, &[1 << 20, 256]),
+            Case::new(DType::I32, &[4097, 4096]).with("BLOCK", 256),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |_| BTreeMap::new(),
+    inputs: |c, rng| {
+        let (n, bins) = (c.dims[0], c.dims[1]);
+        let keys: Vec<f64> = (0..n)
+            .map(|_| {
+                if rng.gen_bool(0.1) {
+                    [-1, -7, bins, bins + 3][rng.gen_range(0..4)] as f64
+                } else {
+                    rng.gen_range(0..bins) as f64
+                }
+            })
+            .collect();
+        let weights: Vec<f64> = (0..n).map(|_| rng.gen_range(-3..=3) as f64).collect();
+        vec![
+            tensor(DType::I32, &[n], &keys),
+            tensor(DType::F32, &[n], &weights),
+            tensor(DType::I32, &[bins], &vec![0.0; bins as usize]),
+            tensor(DType::F32, &[bins], &vec![0.0; bins as usize]),
+        ]
+    },
+    outputs: &[2, 3],
+    exact: &[2, 3],
+    reference: |c, a| {
+        let bins = c.dims[1] as usize;
+        let (keys, weights) = (values(a, 0), values(a, 1));
+        let (mut counts, mut sums) = (vec![0.0; bins], vec![0.0; bins]);
+        for (k, w) in keys.iter().zip(&weights) {
+            if *k >= 0.0 && (*k as usize) < bins {
+                counts[*k as usize] += 1.0;
+                sums[*k as usize] += w;
+            }
+        }
+        vec![counts, sums]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| c.dims[0] as f64 * 8.0,
+    flops: None,
+    case_for: |dims, _| match dims {
+        [n, b] if *n >= 1 && *b >= 1 => Ok(Case::new(DType::I32, dims)),
+        _ => Err(format!("histogram takes NxBINS, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
 /// Scans (kernels/lang/scan.tile): integer outputs exact, float ones within the f32 bound of a
 /// tree-ordered sum or product.
 pub const SCAN: Spec = Spec {

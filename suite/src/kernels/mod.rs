@@ -8,7 +8,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 42] = [
+pub(crate) static ALL: [&Spec; 43] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -34,6 +34,7 @@ pub(crate) static ALL: [&Spec; 42] = [
     &lang::MATH,
     &lang::MASKED,
     &lang::ATOMICS,
+    &lang::HISTOGRAM,
     &lang::SCAN,
     &lang::DTYPES,
     &compute::MATMUL,

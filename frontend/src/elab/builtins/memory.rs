@@ -261,7 +261,13 @@ impl Cx<'_> {
         }
         let at = usize::from(cas);
         let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
-        let index = self.index_values(a.get(1), rank, a.span(1))?;
+        // Index tiles (a scatter's addressing) make the atomic element-wise; integers and
+        // scalars name a tile of the tensor, as for `store`.
+        let elementwise = match a.get(1) {
+            Some(Val::Tuple(items)) => items.iter().any(|v| matches!(v, Val::Tile(_))),
+            Some(v) => matches!(v, Val::Tile(_)),
+            None => false,
+        };
         let tile = match a.get(2 + at) {
             Some(Val::Tile(id)) => *id,
             Some(other) => {
@@ -273,12 +279,20 @@ impl Cx<'_> {
         };
         let tt = self.func.ty(tile).clone();
         let shape = tt.shape().to_vec();
-        if shape.len() != rank {
+        let index = if elementwise {
+            self.element_index_tiles(name, a.get(1), rank, &shape, a.span(1), span)?
+        } else {
+            self.index_values(a.get(1), rank, a.span(1))?
+        };
+        if !elementwise && shape.len() != rank {
             return Err(Diagnostic::error(
                 "E0012",
                 format!("a tile of rank {} cannot update a tensor of rank {rank}", shape.len()),
             )
-            .with_primary(a.span(2 + at), format!("shape {shape:?}")));
+            .with_primary(a.span(2 + at), format!("shape {shape:?}"))
+            .with_note(
+                "with index tiles (one per tensor dim, like scatter's) a tile of any shape updates element by element",
+            ));
         }
         if tt.dtype() != d {
             return Err(Diagnostic::error("E0008", format!("`{name}` of a {} tile on a {d} tensor", tt.dtype()))
@@ -322,7 +336,7 @@ impl Cx<'_> {
         let sem = word(4 + at, "sem", &sems)?.and_then(|s| MemSem::parse(&s)).unwrap_or(MemSem::Relaxed);
         let scope = word(5 + at, "scope", &scopes)?.and_then(|s| MemScope::parse(&s)).unwrap_or(MemScope::Gpu);
         Ok(Val::Tile(self.func.push(
-            OpKind::Atomic { op, tensor: t, index, tile, cmp, mask, sem, scope },
+            OpKind::Atomic { op, tensor: t, index, tile, cmp, mask, sem, scope, at: elementwise },
             Type::tile(shape, d),
             Some(span),
         )))
@@ -407,7 +421,24 @@ impl Cx<'_> {
                 .with_primary(a.span(2), "here")
                 .with_note(format!("cast it: `.astype({d})`")));
         }
-        let items = match a.get(1) {
+        let shape = tt.shape().to_vec();
+        let ids = self.element_index_tiles("scatter", a.get(1), rank, &shape, a.span(1), span)?;
+        self.func.push_void(OpKind::Scatter { tensor: t, index: ids, tile }, Some(span));
+        Ok(Val::Tuple(vec![]))
+    }
+
+    /// The element-index tiles of a scatter or an element-wise atomic: `rank` i32 tiles (or
+    /// scalars, or integers), each broadcast to the tile's `shape`.
+    fn element_index_tiles(
+        &mut self,
+        what: &str,
+        v: Option<&Val>,
+        rank: usize,
+        shape: &[i64],
+        at: Span,
+        span: Span,
+    ) -> R<Vec<ValueId>> {
+        let items = match v {
             Some(Val::Tuple(t)) => t.clone(),
             Some(v) => vec![v.clone()],
             None => vec![],
@@ -415,35 +446,33 @@ impl Cx<'_> {
         if items.len() != rank {
             return Err(Diagnostic::error(
                 "E0012",
-                format!("scatter needs {rank} index tiles (one per dim), got {}", items.len()),
+                format!("{what} needs {rank} index tiles (one per dim), got {}", items.len()),
             )
-            .with_primary(a.span(1), "here"));
+            .with_primary(at, "here"));
         }
-        let shape = tt.shape().to_vec();
         let mut ids = vec![];
         for it in items {
             let id = match it {
                 Val::Tile(id) | Val::Scalar(id) if self.func.ty(id).dtype() == DType::I32 => id,
-                v @ Val::Int(_) => self.materialize(v, DType::I32, a.span(1))?,
+                v @ Val::Int(_) => self.materialize(v, DType::I32, at)?,
                 other => {
                     return Err(Diagnostic::error(
                         "E0008",
-                        format!("scatter indices are i32 tiles, found {}", kind_name(&other)),
+                        format!("{what} indices are i32 tiles, found {}", kind_name(&other)),
                     )
-                    .with_primary(a.span(1), "here"))
+                    .with_primary(at, "here"))
                 }
             };
             let s = self.func.ty(id).shape().to_vec();
-            if broadcast_shape(&s, &shape).as_deref() != Some(shape.as_slice()) {
+            if broadcast_shape(&s, shape).as_deref() != Some(shape) {
                 return Err(Diagnostic::error(
                     "E0007",
-                    format!("scatter index of shape {s:?} does not broadcast to the tile {shape:?}"),
+                    format!("{what} index of shape {s:?} does not broadcast to the tile {shape:?}"),
                 )
-                .with_primary(a.span(1), "here"));
+                .with_primary(at, "here"));
             }
-            ids.push(self.as_tile(id, &shape, span)?);
+            ids.push(self.as_tile(id, shape, span)?);
         }
-        self.func.push_void(OpKind::Scatter { tensor: t, index: ids, tile }, Some(span));
-        Ok(Val::Tuple(vec![]))
+        Ok(ids)
     }
 }
