@@ -116,6 +116,21 @@ pub struct Variant {
 }
 
 impl Variant {
+    /// `o` with this variant's pipeline switches.
+    pub fn apply(&self, o: CompileOptions) -> CompileOptions {
+        CompileOptions {
+            disabled_passes: self.disabled.clone(),
+            fast_math: self.fast_math,
+            no_fp_fusion: self.no_fp_fusion,
+            no_tma: self.no_tma,
+            wgmma_wait_at_once: self.wgmma_wait_at_once,
+            empty_barriers: self.empty_barriers,
+            warp_specialize: self.warp_specialize,
+            no_pingpong: self.no_pingpong,
+            ..o
+        }
+    }
+
     /// How the variant names itself in case labels (empty for the default pipeline).
     pub fn label(&self) -> String {
         let mut v: Vec<String> = self.disabled.iter().map(|d| format!("-{d}")).collect();
@@ -175,22 +190,13 @@ pub fn prepare(
         .map(|(_, n)| n.clone())
         .collect();
     let target = dev.target().map_err(|e| e.to_string())?;
-    let opts = CompileOptions {
+    let opts = variant.apply(CompileOptions {
         arch: target.name.to_string(),
         kernel: Some(spec.kernel.to_string()),
         consts: spec.constants(case),
         unaligned,
-        opt_level: None,
-        until: None,
-        disabled_passes: variant.disabled.clone(),
-        fast_math: variant.fast_math,
-        no_fp_fusion: variant.no_fp_fusion,
-        no_tma: variant.no_tma,
-        wgmma_wait_at_once: variant.wgmma_wait_at_once,
-        empty_barriers: variant.empty_barriers,
-        warp_specialize: variant.warp_specialize,
-        no_pingpong: variant.no_pingpong,
-    };
+        ..Default::default()
+    });
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;
     let kernel = dev.load(compiled.ptx(), compiled.signature.clone()).map_err(|e| e.to_string())?;
     Ok(Prepared { kernel, on_device, args, descs, report: compiled.report })

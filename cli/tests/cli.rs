@@ -716,33 +716,25 @@ fn launches_that_break_a_requirement_are_refused() {
 fn bf16_tensors_saved_as_npy_read_back() {
     let dir = temp_dir("bf16-npy");
     let (first, second) = (dir.join("first"), dir.join("second"));
-    let f = |p: &PathBuf| p.display().to_string();
-    let (code, _, err) = tilec(&[
-        "run",
-        "kernels/softmax.tile",
-        "--const",
-        "T=bf16",
-        "--arg",
-        "3x100:bf16",
-        "--arg",
-        "zeros:3x100:bf16",
-        "--save-out",
-        &f(&first),
-    ]);
+    // softmax in bf16 on `x`, its tensors saved into `out`.
+    let softmax = |x: &str, out: &PathBuf| {
+        let out = out.display().to_string();
+        tilec(&[
+            "run",
+            "kernels/softmax.tile",
+            "--const",
+            "T=bf16",
+            "--arg",
+            x,
+            "--arg",
+            "zeros:3x100:bf16",
+            "--save-out",
+            &out,
+        ])
+    };
+    let (code, _, err) = softmax("3x100:bf16", &first);
     assert_eq!(code, 0, "{err}");
-    let x = format!("@{}", f(&first.join("x.npy")));
-    let (code, _, err) = tilec(&[
-        "run",
-        "kernels/softmax.tile",
-        "--const",
-        "T=bf16",
-        "--arg",
-        &x,
-        "--arg",
-        "zeros:3x100:bf16",
-        "--save-out",
-        &f(&second),
-    ]);
+    let (code, _, err) = softmax(&format!("@{}", first.join("x.npy").display()), &second);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("f32 values converted to bf16 for `x` (0 of 300 rounded)"), "{err}");
     let y = |d: &PathBuf| std::fs::read(d.join("y.npy")).unwrap();

@@ -203,17 +203,7 @@ pub struct VariantArgs {
 impl VariantArgs {
     /// `o` with these pipeline switches.
     pub fn apply(&self, o: tilec::CompileOptions) -> tilec::CompileOptions {
-        tilec::CompileOptions {
-            disabled_passes: self.disable_pass.iter().cloned().collect(),
-            fast_math: self.fast_math,
-            no_fp_fusion: self.no_fp_fusion,
-            no_tma: self.no_tma,
-            wgmma_wait_at_once: self.wgmma_wait_at_once,
-            empty_barriers: self.empty_barriers,
-            warp_specialize: self.warp_specialize,
-            no_pingpong: self.no_pingpong,
-            ..o
-        }
+        self.variant().apply(o)
     }
 
     pub fn variant(&self) -> crate::gpu::Variant {
