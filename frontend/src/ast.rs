@@ -169,6 +169,8 @@ pub enum IndexItem {
     Full(Span),
     /// `None`: a new axis of extent 1.
     NewAxis(Span),
+    /// `a:b`, `a:`, `:b`: a constant range of the dim.
+    Range(Option<Expr>, Option<Expr>, Span),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -204,7 +206,12 @@ impl Expr {
             ExprKind::Binary(_, a, b) => a.depth.max(b.depth),
             ExprKind::Call(f, args) => args.iter().map(|a| a.value.depth).fold(f.depth, u32::max),
             ExprKind::Index(e, items) => {
-                items.iter().map(|i| if let IndexItem::Expr(x) = i { x.depth } else { 0 }).fold(e.depth, u32::max)
+                let depth = |i: &IndexItem| match i {
+                    IndexItem::Expr(x) => x.depth,
+                    IndexItem::Range(lo, hi, _) => lo.iter().chain(hi).map(|x| x.depth).max().unwrap_or(0),
+                    IndexItem::Full(_) | IndexItem::NewAxis(_) => 0,
+                };
+                items.iter().map(depth).fold(e.depth, u32::max)
             }
             ExprKind::Tuple(es) => es.iter().map(|e| e.depth).max().unwrap_or(0),
             ExprKind::ByTarget(kvs) => kvs.iter().map(|(_, e)| e.depth).max().unwrap_or(0),

@@ -394,6 +394,19 @@ fn index_item(p: Pair<Rule>) -> R<IndexItem> {
     Ok(match q.as_rule() {
         Rule::none_kw => IndexItem::NewAxis(span_of(&q)),
         Rule::full_slice => IndexItem::Full(span_of(&q)),
+        Rule::range_slice => {
+            let s = span_of(&q);
+            let (mut lo, mut hi) = (None, None);
+            for b in q.into_inner() {
+                let bs = span_of(&b);
+                let e = expr(next(&mut b.clone().into_inner(), bs, "bound")?)?;
+                match b.as_rule() {
+                    Rule::slice_lo => lo = Some(e),
+                    _ => hi = Some(e),
+                }
+            }
+            IndexItem::Range(lo, hi, s)
+        }
         _ => IndexItem::Expr(expr(q)?),
     })
 }

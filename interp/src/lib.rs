@@ -556,6 +556,20 @@ impl Machine<'_> {
                 }
                 self.set(op, V::Stage { ring: *buf, index: i as usize })
             }
+            OpKind::Slice { value, offsets } => {
+                let ss = strides_of(self.ty(*value).shape());
+                let shape = self.rty(op)?.shape().to_vec();
+                let src = self.tile(*value)?;
+                let n: i64 = shape.iter().product();
+                let out = (0..n)
+                    .map(|i| {
+                        let c = unravel(i, &shape);
+                        let off: i64 = c.iter().zip(offsets).zip(&ss).map(|((c, o), s)| (c + o) * s).sum();
+                        src[off as usize]
+                    })
+                    .collect();
+                self.set(op, V::Tile(out))
+            }
             OpKind::Permute { value, perm } => {
                 let src_shape = self.ty(*value).shape().to_vec();
                 let shape = self.rty(op)?.shape().to_vec();

@@ -469,6 +469,11 @@ impl Reader<'_> {
                     arity(3)?;
                     OpKind::Select { cond: operands[0], a: operands[1], b: operands[2] }
                 }
+                "tile.slice" => {
+                    arity(1)?;
+                    let offsets = i64_array(attr("offsets")?).ok_or_else(|| bad("bad offsets"))?;
+                    OpKind::Slice { value: operands[0], offsets }
+                }
                 "tile.permute" => {
                     arity(1)?;
                     OpKind::Permute {

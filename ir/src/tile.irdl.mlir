@@ -289,6 +289,15 @@ irdl.dialect @tile {
     irdl.operands(value: %a)
     irdl.results(result: %r)
   }
+  // The sub-tile at `offsets` of the result's shape (constant bounds: `t[:, a:b]`).
+  irdl.operation @slice {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    %o = irdl.base "#builtin.dense_array"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
+    irdl.attributes { "offsets" = %o }
+  }
   // Dims permuted: result dim i is operand dim perm[i].
   irdl.operation @permute {
     %a = irdl.base "!builtin.tensor"

@@ -236,6 +236,12 @@ pub enum OpKind {
         value: ValueId,
         perm: Vec<u32>,
     },
+    /// The sub-tile of `value` starting at `offsets` (one per dim), of the result's shape:
+    /// `t[:, a:b]` with constant bounds.
+    Slice {
+        value: ValueId,
+        offsets: Vec<i64>,
+    },
     /// Uniform f32 in [0, 1) from a counter-based RNG (Philox 4x32-10) keyed by `seed`,
     /// counters from the i32 `offsets` tile.
     Rand {
@@ -294,7 +300,8 @@ impl OpKind {
             | OpKind::LocalAlloc { value: x }
             | OpKind::LocalLoad { buf: x }
             | OpKind::MmaWait { value: x, .. }
-            | OpKind::Permute { value: x, .. } => vec![*x],
+            | OpKind::Permute { value: x, .. }
+            | OpKind::Slice { value: x, .. } => vec![*x],
             OpKind::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
             OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![*a, *b],
             OpKind::Select { cond, a, b } => vec![*cond, *a, *b],

@@ -353,6 +353,15 @@ impl Printer<'_> {
                 format!("\"tilegpu.mma_wait\"({}) {{pending = {pending} : i32}} : ({}) -> {rty}", n(value), t(value))
             }
             OpKind::LocalLoad { buf } => format!("\"tilegpu.local_load\"({}) : ({}) -> {rty}", n(buf), t(buf)),
+            OpKind::Slice { value, offsets } => {
+                let o: Vec<String> = offsets.iter().map(|o| o.to_string()).collect();
+                format!(
+                    "\"tile.slice\"({}) {{offsets = array<i64: {}>}} : ({}) -> {rty}",
+                    n(value),
+                    o.join(", "),
+                    t(value)
+                )
+            }
             OpKind::Permute { value, perm } => {
                 let p: Vec<String> = perm.iter().map(|o| o.to_string()).collect();
                 format!(

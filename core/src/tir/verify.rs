@@ -555,6 +555,20 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a read of {} into {}", a.to_mlir(), r.to_mlir()));
             }
         }
+        OpKind::Slice { value, offsets } => {
+            let a = u(*value)?;
+            let (Some(s), Some(rs)) = (shape_of(&a), shape_of(&r)) else { return fail("a slice of a non-tile".into()) };
+            let fits = s.len() == offsets.len()
+                && rs.len() == s.len()
+                && offsets
+                    .iter()
+                    .zip(s)
+                    .zip(rs)
+                    .all(|((&o, &d), &n)| o >= 0 && n >= 1 && o.checked_add(n).is_some_and(|e| e <= d));
+            if !fits || a.dtype() != r.dtype() {
+                return fail(format!("a slice at {offsets:?} of {} to {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
         OpKind::Permute { value, perm } => {
             let a = u(*value)?;
             let Some(s) = shape_of(&a) else { return fail("a permute of a non-tile".into()) };

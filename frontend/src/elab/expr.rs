@@ -221,14 +221,26 @@ impl Cx<'_> {
                 Ok(t[i as usize].clone())
             }
             Val::Tile(id) => {
-                // `t[:, None]`: `:` keeps a dim, `None` inserts one of extent 1.
+                // `t[:, None]`: `:` keeps a dim, `None` inserts one of extent 1; `a:b` keeps a
+                // constant range of a dim (a slice, through `tile.slice`).
                 let ty = self.func.ty(id).clone();
                 let mut shape = vec![];
                 let mut dims = ty.shape().iter();
+                // Per source dim: (offset, extent kept).
+                let mut kept: Vec<(i64, i64)> = vec![];
                 for it in items {
                     match it {
-                        IndexItem::Full(_) => match dims.next() {
-                            Some(d) => shape.push(*d),
+                        IndexItem::Full(_) | IndexItem::Range(..) => match dims.next() {
+                            Some(d) => {
+                                let (lo, n) = match it {
+                                    IndexItem::Range(lo, hi, s) => {
+                                        self.slice_range(lo.as_ref(), hi.as_ref(), *d, *s)?
+                                    }
+                                    _ => (0, *d),
+                                };
+                                kept.push((lo, n));
+                                shape.push(n);
+                            }
                             None => {
                                 return Err(Diagnostic::error(
                                     "E0011",
@@ -245,12 +257,62 @@ impl Cx<'_> {
                         }
                     }
                 }
+                kept.extend(dims.clone().map(|&d| (0, d)));
                 shape.extend(dims.copied());
+                let mut id = id;
+                if kept.iter().zip(ty.shape()).any(|(&(lo, n), &d)| lo != 0 || n != d) {
+                    let offsets = kept.iter().map(|k| k.0).collect();
+                    let sliced = kept.iter().map(|k| k.1).collect();
+                    id = self.func.push(
+                        OpKind::Slice { value: id, offsets },
+                        Type::tile(sliced, ty.dtype()),
+                        Some(span),
+                    );
+                }
                 Ok(Val::Tile(self.func.push(OpKind::Reshape(id), Type::tile(shape, ty.dtype()), Some(span))))
             }
             other => Err(Diagnostic::error("E0006", format!("{} cannot be indexed", kind_name(&other)))
                 .with_primary(span, "here")),
         }
+    }
+
+    /// The (offset, extent) of `lo:hi` over a dim of extent `d`: constant bounds (negative
+    /// ones count from the end, as in Python), a non-empty range inside the dim, whose extent
+    /// is a power of two (a tile's).
+    fn slice_range(&mut self, lo: Option<&Expr>, hi: Option<&Expr>, d: i64, span: Span) -> R<(i64, i64)> {
+        let mut bound = |e: Option<&Expr>, default: i64| -> R<i64> {
+            let Some(e) = e else { return Ok(default) };
+            let host = std::mem::replace(&mut self.host, false);
+            let v = self.expr(e);
+            self.host = host;
+            match v? {
+                Val::Int(v) => Ok(if v < 0 { v + d } else { v }),
+                other => Err(Diagnostic::error(
+                    "E0009",
+                    format!("a slice bound must be a constant integer, found {}", kind_name(&other)),
+                )
+                .with_primary(e.span, "not constant")),
+            }
+        };
+        let (a, b) = (bound(lo, 0)?, bound(hi, d)?);
+        if !(0 <= a && a < b && b <= d) {
+            return Err(Diagnostic::error("E0011", format!("the slice {a}:{b} is not a non-empty range of 0..{d}"))
+                .with_primary(span, format!("a dim of extent {d}")));
+        }
+        let n = b - a;
+        if n.count_ones() != 1 {
+            return Err(Diagnostic::error(
+                "E0010",
+                format!("the slice {a}:{b} keeps {n} elements, not a power of two"),
+            )
+            .with_primary(span, "tile dims are powers of two")
+            .with_note(format!(
+                "keep {} or {} elements",
+                1i64 << (63 - n.leading_zeros()),
+                (n as u64).next_power_of_two()
+            )));
+        }
+        Ok((a, n))
     }
 
     /// A constant axis in `-rank..rank`, normalised to `0..rank`.

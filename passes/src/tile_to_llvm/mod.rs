@@ -795,7 +795,7 @@ impl Lowering<'_> {
                 // The same elements in the same registers (FlashAttention-2's P): no move.
                 self.get(*value)?
             }
-            OpKind::Reshape(_) | OpKind::ConvertLayout { .. } | OpKind::Permute { .. } => {
+            OpKind::Reshape(_) | OpKind::ConvertLayout { .. } | OpKind::Permute { .. } | OpKind::Slice { .. } => {
                 self.exchange_op(op, rty.as_ref())?
             }
             OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,

@@ -15,6 +15,8 @@ struct Buffer {
     src_strides: Vec<i64>,
     dst_strides: Vec<i64>,
     elems: i64,
+    /// Where the destination's element 0 is, in elements (a slice's origin).
+    dst_offset: i64,
 }
 
 fn row_major_strides(shape: &[i64]) -> Vec<i64> {
@@ -45,6 +47,7 @@ impl Lowering<'_> {
                         src_strides: row_major_strides(xty.shape()),
                         dst_strides: row_major_strides(ty.shape()),
                         elems: ty.shape().iter().product(),
+                        dst_offset: 0,
                     };
                     Value::Tile(self.smem_exchange(&xty, &regs, &buf, &ty)?)
                 }
@@ -53,7 +56,8 @@ impl Lowering<'_> {
                 let xty = self.func.ty(*x).clone();
                 let regs = self.tile(*x)?;
                 let st = scratch.strides(ty.shape());
-                let buf = Buffer { src_strides: st.clone(), dst_strides: st, elems: scratch.size(ty.shape()) };
+                let buf =
+                    Buffer { src_strides: st.clone(), dst_strides: st, elems: scratch.size(ty.shape()), dst_offset: 0 };
                 Value::Tile(self.smem_exchange(&xty, &regs, &buf, &ty)?)
             }
             OpKind::Permute { value, perm } => {
@@ -65,7 +69,21 @@ impl Lowering<'_> {
                 for (i, &p) in perm.iter().enumerate() {
                     src[p as usize] = dst[i];
                 }
-                let buf = Buffer { src_strides: src, dst_strides: dst, elems: scratch.size(ty.shape()) };
+                let buf = Buffer { src_strides: src, dst_strides: dst, elems: scratch.size(ty.shape()), dst_offset: 0 };
+                let regs = self.tile(*value)?;
+                Value::Tile(self.smem_exchange(&xty, &regs, &buf, &ty)?)
+            }
+            OpKind::Slice { value, offsets } => {
+                // The whole tile in row-major order; the slice reads its part.
+                let xty = self.func.ty(*value).clone();
+                let st = row_major_strides(xty.shape());
+                let dst_offset = offsets.iter().zip(&st).map(|(o, s)| o * s).sum();
+                let buf = Buffer {
+                    src_strides: st.clone(),
+                    dst_strides: st,
+                    elems: xty.shape().iter().product(),
+                    dst_offset,
+                };
                 let regs = self.tile(*value)?;
                 Value::Tile(self.smem_exchange(&xty, &regs, &buf, &ty)?)
             }
@@ -121,7 +139,8 @@ impl Lowering<'_> {
             self.em.store(v, a, bytes);
         }
         self.smem_written();
-        let dst_addrs = self.exchange_addresses(&ld, dst.shape(), &buf.dst_strides, region, bytes, &base);
+        let dst_addrs =
+            self.exchange_addresses(&ld, dst.shape(), &buf.dst_strides, region + buf.dst_offset * bytes, bytes, &base);
         let ety = super::emit::Ty::of(d);
         let out = dst_addrs.iter().map(|a| self.em.load(a, ety.clone(), bytes)).collect();
         self.smem_read_done(region, buf.elems * bytes);

@@ -533,6 +533,65 @@ pub const HISTOGRAM: Spec = Spec {
     peer_config: no_peer,
 };
 
+/// Tile slicing (kernels/lang/slices.tile): dims `[M, H]` (x is M × 2H), constant `ROWS`;
+/// every output is a copy (or an exact doubling) of input elements.
+pub const SLICES: Spec = Spec {
+    name: "lang_slices",
+    file: "lang/slices.tile",
+    kernel: "slices",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F32, &[10, 32]), Case::new(DType::F32, &[3, 8]).with("ROWS", 2)],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F32, &[1, 32]),
+            Case::new(DType::F32, &[10, 32]),
+            Case::new(DType::F32, &[1001, 64]).with("ROWS", 8),
+            Case::new(DType::F32, &[4096, 128]).with("ROWS", 2),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| BTreeMap::from([("H".to_string(), ConstArg::Int(c.dims[1]))]),
+    inputs: |c, rng| {
+        let (m, h) = (c.dims[0], c.dims[1]);
+        let rows = c.konst("ROWS", 4);
+        let m2 = (m + rows - 1) / rows * (rows / 2);
+        vec![
+            tensor(DType::F32, &[m, 2 * h], &randn(rng, (m * 2 * h) as usize, 1.0)),
+            poisoned(DType::F32, &[m, h]),
+            poisoned(DType::F32, &[m, h]),
+            poisoned(DType::F32, &[m2, h]),
+        ]
+    },
+    outputs: &[1, 2, 3],
+    exact: &[1, 2, 3],
+    reference: |c, a| {
+        let (m, h) = (c.dims[0] as usize, c.dims[1] as usize);
+        let rows = c.konst("ROWS", 4) as usize;
+        let x = values(a, 0);
+        let at = |r: usize, col: usize| if r < m { x[r * 2 * h + col] } else { 0.0 };
+        let left = (0..m * h).map(|i| at(i / h, i % h)).collect();
+        let right = (0..m * h).map(|i| at(i / h, h + i % h) * 2.0).collect();
+        let m2 = m.div_ceil(rows) * (rows / 2);
+        let middle = (0..m2 * h)
+            .map(|i| {
+                let (r, col) = (i / h, i % h);
+                let (block, k) = (r / (rows / 2), r % (rows / 2));
+                at(block * rows + rows / 2 + k, h / 2 + col)
+            })
+            .collect();
+        vec![left, right, middle]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 4.0 * 5.0,
+    flops: None,
+    case_for: |dims, _| match dims {
+        [m, h] if *m >= 1 && *h >= 2 && h.count_ones() == 1 => Ok(Case::new(DType::F32, dims)),
+        _ => Err(format!("lang_slices takes MxH (H a power of two), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
 /// Scans (kernels/lang/scan.tile): integer outputs exact, float ones within the f32 bound of a
 /// tree-ordered sum or product.
 pub const SCAN: Spec = Spec {

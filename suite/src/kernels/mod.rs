@@ -8,7 +8,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 43] = [
+pub(crate) static ALL: [&Spec; 44] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -35,6 +35,7 @@ pub(crate) static ALL: [&Spec; 43] = [
     &lang::MASKED,
     &lang::ATOMICS,
     &lang::HISTOGRAM,
+    &lang::SLICES,
     &lang::SCAN,
     &lang::DTYPES,
     &compute::MATMUL,
