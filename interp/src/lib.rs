@@ -556,6 +556,29 @@ impl Machine<'_> {
                 }
                 self.set(op, V::Stage { ring: *buf, index: i as usize })
             }
+            OpKind::Concat { values, axis } => {
+                let shape = self.rty(op)?.shape().to_vec();
+                let ax = *axis as usize;
+                // Each element from the input whose range along `axis` holds it.
+                let mut parts = vec![];
+                let mut start = 0;
+                for v in values {
+                    let s = self.ty(*v).shape().to_vec();
+                    parts.push((start, strides_of(&s), self.tile(*v)?.to_vec()));
+                    start += s[ax];
+                }
+                let n: i64 = shape.iter().product();
+                let out = (0..n)
+                    .map(|i| {
+                        let mut c = unravel(i, &shape);
+                        let k = parts.iter().rposition(|p| p.0 <= c[ax]).unwrap_or(0);
+                        c[ax] -= parts[k].0;
+                        let off: i64 = c.iter().zip(&parts[k].1).map(|(c, s)| c * s).sum();
+                        parts[k].2[off as usize]
+                    })
+                    .collect();
+                self.set(op, V::Tile(out))
+            }
             OpKind::Slice { value, offsets } => {
                 let ss = strides_of(self.ty(*value).shape());
                 let shape = self.rty(op)?.shape().to_vec();

@@ -469,6 +469,12 @@ impl Reader<'_> {
                     arity(3)?;
                     OpKind::Select { cond: operands[0], a: operands[1], b: operands[2] }
                 }
+                "tile.concat" => {
+                    if operands.is_empty() {
+                        return Err(bad("a concat of no tiles"));
+                    }
+                    OpKind::Concat { values: operands.clone(), axis: u32_attr("axis")? }
+                }
                 "tile.slice" => {
                     arity(1)?;
                     let offsets = i64_array(attr("offsets")?).ok_or_else(|| bad("bad offsets"))?;

@@ -289,6 +289,15 @@ irdl.dialect @tile {
     irdl.operands(value: %a)
     irdl.results(result: %r)
   }
+  // Tiles one after the other along `axis`.
+  irdl.operation @concat {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    %ax = irdl.base "#builtin.integer"
+    irdl.operands(values: variadic %a)
+    irdl.results(result: %r)
+    irdl.attributes { "axis" = %ax }
+  }
   // The sub-tile at `offsets` of the result's shape (constant bounds: `t[:, a:b]`).
   irdl.operation @slice {
     %a = irdl.base "!builtin.tensor"

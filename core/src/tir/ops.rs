@@ -242,6 +242,12 @@ pub enum OpKind {
         value: ValueId,
         offsets: Vec<i64>,
     },
+    /// `values` (tiles of one dtype and rank, equal but along `axis`) one after the other
+    /// along `axis`: `concat((a, b), axis)`.
+    Concat {
+        values: Vec<ValueId>,
+        axis: u32,
+    },
     /// Uniform f32 in [0, 1) from a counter-based RNG (Philox 4x32-10) keyed by `seed`,
     /// counters from the i32 `offsets` tile.
     Rand {
@@ -302,6 +308,7 @@ impl OpKind {
             | OpKind::MmaWait { value: x, .. }
             | OpKind::Permute { value: x, .. }
             | OpKind::Slice { value: x, .. } => vec![*x],
+            OpKind::Concat { values, .. } => values.clone(),
             OpKind::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
             OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![*a, *b],
             OpKind::Select { cond, a, b } => vec![*cond, *a, *b],

@@ -353,6 +353,11 @@ impl Printer<'_> {
                 format!("\"tilegpu.mma_wait\"({}) {{pending = {pending} : i32}} : ({}) -> {rty}", n(value), t(value))
             }
             OpKind::LocalLoad { buf } => format!("\"tilegpu.local_load\"({}) : ({}) -> {rty}", n(buf), t(buf)),
+            OpKind::Concat { values, axis } => {
+                let args: Vec<String> = values.iter().map(n).collect();
+                let tys: Vec<String> = values.iter().map(t).collect();
+                format!("\"tile.concat\"({}) {{axis = {axis} : i32}} : ({}) -> {rty}", args.join(", "), tys.join(", "))
+            }
             OpKind::Slice { value, offsets } => {
                 let o: Vec<String> = offsets.iter().map(|o| o.to_string()).collect();
                 format!(

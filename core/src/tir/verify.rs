@@ -555,6 +555,26 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a read of {} into {}", a.to_mlir(), r.to_mlir()));
             }
         }
+        OpKind::Concat { values, axis } => {
+            let Some(rs) = shape_of(&r).map(<[i64]>::to_vec) else { return fail("a concat to a non-tile".into()) };
+            let ax = *axis as usize;
+            let mut total = 0i64;
+            for v in values {
+                let a = u(*v)?;
+                let ok = shape_of(&a).is_some_and(|s| {
+                    s.len() == rs.len()
+                        && ax < s.len()
+                        && s.iter().zip(&rs).enumerate().all(|(i, (x, y))| i == ax || x == y)
+                });
+                if !ok || a.dtype() != r.dtype() {
+                    return fail(format!("a concat along {axis} of {} into {}", a.to_mlir(), r.to_mlir()));
+                }
+                total += shape_of(&a).map_or(0, |s| s[ax]);
+            }
+            if values.is_empty() || rs.get(ax) != Some(&total) {
+                return fail(format!("a concat along {axis} to {}", r.to_mlir()));
+            }
+        }
         OpKind::Slice { value, offsets } => {
             let a = u(*value)?;
             let (Some(s), Some(rs)) = (shape_of(&a), shape_of(&r)) else { return fail("a slice of a non-tile".into()) };

@@ -795,9 +795,11 @@ impl Lowering<'_> {
                 // The same elements in the same registers (FlashAttention-2's P): no move.
                 self.get(*value)?
             }
-            OpKind::Reshape(_) | OpKind::ConvertLayout { .. } | OpKind::Permute { .. } | OpKind::Slice { .. } => {
-                self.exchange_op(op, rty.as_ref())?
-            }
+            OpKind::Reshape(_)
+            | OpKind::ConvertLayout { .. }
+            | OpKind::Permute { .. }
+            | OpKind::Slice { .. }
+            | OpKind::Concat { .. } => self.exchange_op(op, rty.as_ref())?,
             OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,
             OpKind::AsyncCopy { dst: None, .. } => self.async_copy(op, rty.as_ref())?,
             OpKind::AsyncCopy { dst: Some(d), tma, .. } => {

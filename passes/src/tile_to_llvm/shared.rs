@@ -1,5 +1,5 @@
-//! Moving a tile between threads through shared memory: `convert_layout`, `permute`, and
-//! reshapes that change more than unit dims. Every thread writes its registers at the
+//! Moving a tile between threads through shared memory: `convert_layout`, `permute`, `slice`,
+//! `concat`, and reshapes that change more than unit dims. Every thread writes its registers at the
 //! element's offset in a buffer, one barrier, then reads the elements of the new layout.
 
 use super::emit::Reg;
@@ -87,6 +87,26 @@ impl Lowering<'_> {
                 let regs = self.tile(*value)?;
                 Value::Tile(self.smem_exchange(&xty, &regs, &buf, &ty)?)
             }
+            OpKind::Concat { values, axis } => {
+                // The result in row-major order; part k written from its start along `axis`.
+                let st = row_major_strides(ty.shape());
+                let buf = Buffer {
+                    src_strides: st.clone(),
+                    dst_strides: st.clone(),
+                    elems: ty.shape().iter().product(),
+                    dst_offset: 0,
+                };
+                let mut parts = vec![];
+                let mut start = 0;
+                for v in values {
+                    let vty = self.func.ty(*v).clone();
+                    let regs = self.tile(*v)?;
+                    parts.push((vty.clone(), regs, start * st[*axis as usize]));
+                    start += vty.shape()[*axis as usize];
+                }
+                let srcs: Vec<(&Type, &[Reg], i64)> = parts.iter().map(|(t, r, at)| (t, r.as_slice(), *at)).collect();
+                Value::Tile(self.smem_gather(&srcs, &buf, &ty)?)
+            }
             _ => return Err(err("not an exchange")),
         })
     }
@@ -124,19 +144,28 @@ impl Lowering<'_> {
     /// barrier, then reads the elements of `dst`'s layout at `Σ coord·dst_strides`. A slice
     /// source writes its replicated elements more than once (the same values).
     fn smem_exchange(&mut self, src: &Type, regs: &[Reg], buf: &Buffer, dst: &Type) -> Result<Vec<Reg>, Diagnostic> {
-        let ls = src.layout().ok_or_else(|| err("layout conversion of a tile without layout"))?.clone();
+        self.smem_gather(&[(src, regs, 0)], buf, dst)
+    }
+
+    /// [`Lowering::smem_exchange`] of several sources into one buffer, each written at its
+    /// element offset (a concat's parts), one barrier for all.
+    fn smem_gather(&mut self, srcs: &[(&Type, &[Reg], i64)], buf: &Buffer, dst: &Type) -> Result<Vec<Reg>, Diagnostic> {
         let ld = dst.layout().ok_or_else(|| err("layout conversion to a tile without layout"))?.clone();
         let d = dst.dtype();
         let bytes = i64::from(d.bytes().max(1));
         let region = self.smem_region(buf.elems * bytes)?;
         self.smem_write_begin(region, buf.elems * bytes);
         let base = self.smem_base();
-        let src_addrs = self.exchange_addresses(&ls, src.shape(), &buf.src_strides, region, bytes, &base);
-        if src_addrs.len() != regs.len() {
-            return Err(err("layout conversion: register count does not match the layout"));
-        }
-        for (a, v) in src_addrs.iter().zip(regs) {
-            self.em.store(v, a, bytes);
+        for &(src, regs, at) in srcs {
+            let ls = src.layout().ok_or_else(|| err("layout conversion of a tile without layout"))?.clone();
+            let src_addrs =
+                self.exchange_addresses(&ls, src.shape(), &buf.src_strides, region + at * bytes, bytes, &base);
+            if src_addrs.len() != regs.len() {
+                return Err(err("layout conversion: register count does not match the layout"));
+            }
+            for (a, v) in src_addrs.iter().zip(regs) {
+                self.em.store(v, a, bytes);
+            }
         }
         self.smem_written();
         let dst_addrs =

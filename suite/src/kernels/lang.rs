@@ -561,10 +561,11 @@ pub const SLICES: Spec = Spec {
             poisoned(DType::F32, &[m, h]),
             poisoned(DType::F32, &[m, h]),
             poisoned(DType::F32, &[m2, h]),
+            poisoned(DType::F32, &[m, 2 * h]),
         ]
     },
-    outputs: &[1, 2, 3],
-    exact: &[1, 2, 3],
+    outputs: &[1, 2, 3, 4],
+    exact: &[1, 2, 3, 4],
     reference: |c, a| {
         let (m, h) = (c.dims[0] as usize, c.dims[1] as usize);
         let rows = c.konst("ROWS", 4) as usize;
@@ -580,10 +581,11 @@ pub const SLICES: Spec = Spec {
                 at(block * rows + rows / 2 + k, h / 2 + col)
             })
             .collect();
-        vec![left, right, middle]
+        let swapped = (0..m * 2 * h).map(|i| at(i / (2 * h), (i % (2 * h) + h) % (2 * h))).collect();
+        vec![left, right, middle, swapped]
     },
     tolerance: |_| 0.0,
-    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 4.0 * 5.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 4.0 * 7.0,
     flops: None,
     case_for: |dims, _| match dims {
         [m, h] if *m >= 1 && *h >= 2 && h.count_ones() == 1 => Ok(Case::new(DType::F32, dims)),

@@ -55,6 +55,7 @@ pub(crate) const BUILTINS: &[(&str, Handler)] = &[
     ("next_pow2", misc::next_pow2),
     ("num_blocks", misc::num_blocks),
     ("permute", shape::permute),
+    ("concat", shape::concat),
     ("pow", math::pow),
     ("print", misc::print),
     ("rand", misc::rand),

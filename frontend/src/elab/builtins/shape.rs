@@ -31,6 +31,76 @@ pub(super) fn permute(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) ->
     Ok(Val::Tile(cx.func.push(OpKind::Permute { value: *id, perm }, Type::tile(shape, ty.dtype()), Some(span))))
 }
 
+/// `concat((a, b, …), axis)`: tiles of one dtype and rank, equal but along `axis`, one after
+/// the other; the result's extent along `axis` is a power of two, as every tile's.
+pub(super) fn concat(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(cx, args, &[("tiles", true), ("axis", false)], name, span)?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let items = match a.get(0) {
+        Some(Val::Tuple(items)) if !items.is_empty() => items.clone(),
+        _ => {
+            return Err(Diagnostic::error("E0006", "concat takes a tuple of tiles: `concat((a, b), axis=1)`")
+                .with_primary(a.span(0), "here"))
+        }
+    };
+    let mut ids = vec![];
+    for it in &items {
+        match it {
+            Val::Tile(id) => ids.push(*id),
+            other => {
+                return Err(Diagnostic::error("E0006", format!("concat joins tiles, found {}", kind_name(other)))
+                    .with_primary(a.span(0), "here"))
+            }
+        }
+    }
+    let first = cx.func.ty(ids[0]).clone();
+    let rank = first.shape().len() as i64;
+    let axis = match a.get(1) {
+        None => 0,
+        Some(_) => {
+            let v = a.const_int(cx, 1)?;
+            if !(-rank..rank).contains(&v) {
+                return Err(Diagnostic::error("E0011", format!("axis {v} is out of range for rank {rank}"))
+                    .with_primary(a.span(1), format!("valid axes: {}..{}", -rank, rank - 1)));
+            }
+            (if v < 0 { v + rank } else { v }) as usize
+        }
+    };
+    let mut shape = first.shape().to_vec();
+    shape[axis] = 0;
+    for &id in &ids {
+        let t = cx.func.ty(id).clone();
+        let agrees = t.shape().len() == first.shape().len()
+            && t.shape().iter().zip(first.shape()).enumerate().all(|(i, (x, y))| i == axis || x == y);
+        if !agrees {
+            return Err(Diagnostic::error(
+                "E0007",
+                format!("concat along axis {axis} of tiles {:?} and {:?}", first.shape(), t.shape()),
+            )
+            .with_primary(a.span(0), "the other dims must agree"));
+        }
+        if t.dtype() != first.dtype() {
+            return Err(Diagnostic::error("E0008", format!("concat of {} and {} tiles", first.dtype(), t.dtype()))
+                .with_primary(a.span(0), "cast one with .astype"));
+        }
+        shape[axis] += t.shape()[axis];
+    }
+    if shape[axis].count_ones() != 1 {
+        return Err(Diagnostic::error(
+            "E0010",
+            format!("the concat is {} long along axis {axis}, not a power of two", shape[axis]),
+        )
+        .with_primary(span, "tile dims are powers of two"));
+    }
+    Ok(Val::Tile(cx.func.push(
+        OpKind::Concat { values: ids, axis: axis as u32 },
+        Type::tile(shape, first.dtype()),
+        Some(span),
+    )))
+}
+
 /// `reshape(x, shape)`.
 pub(super) fn reshape(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
     let a = Args::new(cx, args, &[("x", true), ("shape", true)], name, span)?;
