@@ -594,6 +594,62 @@ pub const SLICES: Spec = Spec {
     peer_config: no_peer,
 };
 
+/// Element-origin loads and stores (kernels/lang/offsets.tile): dims `[M, N]`, constant `S`
+/// (the shift, passed as the scalar `s`; negative reads ahead); exact copies.
+pub const OFFSETS: Spec = Spec {
+    name: "lang_offsets",
+    file: "lang/offsets.tile",
+    kernel: "offsets",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F32, &[3, 70, 5]), Case::new(DType::F32, &[2, 40, -7])],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F32, &[1, 1, 0]),
+            Case::new(DType::F32, &[3, 70, 5]),
+            Case::new(DType::F32, &[257, 1000, -33]),
+            Case::new(DType::F32, &[64, 4097, 100]),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |_| BTreeMap::new(),
+    inputs: |c, rng| {
+        let (m, n) = (c.dims[0], c.dims[1]);
+        vec![
+            tensor(DType::F32, &[m, n], &randn(rng, (m * n) as usize, 1.0)),
+            tensor(DType::F32, &[m, n], &vec![0.0; (m * n) as usize]),
+            Arg::I32(c.dims[2] as i32),
+        ]
+    },
+    outputs: &[1],
+    exact: &[1],
+    reference: |c, a| {
+        let (m, n) = (c.dims[0], c.dims[1]);
+        let s = c.dims[2];
+        let x = values(a, 0);
+        let y = (0..m * n)
+            .map(|i| {
+                let (r, col) = (i / n, i % n);
+                let from = col - s;
+                match (col % 3 == 1, (0..n).contains(&from)) {
+                    (true, _) => 0.0,
+                    (false, true) => x[(r * n + from) as usize] * 2.0,
+                    (false, false) => -2.0,
+                }
+            })
+            .collect();
+        vec![y]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 8.0,
+    flops: None,
+    case_for: |dims, _| match dims {
+        [m, n, _] if *m >= 1 && *n >= 1 => Ok(Case::new(DType::F32, dims)),
+        _ => Err(format!("lang_offsets takes MxNxS (S the shift), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
 /// Scans (kernels/lang/scan.tile): integer outputs exact, float ones within the f32 bound of a
 /// tree-ordered sum or product.
 pub const SCAN: Spec = Spec {

@@ -8,7 +8,7 @@ mod membound;
 use crate::Spec;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 44] = [
+pub(crate) static ALL: [&Spec; 45] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -36,6 +36,7 @@ pub(crate) static ALL: [&Spec; 44] = [
     &lang::ATOMICS,
     &lang::HISTOGRAM,
     &lang::SLICES,
+    &lang::OFFSETS,
     &lang::SCAN,
     &lang::DTYPES,
     &compute::MATMUL,

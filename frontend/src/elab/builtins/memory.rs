@@ -92,12 +92,13 @@ impl Cx<'_> {
             args,
             &[
                 ("tensor", true),
-                ("index", true),
+                ("index", false),
                 ("shape", true),
                 ("padding", false),
                 ("order", false),
                 ("latency", false),
                 ("mask", false),
+                ("offset", false),
             ],
             "load",
             span,
@@ -106,6 +107,14 @@ impl Cx<'_> {
             return Ok(Val::Poison);
         }
         let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        self.index_or_offset("load", a.get(1).is_some(), a.get(7).is_some(), span)?;
+        if a.get(7).is_some() && (a.get(4).is_some() || a.get(5).is_some()) {
+            return Err(Diagnostic::error(
+                "E0005",
+                "`order=` and `latency=` apply to tile loads (`index=`), not to `offset=`",
+            )
+            .with_primary(span, "this load"));
+        }
         let order = match a.get(4) {
             None => (0..rank as u32).collect(),
             Some(v) => self.permutation(Some(v), rank, a.span(4))?,
@@ -122,7 +131,7 @@ impl Cx<'_> {
                 .with_note("the hint is the number of loop iterations a load is issued ahead"))
             }
         };
-        let index = self.index_values(a.get(1), rank, a.span(1))?;
+        let index = if a.get(1).is_some() { self.index_values(a.get(1), rank, a.span(1))? } else { vec![] };
         let shape = self.tile_shape(a.get(2), a.span(2))?;
         if shape.len() != rank {
             return Err(Diagnostic::error(
@@ -151,11 +160,18 @@ impl Cx<'_> {
             return Err(Diagnostic::error("E0008", format!("infinite padding needs a float tensor; this one is {d}"))
                 .with_primary(a.span(3), "here"));
         }
-        let tile = self.func.push(
-            OpKind::Load { tensor: t, index, padding, order, latency },
-            Type::tile(shape.clone(), d),
-            Some(span),
-        );
+        let tile = match a.get(7).cloned() {
+            // At an element origin: each element's indices, a gather (scalar accesses).
+            Some(offset) => {
+                let index = self.offset_indices(offset, &shape, a.span(7), span)?;
+                self.func.push(OpKind::Gather { tensor: t, index, padding }, Type::tile(shape.clone(), d), Some(span))
+            }
+            None => self.func.push(
+                OpKind::Load { tensor: t, index, padding, order, latency },
+                Type::tile(shape.clone(), d),
+                Some(span),
+            ),
+        };
         let Some(m) = a.get(6).cloned() else { return Ok(Val::Tile(tile)) };
         if d.is_storage_only() {
             return Err(storage_only(d, "a masked `load`", a.span(6))
@@ -201,7 +217,7 @@ impl Cx<'_> {
         let a = Args::new(
             self,
             args,
-            &[("tensor", true), ("index", true), ("tile", true), ("mask", false)],
+            &[("tensor", true), ("index", false), ("tile", true), ("mask", false), ("offset", false)],
             "store",
             span,
         )?;
@@ -209,7 +225,8 @@ impl Cx<'_> {
             return Ok(Val::Tuple(vec![]));
         }
         let (t, d, rank) = self.tensor_arg(a.get(0), a.span(0))?;
-        let index = self.index_values(a.get(1), rank, a.span(1))?;
+        self.index_or_offset("store", a.get(1).is_some(), a.get(4).is_some(), span)?;
+        let index = if a.get(1).is_some() { self.index_values(a.get(1), rank, a.span(1))? } else { vec![] };
         let tile = match a.get(2) {
             Some(Val::Tile(id)) => *id,
             Some(other) => {
@@ -235,8 +252,74 @@ impl Cx<'_> {
             Some(m) => Some(self.mask_tile(m, tt.shape(), a.span(3))?),
             None => None,
         };
+        if let Some(offset) = a.get(4).cloned() {
+            // At an element origin: a scatter; a masked-off element gets index -1 (skipped).
+            let mut index = self.offset_indices(offset, tt.shape(), a.span(4), span)?;
+            if let Some(m) = mask {
+                let i32t = Type::tile(tt.shape().to_vec(), DType::I32);
+                let minus = self.materialize(Val::Int(-1), DType::I32, span)?;
+                let minus = self.as_tile(minus, tt.shape(), span)?;
+                let first = index[0];
+                index[0] = self.func.push(OpKind::Select { cond: m, a: first, b: minus }, i32t, Some(span));
+            }
+            self.func.push_void(OpKind::Scatter { tensor: t, index, tile }, Some(span));
+            return Ok(Val::Tuple(vec![]));
+        }
         self.func.push_void(OpKind::Store { tensor: t, index, tile, mask }, Some(span));
         Ok(Val::Tuple(vec![]))
+    }
+
+    /// Exactly one of `index=` (tile coordinates) and `offset=` (an element origin).
+    fn index_or_offset(&mut self, what: &str, index: bool, offset: bool, span: Span) -> R<()> {
+        if index == offset {
+            return Err(Diagnostic::error(
+                "E0004",
+                format!("`{what}` takes `index=` (tile coordinates) or `offset=` (an element origin), one of them"),
+            )
+            .with_primary(span, if index { "both given" } else { "neither given" }));
+        }
+        Ok(())
+    }
+
+    /// The element-index tiles of a tile of `shape` whose first element is at `offset` (one
+    /// integer or i32 scalar per dim, any of them run-time): dim k's tile is
+    /// `offset[k] + arange(shape[k])` along k, broadcast to `shape`.
+    fn offset_indices(&mut self, offset: Val, shape: &[i64], ospan: Span, span: Span) -> R<Vec<ValueId>> {
+        let items = match offset {
+            Val::Tuple(t) => t,
+            v => vec![v],
+        };
+        if items.len() != shape.len() {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("offset has {} components but the tile has rank {}", items.len(), shape.len()),
+            )
+            .with_primary(ospan, "one per dim"));
+        }
+        let mut out = vec![];
+        for (k, o) in items.into_iter().enumerate() {
+            let o = match o {
+                v @ Val::Int(_) => v,
+                Val::Scalar(id) if self.func.ty(id).dtype() == DType::I32 => Val::Scalar(id),
+                other => {
+                    return Err(Diagnostic::error(
+                        "E0008",
+                        format!("offset components are i32 integers, found {}", kind_name(&other)),
+                    )
+                    .with_primary(ospan, "cast with .astype(i32)"))
+                }
+            };
+            let ar = self.func.push(OpKind::Arange, Type::tile(vec![shape[k]], DType::I32), Some(span));
+            let mut along = vec![1; shape.len()];
+            along[k] = shape[k];
+            let ar = self.func.push(OpKind::Reshape(ar), Type::tile(along, DType::I32), Some(span));
+            let idx = self.binary(AB::Add, Val::Tile(ar), o, span, ospan, span)?;
+            let Val::Tile(id) = idx else {
+                return Err(Diagnostic::error("E0006", "an offset index").with_primary(ospan, "here"));
+            };
+            out.push(self.as_tile(id, shape, span)?);
+        }
+        Ok(out)
     }
 
     pub(crate) fn atomic(&mut self, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
