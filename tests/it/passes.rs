@@ -393,17 +393,19 @@ fn flush_to_zero_and_fp_fusion_lower_to_single_instructions() {
     assert!(separate.contains("mul.rn.f32") && separate.contains("sub.rn.f32"));
 }
 
-/// The `warp_specialize = true` hint asks for the producer warpgroup as `--warp-specialize`
-/// does; without it (the default) the GEMM is not specialized.
+/// The `warp_specialize = true` hint (matmul's `WARP_SPECIALIZE` constant, in its tune space)
+/// asks for the producer warpgroup as `--warp-specialize` does; without it (the default) the
+/// GEMM is not specialized.
 #[test]
 fn the_warp_specialize_hint_gives_the_gemm_a_producer() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul.tile");
-    let text = std::fs::read_to_string(p).unwrap();
-    let hinted = text.replace("occupancy = OCCUPANCY }", "occupancy = OCCUPANCY, warp_specialize = true }");
-    assert_ne!(hinted, text, "matmul.tile's hints changed");
-    let o = tilec::CompileOptions { arch: "sm_90a".into(), ..Default::default() };
-    let ptx = |t: &str| tilec::compile(&tilec::Source::new("matmul", t.to_string()), &o).unwrap().ptx().to_string();
-    let (plain, specialized) = (ptx(&text), ptx(&hinted));
+    let src = tilec::Source::new("matmul", std::fs::read_to_string(p).unwrap());
+    let ptx = |ws: bool| {
+        let mut o = tilec::CompileOptions { arch: "sm_90a".into(), ..Default::default() };
+        o.consts.insert("WARP_SPECIALIZE".into(), tilec::ConstArg::Bool(ws));
+        tilec::compile(&src, &o).unwrap().ptx().to_string()
+    };
+    let (plain, specialized) = (ptx(false), ptx(true));
     assert!(!plain.contains("setmaxnreg") && plain.contains(".maxntid 256, 1, 1"));
     assert!(specialized.contains("setmaxnreg.inc") && specialized.contains(".maxntid 384, 1, 1"));
 }
