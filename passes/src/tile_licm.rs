@@ -23,7 +23,7 @@
 //! Options: none.
 
 use std::collections::BTreeSet;
-use tilec_core::tir::{walk_ops, Func, Op, OpKind, ValueId};
+use tilec_core::tir::{defined_values, Func, Op, OpKind, ValueId};
 
 /// The largest conversion moved, in elements a thread holds (a slice's few rows; a full tile
 /// kept live across the loop would cost its registers for the loop's whole length).
@@ -60,24 +60,6 @@ pub fn run(func: &mut Func) -> LicmReport {
     report
 }
 
-/// Every value defined by `ops` or their regions (results, induction variables, iteration
-/// arguments).
-fn defined_in(ops: &[Op]) -> BTreeSet<ValueId> {
-    let mut d = BTreeSet::new();
-    walk_ops(ops, &mut |o| {
-        d.extend(o.result);
-        match &o.kind {
-            OpKind::For { iv, iters, results, .. } => {
-                d.insert(*iv);
-                d.extend(iters.iter().chain(results));
-            }
-            OpKind::If { results, .. } => d.extend(results),
-            _ => {}
-        }
-    });
-    d
-}
-
 /// Runs over `ops` and their regions, innermost loops first: ops that `movable` accepts (given
 /// the values defined inside the loop) leave each loop for just before it.
 fn hoist_in(ops: &mut Vec<Op>, movable: &mut dyn FnMut(&Op, &BTreeSet<ValueId>) -> bool) {
@@ -87,7 +69,7 @@ fn hoist_in(ops: &mut Vec<Op>, movable: &mut dyn FnMut(&Op, &BTreeSet<ValueId>) 
         match &mut ops[i].kind {
             OpKind::For { body, iv, iters, .. } => {
                 hoist_in(body, movable);
-                let mut inside = defined_in(body);
+                let mut inside = defined_values(body);
                 inside.insert(*iv);
                 inside.extend(iters.iter().copied());
                 take_movable(body, &inside, movable, &mut moved);

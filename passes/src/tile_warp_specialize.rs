@@ -53,7 +53,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use tilec_core::layout::{Layout, MmaFamily};
 use tilec_core::target::{Arch, Feature};
-use tilec_core::tir::{walk_ops, Func, Op, OpKind, ValueId, WarpSpec};
+use tilec_core::tir::{defined_values, walk_ops, Func, Op, OpKind, ValueId, WarpSpec};
 
 use crate::tile_pipeline::pure_scalar;
 
@@ -102,20 +102,9 @@ fn is_fill(func: &Func, op: &Op) -> bool {
 
 /// The values the ops of `ops` read from outside them.
 fn free_uses(ops: &[Op]) -> BTreeSet<ValueId> {
-    let mut defined = BTreeSet::new();
     let mut used = BTreeSet::new();
-    walk_ops(ops, &mut |o| {
-        used.extend(o.kind.operands());
-        defined.extend(o.result);
-        if let OpKind::For { iv, iters, results, .. } = &o.kind {
-            defined.insert(*iv);
-            defined.extend(iters.iter().chain(results));
-        }
-        if let OpKind::If { results, .. } = &o.kind {
-            defined.extend(results);
-        }
-    });
-    used.difference(&defined).copied().collect()
+    walk_ops(ops, &mut |o| used.extend(o.kind.operands()));
+    used.difference(&defined_values(ops)).copied().collect()
 }
 
 /// Where a value is made: a top-level op, an op of a top-level loop's body, or a loop's
@@ -313,13 +302,16 @@ pub fn fits(func: &Func, arch: &Arch, occupancy: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `op` is a `wgmma` product over every consumer warp of a kernel of two or more
-/// consumer warpgroups (each warpgroup its own 64-row blocks).
+/// The first named barrier of the consumer warpgroups' turns (0 is the block's, 1 the
+/// consumers'): warpgroup `g` waits for its turn on `TURN_BARRIER + g` (`tile-to-llvm`).
+pub(crate) const TURN_BARRIER: i64 = 2;
+
+/// Whether `op` is a `wgmma` product over every consumer warp (each warpgroup its own 64-row
+/// blocks).
 fn is_wide_wgmma(func: &Func, op: &Op) -> bool {
     let (OpKind::Mma { .. }, Some(r)) = (&op.kind, op.result) else { return false };
     matches!(func.ty(r).layout(), Some(Layout::Mma(m))
         if m.family == MmaFamily::Wgmma && m.warps_per_cta[0] * m.warps_per_cta[1] == i64::from(func.num_warps))
-        && func.num_warps >= 8
 }
 
 /// Puts the consumer warpgroups' turns around the products of the one loop that issues two or
@@ -362,8 +354,8 @@ fn ping_pong(func: &mut Func) -> Result<String, String> {
     Ok(format!(
         "ping-pong: {} consumer warpgroups take turns on the tensor cores (named barriers {}-{}): a turn from the loop body's last product to the next iteration's first",
         func.num_warps / 4,
-        2,
-        1 + func.num_warps / 4
+        TURN_BARRIER,
+        TURN_BARRIER - 1 + i64::from(func.num_warps / 4)
     ))
 }
 

@@ -270,6 +270,24 @@ pub fn walk_ops<'a>(ops: &'a [Op], f: &mut impl FnMut(&'a Op)) {
     }
 }
 
+/// Every value `ops` and their regions define: results, induction variables, iteration
+/// arguments, the results of loops and ifs.
+pub fn defined_values(ops: &[Op]) -> std::collections::BTreeSet<ValueId> {
+    let mut d = std::collections::BTreeSet::new();
+    walk_ops(ops, &mut |o| {
+        d.extend(o.result);
+        match &o.kind {
+            OpKind::For { iv, iters, results, .. } => {
+                d.insert(*iv);
+                d.extend(iters.iter().chain(results));
+            }
+            OpKind::If { results, .. } => d.extend(results),
+            _ => {}
+        }
+    });
+    d
+}
+
 /// A float literal MLIR accepts for `d`: decimal when finite, the bit pattern otherwise.
 pub fn mlir_float(v: f64, d: DType) -> String {
     if v.is_finite() {

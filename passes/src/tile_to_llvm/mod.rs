@@ -98,6 +98,7 @@ mod shared;
 mod tma;
 mod wgmma;
 
+use crate::tile_warp_specialize::TURN_BARRIER;
 use emit::{Emitter, Reg, Ty};
 use ptx_asm::PtxAsm;
 use regs::{TensorArgs, Value};
@@ -134,10 +135,6 @@ pub(crate) fn err(msg: impl Into<String>) -> Diagnostic {
 /// The builtins of the language this lowering does not handle yet (the "lowered today"
 /// column of docs/language.md says "no" for exactly these; `tests/it/docs.rs` checks it).
 pub const NOT_LOWERED: &[&str] = &["print"];
-
-/// The first named barrier of the consumer warpgroups' turns (0 is the block's, 1 the
-/// consumers'): warpgroup `g` waits for its turn on `TURN_BARRIER + g`.
-const TURN_BARRIER: i64 = 2;
 
 /// The first op this lowering does not handle yet, as an `E0900` diagnostic pointing at it.
 /// This is the one list of what `tile-to-llvm` lowers: `tile-layout` asks it first, so a
