@@ -44,6 +44,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if opts.no_pingpong {
         pipeline.push_str(" pingpong=false");
     }
+    if opts.persistent {
+        pipeline.push_str(" persistent=true");
+    }
     Some(
         CacheKey::new()
             .field("source", sha256_hex(canonical.as_bytes()))

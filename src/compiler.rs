@@ -44,6 +44,8 @@ pub struct CompileOptions {
     /// No ping-pong between a warp-specialized kernel's consumer warpgroups
     /// (`--no-pingpong`; the ablation).
     pub no_pingpong: bool,
+    /// Make every kernel persistent, as its `persistent = true` hint would (`--persistent`).
+    pub persistent: bool,
 }
 
 /// Loops a kernel may hold before LLVM's optimizer is left out (see [`compile`]).
@@ -160,6 +162,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         empty_barriers: opts.empty_barriers,
         warp_specialize: opts.warp_specialize || el.hints.warp_specialize,
         no_pingpong: opts.no_pingpong,
+        persistent: opts.persistent || el.hints.persistent,
     };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
     let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);
@@ -183,6 +186,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         compiled.signature.block_threads = driver.facts.block_threads.unwrap_or(compiled.signature.block_threads);
         compiled.signature.shared_bytes = driver.facts.shared_bytes.unwrap_or(compiled.signature.shared_bytes);
         compiled.signature.tma = driver.facts.tma.clone();
+        compiled.signature.persistent = driver.facts.persistent;
         if opts.until == Some(pass.produces) {
             compiled.report = driver.facts.report;
             compiled.timings = timings;

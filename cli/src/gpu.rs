@@ -113,6 +113,7 @@ pub struct Variant {
     pub empty_barriers: bool,
     pub warp_specialize: bool,
     pub no_pingpong: bool,
+    pub persistent: bool,
 }
 
 impl Variant {
@@ -127,6 +128,7 @@ impl Variant {
             empty_barriers: self.empty_barriers,
             warp_specialize: self.warp_specialize,
             no_pingpong: self.no_pingpong,
+            persistent: self.persistent,
             ..o
         }
     }
@@ -154,6 +156,9 @@ impl Variant {
         }
         if self.no_pingpong {
             v.push("-pingpong".into());
+        }
+        if self.persistent {
+            v.push("+persistent".into());
         }
         v.join(" ")
     }

@@ -5,6 +5,12 @@
 //!   in elements (`i64`);
 //! - a scalar: its value (`i32`, `i64` or `f32`).
 //!
+//! then, for a persistent kernel ([`Signature::persistent`]), an `i32`: the grid's x extent
+//! as [`Signature::grid`] evaluates it — the number of tiles along x, which the kernel walks
+//! `bid.x, bid.x + nctaid.x, …`; such a kernel may be launched with any grid x from 1 to that
+//! extent (the runtime launches `min(extent, SMs × the blocks of it one SM holds)`), the grid's
+//! y and z as they are;
+//!
 //! then, for each entry of [`Signature::tma`] in order, a 128-byte `CUtensorMap` passed by
 //! value (a `__grid_constant__` parameter, 64-byte aligned): the tensor map of that tensor
 //! argument, which the launcher encodes from the actual argument (`cuTensorMapEncodeTiled`:
@@ -294,6 +300,10 @@ pub struct Signature {
     /// The kernel's launch requirements (`require` clauses), checked at every launch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<Requirement>,
+    /// A persistent kernel (`tile-persistent`; see the module docs): it takes the grid's x
+    /// extent after its parameters and may run on fewer blocks along x.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub persistent: bool,
 }
 
 #[cfg(test)]
@@ -365,6 +375,7 @@ mod tests {
                     Box::new(HostExpr::Dim { param: 0, axis: 0 }),
                 ),
             }],
+            persistent: true,
         };
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<Signature>(&j).unwrap(), s);

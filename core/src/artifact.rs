@@ -21,11 +21,15 @@ pub struct Hints {
     /// (`tile-warp-specialize`, where the target and the kernel allow it).
     #[serde(default)]
     pub warp_specialize: bool,
+    /// `persistent = true`: the kernel walks its grid's x tiles on as many blocks as the GPU
+    /// holds at once (`tile-persistent`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub persistent: bool,
 }
 
 impl Default for Hints {
     fn default() -> Self {
-        Hints { num_warps: 4, occupancy: None, opt_level: 3, warp_specialize: false }
+        Hints { num_warps: 4, occupancy: None, opt_level: 3, warp_specialize: false, persistent: false }
     }
 }
 
@@ -86,6 +90,7 @@ mod tests {
             constants: Default::default(),
             tma: vec![],
             requires: vec![],
+            persistent: false,
         };
         let a = Artifact {
             kernel: "k".into(),

@@ -253,6 +253,19 @@ pub fn rand_uniform(seed: u32, offset: u32) -> f32 {
     (w >> 8) as f32 * (1.0 / 16_777_216.0)
 }
 
+/// One stage's two mbarriers as the GPU would see them, in program order: the *full* one
+/// completes a phase per TMA fill, the *empty* one a phase per release. The interpreter runs
+/// copies at once, so a wrong phase would not change its numbers — but on the GPU a wait on
+/// the wrong parity hangs or passes before the bytes land. Every `stage_wait`,
+/// `stage_acquire` and `stage_release` is checked against these counts, which makes the
+/// interpreter a checker of `tile-pipeline`'s phase arithmetic (across the tiles of a
+/// persistent kernel too).
+#[derive(Clone, Copy, Debug, Default)]
+struct Mbarriers {
+    fills: i64,
+    releases: i64,
+}
+
 struct Machine<'a> {
     func: &'a Func,
     vals: BTreeMap<ValueId, V>,
@@ -260,6 +273,11 @@ struct Machine<'a> {
     tensors: &'a mut [HostTensor],
     bid: [i64; 3],
     nblocks: [i64; 3],
+    /// The grid the launch stands for (`num_tiles`): `nblocks` but for a persistent kernel.
+    ntiles: [i64; 3],
+    /// The mbarriers of the block's TMA rings, per (ring, stage): fills issued and releases
+    /// (see [`Mbarriers`]).
+    mbar: BTreeMap<(ValueId, usize), Mbarriers>,
     prints: &'a mut dyn FnMut(String),
 }
 
@@ -423,6 +441,7 @@ impl Machine<'_> {
         match &op.kind {
             OpKind::Bid { axis } => self.set(op, V::Scalar(N::I(self.bid[*axis as usize % 3]))),
             OpKind::NumBlocks { axis } => self.set(op, V::Scalar(N::I(self.nblocks[*axis as usize % 3]))),
+            OpKind::NumTiles { axis } => self.set(op, V::Scalar(N::I(self.ntiles[*axis as usize % 3]))),
             OpKind::Dim { tensor, axis } => {
                 let t = &self.tensors[self.tensor(*tensor)?];
                 let d = t.shape.get(*axis as usize).copied().ok_or_else(|| ill("dim axis out of range"))?;
@@ -543,6 +562,10 @@ impl Machine<'_> {
                 // Undefined until copied into: NaN shows a read of a stage never filled (an
                 // integer ring has no NaN and starts at 0).
                 let n: i64 = self.rty(op)?.shape().iter().product();
+                // Made again (a ring inside a loop): its mbarriers are initialised again.
+                if let Some(r) = op.result {
+                    self.mbar.retain(|(ring, _), _| *ring != r);
+                }
                 self.set(op, V::Tile(vec![N::F(f64::NAN); n as usize]))
             }
             OpKind::Stage { buf, index } => {
@@ -696,7 +719,14 @@ impl Machine<'_> {
                     })
                     .collect();
                 match &op.kind {
-                    OpKind::AsyncCopy { dst: Some(d), .. } => self.write_stage(*d, out),
+                    OpKind::AsyncCopy { dst: Some(d), tma, .. } => {
+                        if *tma {
+                            if let V::Stage { ring, index } = *self.get(*d)? {
+                                self.mbar.entry((ring, index)).or_default().fills += 1;
+                            }
+                        }
+                        self.write_stage(*d, out)
+                    }
                     _ => self.set(op, V::Tile(out)),
                 }
             }
@@ -811,12 +841,45 @@ impl Machine<'_> {
                 let v = self.map1(*offsets, |o| N::F(f64::from(rand_uniform(s, o.i() as u32))))?;
                 self.set(op, v)
             }
-            // Copies complete at once on the CPU.
-            OpKind::AsyncWait { .. }
-            | OpKind::StageWait { .. }
-            | OpKind::StageAcquire { .. }
-            | OpKind::StageRelease { .. }
-            | OpKind::Turn { .. } => Ok(()),
+            // Copies complete at once on the CPU; the mbarrier phases are checked.
+            OpKind::StageWait { ring, slot, phase } => {
+                let (s, p) = (self.scalar(*slot)?.i(), self.scalar(*phase)?.i());
+                let m = self.mbar.get(&(*ring, s as usize)).copied().unwrap_or_default();
+                if m.fills == 0 || p != (m.fills - 1).rem_euclid(2) {
+                    return Err(ill(format!(
+                        "stage_wait on phase {p} of stage {s} of ring %{}, filled {} times: on the GPU this waits for a fill that never comes or passes before its bytes land",
+                        ring.0, m.fills
+                    )));
+                }
+                Ok(())
+            }
+            OpKind::StageAcquire { ring, slot, phase } => {
+                let (s, p) = (self.scalar(*slot)?.i(), self.scalar(*phase)?.i());
+                let m = self.mbar.get(&(*ring, s as usize)).copied().unwrap_or_default();
+                // Before fill f the stage's f earlier fills must be released; the wait is on
+                // the parity of the empty barrier's phase f - 1 (1 on a fresh barrier, which
+                // passes at once).
+                if m.releases != m.fills || p != (m.fills + 1).rem_euclid(2) {
+                    return Err(ill(format!(
+                        "stage_acquire on phase {p} of stage {s} of ring %{}, filled {} times and released {}: on the GPU the refill would wait forever or overwrite a stage still read",
+                        ring.0, m.fills, m.releases
+                    )));
+                }
+                Ok(())
+            }
+            OpKind::StageRelease { ring, slot } => {
+                let s = self.scalar(*slot)?.i();
+                let m = self.mbar.entry((*ring, s as usize)).or_default();
+                m.releases += 1;
+                if m.releases > m.fills {
+                    return Err(ill(format!(
+                        "stage_release of stage {s} of ring %{}, released more often ({}) than filled ({})",
+                        ring.0, m.releases, m.fills
+                    )));
+                }
+                Ok(())
+            }
+            OpKind::AsyncWait { .. } | OpKind::Turn { .. } => Ok(()),
             OpKind::Print { prefix, values } => {
                 let mut line = prefix.clone();
                 for v in values {
@@ -1113,6 +1176,9 @@ pub enum BlockOrder {
     Reverse,
 }
 
+/// The blocks along x the interpreter runs a persistent kernel on (see [`run_streaming`]).
+pub const PERSISTENT_BLOCKS: i64 = 3;
+
 /// Runs `func` on every block of `grid`, in order, with `args` in parameter order.
 pub fn run(func: &Func, grid: [u32; 3], args: Vec<Arg>) -> Result<Output, InterpError> {
     run_ordered(func, grid, args, BlockOrder::Forward)
@@ -1213,8 +1279,11 @@ pub fn run_streaming(
     limits: Limits,
     sink: &mut dyn FnMut(String),
 ) -> Result<Vec<HostTensor>, InterpError> {
-    tilec_core::tir::verify::verify(func, tilec_core::tir::verify::Level::Tile)
-        .map_err(|d| InterpError::IllFormed(d.message))?;
+    // A warp-specialized kernel is a `tilegpu` one (its roles keep the program order, which
+    // is what the interpreter runs).
+    use tilec_core::tir::verify::Level;
+    let level = if func.warp_spec.is_some() { Level::TileGpu } else { Level::Tile };
+    tilec_core::tir::verify::verify(func, level).map_err(|d| InterpError::IllFormed(d.message))?;
     check_args(func, &args)?;
     let mut tensors = vec![];
     let mut vals = BTreeMap::new();
@@ -1231,7 +1300,16 @@ pub fn run_streaming(
         vals.insert(p.value, v);
     }
     let mut budget = Budget { limits, work: 0, live: 0, printed: 0, truncated: false };
-    let nblocks = grid.map(i64::from);
+    let ntiles = grid.map(i64::from);
+    // A persistent kernel (one that reads `num_tiles`) may run on any number of blocks along x
+    // from 1 to its grid's; the interpreter runs it on at most PERSISTENT_BLOCKS so that every
+    // block walks several tiles, as on the GPU.
+    let mut nblocks = ntiles;
+    let mut persistent = false;
+    func.walk(&mut |o| persistent |= matches!(o.kind, OpKind::NumTiles { axis: 0 }));
+    if persistent {
+        nblocks[0] = nblocks[0].min(PERSISTENT_BLOCKS);
+    }
     let total = nblocks[0] * nblocks[1] * nblocks[2];
     for i in 0..total {
         let lin = if order == BlockOrder::Forward { i } else { total - 1 - i };
@@ -1246,6 +1324,8 @@ pub fn run_streaming(
                     tensors: &mut tensors,
                     bid: [x, y, z],
                     nblocks,
+                    ntiles,
+                    mbar: BTreeMap::new(),
                     prints: &mut *sink,
                 };
                 m.exec(&func.ops)?;

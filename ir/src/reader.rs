@@ -271,6 +271,7 @@ impl Reader<'_> {
                 "scf.if" => return self.if_op(op, operands),
                 "tile.bid" => OpKind::Bid { axis: u32_attr("axis")? },
                 "tile.num_blocks" => OpKind::NumBlocks { axis: u32_attr("axis")? },
+                "tile.num_tiles" => OpKind::NumTiles { axis: u32_attr("axis")? },
                 "tile.dim" => {
                     arity(1)?;
                     OpKind::Dim { tensor: operands[0], axis: u32_attr("axis")? }

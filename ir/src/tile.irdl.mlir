@@ -196,6 +196,14 @@ irdl.dialect @tile {
     irdl.results(result: %i32)
     irdl.attributes { "axis" = %axis }
   }
+  // The grid extent along `axis` that a persistent kernel's launch stands for (it runs on
+  // fewer blocks and walks its tiles); a parameter the launcher fills.
+  irdl.operation @num_tiles {
+    %i32 = irdl.is i32
+    %axis = irdl.base "#builtin.integer"
+    irdl.results(result: %i32)
+    irdl.attributes { "axis" = %axis }
+  }
   // One element of a tensor as a scalar; out of bounds reads 0.
   irdl.operation @element {
     %mem = irdl.base "!builtin.memref"

@@ -220,6 +220,8 @@ pub struct Facts {
     pub shared_bytes: Option<u32>,
     /// The tensor maps the lowered kernel takes (the signature's `tma`).
     pub tma: Vec<tilec_core::abi::TmaParam>,
+    /// The lowered kernel takes a tile count (the signature's `persistent`).
+    pub persistent: bool,
     pub report: Vec<String>,
 }
 
@@ -340,6 +342,14 @@ pub(crate) fn run_tile_approx_math(d: &mut Driver, step: &Step) -> Result<(), Di
     set_func(d, func, step.name(), Level::Tile)
 }
 
+/// The driver entry of `tile-persistent`.
+pub(crate) fn run_tile_persistent(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name(), Level::Tile)?;
+    let r = crate::tile_persistent::run(&mut func);
+    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-persistent: {l}")));
+    set_func(d, func, step.name(), Level::Tile)
+}
+
 /// The driver entry of `tile-licm`.
 pub(crate) fn run_tile_licm(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     let mut func = d.take_func(step.name(), Level::TileGpu)?;
@@ -402,6 +412,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     d.facts.block_threads = Some(low.block_threads);
     d.facts.shared_bytes = Some(low.shared_bytes);
     d.facts.tma = low.tma.clone();
+    d.facts.persistent = low.persistent;
     d.mlir.parse(&low.text, "llvm")?;
     d.ir = Ir::Text(low.text);
     Ok(())

@@ -11,6 +11,7 @@ pub mod tile_approx_math;
 pub mod tile_layout;
 pub mod tile_licm;
 pub mod tile_load_order;
+pub mod tile_persistent;
 pub mod tile_pipeline;
 pub mod tile_swizzle;
 pub mod tile_to_llvm;
@@ -128,6 +129,13 @@ pub const PASSES: &[PassInfo] = &[
             check: check_bool,
         }],
         run: driver::run_tile_approx_math,
+    },
+    PassInfo {
+        name: "tile-persistent",
+        produces: Stage::Tile,
+        doc: "walk the grid's x tiles in a loop on as many blocks as the GPU holds at once (persistent kernel; the launcher fills num_tiles); tile-invariant scalars leave the loop",
+        options: &[],
+        run: driver::run_tile_persistent,
     },
     PassInfo {
         name: "tile-layout",
@@ -296,15 +304,18 @@ pub struct PipelineConfig {
     /// `--no-pingpong`: the consumer warpgroups of a warp-specialized kernel do not take
     /// turns (`tile-warp-specialize`'s `pingpong=false`), for the ablation.
     pub no_pingpong: bool,
+    /// The kernel's `persistent` hint or `--persistent`: `tile-persistent` runs.
+    pub persistent: bool,
 }
 
 /// The passes every kernel needs: without them there is no code.
 pub const REQUIRED: [&str; 2] = ["tile-layout", "tile-to-llvm"];
 
 /// The tilec passes of the default pipeline, in order.
-pub const DEFAULT_PASSES: [&str; 8] = [
+pub const DEFAULT_PASSES: [&str; 9] = [
     "tile-load-order",
     "tile-approx-math",
+    "tile-persistent",
     "tile-layout",
     "tile-licm",
     "tile-swizzle",
@@ -348,7 +359,10 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
     let mut steps = vec![];
     for name in DEFAULT_PASSES {
         let Some(p) = PASSES.iter().find(|p| p.name == name) else { continue };
-        if cfg.disabled.contains(name) || (name == "tile-warp-specialize" && !cfg.warp_specialize) {
+        if cfg.disabled.contains(name)
+            || (name == "tile-warp-specialize" && !cfg.warp_specialize)
+            || (name == "tile-persistent" && !cfg.persistent)
+        {
             continue;
         }
         let opts: Vec<(&str, &str)> = match name {

@@ -318,6 +318,7 @@ pub(crate) fn pure_scalar(func: &Func, op: &Op) -> bool {
                 | OpKind::Dim { .. }
                 | OpKind::Bid { .. }
                 | OpKind::NumBlocks { .. }
+                | OpKind::NumTiles { .. }
         )
 }
 
@@ -464,29 +465,76 @@ struct Pass<'a> {
     rings: Vec<RingInfo>,
 }
 
+/// The loop a pipelined loop sits in, at the top of its body (a persistent kernel's tile
+/// loop around a GEMM's K loop): where the inner loop's bounds are made before it, the rings
+/// are made once before it too and count their fills across its iterations.
+#[derive(Clone)]
+struct Outer {
+    iv: ValueId,
+    lb: ValueId,
+    step: ValueId,
+    /// The values its body makes (nested regions included), its induction variable and its
+    /// loop-carried values.
+    inside: std::collections::BTreeSet<ValueId>,
+}
+
 impl Pass<'_> {
-    fn ops(&mut self, func: &mut Func, ops: Vec<Op>) -> Vec<Op> {
+    /// Pipelines the loops of `ops` (innermost first). Returns the ops and the rings of loops
+    /// at the top of `ops` that count their fills across the iterations of `outer`: those
+    /// are to be made before `outer`.
+    /// `in_loop`: `ops` run inside a loop (perhaps under an `if` of it).
+    fn ops(&mut self, func: &mut Func, ops: Vec<Op>, outer: Option<&Outer>, in_loop: bool) -> (Vec<Op>, Vec<Op>) {
         let mut out = Vec::with_capacity(ops.len());
+        let mut hoisted = vec![];
         for mut op in ops {
             match &mut op.kind {
-                OpKind::For { body, .. } => {
-                    *body = self.ops(func, std::mem::take(body));
-                    out.extend(self.pipeline_loop(func, op));
+                OpKind::For { body, iv, lb, step, iters, .. } => {
+                    let mut inside = tilec_core::tir::defined_values(body);
+                    inside.insert(*iv);
+                    inside.extend(iters.iter().copied());
+                    let me = Outer { iv: *iv, lb: *lb, step: *step, inside };
+                    let (b, rings) = self.ops(func, std::mem::take(body), Some(&me), true);
+                    *body = b;
+                    out.extend(rings);
+                    let (ops, r) = self.pipeline_loop(func, op, outer, in_loop);
+                    out.extend(ops);
+                    hoisted.extend(r);
                 }
                 OpKind::If { then_ops, else_ops, .. } => {
-                    *then_ops = self.ops(func, std::mem::take(then_ops));
-                    *else_ops = self.ops(func, std::mem::take(else_ops));
+                    // A loop in an `if` may skip iterations of the loop around: its rings stay
+                    // its own.
+                    let (t, _) = self.ops(func, std::mem::take(then_ops), None, in_loop);
+                    let (e, _) = self.ops(func, std::mem::take(else_ops), None, in_loop);
+                    *then_ops = t;
+                    *else_ops = e;
                     out.push(op);
                 }
                 _ => out.push(op),
             }
         }
-        out
+        (out, hoisted)
     }
 
-    /// Pipelines one loop: the prologue, the loop, the epilogue.
-    fn pipeline_loop(&mut self, func: &mut Func, mut op: Op) -> Vec<Op> {
-        let OpKind::For { lb, step, iv, iters, body, yields, .. } = &mut op.kind else { return vec![op] };
+    /// Pipelines one loop: the prologue, the loop, the epilogue. Where `outer` (the loop this
+    /// one is at the top of) makes none of this loop's bounds, the rings count their fills
+    /// across `outer`'s iterations (fill `j` of iteration `k` of `outer` is fill
+    /// `k · trip + j`, so that a TMA ring's mbarrier phases run on) and are returned to be
+    /// made before `outer`; else they are made in the prologue. A loop inside another
+    /// (`in_loop`) whose fills cannot be counted so keeps `cp.async` rings: a TMA ring made
+    /// again would initialise its mbarriers while a slower warp may still wait on them.
+    fn pipeline_loop(
+        &mut self,
+        func: &mut Func,
+        mut op: Op,
+        outer: Option<&Outer>,
+        in_loop: bool,
+    ) -> (Vec<Op>, Vec<Op>) {
+        let OpKind::For { lb, step, iv, iters, body, yields, ub, .. } = &mut op.kind else {
+            return (vec![op], vec![]);
+        };
+        let ub = *ub;
+        let outer = outer.filter(|o| [*lb, ub, *step].iter().all(|v| !o.inside.contains(v)));
+        let tma_here = !in_loop || outer.is_some();
         let keep = if self.opts.in_flight { in_flight_mma(func, body, iters, yields) } else { None };
         let info = LoopInfo {
             lb: *lb,
@@ -515,7 +563,12 @@ impl Pass<'_> {
                         continue;
                     }
                     let bty = func.ty(buf).clone();
-                    let tma = self.opts.tma && tma_copy(func, k, &bty);
+                    let tma = self.opts.tma && tma_copy(func, k, &bty) && tma_here;
+                    if self.opts.tma && !tma_here && tma_copy(func, k, &bty) {
+                        self.report.push(format!(
+                            "{what}: cp.async rather than TMA: its loop runs inside another whose iterations cannot number the ring's fills (its bounds change, or an `if` skips it)"
+                        ));
+                    }
                     let Type::Smem { shape, dtype, layout } = &bty else { continue };
                     let extra = u32::from(keep.as_ref().is_some_and(|k| k.bufs.contains(&buf)));
                     let stages = distance + 1 + extra;
@@ -541,9 +594,9 @@ impl Pass<'_> {
             }
         }
         if cands.is_empty() {
-            return vec![op];
+            return (vec![op], vec![]);
         }
-        let OpKind::For { body, .. } = &mut op.kind else { return vec![op] };
+        let OpKind::For { body, .. } = &mut op.kind else { return (vec![op], vec![]) };
         let old_body = std::mem::take(body);
         let dists: Vec<u32> = cands.iter().map(|c| c.distance).collect();
         // Group counts concern the cp.async copies only: a TMA copy makes no group.
@@ -551,15 +604,30 @@ impl Pass<'_> {
         let mut counts = wait_counts(&groups).into_iter();
         let pend: Vec<u32> = cands.iter().map(|c| if c.tma { 0 } else { counts.next().unwrap_or(0) }).collect();
         let dmax = i64::from(dists.iter().copied().max().unwrap_or(0));
-        let ub = match &op.kind {
-            OpKind::For { ub, .. } => *ub,
-            _ => return vec![op],
-        };
+        // TMA rings in a loop around: fills numbered across its iterations (see the doc above).
+        let outer = outer.filter(|_| cands.iter().any(|c| c.tma));
+        let rings: Vec<Op> =
+            cands.iter().map(|c| Op { kind: OpKind::StagesAlloc, result: Some(c.ring), span: c.span }).collect();
 
         // Prologue.
         let mut pro = Emit { func, ops: vec![] };
-        for c in &cands {
-            pro.ops.push(Op { kind: OpKind::StagesAlloc, result: Some(c.ring), span: c.span });
+        // The fills of the loop around's earlier iterations, `k · trip` (`trip` = this loop's
+        // iteration count, 0 when it runs none).
+        let mut base: Option<(ValueId, ValueId)> = None;
+        if let Some(o) = outer {
+            let ty = info.ty.clone();
+            let rel = pro.bin(BinOp::Sub, o.iv, o.lb, &ty);
+            let k = pro.bin(BinOp::Div, rel, o.step, &ty);
+            let span = pro.bin(BinOp::Sub, ub, info.lb, &ty);
+            let one = pro.int(1, &ty);
+            let sm1 = pro.bin(BinOp::Sub, info.step, one, &ty);
+            let up = pro.bin(BinOp::Add, span, sm1, &ty);
+            let q = pro.bin(BinOp::Div, up, info.step, &ty);
+            let zero = pro.int(0, &ty);
+            let trip = pro.bin(BinOp::Max, q, zero, &ty);
+            base = Some((pro.bin(BinOp::Mul, k, trip, &ty), trip));
+        } else {
+            pro.ops.extend(rings.iter().cloned());
         }
         for t in -dmax..0 {
             for c in &cands {
@@ -571,8 +639,19 @@ impl Pass<'_> {
                 let OpKind::AsyncCopy { index, .. } = &c.kind else { continue };
                 let mut e = Emit { func: &mut *pro.func, ops: vec![] };
                 let idx = clone_slice(&mut e, &old_body, &c.slice, info.iv, at, index);
-                let s = e.int(target % i64::from(c.stages), &info.ty);
-                self.copy_into(&mut e, c, s, idx, Fill::Const(target));
+                match base {
+                    None => {
+                        let s = e.int(target % i64::from(c.stages), &info.ty);
+                        self.copy_into(&mut e, c, s, idx, Fill::Const(target));
+                    }
+                    Some((b, _)) => {
+                        let tv = e.int(target, &info.ty);
+                        let fill = e.bin(BinOp::Add, b, tv, &info.ty);
+                        let sc = e.int(i64::from(c.stages), &info.ty);
+                        let s = e.bin(BinOp::Rem, fill, sc, &info.ty);
+                        self.copy_into(&mut e, c, s, idx, Fill::Value(fill));
+                    }
+                }
                 let ops = e.ops;
                 self.guarded(&mut pro, c, at, ub, ops);
             }
@@ -582,7 +661,12 @@ impl Pass<'_> {
         // The body: the old ops, each copy replaced by its wait, its stage's read and the
         // refill `d` iterations ahead.
         let mut top = Emit { func, ops: vec![] };
-        let n = info.iteration(&mut top);
+        let local = info.iteration(&mut top);
+        // The fill number of this iteration's stages, counted across the loop around.
+        let n = match base {
+            Some((b, _)) => top.bin(BinOp::Add, local, b, &info.ty),
+            None => local,
+        };
         let mut new_body = top.ops;
         let mut skip_wait = false;
         // The stage each candidate reads in this iteration.
@@ -618,7 +702,7 @@ impl Pass<'_> {
             let OpKind::AsyncCopy { index, .. } = &c.kind else { continue };
             let idx = clone_slice(&mut e, &old_body, &c.slice, info.iv, ahead, index);
             // With `range(0, …)` the iteration number is the induction value.
-            let nk = if n == info.iv && info.step_c == Some(1) {
+            let nk = if n == info.iv && info.step_c == Some(1) && base.is_none() {
                 ahead
             } else {
                 let k = e.int(i64::from(c.distance), &info.ty);
@@ -664,7 +748,7 @@ impl Pass<'_> {
                     at + 1,
                     Op { kind: OpKind::MmaWait { value: issued, pending: 1 }, result: Some(k.result), span: None },
                 );
-                let OpKind::For { results, .. } = &mut op.kind else { return vec![op] };
+                let OpKind::For { results, .. } = &mut op.kind else { return (vec![op], vec![]) };
                 let fin = results[k.iter];
                 let last = func.new_value(ty);
                 results[k.iter] = last;
@@ -687,7 +771,23 @@ impl Pass<'_> {
                 let prev = e.bin(BinOp::Rem, back, sc, &info.ty);
                 let zero = e.int(0, &info.ty);
                 let release = Op { kind: OpKind::StageRelease { ring: c.ring, slot: prev }, result: None, span: None };
-                e.when(CmpPred::Gt, n, zero, vec![release], None);
+                e.when(CmpPred::Gt, local, zero, vec![release], None);
+                // The last iteration's stage, read until the wait after the loop: released
+                // there, where a later run of this loop (the loop around's next iteration)
+                // refills it.
+                if let Some((b, trip)) = base {
+                    let mut g = Emit { func: &mut *e.func, ops: vec![] };
+                    let sc = g.int(i64::from(c.stages), &info.ty);
+                    let fills = g.bin(BinOp::Add, b, trip, &info.ty);
+                    let one = g.int(1, &info.ty);
+                    let lastf = g.bin(BinOp::Sub, fills, one, &info.ty);
+                    let last = g.bin(BinOp::Rem, lastf, sc, &info.ty);
+                    let zero = g.int(0, &info.ty);
+                    let release =
+                        Op { kind: OpKind::StageRelease { ring: c.ring, slot: last }, result: None, span: None };
+                    g.when(CmpPred::Gt, trip, zero, vec![release], None);
+                    after.extend(g.ops);
+                }
             } else {
                 e.ops.push(Op { kind: OpKind::StageRelease { ring: c.ring, slot }, result: None, span: None });
             }
@@ -698,7 +798,7 @@ impl Pass<'_> {
                 tensor_name(func, &c.kind)
             ));
         }
-        let OpKind::For { body, .. } = &mut op.kind else { return vec![op] };
+        let OpKind::For { body, .. } = &mut op.kind else { return (vec![op], vec![]) };
         *body = new_body;
         let mut out = prologue;
         out.push(op);
@@ -706,7 +806,14 @@ impl Pass<'_> {
         if cands.iter().any(|c| !c.tma) {
             out.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
         }
-        out
+        if base.is_some() {
+            self.report.push(
+                "rings made before the loop around this one, their fills counted across its iterations (mbarrier phases run on from one run of this loop to the next)".into(),
+            );
+            (out, rings)
+        } else {
+            (out, vec![])
+        }
     }
 
     /// `ops` (a copy into a stage) as they are for a `cp.async` ring — a copy past the loop's
@@ -777,7 +884,7 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<PipelineReport, Diagnostic
         }
     });
     let ops = std::mem::take(&mut func.ops);
-    func.ops = pass.ops(func, ops);
+    func.ops = pass.ops(func, ops, None, false).0;
     budget(func, opts, &pass.rings)?;
     Ok(PipelineReport { lines: pass.report })
 }

@@ -107,56 +107,69 @@ fn free_uses(ops: &[Op]) -> BTreeSet<ValueId> {
     used.difference(&defined_values(ops)).copied().collect()
 }
 
-/// Where a value is made: a top-level op, an op of a top-level loop's body, or a loop's
-/// induction variable.
-#[derive(Clone, Copy, Debug)]
+/// Where an op is: its index in the kernel's ops, then in the body of each loop on the way.
+type Path = Vec<usize>;
+
+/// Where a value is made: an op, or a loop's induction variable.
+#[derive(Clone, Debug)]
 enum Def {
-    Top(usize),
-    Body(usize, usize),
-    Iv(usize),
+    Op(Path),
+    Iv(Path),
 }
 
-/// The op at `(i, None)` (top level) or `(i, Some(j))` (op `j` of top-level loop `i`).
-fn op_at(func: &Func, (i, j): (usize, Option<usize>)) -> Option<&Op> {
-    match (j, &func.ops.get(i)?.kind) {
-        (None, _) => func.ops.get(i),
-        (Some(j), OpKind::For { body, .. }) => body.get(j),
+/// The op at `path` (through loop bodies only).
+fn op_at<'f>(ops: &'f [Op], path: &[usize]) -> Option<&'f Op> {
+    let (&first, rest) = path.split_first()?;
+    let op = ops.get(first)?;
+    match (rest.is_empty(), &op.kind) {
+        (true, _) => Some(op),
+        (false, OpKind::For { body, .. }) => op_at(body, rest),
         _ => None,
+    }
+}
+
+/// What the partition needs to know of the kernel's ops: where values are made, the fills,
+/// and the loops that hold a fill (at any depth, through loop bodies only).
+#[derive(Default)]
+struct Scan {
+    defs: BTreeMap<ValueId, Def>,
+    fills: BTreeSet<Path>,
+    loops: BTreeSet<Path>,
+}
+
+impl Scan {
+    fn ops(&mut self, func: &Func, ops: &[Op], prefix: &[usize]) {
+        for (j, op) in ops.iter().enumerate() {
+            let mut path = prefix.to_vec();
+            path.push(j);
+            if let Some(r) = op.result {
+                self.defs.insert(r, Def::Op(path.clone()));
+            }
+            if is_fill(func, op) {
+                for k in 1..path.len() {
+                    self.loops.insert(path[..k].to_vec());
+                }
+                self.fills.insert(path);
+                continue;
+            }
+            if let OpKind::For { iv, body, .. } = &op.kind {
+                self.defs.insert(*iv, Def::Iv(path.clone()));
+                self.ops(func, body, &path);
+            }
+        }
     }
 }
 
 /// The partition of `func`'s ops (the rings first wherever they are at the top level), or
 /// why it has none.
 pub fn partition(func: &Func) -> Result<Partition, String> {
-    let mut defs: BTreeMap<ValueId, Def> = BTreeMap::new();
-    let mut fills: BTreeSet<(usize, Option<usize>)> = BTreeSet::new();
-    let mut loops: BTreeSet<usize> = BTreeSet::new();
-    for (i, op) in func.ops.iter().enumerate() {
-        if let Some(r) = op.result {
-            defs.insert(r, Def::Top(i));
-        }
-        if is_fill(func, op) {
-            fills.insert((i, None));
-            continue;
-        }
-        if let OpKind::For { iv, body, .. } = &op.kind {
-            defs.insert(*iv, Def::Iv(i));
-            for (j, b) in body.iter().enumerate() {
-                if let Some(r) = b.result {
-                    defs.insert(r, Def::Body(i, j));
-                }
-                if is_fill(func, b) {
-                    fills.insert((i, Some(j)));
-                    loops.insert(i);
-                }
-            }
-        }
-    }
+    let mut scan = Scan::default();
+    scan.ops(func, &func.ops, &[]);
     // Every TMA copy and stage acquisition must be in one of the fills found.
     let mut copies = 0;
     let mut in_fills = 0;
     func.walk(&mut |o| copies += usize::from(matches!(o.kind, OpKind::AsyncCopy { tma: true, .. })));
-    for op in fills.iter().filter_map(|&at| op_at(func, at)) {
+    for op in scan.fills.iter().filter_map(|at| op_at(&func.ops, at)) {
         walk_ops(std::slice::from_ref(op), &mut |o| {
             in_fills += usize::from(matches!(o.kind, OpKind::AsyncCopy { tma: true, .. }));
         });
@@ -166,39 +179,38 @@ pub fn partition(func: &Func) -> Result<Partition, String> {
     }
     if in_fills != copies {
         return Err(format!(
-            "{} of the kernel's {copies} TMA copies are not in a fill at the top level or in a top-level loop",
+            "{} of the kernel's {copies} TMA copies are not in a fill at the top level or in loops",
             copies - in_fills
         ));
     }
-    // The slice: what the fills and the loops' bounds read, closed over pure scalar ops.
-    let mut need: Vec<(ValueId, Option<usize>)> = vec![];
-    for &(i, j) in &fills {
-        let Some(op) = op_at(func, (i, j)) else { continue };
-        need.extend(free_uses(std::slice::from_ref(op)).into_iter().map(|v| (v, j.map(|_| i))));
+    // The slice: what the fills and the loops' bounds read, closed over pure scalar ops. (A
+    // value a fill reads is made where the fill can see it, SSA's rule: before it in its
+    // loop or a loop around it, or before them all.)
+    let mut need: Vec<ValueId> = vec![];
+    for at in &scan.fills {
+        let Some(op) = op_at(&func.ops, at) else { continue };
+        need.extend(free_uses(std::slice::from_ref(op)));
     }
-    for &l in &loops {
-        if let OpKind::For { lb, ub, step, .. } = &func.ops[l].kind {
-            need.extend([(*lb, None), (*ub, None), (*step, None)]);
+    for at in &scan.loops {
+        if let Some(Op { kind: OpKind::For { lb, ub, step, .. }, .. }) = op_at(&func.ops, at) {
+            need.extend([*lb, *ub, *step]);
         }
     }
     let params: BTreeSet<ValueId> = func.params.iter().map(|p| p.value).collect();
-    let mut slice: BTreeSet<(usize, Option<usize>)> = BTreeSet::new();
-    while let Some((v, in_loop)) = need.pop() {
+    let mut slice: BTreeSet<Path> = BTreeSet::new();
+    while let Some(v) = need.pop() {
         if params.contains(&v) {
             continue;
         }
-        let (at, op) = match defs.get(&v) {
-            Some(Def::Top(i)) => ((*i, None), &func.ops[*i]),
-            Some(Def::Body(i, j)) if in_loop == Some(*i) => match &func.ops[*i].kind {
-                OpKind::For { body, .. } => ((*i, Some(*j)), &body[*j]),
-                _ => return Err("a loop without a body".into()),
-            },
-            Some(Def::Iv(i)) if in_loop == Some(*i) => continue,
+        let at = match scan.defs.get(&v) {
+            Some(Def::Op(at)) => at.clone(),
+            Some(Def::Iv(at)) if scan.loops.contains(at) => continue,
             _ => {
                 return Err(format!("a copy reads %{}, which is not a value of its iteration or before its loop", v.0))
             }
         };
-        if matches!(op.kind, OpKind::StagesAlloc) && at.1.is_none() {
+        let Some(op) = op_at(&func.ops, &at) else { return Err("a value made nowhere".into()) };
+        if matches!(op.kind, OpKind::StagesAlloc) && at.len() == 1 {
             // A ring: made by every thread before the roles part.
             continue;
         }
@@ -209,25 +221,42 @@ pub fn partition(func: &Func) -> Result<Partition, String> {
             ));
         }
         if slice.insert(at) {
-            need.extend(op.kind.operands().into_iter().map(|u| (u, at.1.map(|_| at.0))));
+            need.extend(op.kind.operands());
         }
     }
     let mut part = Partition { copies, ..Partition::default() };
-    for (i, op) in func.ops.iter().enumerate() {
-        if matches!(op.kind, OpKind::StagesAlloc) {
-            part.common.push(op.clone());
+    let (producer, consumer) = split(&func.ops, &[], &scan, &slice, &mut part.common);
+    part.producer = producer;
+    part.consumer = consumer;
+    Ok(part)
+}
+
+/// The producer's and the consumers' ops of `ops` (at `prefix`); rings at the top level go
+/// to `common`. The producer gets the fills, the slice, and each loop that holds a fill with
+/// its producer ops and without carried values; the consumers every op but the fills.
+fn split(
+    ops: &[Op],
+    prefix: &[usize],
+    scan: &Scan,
+    slice: &BTreeSet<Path>,
+    common: &mut Vec<Op>,
+) -> (Vec<Op>, Vec<Op>) {
+    let (mut producer, mut consumer) = (vec![], vec![]);
+    for (j, op) in ops.iter().enumerate() {
+        let mut path = prefix.to_vec();
+        path.push(j);
+        if prefix.is_empty() && matches!(op.kind, OpKind::StagesAlloc) {
+            common.push(op.clone());
             continue;
         }
-        let fill = fills.contains(&(i, None));
-        if fill || slice.contains(&(i, None)) {
-            part.producer.push(op.clone());
+        let fill = scan.fills.contains(&path);
+        if fill || slice.contains(&path) {
+            producer.push(op.clone());
         }
-        if loops.contains(&i) {
+        if scan.loops.contains(&path) {
             let OpKind::For { lb, ub, step, iv, body, .. } = &op.kind else { continue };
-            let keep = |j: usize| fills.contains(&(i, Some(j))) || slice.contains(&(i, Some(j)));
-            let producer_body: Vec<Op> =
-                body.iter().enumerate().filter(|(j, _)| keep(*j)).map(|(_, b)| b.clone()).collect();
-            part.producer.push(Op {
+            let (p, c) = split(body, &path, scan, slice, common);
+            producer.push(Op {
                 kind: OpKind::For {
                     lb: *lb,
                     ub: *ub,
@@ -235,28 +264,23 @@ pub fn partition(func: &Func) -> Result<Partition, String> {
                     iv: *iv,
                     init: vec![],
                     iters: vec![],
-                    body: producer_body,
+                    body: p,
                     yields: vec![],
                     results: vec![],
                 },
                 result: None,
                 span: op.span,
             });
-            let mut consumer = op.clone();
-            if let OpKind::For { body, .. } = &mut consumer.kind {
-                *body = body
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| !fills.contains(&(i, Some(*j))))
-                    .map(|(_, b)| b.clone())
-                    .collect();
+            let mut kept = op.clone();
+            if let OpKind::For { body, .. } = &mut kept.kind {
+                *body = c;
             }
-            part.consumer.push(consumer);
+            consumer.push(kept);
         } else if !fill {
-            part.consumer.push(op.clone());
+            consumer.push(op.clone());
         }
     }
-    Ok(part)
+    (producer, consumer)
 }
 
 /// The register split of a block of `consumer_warps + 4` warps at `occupancy` blocks per SM:

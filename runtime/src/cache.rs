@@ -580,6 +580,7 @@ mod tests {
             constants: Default::default(),
             tma: vec![],
             requires: vec![],
+            persistent: false,
         };
         Artifact {
             kernel: name.into(),

@@ -426,7 +426,11 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
     if sig.block_threads == 0 || sig.block_threads > 1024 {
         return Err(RuntimeError::BadGrid(format!("block of {} threads", sig.block_threads)));
     }
-    // The tensor maps, after the parameters.
+    // A persistent kernel's tile count, then the tensor maps, after the parameters.
+    if sig.persistent {
+        let x = i32::try_from(grid[0]).map_err(|_| RuntimeError::BadGrid(format!("{} tiles along x", grid[0])))?;
+        words.push(Word::I32(x));
+    }
     for m in &sig.tma {
         let Some(ArgDesc::Tensor(t)) = args.get(m.param) else {
             return Err(RuntimeError::BadArgument {
@@ -541,6 +545,9 @@ fn tensor_bytes(dtype: DType, shape: &[i64]) -> Option<usize> {
 pub struct Kernel {
     pub func: CudaFunction,
     pub signature: Signature,
+    /// A persistent kernel's blocks along x at most: as many as the device holds at once
+    /// (SMs × the blocks of it one SM fits, by the driver's occupancy calculator).
+    pub resident_blocks: Option<u32>,
 }
 
 impl Device {
@@ -590,7 +597,19 @@ impl Device {
                 .map_err(|_| RuntimeError::Unsupported(format!("{} bytes of shared memory", signature.shared_bytes)))?;
             func.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes).map_err(drv)?;
         }
-        Ok(Kernel { func, signature })
+        let mut k = Kernel { func, signature, resident_blocks: None };
+        if k.signature.persistent {
+            let per_sm = self.occupancy(&k)?;
+            let sms = self.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(drv)?;
+            if per_sm == 0 {
+                return Err(RuntimeError::Unsupported(format!(
+                    "kernel `{}` cannot run one block on an SM of {} (registers, shared memory or threads)",
+                    k.signature.name, self.name
+                )));
+            }
+            k.resident_blocks = Some(per_sm.saturating_mul(u32::try_from(sms).unwrap_or(1).max(1)));
+        }
+        Ok(k)
     }
 
     pub fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, RuntimeError> {
@@ -668,8 +687,13 @@ impl Device {
         if plan.empty {
             return Ok(());
         }
+        // A persistent kernel walks its tiles on the blocks the device holds at once.
+        let x = match k.resident_blocks {
+            Some(r) if k.signature.persistent => plan.grid[0].min(r).max(1),
+            _ => plan.grid[0],
+        };
         let cfg = LaunchConfig {
-            grid_dim: (plan.grid[0], plan.grid[1], plan.grid[2]),
+            grid_dim: (x, plan.grid[1], plan.grid[2]),
             block_dim: (plan.block, 1, 1),
             // Kernels over the static limit declare their shared memory dynamic.
             shared_mem_bytes: if plan.shared_bytes > tilec_core::target::STATIC_SMEM_LIMIT {
@@ -801,6 +825,7 @@ mod tests {
             constants: Default::default(),
             tma: vec![],
             requires: vec![],
+            persistent: false,
         }
     }
 
@@ -862,6 +887,22 @@ mod tests {
         let y = TensorDesc { strides: vec![12, 1], ..x.clone() };
         assert!(TensorMapRequest::new(&y, &[64, 16], 128).unwrap_err().contains("16 bytes"));
         assert!(TensorMapRequest::new(&x, &[64], 128).is_err());
+    }
+
+    #[test]
+    fn a_persistent_kernel_takes_its_tile_count_before_the_tensor_maps() {
+        let mut s = sig();
+        s.persistent = true;
+        s.tma = vec![tilec_core::abi::TmaParam { param: 0, box_dims: vec![64, 128], swizzle: 128 }];
+        let p = validate(&s, &[t(vec![1000, 512], 4096), t(vec![1000, 512], 1 << 20)], None).unwrap();
+        // The grid stays the tiles' (the launch clamps it to the resident blocks).
+        assert_eq!(p.grid, [250, 1, 1]);
+        assert_eq!(p.words.len(), 12);
+        assert_eq!(p.words[10], Word::I32(250));
+        assert!(matches!(p.words[11], Word::TensorMap(_)));
+        // An explicit grid is the tile count too.
+        let p = validate(&s, &[t(vec![1000, 512], 4096), t(vec![1000, 512], 1 << 20)], Some([7, 1, 1])).unwrap();
+        assert_eq!(p.words[10], Word::I32(7));
     }
 
     #[test]

@@ -197,6 +197,60 @@ fn pipelined_kernels_interpret_like_their_references() {
     }
 }
 
+/// `tile-persistent` before the pipeline, with and without the producer warpgroup: the GEMMs
+/// walk several tiles a block (the interpreter runs a persistent kernel on at most
+/// `PERSISTENT_BLOCKS` blocks), their TMA rings made once before the tile loop and numbered
+/// across it — which the interpreter's mbarrier model checks at every wait, acquire and
+/// release — and the results match the references on ragged shapes (K not a multiple of
+/// TILE_K, so the fill count of one tile is not a multiple of the ring's stages).
+#[test]
+fn persistent_gemms_interpret_like_their_references() {
+    use tilec_core::DType;
+    use tilec_passes::driver::Step;
+    use tilec_suite::Case;
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    let pass = |n: &str, o: &[(&str, &str)]| Step::tilec(tilec_passes::PASSES.iter().find(|p| p.name == n).unwrap(), o);
+    let plain = vec![
+        pass("tile-persistent", &[]),
+        pass("tile-layout", &[]),
+        pass("tile-licm", &[]),
+        pass("tile-pipeline", &[]),
+    ];
+    let mut ws = plain.clone();
+    ws[3] = pass("tile-pipeline", &[("warp-specialize", "true")]);
+    ws.push(pass("tile-warp-specialize", &[]));
+    // 128-row tiles over 8 warps: wgmma, so TMA rings.
+    let gemm = |d: &[i64]| Case::new(DType::F16, d).with("TILE_M", 128).with("TILE_N", 64).with("TILE_K", 32);
+    let cases = [
+        ("matmul", gemm(&[200, 150, 168]).with("GROUP_M", 2)),
+        ("matmul", gemm(&[300, 130, 100]).with("GROUP_M", 3)),
+        ("matmul", gemm(&[1, 300, 64])),
+        ("bmm", gemm(&[2, 300, 72, 168])),
+    ];
+    for (steps, what) in [(&plain, "plain"), (&ws, "warp-specialized")] {
+        let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
+            let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
+            for s in steps.iter() {
+                d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
+            }
+            let text = d.text();
+            assert!(text.contains("tile.num_tiles"), "{what}: not persistent");
+            // The rings are made once, before the tile loop.
+            let ring = text.find("tilegpu.stages_alloc").expect("pipelined");
+            assert!(ring < text.find("scf.for").unwrap(), "{what}: a ring inside the tile loop");
+            assert_eq!(text.contains("tile.warp_specialize"), what == "warp-specialized", "{what}");
+            mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
+        };
+        for (name, case) in &cases {
+            let spec = tilec_suite::find(name).unwrap();
+            let c = tilec_suite::run_on_interp_with(spec, case, &kernels, 7, &lower)
+                .unwrap_or_else(|e| panic!("{what} {name} {}: {e}", case.label()));
+            assert!(c.pass, "{what} {name} {}: rel L2 {:.3e} {}", case.label(), c.rel_l2, c.note);
+        }
+    }
+}
+
 /// `tile-swizzle` over the kernel library: every shared buffer of every compute kernel on
 /// every target gets a swizzle with no extra wavefront for its `ldmatrix` reads or its
 /// 16-byte writes (the pass's CPU model, `SwizzledShared::{ldmatrix,write}_conflicts`), and
@@ -468,4 +522,69 @@ fn fmha_warpgroups_take_turns_on_the_tensor_cores() {
             assert!(e.contains("deadlock"), "{e}");
         }
     }
+}
+
+/// A persistent GEMM through the whole pipeline for sm_90a: the signature says `persistent`,
+/// the PTX entry takes the tile count after the tensors and before the tensor maps (the
+/// ABI's order), the ring's mbarriers are initialised once before the tile loop, and with
+/// the producer warpgroup the producer's copy holds the tile loop around the K loop.
+#[test]
+fn a_persistent_gemm_takes_its_tile_count_and_keeps_its_rings() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul.tile");
+    let src = tilec::Source::new("matmul", std::fs::read_to_string(p).unwrap());
+    for ws in [false, true] {
+        let o = tilec::CompileOptions {
+            arch: "sm_90a".into(),
+            persistent: true,
+            warp_specialize: ws,
+            ..Default::default()
+        };
+        let c = tilec::compile(&src, &o).unwrap();
+        assert!(c.signature.persistent, "ws {ws}");
+        assert!(!c.signature.tma.is_empty(), "ws {ws}: TMA rings");
+        let ptx = c.ptx();
+        let entry = &ptx[ptx.find(".entry").unwrap()..];
+        let params = &entry[..entry.find(')').unwrap()];
+        // Three rank-2 tensors (a pointer, two extents, two strides each), then the i32.
+        let kinds: Vec<&str> = params.lines().filter(|l| l.contains(".param")).collect();
+        assert!(
+            kinds[15].contains(".param .u32") && kinds[16].contains(".b8") && kinds[16].contains("[128]"),
+            "{params}"
+        );
+        // The mbarriers are initialised once: no `mbarrier.init` between a label and a later
+        // branch back to it.
+        let lines: Vec<&str> = ptx.lines().collect();
+        assert!(ptx.contains("mbarrier.init"));
+        for (i, l) in lines.iter().enumerate() {
+            let Some(label) = l.strip_suffix(':') else { continue };
+            let back =
+                lines[i..].iter().rposition(|b| b.contains("bra") && b.trim_end().ends_with(&format!("{label};")));
+            if let Some(j) = back {
+                assert!(
+                    !lines[i..i + j].iter().any(|x| x.contains("mbarrier.init")),
+                    "ws {ws}: mbarrier.init in loop {label}"
+                );
+            }
+        }
+        // Without the hint or the switch: no parameter, a grid of one block a tile.
+        let plain = tilec::compile(&src, &tilec::CompileOptions { persistent: false, ..o }).unwrap();
+        assert!(!plain.signature.persistent && !plain.ptx().contains(".param .u32"));
+    }
+    // The partition of the warp-specialized kernel: the producer walks the tiles too.
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/passes/tile-warp-specialize/persistent_gemm.mlir");
+    let mut d = Driver::new(&mlir, Ir::Text(std::fs::read_to_string(f).unwrap()));
+    let step = parse_pipeline(&mlir, "tile-warp-specialize").unwrap();
+    d.run(&step[0]).unwrap();
+    let func = mlir.read(&d.text(), "tilegpu", None).unwrap();
+    let part = tilec_passes::tile_warp_specialize::partition(&func).unwrap();
+    let loops: Vec<&tilec_core::tir::Op> =
+        part.producer.iter().filter(|o| matches!(o.kind, tilec_core::tir::OpKind::For { .. })).collect();
+    let [tile_loop] = loops[..] else { panic!("the producer has {} top-level loops", loops.len()) };
+    let tilec_core::tir::OpKind::For { body, .. } = &tile_loop.kind else { unreachable!() };
+    assert!(
+        body.iter().any(|o| matches!(o.kind, tilec_core::tir::OpKind::For { .. })),
+        "no K loop in the producer's tile loop"
+    );
+    assert_eq!(part.copies, 6, "the prologue's four fills (two iterations of A and B) and the two refills");
 }

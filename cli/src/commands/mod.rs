@@ -168,7 +168,7 @@ mod tests {
 #[derive(clap::Args, Debug, Default)]
 pub struct VariantArgs {
     /// Leave an optional pass out of the default pipeline (repeatable): tile-load-order,
-    /// tile-approx-math, tile-licm, tile-swizzle, tile-pipeline, tile-warp-specialize.
+    /// tile-approx-math, tile-persistent, tile-licm, tile-swizzle, tile-pipeline, tile-warp-specialize.
     #[arg(long = "disable-pass", value_name = "NAME")]
     pub disable_pass: Vec<String>,
     /// Approximate every float op whose options the source leaves open (`tile-approx-math`):
@@ -198,6 +198,10 @@ pub struct VariantArgs {
     /// tensor cores (FlashAttention-3's ping-pong): the ablation.
     #[arg(long)]
     pub no_pingpong: bool,
+    /// Make the kernel persistent (`tile-persistent`: as many blocks as the GPU holds at once,
+    /// each walking tiles), as a kernel's `persistent = true` hint does.
+    #[arg(long)]
+    pub persistent: bool,
 }
 
 impl VariantArgs {
@@ -216,6 +220,7 @@ impl VariantArgs {
             empty_barriers: self.empty_barriers,
             warp_specialize: self.warp_specialize,
             no_pingpong: self.no_pingpong,
+            persistent: self.persistent,
         }
     }
 }

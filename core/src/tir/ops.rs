@@ -120,6 +120,12 @@ pub enum OpKind {
     NumBlocks {
         axis: u32,
     },
+    /// The grid extent along `axis` that the launch stands for (the signature's grid), where a
+    /// persistent kernel (`tile-persistent`) runs on fewer blocks than that and walks its
+    /// tiles; lowered as a parameter the launcher fills (the ABI's `persistent`).
+    NumTiles {
+        axis: u32,
+    },
     Cmp(CmpPred, ValueId, ValueId),
     Logic(LogicOp, ValueId, ValueId),
     /// Elementwise `cond ? a : b`.
@@ -291,6 +297,7 @@ impl OpKind {
         match self {
             OpKind::Bid { .. }
             | OpKind::NumBlocks { .. }
+            | OpKind::NumTiles { .. }
             | OpKind::ConstInt(_)
             | OpKind::ConstFloat(_)
             | OpKind::Arange => vec![],

@@ -278,6 +278,7 @@ impl Printer<'_> {
                 format!("\"tile.element\"({}) : ({}) -> {rty}", args.join(", "), tys.join(", "))
             }
             OpKind::NumBlocks { axis } => format!("\"tile.num_blocks\"() {{axis = {axis} : i32}} : () -> {rty}"),
+            OpKind::NumTiles { axis } => format!("\"tile.num_tiles\"() {{axis = {axis} : i32}} : () -> {rty}"),
             OpKind::Cmp(p, x, y) => {
                 let f = self.f.ty(*x).dtype().is_float();
                 format!("{} {}, {}, {} : {}", if f { "arith.cmpf" } else { "arith.cmpi" }, p.mlir(f), n(x), n(y), t(x))

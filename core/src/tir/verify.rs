@@ -249,7 +249,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
     }
     let scalar_i32 = |t: &Type| matches!(t, Type::Scalar(DType::I32));
     match &op.kind {
-        OpKind::Bid { axis } | OpKind::NumBlocks { axis } => {
+        OpKind::Bid { axis } | OpKind::NumBlocks { axis } | OpKind::NumTiles { axis } => {
             if *axis > 2 || !scalar_i32(&r) {
                 return fail(format!("grid axis {axis} (0, 1 or 2) with an i32 result"));
             }

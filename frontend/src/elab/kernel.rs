@@ -30,6 +30,10 @@ const HINTS: &[(&str, &str, HintSetter)] = &[
         h.warp_specialize = n != 0;
         (0..=1).contains(&n)
     }),
+    ("persistent", "persistent is true or false", |n, h| {
+        h.persistent = n != 0;
+        (0..=1).contains(&n)
+    }),
 ];
 
 pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnostic>> {
@@ -406,6 +410,7 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         constants,
         tma: vec![],
         requires,
+        persistent: false,
     };
     Ok(Elaborated { func: cx.func, signature, hints, tune, tune_ok })
 }

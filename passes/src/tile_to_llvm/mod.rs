@@ -123,6 +123,9 @@ pub struct Lowered {
     pub block_threads: u32,
     /// The tensor maps the kernel takes after its parameters (the signature's `tma`).
     pub tma: Vec<tilec_core::abi::TmaParam>,
+    /// The kernel reads `num_tiles(0)` (`tile-persistent`): it takes the grid's x extent as
+    /// an i32 after its parameters, before the tensor maps (the signature's `persistent`).
+    pub persistent: bool,
     /// What the tensor-core lowering did (`--report`): per `mma`, the instructions of one K
     /// step; per shared buffer, its swizzle and the bank conflicts of its `ldmatrix` reads.
     pub report: Vec<String>,
@@ -168,6 +171,8 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
 /// what the family functions share (thread coordinates, the shared-memory buffer).
 pub(crate) struct Lowering<'f> {
     func: &'f Func,
+    /// A persistent kernel's tile-count parameter (`num_tiles(0)`).
+    num_tiles: Option<Reg>,
     /// The target; family functions ask it what the chip has.
     #[allow(dead_code)]
     arch: &'static Arch,
@@ -538,6 +543,14 @@ fn lower_with<'f>(
             Type::Tile { .. } | Type::Smem { .. } => return Err(err("a kernel parameter cannot be a tile")),
         }
     }
+    // A persistent kernel's tile count (the ABI's `persistent`).
+    let mut persistent = false;
+    func.walk(&mut |o| persistent |= matches!(o.kind, OpKind::NumTiles { axis: 0 }));
+    let num_tiles = persistent.then(|| {
+        let r = Reg::new("%tilec_num_tiles_x", Ty::I32);
+        args.push(format!("{r}: i32"));
+        r
+    });
     for k in 0..facts.tma.len() {
         // A tensor map by value (CUTLASS's `__grid_constant__ const CUtensorMap`).
         args.push(format!(
@@ -546,6 +559,7 @@ fn lower_with<'f>(
     }
     let mut lw = Lowering {
         func,
+        num_tiles,
         arch,
         em,
         vals,
@@ -611,7 +625,10 @@ fn lower_with<'f>(
     s.push_str(&body);
     let _ = writeln!(s, "    llvm.return\n  }}\n}}");
     let report = std::mem::take(&mut lw.report);
-    Ok((Lowered { text: s, shared_bytes: smem, block_threads: threads, tma: facts.tma.clone(), report }, requests))
+    Ok((
+        Lowered { text: s, shared_bytes: smem, block_threads: threads, tma: facts.tma.clone(), persistent, report },
+        requests,
+    ))
 }
 
 impl Lowering<'_> {
@@ -750,7 +767,9 @@ impl Lowering<'_> {
     fn op(&mut self, op: &Op) -> Result<(), Diagnostic> {
         let rty = op.result.map(|r| self.func.ty(r).clone());
         let value = match &op.kind {
-            OpKind::Bid { .. } | OpKind::NumBlocks { .. } | OpKind::Dim { .. } => self.grid_value(&op.kind)?,
+            OpKind::Bid { .. } | OpKind::NumBlocks { .. } | OpKind::NumTiles { .. } | OpKind::Dim { .. } => {
+                self.grid_value(&op.kind)?
+            }
             OpKind::ConstInt(_) | OpKind::ConstFloat(_) | OpKind::Splat(_) | OpKind::Arange => {
                 self.constant(op, rty.as_ref())?
             }
@@ -860,7 +879,11 @@ impl Lowering<'_> {
     /// `bid`, `num_blocks`, `dim`: scalars from special registers and the parameters.
     fn grid_value(&mut self, kind: &OpKind) -> Result<Value, Diagnostic> {
         Ok(match kind {
-            OpKind::Bid { axis } | OpKind::NumBlocks { axis } => {
+            OpKind::NumTiles { axis: 0 } => {
+                Value::Scalar(self.num_tiles.clone().ok_or_else(|| err("num_tiles without its parameter"))?)
+            }
+            // Only x is walked by a persistent kernel: along y and z the launch is the grid.
+            OpKind::Bid { axis } | OpKind::NumBlocks { axis } | OpKind::NumTiles { axis } => {
                 let a = ["x", "y", "z"].get(*axis as usize).ok_or_else(|| err("grid axis out of range"))?;
                 let reg = if matches!(kind, OpKind::Bid { .. }) { "ctaid" } else { "nctaid" };
                 Value::Scalar(self.em.sreg(&format!("{reg}.{a}")))

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""cuBLAS and cuDNN on the tensor-core shapes of issue 25, quickly (no Triton autotuning):
+the figures `tilec bench` is compared with in the same GPU call.
+
+    python3 bench/peers_tc.py [--out peers.json] [--only gemm,fmha]
+
+Timing as `anchors.py` (../shared/bench/): triton.testing.do_bench (CUDA events, L2 cleared
+between runs, median of 100 ms), inputs random normal. Rows in anchors.py's JSON format, so
+that `tilec bench --peers` reads them.
+"""
+import argparse, json, math, time
+
+import torch
+from triton.testing import do_bench
+
+RESULTS = []
+
+
+def record(kernel, provider, config, ms, tflops):
+    RESULTS.append(dict(kernel=kernel, provider=provider, config=config, ms=round(ms, 5),
+                        tflops=round(tflops, 1), gbps=None, note=""))
+    print(f"| {kernel:6s} | {provider:10s} | {config:34s} | {ms:9.4f} ms | {tflops:7.1f} TFLOP/s |", flush=True)
+
+
+def bench(fn):
+    fn()
+    torch.cuda.synchronize()
+    return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def gemm():
+    for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 10752, 3584)]:
+        for dt in (torch.float16, torch.bfloat16):
+            a = torch.randn(m, k, device="cuda", dtype=dt)
+            b = torch.randn(k, n, device="cuda", dtype=dt)
+            cfg = f"M=N=K={m}" if m == n == k else f"M={m} N={n} K={k}"
+            ms = bench(lambda: a @ b)
+            record("gemm", "cublas", f"{cfg} {str(dt)[6:]}", ms, 2.0 * m * n * k / ms / 1e9)
+
+
+def fmha():
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    for D in (128, 64):
+        for causal in (False, True):
+            for S in (4096, 16384):
+                B, H = 4, 32
+                q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16) for _ in range(3))
+                flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    fn = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    ms = bench(fn)
+                record("fmha", "sdpa-cudnn", f"B{B} H{H} S{S} D{D} causal={int(causal)}", ms, flops / ms / 1e9)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="peers.json")
+    ap.add_argument("--only", default="gemm,fmha")
+    a = ap.parse_args()
+    p = torch.cuda.get_device_properties(0)
+    print(f"# device: {p.name}, {p.multi_processor_count} SMs, torch {torch.__version__}")
+    print("| kernel | provider | config | median | figure |\n|---|---|---|---|---|")
+    t0 = time.time()
+    for part in a.only.split(","):
+        {"gemm": gemm, "fmha": fmha}[part]()
+    json.dump(dict(device=p.name, torch=torch.__version__, results=RESULTS, seconds=round(time.time() - t0, 1)),
+              open(a.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
