@@ -50,7 +50,7 @@ pub struct Args {
     /// steps (basic → +exp2 → +load order → +latency hints → +occupancy → +approx division),
     /// then `fmha` with each optimization pass disabled, with `--fast-math` and `--no-tma`;
     /// GEMM 4096³ with TMA and wgmma in flight, without each, without both, with empty
-    /// mbarriers and warp-specialized (a producer warpgroup).
+    /// mbarriers, warp-specialized (a producer warpgroup), persistent, and both.
     #[arg(long)]
     ablation: bool,
 }
@@ -82,6 +82,8 @@ const ABLATION: &[(&str, &str, &[&str], &[&str])] = &[
     ("matmul with neither (cp.async, wait 0)", "matmul", &[], &["no-tma", "wgmma-wait-0"]),
     ("matmul with empty mbarriers (--empty-barriers)", "matmul", &[], &["empty-barriers"]),
     ("matmul warp-specialized (--warp-specialize)", "matmul", &[], &["warp-specialize"]),
+    ("matmul persistent (--persistent)", "matmul", &[], &["persistent"]),
+    ("matmul persistent and warp-specialized", "matmul", &[], &["persistent", "warp-specialize"]),
 ];
 
 fn ablation(a: &Args) -> Result<ExitCode> {
