@@ -2,7 +2,7 @@
 """cuBLAS and cuDNN on the tensor-core shapes of issue 25, quickly (no Triton autotuning):
 the figures `tilec bench` is compared with in the same GPU call.
 
-    python3 bench/peers_tc.py [--out peers.json] [--only gemm,fmha]
+    python3 bench/peers_tc.py [--out peers.json] [--only gemm,fmha,topk]
 
 Timing as `anchors.py` (../shared/bench/): triton.testing.do_bench (CUDA events, L2 cleared
 between runs, median of 100 ms), inputs random normal. Rows in anchors.py's JSON format, so
@@ -52,6 +52,17 @@ def fmha():
                 record("fmha", "sdpa-cudnn", f"B{B} H{H} S{S} D{D} causal={int(causal)}", ms, flops / ms / 1e9)
 
 
+def topk():
+    # A vocabulary's top 8 over a batch of rows (the two-pass top-k of kernels/topk.tile).
+    for (m, n) in [(16, 152064)]:
+        x = torch.randn(m, n, device="cuda", dtype=torch.float16)
+        ms = bench(lambda: torch.topk(x, 8, dim=1))
+        gbps = m * n * 2 / ms / 1e6
+        RESULTS.append(dict(kernel="topk", provider="torch", config=f"M={m} N={n} k=8 float16", ms=round(ms, 5),
+                            tflops=None, gbps=round(gbps, 1), note=""))
+        print(f"| topk   | torch      | M={m} N={n} k=8 float16        | {ms:9.4f} ms | {gbps:7.1f} GB/s |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="peers.json")
@@ -62,7 +73,7 @@ def main():
     print("| kernel | provider | config | median | figure |\n|---|---|---|---|---|")
     t0 = time.time()
     for part in a.only.split(","):
-        {"gemm": gemm, "fmha": fmha}[part]()
+        {"gemm": gemm, "fmha": fmha, "topk": topk}[part]()
     json.dump(dict(device=p.name, torch=torch.__version__, results=RESULTS, seconds=round(time.time() - t0, 1)),
               open(a.out, "w"), indent=1)
 

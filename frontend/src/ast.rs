@@ -75,7 +75,8 @@ pub enum AssignOp {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
-    Let(Ident, Expr),
+    /// `let x = e;`, or `let (a, b) = e;` binding the items of a tuple (`sort`, `topk`).
+    Let(Vec<Ident>, Expr),
     Assign(Ident, AssignOp, Expr),
     For {
         var: Ident,

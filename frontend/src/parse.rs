@@ -51,6 +51,7 @@ fn rule_name(r: &Rule) -> &'static str {
         Rule::EOI => "end of file",
         Rule::kernel => "`kernel`",
         Rule::ident => "a name",
+        Rule::let_names => "`(names, …)`",
         Rule::param => "a parameter",
         Rule::const_kw => "`const`",
         Rule::type_expr | Rule::tensor_type => "a type",
@@ -261,8 +262,12 @@ fn stmt(p: Pair<Rule>) -> R<Stmt> {
     let mut it = p.into_inner();
     let kind = match rule {
         Rule::let_stmt => {
-            let n = ident(next(&mut it, span, "let")?);
-            StmtKind::Let(n, expr(next(&mut it, span, "let")?)?)
+            let target = next(&mut it, span, "let")?;
+            let names = match target.as_rule() {
+                Rule::let_names => target.into_inner().map(ident).collect(),
+                _ => vec![ident(target)],
+            };
+            StmtKind::Let(names, expr(next(&mut it, span, "let")?)?)
         }
         Rule::assign_stmt => {
             let n = ident(next(&mut it, span, "assignment")?);

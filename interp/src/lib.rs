@@ -602,6 +602,55 @@ impl Machine<'_> {
                     .collect();
                 self.set(op, V::Tile(out))
             }
+            OpKind::Sort { value, axis, descending, k, indices } => {
+                let src_shape = self.ty(*value).shape().to_vec();
+                let shape = self.rty(op)?.shape().to_vec();
+                let src = self.tile(*value)?.to_vec();
+                let ss = strides_of(&src_shape);
+                let ax = *axis as usize;
+                let len = src_shape[ax];
+                // Ascending order of keys, NaN above everything; descending reverses the keys,
+                // not the positions: ties keep the lower position first either way (torch's
+                // stable sort).
+                let before = |a: N, b: N| -> std::cmp::Ordering {
+                    let (x, y) = (a.f(), b.f());
+                    let o = match (x.is_nan(), y.is_nan()) {
+                        (true, true) => std::cmp::Ordering::Equal,
+                        (true, false) => std::cmp::Ordering::Greater,
+                        (false, true) => std::cmp::Ordering::Less,
+                        _ => match (a, b) {
+                            (N::I(p), N::I(q)) => p.cmp(&q),
+                            _ => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+                        },
+                    };
+                    if *descending {
+                        o.reverse()
+                    } else {
+                        o
+                    }
+                };
+                let n: i64 = shape.iter().product();
+                let mut out = vec![N::I(0); n as usize];
+                // One line along the axis per position of the other dims.
+                let mut lines = src_shape.clone();
+                lines[ax] = 1;
+                let count: i64 = lines.iter().product();
+                let rs = strides_of(&shape);
+                for l in 0..count {
+                    let c = unravel(l, &lines);
+                    let base: i64 = c.iter().zip(&ss).map(|(c, s)| c * s).sum();
+                    let rbase: i64 = c.iter().zip(&rs).map(|(c, s)| c * s).sum();
+                    let mut order: Vec<i64> = (0..len).collect();
+                    // `sort_by` is stable: equal keys keep the lower position first.
+                    order
+                        .sort_by(|&p, &q| before(src[(base + p * ss[ax]) as usize], src[(base + q * ss[ax]) as usize]));
+                    for (j, &p) in order.iter().take(*k as usize).enumerate() {
+                        out[(rbase + j as i64 * rs[ax]) as usize] =
+                            if *indices { N::I(p) } else { src[(base + p * ss[ax]) as usize] };
+                    }
+                }
+                self.set(op, V::Tile(out))
+            }
             OpKind::Slice { value, offsets } => {
                 let ss = strides_of(self.ty(*value).shape());
                 let shape = self.rty(op)?.shape().to_vec();

@@ -476,6 +476,16 @@ impl Reader<'_> {
                     }
                     OpKind::Concat { values: operands.clone(), axis: u32_attr("axis")? }
                 }
+                "tile.sort" => {
+                    arity(1)?;
+                    OpKind::Sort {
+                        value: operands[0],
+                        axis: u32_attr("axis")?,
+                        descending: u32_attr("descending")? != 0,
+                        indices: u32_attr("indices")? != 0,
+                        k: int_attr(attr("k")?).ok_or_else(|| bad("bad `k`"))?,
+                    }
+                }
                 "tile.slice" => {
                     arity(1)?;
                     let offsets = i64_array(attr("offsets")?).ok_or_else(|| bad("bad offsets"))?;

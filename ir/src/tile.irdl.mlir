@@ -306,6 +306,19 @@ irdl.dialect @tile {
     irdl.results(result: %r)
     irdl.attributes { "axis" = %ax }
   }
+  // `value` sorted along `axis` (stable; descending or not), its first `k` along the axis:
+  // the values, or (`indices` = 1) their positions as i32. `sort`, `argsort`, `topk`.
+  irdl.operation @sort {
+    %a = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    %ax = irdl.base "#builtin.integer"
+    %d = irdl.base "#builtin.integer"
+    %i = irdl.base "#builtin.integer"
+    %k = irdl.base "#builtin.integer"
+    irdl.operands(value: %a)
+    irdl.results(result: %r)
+    irdl.attributes { "axis" = %ax, "descending" = %d, "indices" = %i, "k" = %k }
+  }
   // The sub-tile at `offsets` of the result's shape (constant bounds: `t[:, a:b]`).
   irdl.operation @slice {
     %a = irdl.base "!builtin.tensor"

@@ -12,7 +12,7 @@ use tilec_core::host::HostTensor;
 use tilec_frontend::Request;
 use tilec_interp::Arg;
 
-/// (kernel, tensor parameter, axis, direction: 0 either, 1 only larger) that a valid launch
+/// (kernel, tensor parameter, axis, direction: 0 either, 1 only larger, -1 only smaller) that a valid launch
 /// may change alone, and why. Every entry must be met by the test (a stale one fails it).
 const FREE: &[(&str, &str, usize, i64, &str)] = &[
     ("argmax", "logits", 1, 0, "the vocabulary: any width, walked in BLOCK_N chunks"),
@@ -21,7 +21,10 @@ const FREE: &[(&str, &str, usize, i64, &str)] = &[
     ("kv_append", "cache", 2, 0, "the cache's capacity (positions are data: pos[b] + N <= S is the caller's)"),
     ("lang_atomics", "x", 0, 0, "the rows summed into the column statistics"),
     ("paged_attention_decode", "block_tables", 1, 0, "the table's width: pages a sequence may hold"),
+    ("rope", "q", 2, -1, "the query heads: any count up to the tile's H (Qwen2's 28 in 32)"),
+    ("rope", "k", 2, -1, "the key heads: any count up to the tile's HK"),
     ("row_max", "x", 1, 0, "the row width, up to BLOCK_N"),
+    ("topk_partial", "x", 1, 0, "the vocabulary: any width, in BLOCK_N chunks (the partials follow its chunk count)"),
 ];
 
 /// The signature of `spec`'s kernel (source `text`) with the constants of `case`, for sm_90a.

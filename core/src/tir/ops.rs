@@ -242,6 +242,17 @@ pub enum OpKind {
         value: ValueId,
         perm: Vec<u32>,
     },
+    /// `value` sorted along `axis` (ascending, or descending), stable — equal elements keep
+    /// their order, NaN sorts above +inf — and cut to its first `k` along the axis: the
+    /// values (`indices` false, the operand's dtype) or their positions along the axis
+    /// (`indices` true, i32). `sort`, `argsort` and `topk` of the language.
+    Sort {
+        value: ValueId,
+        axis: u32,
+        descending: bool,
+        k: i64,
+        indices: bool,
+    },
     /// The sub-tile of `value` starting at `offsets` (one per dim), of the result's shape:
     /// `t[:, a:b]` with constant bounds.
     Slice {
@@ -314,7 +325,8 @@ impl OpKind {
             | OpKind::LocalLoad { buf: x }
             | OpKind::MmaWait { value: x, .. }
             | OpKind::Permute { value: x, .. }
-            | OpKind::Slice { value: x, .. } => vec![*x],
+            | OpKind::Slice { value: x, .. }
+            | OpKind::Sort { value: x, .. } => vec![*x],
             OpKind::Concat { values, .. } => values.clone(),
             OpKind::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
             OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![*a, *b],

@@ -359,6 +359,13 @@ impl Printer<'_> {
                 let tys: Vec<String> = values.iter().map(t).collect();
                 format!("\"tile.concat\"({}) {{axis = {axis} : i32}} : ({}) -> {rty}", args.join(", "), tys.join(", "))
             }
+            OpKind::Sort { value, axis, descending, k, indices } => format!(
+                "\"tile.sort\"({}) {{axis = {axis} : i32, descending = {} : i32, indices = {} : i32, k = {k} : i64}} : ({}) -> {rty}",
+                n(value),
+                u8::from(*descending),
+                u8::from(*indices),
+                t(value)
+            ),
             OpKind::Slice { value, offsets } => {
                 let o: Vec<String> = offsets.iter().map(|o| o.to_string()).collect();
                 format!(

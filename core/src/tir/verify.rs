@@ -575,6 +575,24 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a concat along {axis} to {}", r.to_mlir()));
             }
         }
+        OpKind::Sort { value, axis, k, indices, .. } => {
+            let a = u(*value)?;
+            let (Some(s), Some(rs)) = (shape_of(&a), shape_of(&r)) else { return fail("a sort of a non-tile".into()) };
+            let ax = *axis as usize;
+            let mut want = s.to_vec();
+            if let Some(d) = want.get_mut(ax) {
+                *d = *k;
+            }
+            let dtype = if *indices { DType::I32 } else { a.dtype() };
+            let sortable = matches!(a.dtype(), DType::F32 | DType::F16 | DType::BF16 | DType::I32);
+            if ax >= s.len() || !(1..=s[ax]).contains(k) || rs != want.as_slice() || r.dtype() != dtype || !sortable {
+                return fail(format!(
+                    "a sort along {axis} of {} keeping {k} into {} (f32, f16, bf16 or i32; 1 <= k <= the extent)",
+                    a.to_mlir(),
+                    r.to_mlir()
+                ));
+            }
+        }
         OpKind::Slice { value, offsets } => {
             let a = u(*value)?;
             let (Some(s), Some(rs)) = (shape_of(&a), shape_of(&r)) else { return fail("a slice of a non-tile".into()) };

@@ -17,7 +17,12 @@ impl Cx<'_> {
         if let Err(d) = r {
             self.diags.push(d);
             // Poison what the statement would have bound, so its users stay quiet.
-            if let StmtKind::Let(n, _) | StmtKind::Assign(n, _, _) = &s.kind {
+            let names: Vec<&ast::Ident> = match &s.kind {
+                StmtKind::Let(ns, _) => ns.iter().collect(),
+                StmtKind::Assign(n, _, _) => vec![n],
+                _ => vec![],
+            };
+            for n in names {
                 if !self.assign(&n.name, Val::Poison) {
                     self.bind(&n.name, Val::Poison);
                 }
@@ -27,13 +32,31 @@ impl Cx<'_> {
 
     pub(crate) fn stmt_inner(&mut self, s: &ast::Stmt) -> R<()> {
         match &s.kind {
-            StmtKind::Let(n, e) => {
+            StmtKind::Let(names, e) => {
                 let v = self.expr(e)?;
-                if builtins::is_builtin(&n.name) {
+                if let Some(n) = names.iter().find(|n| builtins::is_builtin(&n.name)) {
                     return Err(Diagnostic::error("E0003", format!("`{}` is a builtin and cannot be rebound", n.name))
                         .with_primary(n.span, "pick another name"));
                 }
-                self.bind(&n.name, v);
+                let values = match (names.as_slice(), v) {
+                    ([_], v) => vec![v],
+                    (_, Val::Tuple(items)) if items.len() == names.len() => items,
+                    (_, Val::Poison) => vec![Val::Poison; names.len()],
+                    (_, other) => {
+                        let what = match &other {
+                            Val::Tuple(items) => format!("a tuple of {}", items.len()),
+                            o => kind_name(o).to_string(),
+                        };
+                        return Err(Diagnostic::error(
+                            "E0006",
+                            format!("`let` binds {} names, and the value is {what}", names.len()),
+                        )
+                        .with_primary(e.span, "this value"));
+                    }
+                };
+                for (n, v) in names.iter().zip(values) {
+                    self.bind(&n.name, v);
+                }
                 Ok(())
             }
             StmtKind::Assign(n, op, e) => {
@@ -365,7 +388,7 @@ pub(crate) fn assigned_names(stmts: &[ast::Stmt]) -> Vec<String> {
     fn go(stmts: &[ast::Stmt], declared: &mut Vec<String>, out: &mut Vec<String>) {
         for s in stmts {
             match &s.kind {
-                StmtKind::Let(n, _) => declared.push(n.name.clone()),
+                StmtKind::Let(ns, _) => declared.extend(ns.iter().map(|n| n.name.clone())),
                 StmtKind::Assign(n, _, _) => {
                     if !declared.contains(&n.name) && !out.contains(&n.name) {
                         out.push(n.name.clone());

@@ -95,6 +95,7 @@ mod rand;
 mod reduce;
 mod regs;
 mod shared;
+mod sort;
 mod tma;
 mod wgmma;
 
@@ -171,6 +172,8 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
 /// what the family functions share (thread coordinates, the shared-memory buffer).
 pub(crate) struct Lowering<'f> {
     func: &'f Func,
+    /// The sort lowered last, for a `topk`'s second result (see `sort`).
+    last_sort: Option<sort::LastSort>,
     /// A persistent kernel's tile-count parameter (`num_tiles(0)`).
     num_tiles: Option<Reg>,
     /// The target; family functions ask it what the chip has.
@@ -559,6 +562,7 @@ fn lower_with<'f>(
     }
     let mut lw = Lowering {
         func,
+        last_sort: None,
         num_tiles,
         arch,
         em,
@@ -816,6 +820,7 @@ impl Lowering<'_> {
             | OpKind::Permute { .. }
             | OpKind::Slice { .. }
             | OpKind::Concat { .. } => self.exchange_op(op, rty.as_ref())?,
+            OpKind::Sort { .. } => self.sort(op, rty.as_ref())?,
             OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,
             OpKind::AsyncCopy { dst: None, .. } => self.async_copy(op, rty.as_ref())?,
             OpKind::AsyncCopy { dst: Some(d), tma, .. } => {

@@ -113,7 +113,7 @@ impl Lowering<'_> {
 
     /// Byte addresses of the elements of `l` over `shape` with strides `st` in a region at
     /// `region`: a per-thread part, then a constant per register.
-    fn exchange_addresses(
+    pub(crate) fn exchange_addresses(
         &mut self,
         l: &Layout,
         shape: &[i64],

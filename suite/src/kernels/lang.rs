@@ -1012,3 +1012,260 @@ pub const INTS: Spec = Spec {
     },
     peer_config: no_peer,
 };
+
+/// The order `sort`/`argsort`/`topk` promise: `a` before `b` in the descending (or ascending)
+/// order of values, NaN the largest, ties by the lower position. Returns the positions of
+/// `row` in that order (the stable sort of the row).
+pub fn sorted_positions(row: &[f64], descending: bool) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..row.len()).collect();
+    order.sort_by(|&p, &q| {
+        let (x, y) = (row[p], row[q]);
+        let o = match (x.is_nan(), y.is_nan()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Greater,
+            (false, true) => std::cmp::Ordering::Less,
+            _ => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+        };
+        if descending {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+    order
+}
+
+/// Sorting within a block (kernels/lang/sort.tile): dims `[M, N]`, constants `BLOCK_N` (N
+/// up to it, the rest padded), `K` (top-k), `ROWS`. Values from a few levels (many ties) with
+/// NaN, +inf and -inf sprinkled in; every output exact (a NaN written as 4096).
+pub const SORT: Spec = Spec {
+    name: "lang_sort",
+    file: "lang/sort.tile",
+    kernel: "sort_rows",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![
+            Case::new(DType::F32, &[5, 64]),
+            Case::new(DType::F16, &[3, 13]).with("BLOCK_N", 16).with("K", 2),
+            Case::new(DType::BF16, &[4, 1]).with("BLOCK_N", 1).with("K", 1),
+        ]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F32, &[1, 1]).with("BLOCK_N", 1).with("K", 1),
+            Case::new(DType::F32, &[7, 50]),
+            Case::new(DType::F16, &[1000, 256]).with("BLOCK_N", 256).with("K", 8).with("ROWS", 1),
+            Case::new(DType::BF16, &[33, 1000]).with("BLOCK_N", 1024).with("K", 2).with("ROWS", 1),
+            Case::new(DType::F32, &[4096, 32]).with("BLOCK_N", 32).with("K", 32).with("ROWS", 8),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        let mut m = t_const(c);
+        m.insert("BLOCK_N".into(), ConstArg::Int(c.konst("BLOCK_N", 64)));
+        m.insert("K".into(), ConstArg::Int(c.konst("K", 4)));
+        m.insert("ROWS".into(), ConstArg::Int(c.konst("ROWS", 2)));
+        m
+    },
+    inputs: |c, rng| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.konst("K", 4));
+        let x: Vec<f64> = (0..m * n)
+            .map(|_| match rng.gen_range(0..100) {
+                0 => f64::NAN,
+                1 => f64::INFINITY,
+                2 => f64::NEG_INFINITY,
+                _ => f64::from(rng.gen_range(-8i32..8)) / 2.0,
+            })
+            .collect();
+        vec![
+            tensor(c.dtype, &[m, n], &x),
+            poisoned(c.dtype, &[m, n]),
+            poisoned(DType::I32, &[m, n]),
+            poisoned(c.dtype, &[m, k]),
+            poisoned(DType::I32, &[m, k]),
+        ]
+    },
+    outputs: &[1, 2, 3, 4],
+    exact: &[1, 2, 3, 4],
+    reference: |c, a| {
+        let (n, bn, k) = (c.dims[1] as usize, c.konst("BLOCK_N", 64) as usize, c.konst("K", 4) as usize);
+        let x = values(a, 0);
+        let shown = |v: f64| if v.is_nan() { 4096.0 } else { v };
+        let (mut desc, mut asc, mut top_v, mut top_i) = (vec![], vec![], vec![], vec![]);
+        for row in x.chunks(n) {
+            // The block's tile: the row padded to BLOCK_N (-inf, or +inf for the ascending sort).
+            let pad = |p: f64| row.iter().copied().chain(std::iter::repeat_n(p, bn - n)).collect::<Vec<f64>>();
+            let (lo, hi) = (pad(f64::NEG_INFINITY), pad(f64::INFINITY));
+            let d = sorted_positions(&lo, true);
+            desc.extend(d.iter().take(n).map(|&p| shown(lo[p])));
+            asc.extend(sorted_positions(&hi, false).iter().take(n).map(|&p| p as f64));
+            top_v.extend(d.iter().take(k).map(|&p| shown(lo[p])));
+            top_i.extend(d.iter().take(k).map(|&p| p as f64));
+        }
+        vec![desc, asc, top_v, top_i]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 12.0,
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, n] if *m >= 1 && *n >= 1 => {
+            let bn = pow2_clamped(*n, 1, 1024);
+            Ok(Case::new(dtype, dims).with("BLOCK_N", bn).with("K", bn.min(4)))
+        }
+        _ => Err(format!("lang_sort takes MxN (N up to 1024), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// The K largest of `row` (stable: ties by the lower position; NaN the largest): positions.
+fn top_positions(row: &[f64], k: usize) -> Vec<usize> {
+    sorted_positions(row, true).into_iter().take(k).collect()
+}
+
+/// Random row values with ties (f16 levels) and a few infinities.
+fn vocab_values(rng: &mut StdRng, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|_| match rng.gen_range(0..1000) {
+            0 => f64::INFINITY,
+            1 => f64::NEG_INFINITY,
+            _ => f64::from(rng.gen_range(-2000i32..2000)) / 64.0,
+        })
+        .collect()
+}
+
+/// The first pass of the two-pass top-k (kernels/topk.tile `topk_partial`): dims `[M, N]`,
+/// constants `BLOCK_N`, `K`; per chunk of BLOCK_N columns its K largest (f32) and their
+/// columns. Exact.
+pub const TOPK_PARTIAL: Spec = Spec {
+    name: "topk_partial",
+    file: "topk.tile",
+    kernel: "topk_partial",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[3, 300]).with("BLOCK_N", 64).with("K", 4)],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 8]),
+            Case::new(DType::F16, &[16, 152064]),
+            Case::new(DType::BF16, &[3, 100003]).with("K", 2),
+            Case::new(DType::F32, &[5, 5000]).with("BLOCK_N", 512).with("K", 16),
+        ]
+    },
+    bench_cases: |_| vec![Case::new(DType::F16, &[16, 152064])],
+    consts: |c| {
+        let mut m = t_const(c);
+        m.insert("BLOCK_N".into(), ConstArg::Int(c.konst("BLOCK_N", 2048)));
+        m.insert("K".into(), ConstArg::Int(c.konst("K", 8)));
+        m
+    },
+    inputs: |c, rng| {
+        let (m, n) = (c.dims[0], c.dims[1]);
+        let (bn, k) = (c.konst("BLOCK_N", 2048), c.konst("K", 8));
+        let parts = (n + bn - 1) / bn * k;
+        vec![
+            tensor(c.dtype, &[m, n], &vocab_values(rng, (m * n) as usize)),
+            poisoned(DType::F32, &[m, parts]),
+            poisoned(DType::I32, &[m, parts]),
+        ]
+    },
+    outputs: &[1, 2],
+    exact: &[1, 2],
+    reference: |c, a| {
+        let (n, bn, k) = (c.dims[1] as usize, c.konst("BLOCK_N", 2048) as usize, c.konst("K", 8) as usize);
+        let x = values(a, 0);
+        let (mut pv, mut pi) = (vec![], vec![]);
+        for row in x.chunks(n) {
+            for (ci, chunk) in row.chunks(bn).enumerate() {
+                let padded: Vec<f64> =
+                    chunk.iter().copied().chain(std::iter::repeat_n(f64::NEG_INFINITY, bn - chunk.len())).collect();
+                for p in top_positions(&padded, k) {
+                    pv.push(padded[p]);
+                    pi.push((ci * bn + p) as f64);
+                }
+            }
+        }
+        vec![pv, pi]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes()),
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, n] if *m >= 1 && *n >= 8 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("topk_partial takes MxN (N at least K = 8), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// The second pass (kernels/topk.tile `topk_merge`): dims `[M, C]` (C partials a row, made
+/// here as the first pass would: chunks of K in descending order, columns increasing chunk
+/// by chunk), constants `BLOCK_C`, `K`; the K largest with their columns. Exact.
+pub const TOPK_MERGE: Spec = Spec {
+    name: "topk_merge",
+    file: "topk.tile",
+    kernel: "topk_merge",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[3, 40]).with("BLOCK_C", 64).with("K", 4)],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 8]),
+            Case::new(DType::F16, &[16, 600]),
+            Case::new(DType::BF16, &[7, 1000]).with("K", 8),
+            Case::new(DType::F32, &[5, 160]).with("BLOCK_C", 256).with("K", 16),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        let mut m = t_const(c);
+        m.insert("BLOCK_C".into(), ConstArg::Int(c.konst("BLOCK_C", 1024)));
+        m.insert("K".into(), ConstArg::Int(c.konst("K", 8)));
+        m
+    },
+    inputs: |c, rng| {
+        let (m, cc, k) = (c.dims[0], c.dims[1], c.konst("K", 8));
+        let mut pv = vec![];
+        let mut pi = vec![];
+        for _ in 0..m {
+            let mut col = 0i64;
+            for chunk in 0..(cc + k - 1) / k {
+                let len = k.min(cc - chunk * k) as usize;
+                let mut v = vocab_values(rng, len);
+                v.sort_by(|a, b| b.partial_cmp(a).unwrap_or(std::cmp::Ordering::Equal));
+                for x in v {
+                    pv.push(x);
+                    col += rng.gen_range(1..50);
+                    pi.push(col as f64);
+                }
+            }
+        }
+        vec![
+            tensor(DType::F32, &[m, cc], &pv),
+            tensor(DType::I32, &[m, cc], &pi),
+            poisoned(c.dtype, &[m, k]),
+            poisoned(DType::I32, &[m, k]),
+        ]
+    },
+    outputs: &[2, 3],
+    exact: &[2, 3],
+    reference: |c, a| {
+        let (cc, k) = (c.dims[1] as usize, c.konst("K", 8) as usize);
+        let (pv, pi) = (values(a, 0), values(a, 1));
+        let (mut v, mut i) = (vec![], vec![]);
+        for (rv, ri) in pv.chunks(cc).zip(pi.chunks(cc)) {
+            for p in top_positions(rv, k) {
+                v.push(tilec_interp::round_to(rv[p], c.dtype));
+                i.push(ri[p]);
+            }
+        }
+        vec![v, i]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 8.0,
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, c] if *m >= 1 && *c >= 8 && *c <= 1024 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("topk_merge takes MxC (8 <= C <= 1024), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};

@@ -6,9 +6,10 @@ mod lang;
 mod membound;
 
 use crate::Spec;
+pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 45] = [
+pub(crate) static ALL: [&Spec; 48] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -36,6 +37,9 @@ pub(crate) static ALL: [&Spec; 45] = [
     &lang::ATOMICS,
     &lang::HISTOGRAM,
     &lang::SLICES,
+    &lang::SORT,
+    &lang::TOPK_PARTIAL,
+    &lang::TOPK_MERGE,
     &lang::OFFSETS,
     &lang::SCAN,
     &lang::DTYPES,

@@ -151,3 +151,94 @@ impl Cx<'_> {
         Ok(Val::Tile(self.func.push(OpKind::Reshape(r), Type::tile(shape, rd), Some(span))))
     }
 }
+
+/// `sort(x, axis=-1, descending=false)` → (values, indices); `argsort(x, axis=-1,
+/// descending=false)` → indices; `topk(x, k, axis=-1, largest=true)` → (values, indices) of
+/// the k first. Stable: equal elements keep the lower index first (torch's order); NaN sorts
+/// above +inf. Indices are i32 positions along the axis.
+pub(super) fn sort(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let spec: &[(&str, bool)] = match name {
+        "topk" => &[("x", true), ("k", true), ("axis", false), ("largest", false)],
+        _ => &[("x", true), ("axis", false), ("descending", false)],
+    };
+    let a = Args::new(cx, args, spec, name, span)?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let id = match a.get(0) {
+        Some(Val::Tile(id)) => *id,
+        other => {
+            return Err(Diagnostic::error(
+                "E0006",
+                format!("`{name}` needs a tile, found {}", other.map(kind_name).unwrap_or("nothing")),
+            )
+            .with_primary(a.span(0), "here"))
+        }
+    };
+    let ty = cx.func.ty(id).clone();
+    if !matches!(ty.dtype(), DType::F32 | DType::F16 | DType::BF16 | DType::I32) {
+        return Err(Diagnostic::error("E0008", format!("`{name}` of a {} tile", ty.dtype()))
+            .with_primary(a.span(0), "f32, f16, bf16 or i32 tiles sort")
+            .with_note("cast it first, e.g. `.astype(f32)` or `.astype(i32)`"));
+    }
+    let (ai, di) = if name == "topk" { (2, 3) } else { (1, 2) };
+    let rank = ty.shape().len() as i64;
+    let axis = match a.get(ai) {
+        None => rank - 1,
+        Some(Val::Int(ax)) if (-rank..rank).contains(ax) => (ax + rank) % rank,
+        Some(_) => {
+            return Err(Diagnostic::error("E0011", format!("`{name}`'s axis is a constant in {}..{}", -rank, rank))
+                .with_primary(a.span(ai), "here"))
+        }
+    };
+    let descending = match a.get(di) {
+        None => name == "topk",
+        Some(Val::Bool(b)) => *b,
+        Some(other) => {
+            return Err(Diagnostic::error(
+                "E0009",
+                format!("`{}` is a constant bool, found {}", spec[di].0, kind_name(other)),
+            )
+            .with_primary(a.span(di), "here"))
+        }
+    };
+    let n = ty.shape()[axis as usize];
+    let k = if name == "topk" {
+        match a.get(1) {
+            Some(Val::Int(k)) if (1..=n).contains(k) && (*k as u64).is_power_of_two() => *k,
+            Some(Val::Int(k)) => {
+                return Err(Diagnostic::error(
+                    "E0011",
+                    format!("`topk`'s k is {k}: a power of two from 1 to the axis' extent {n} (the result is a tile)"),
+                )
+                .with_primary(a.span(1), "here")
+                .with_note(format!(
+                    "take the next power of two, topk(…, {}, …), and use its first {k} (the store's extent, or a mask)",
+                    (*k as u64).max(1).next_power_of_two().min(n as u64)
+                )))
+            }
+            _ => {
+                return Err(
+                    Diagnostic::error("E0009", "`topk`'s k must be a constant integer").with_primary(a.span(1), "here")
+                )
+            }
+        }
+    } else {
+        n
+    };
+    let mut shape = ty.shape().to_vec();
+    shape[axis as usize] = k;
+    let mut op = |indices: bool| {
+        let dtype = if indices { DType::I32 } else { ty.dtype() };
+        let kind = OpKind::Sort { value: id, axis: axis as u32, descending, k, indices };
+        Val::Tile(cx.func.push(kind, Type::tile(shape.clone(), dtype), Some(span)))
+    };
+    Ok(match name {
+        "argsort" => op(true),
+        // The values first, then the positions: the lowering sorts once for both.
+        _ => {
+            let v = op(false);
+            Val::Tuple(vec![v, op(true)])
+        }
+    })
+}
