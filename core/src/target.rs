@@ -48,7 +48,48 @@ pub struct Arch {
     pub pipeline_distance: u32,
     /// Streaming multiprocessors of the reference part (a hint for grid sizing).
     pub sm_count_hint: u32,
+    /// Per-SM limits that decide how many blocks share an SM (the CUDA C++ Programming
+    /// Guide, "Technical Specifications per Compute Capability"): shared memory per SM in
+    /// bytes (of which each resident block also takes [`SMEM_RESERVED_PER_BLOCK`]), resident
+    /// threads, resident blocks, 32-bit registers.
+    pub smem_per_sm: u32,
+    pub threads_per_sm: u32,
+    pub blocks_per_sm: u32,
+    pub regs_per_sm: u32,
     pub features: &'static [Feature],
+}
+
+/// Shared memory the CUDA runtime reserves for each resident block (compute capability 8.0
+/// and later), on top of what the kernel declares.
+pub const SMEM_RESERVED_PER_BLOCK: u32 = 1024;
+
+/// Why `occupancy` blocks of a kernel of `threads` threads and `shared` bytes of shared memory
+/// cannot share one SM of `arch`, with the arithmetic; `None` when they can (registers are
+/// ptxas's to fit: `.minnctapersm` asks it to).
+pub fn occupancy_refusal(arch: &Arch, occupancy: u32, threads: u32, shared: u32) -> Option<String> {
+    let per_block = u64::from(shared) + u64::from(SMEM_RESERVED_PER_BLOCK);
+    let o = u64::from(occupancy);
+    if o * per_block > u64::from(arch.smem_per_sm) {
+        let fit = u64::from(arch.smem_per_sm) / per_block;
+        return Some(format!(
+            "{occupancy} blocks of {shared} bytes of shared memory (+ {SMEM_RESERVED_PER_BLOCK} reserved each) need {} bytes; an SM of {} has {}: {fit} block(s) fit",
+            o * per_block,
+            arch.name,
+            arch.smem_per_sm
+        ));
+    }
+    if o * u64::from(threads) > u64::from(arch.threads_per_sm) {
+        return Some(format!(
+            "{occupancy} blocks of {threads} threads are {}; an SM of {} holds {} threads",
+            o * u64::from(threads),
+            arch.name,
+            arch.threads_per_sm
+        ));
+    }
+    if occupancy > arch.blocks_per_sm {
+        return Some(format!("an SM of {} holds at most {} blocks", arch.name, arch.blocks_per_sm));
+    }
+    None
 }
 
 impl Arch {
@@ -73,6 +114,11 @@ pub const ARCHS: &[Arch] = &[
         smem_per_block: 227 * 1024,
         pipeline_distance: 2,
         sm_count_hint: 132,
+        // Compute capability 9.0: 228 KB of shared memory per SM, 2048 threads, 32 blocks.
+        smem_per_sm: 228 * 1024,
+        threads_per_sm: 2048,
+        blocks_per_sm: 32,
+        regs_per_sm: 65536,
         features: &[MmaSync, Ldmatrix, CpAsync, Tma, Wgmma, Setmaxnreg, Fp8Mma],
     },
     Arch {
@@ -83,6 +129,11 @@ pub const ARCHS: &[Arch] = &[
         smem_per_block: 227 * 1024,
         pipeline_distance: 2,
         sm_count_hint: 148,
+        // Compute capability 10.x: as 9.0.
+        smem_per_sm: 228 * 1024,
+        threads_per_sm: 2048,
+        blocks_per_sm: 32,
+        regs_per_sm: 65536,
         features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Tcgen05, Fp8Mma, Fp4Mma],
     },
     Arch {
@@ -93,6 +144,13 @@ pub const ARCHS: &[Arch] = &[
         smem_per_block: 99 * 1024,
         pipeline_distance: 1,
         sm_count_hint: 48,
+        // Compute capability 12.x (GB10, issue 28's figures): 99 KB a block and 100 KB per SM,
+        // 1536 threads (48 warps), 32 blocks. The guide's table has listed up to 128 KB per
+        // SM for 12.x; the smaller is kept, so that a configuration admitted here fits either.
+        smem_per_sm: 100 * 1024,
+        threads_per_sm: 1536,
+        blocks_per_sm: 32,
+        regs_per_sm: 65536,
         features: &[MmaSync, Ldmatrix, CpAsync, Tma, Fp8Mma, Fp4Mma],
     },
 ];
@@ -134,6 +192,24 @@ pub fn from_compute_capability(major: u32, minor: u32) -> Option<&'static Arch> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn occupancy_is_refused_where_the_blocks_do_not_fit_an_sm() {
+        let spark = by_name("sm_121a").unwrap();
+        // FMHA at D = 128: 96 KB a block, one fits GB10's 100 KB; at D = 64, 48 KB, two do.
+        let why = occupancy_refusal(spark, 2, 128, 98304).unwrap();
+        assert!(why.contains("198656") && why.contains("1 block(s) fit"), "{why}");
+        assert_eq!(occupancy_refusal(spark, 2, 128, 49152), None);
+        assert_eq!(occupancy_refusal(spark, 1, 128, 99 * 1024), None);
+        // Threads: 1536 on sm_121a, 2048 on sm_90a.
+        assert!(occupancy_refusal(spark, 2, 1024, 0).unwrap().contains("1536"));
+        let h100 = by_name("sm_90a").unwrap();
+        assert_eq!(occupancy_refusal(h100, 2, 1024, 0), None);
+        assert!(occupancy_refusal(h100, 33, 32, 0).unwrap().contains("32 blocks"));
+        // bmm's four 32 KB stages at two blocks: over the H100's 228 KB; three stages fit.
+        assert!(occupancy_refusal(h100, 2, 256, 131136).is_some());
+        assert_eq!(occupancy_refusal(h100, 2, 256, 98368), None);
+    }
 
     #[test]
     fn resolves_plain_and_a_variants() {

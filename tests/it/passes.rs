@@ -393,8 +393,10 @@ fn loop_with<'p>(ptx: &'p str, needle: &str) -> Vec<&'p str> {
 #[test]
 fn a_pipelined_loop_has_no_barrier_beyond_its_waits() {
     // (kernel, TMA copies an iteration: A's one 64-wide atom, B's 256 or 128 columns in
-    // atoms, warp-specialized on sm_90a)
-    for (file, kernel, copies, specialized) in [("matmul", "matmul", 1 + 4, true), ("bmm", "bmm", 1 + 2, false)] {
+    // atoms, the loads' distance on sm_90a, warp-specialized on sm_90a)
+    for (file, kernel, copies, distance, specialized) in
+        [("matmul", "matmul", 1 + 4, 2, true), ("bmm", "bmm", 1 + 2, 1, false)]
+    {
         let ptx = ptx_for(file, kernel, false, "sm_121a");
         let body = first_loop(&ptx);
         let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
@@ -407,10 +409,10 @@ fn a_pipelined_loop_has_no_barrier_beyond_its_waits() {
         assert_eq!(count("cp.async.wait_group"), 0, "{kernel}: a cp.async wait in a TMA loop");
         assert_eq!(count("mbarrier.try_wait.parity"), 2, "{kernel}: one wait per ring");
         // The loop's blocks need not be contiguous in the PTX: count the whole kernel, the
-        // prologue's two iterations and the body's one.
+        // prologue's `distance` iterations and the body's one.
         assert_eq!(
             ptx.matches("cp.async.bulk.tensor").count(),
-            3 * copies,
+            (distance + 1) * copies,
             "{kernel}: one copy per 128-byte atom of A and B"
         );
         assert_eq!(ptx.contains("setmaxnreg"), specialized, "{kernel}: warp specialization");
@@ -587,4 +589,22 @@ fn a_persistent_gemm_takes_its_tile_count_and_keeps_its_rings() {
         "no K loop in the producer's tile loop"
     );
     assert_eq!(part.copies, 6, "the prologue's four fills (two iterations of A and B) and the two refills");
+}
+
+/// An `occupancy` hint the target's SM cannot hold is refused at compile time (E0025) with the
+/// arithmetic and the shared buffers: FMHA at D = 128 on sm_121a asked for two blocks of
+/// 96 KB on GB10's 100 KB per SM before the library gave it one.
+#[test]
+fn an_occupancy_the_sm_cannot_hold_is_refused() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
+    let src = tilec::Source::new("fmha.tile", std::fs::read_to_string(p).unwrap());
+    let mut o = tilec::CompileOptions { arch: "sm_121a".into(), ..Default::default() };
+    o.consts.insert("OCCUPANCY".into(), tilec::ConstArg::Int(2));
+    let e = tilec::compile(&src, &o).expect_err("two 96 KB blocks on GB10").render();
+    assert!(e.contains("E0025") && e.contains("1 block(s) fit") && e.contains("buffer ["), "{e}");
+    // The library's own choice compiles: one block at D = 128, two at D = 64.
+    o.consts.remove("OCCUPANCY");
+    tilec::compile(&src, &o).unwrap();
+    o.consts.insert("TILE_D".into(), tilec::ConstArg::Int(64));
+    tilec::compile(&src, &o).unwrap();
 }

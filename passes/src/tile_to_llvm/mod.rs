@@ -481,6 +481,23 @@ pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, 
         }
         return Err(d.with_note("use smaller tiles (the `by_target` constants) for this target"));
     }
+    // The occupancy the kernel asks for must fit an SM, or `.minnctapersm` would only cut the
+    // registers of blocks that never run side by side.
+    if let Some(o) = opts.occupancy {
+        if let Some(why) = tilec_core::target::occupancy_refusal(arch, o, low.block_threads, smem) {
+            let mut d = Diagnostic::error(
+                "E0025",
+                format!("the kernel asks for {o} blocks per SM (`occupancy`), which {} cannot hold", arch.name),
+            )
+            .with_note(why);
+            for line in low.report.iter().filter(|l| l.starts_with("buffer ")) {
+                d = d.with_note(line.clone());
+            }
+            return Err(d.with_note(
+                "lower the `occupancy` hint for this target (a `by_target` value), or use smaller tiles or fewer stages (`latency=`)",
+            ));
+        }
+    }
     Ok(low)
 }
 
