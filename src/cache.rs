@@ -47,6 +47,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if opts.persistent {
         pipeline.push_str(" persistent=true");
     }
+    if let Some(e) = &opts.emulate {
+        pipeline.push_str(&format!(" emulate={e}"));
+    }
     Some(
         CacheKey::new()
             .field("source", sha256_hex(canonical.as_bytes()))

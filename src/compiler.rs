@@ -46,6 +46,10 @@ pub struct CompileOptions {
     pub no_pingpong: bool,
     /// Make every kernel persistent, as its `persistent = true` hint would (`--persistent`).
     pub persistent: bool,
+    /// Compile with this target's choices — `by_target` values, shared memory, pipeline,
+    /// instructions — into code for `arch` (`--emulate sm_121a` on an H100), padded so that
+    /// no more blocks share an SM than on the emulated target.
+    pub emulate: Option<String>,
 }
 
 /// Loops a kernel may hold before LLVM's optimizer is left out (see [`compile`]).
@@ -117,9 +121,14 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
     let (arch, arch_substituted) =
         tilec_core::target::resolve(&opts.arch).map_err(|m| fail(vec![Diagnostic::error("E0013", m)]))?;
+    // The target whose choices the code makes: the emulated one, or the code's own.
+    let choice = match &opts.emulate {
+        Some(e) => tilec_core::target::resolve(e).map_err(|m| fail(vec![Diagnostic::error("E0013", m)]))?.0,
+        None => arch,
+    };
     let req = Request {
         kernel: opts.kernel.clone(),
-        target: arch.name.to_string(),
+        target: choice.name.to_string(),
         consts: opts.consts.clone(),
         unaligned: opts.unaligned.clone(),
     };
@@ -165,7 +174,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         persistent: opts.persistent || el.hints.persistent,
     };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
-    let steps = tilec_passes::pipeline(arch, el.hints.occupancy, &cfg);
+    let steps = tilec_passes::pipeline(choice, el.hints.occupancy, &cfg);
     let mut loops = 0usize;
     el.func.walk(&mut |op| loops += usize::from(matches!(op.kind, tilec_core::tir::OpKind::For { .. })));
     let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Tile(el.func));
@@ -192,6 +201,36 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
             compiled.timings = timings;
             return Ok(compiled);
         }
+    }
+    // Emulation: the code runs on `arch` with the emulated target's residency.
+    if !std::ptr::eq(choice, arch) {
+        compiled.signature.target = arch.name.to_string();
+        let (blocks, pad) = tilec_core::target::emulation_padding(
+            choice,
+            arch,
+            compiled.signature.block_threads,
+            compiled.signature.shared_bytes,
+        );
+        compiled.signature.shared_pad = pad;
+        let missing: Vec<String> =
+            choice.features.iter().filter(|f| !arch.has(**f)).map(|f| format!("{f:?}")).collect();
+        driver.facts.report.push(format!(
+            "emulation: {}'s by_target values, shared memory, pipeline and instructions, compiled for {}; {blocks} block(s) per SM as on {} (shared memory padded by {pad} bytes a block; registers not emulated){}",
+            choice.name,
+            arch.name,
+            choice.name,
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} features {} lacks, which tilec's lowering of {} does not use today: {}",
+                    choice.name,
+                    arch.name,
+                    choice.name,
+                    missing.join(", ")
+                )
+            }
+        ));
     }
     // After the upstream conversions: the `llvm` stage.
     compiled.stages.insert(Stage::Llvm, driver.text());

@@ -114,6 +114,8 @@ pub struct Variant {
     pub warp_specialize: bool,
     pub no_pingpong: bool,
     pub persistent: bool,
+    /// Compile with this target's choices for the device (`--emulate sm_121a`).
+    pub emulate: Option<String>,
 }
 
 impl Variant {
@@ -129,6 +131,7 @@ impl Variant {
             warp_specialize: self.warp_specialize,
             no_pingpong: self.no_pingpong,
             persistent: self.persistent,
+            emulate: self.emulate.clone(),
             ..o
         }
     }
@@ -159,6 +162,9 @@ impl Variant {
         }
         if self.persistent {
             v.push("+persistent".into());
+        }
+        if let Some(e) = &self.emulate {
+            v.push(format!("emulating {e}"));
         }
         v.join(" ")
     }

@@ -304,6 +304,24 @@ pub struct Signature {
     /// extent after its parameters and may run on fewer blocks along x.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub persistent: bool,
+    /// Dynamic shared memory the launcher adds to each block beyond what the kernel uses:
+    /// a kernel compiled to emulate another target (`--emulate`) is padded so that no more
+    /// of its blocks share an SM than on that target.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared_pad: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+impl Signature {
+    /// The dynamic shared memory a launch passes: the kernel's own when it is over the static
+    /// limit (it then declares it dynamic), plus [`Signature::shared_pad`].
+    pub fn dynamic_shared_bytes(&self) -> u32 {
+        let own = if self.shared_bytes > crate::target::STATIC_SMEM_LIMIT { self.shared_bytes } else { 0 };
+        own.saturating_add(self.shared_pad)
+    }
 }
 
 #[cfg(test)]
@@ -376,6 +394,7 @@ mod tests {
                 ),
             }],
             persistent: true,
+            shared_pad: 4096,
         };
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<Signature>(&j).unwrap(), s);

@@ -91,6 +91,7 @@ mod tests {
             tma: vec![],
             requires: vec![],
             persistent: false,
+            shared_pad: 0,
         };
         let a = Artifact {
             kernel: "k".into(),

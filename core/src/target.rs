@@ -189,6 +189,28 @@ pub fn from_compute_capability(major: u32, minor: u32) -> Option<&'static Arch> 
     ARCHS.iter().find(|a| a.cc == (major, minor))
 }
 
+/// Blocks of a kernel (`threads`, `shared` bytes) one SM of `target` holds, by shared memory,
+/// threads and its block limit (registers are left to ptxas).
+pub fn resident_blocks(target: &Arch, threads: u32, shared: u32) -> u32 {
+    let by_smem = target.smem_per_sm / (shared + SMEM_RESERVED_PER_BLOCK);
+    let by_threads = target.threads_per_sm / threads.max(1);
+    by_smem.min(by_threads).min(target.blocks_per_sm)
+}
+
+/// For a kernel compiled to emulate `target` on `host` (`--emulate`): the blocks one SM of
+/// `target` holds, and the shared memory to add to each block on `host` so that it holds no
+/// more (the smallest padding p with `host.smem_per_sm / (shared + p + reserved)` at most
+/// that count; 0 where the host holds no more anyway).
+pub fn emulation_padding(target: &Arch, host: &Arch, threads: u32, shared: u32) -> (u32, u32) {
+    let want = resident_blocks(target, threads, shared).max(1);
+    if resident_blocks(host, threads, shared) <= want {
+        return (want, 0);
+    }
+    let per_block = host.smem_per_sm / (want + 1) + 1;
+    let padded = per_block.saturating_sub(SMEM_RESERVED_PER_BLOCK).clamp(shared, host.smem_per_block);
+    (want, padded - shared)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +231,23 @@ mod tests {
         // bmm's four 32 KB stages at two blocks: over the H100's 228 KB; three stages fit.
         assert!(occupancy_refusal(h100, 2, 256, 131136).is_some());
         assert_eq!(occupancy_refusal(h100, 2, 256, 98368), None);
+    }
+
+    #[test]
+    fn emulation_pads_shared_memory_to_the_targets_residency() {
+        let (spark, h100) = (by_name("sm_121a").unwrap(), by_name("sm_90a").unwrap());
+        for (threads, shared) in [(128, 98304), (128, 49152), (256, 16384), (128, 0), (512, 8192)] {
+            let (want, pad) = emulation_padding(spark, h100, threads, shared);
+            assert_eq!(want, resident_blocks(spark, threads, shared).max(1));
+            let on_host = resident_blocks(h100, threads, shared + pad);
+            assert!(on_host <= want, "{threads} threads, {shared} B: {on_host} blocks on the H100 against {want}");
+            // The padding is the least that does it (or none).
+            if pad > 0 {
+                assert!(resident_blocks(h100, threads, shared + pad - 1) > want);
+            }
+        }
+        // FMHA D128 on GB10: one 96 KB block; the H100 would hold two without the padding.
+        assert_eq!(emulation_padding(spark, h100, 128, 98304), (1, 115713 - 98304));
     }
 
     #[test]

@@ -93,6 +93,8 @@ pub struct LaunchPlan {
     pub grid: [u32; 3],
     pub block: u32,
     pub shared_bytes: u32,
+    /// What the launch passes as dynamic shared memory ([`Signature::dynamic_shared_bytes`]).
+    pub dynamic_shared_bytes: u32,
     pub words: Vec<Word>,
     /// True when the grid is empty (a zero-sized tensor): nothing to launch.
     pub empty: bool,
@@ -446,7 +448,14 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
         })?;
         words.push(Word::TensorMap(req));
     }
-    Ok(LaunchPlan { grid, block: sig.block_threads, shared_bytes: sig.shared_bytes, words, empty: grid.contains(&0) })
+    Ok(LaunchPlan {
+        grid,
+        block: sig.block_threads,
+        shared_bytes: sig.shared_bytes,
+        dynamic_shared_bytes: sig.dynamic_shared_bytes(),
+        words,
+        empty: grid.contains(&0),
+    })
 }
 
 /// The CUDA driver library, if this machine has one.
@@ -582,19 +591,26 @@ impl Device {
         }
         use cudarc::driver::sys::CUdevice_attribute as A;
         let smem = self.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).map_err(drv)?;
-        if i64::from(signature.shared_bytes) > i64::from(smem) {
+        // A block's shared memory: the static declaration (kernels under the static limit) and
+        // the dynamic part.
+        let static_part =
+            if signature.shared_bytes > tilec_core::target::STATIC_SMEM_LIMIT { 0 } else { signature.shared_bytes };
+        let total = u64::from(static_part) + u64::from(signature.dynamic_shared_bytes());
+        if total > u64::try_from(smem).unwrap_or(0) {
             return Err(RuntimeError::Unsupported(format!(
-                "kernel `{}` needs {} bytes of shared memory; {} gives a block at most {smem}",
-                signature.name, signature.shared_bytes, self.name
+                "kernel `{}` needs {total} bytes of shared memory; {} gives a block at most {smem}",
+                signature.name, self.name
             )));
         }
         let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(drv)?;
         let func = module.load_function(&signature.name).map_err(drv)?;
-        if signature.shared_bytes > tilec_core::target::STATIC_SMEM_LIMIT {
-            // Dynamic shared memory past 48 KiB needs the function's opt-in.
+        let dynamic = signature.dynamic_shared_bytes();
+        if dynamic > 0 && total > u64::from(tilec_core::target::STATIC_SMEM_LIMIT) {
+            // A block past 48 KiB (its static and dynamic parts together) needs the function's
+            // opt-in to that much dynamic shared memory.
             use cudarc::driver::sys::CUfunction_attribute as F;
-            let bytes = i32::try_from(signature.shared_bytes)
-                .map_err(|_| RuntimeError::Unsupported(format!("{} bytes of shared memory", signature.shared_bytes)))?;
+            let bytes = i32::try_from(dynamic)
+                .map_err(|_| RuntimeError::Unsupported(format!("{dynamic} bytes of shared memory")))?;
             func.set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes).map_err(drv)?;
         }
         let mut k = Kernel { func, signature, resident_blocks: None };
@@ -673,7 +689,7 @@ impl Device {
     /// shared memory, threads); `Ok(0)` means the kernel cannot launch on this device.
     pub fn occupancy(&self, k: &Kernel) -> Result<u32, RuntimeError> {
         let sig = &k.signature;
-        let dynamic = if sig.shared_bytes > tilec_core::target::STATIC_SMEM_LIMIT { sig.shared_bytes } else { 0 };
+        let dynamic = sig.dynamic_shared_bytes();
         k.func.occupancy_max_active_blocks_per_multiprocessor(sig.block_threads, dynamic as usize, None).map_err(drv)
     }
 
@@ -695,12 +711,9 @@ impl Device {
         let cfg = LaunchConfig {
             grid_dim: (x, plan.grid[1], plan.grid[2]),
             block_dim: (plan.block, 1, 1),
-            // Kernels over the static limit declare their shared memory dynamic.
-            shared_mem_bytes: if plan.shared_bytes > tilec_core::target::STATIC_SMEM_LIMIT {
-                plan.shared_bytes
-            } else {
-                0
-            },
+            // Kernels over the static limit declare their shared memory dynamic; an emulating
+            // kernel's padding is dynamic too.
+            shared_mem_bytes: plan.dynamic_shared_bytes,
         };
         let maps: Vec<TensorMap> = plan
             .words
@@ -826,6 +839,7 @@ mod tests {
             tma: vec![],
             requires: vec![],
             persistent: false,
+            shared_pad: 0,
         }
     }
 

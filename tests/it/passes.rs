@@ -608,3 +608,42 @@ fn an_occupancy_the_sm_cannot_hold_is_refused() {
     o.consts.insert("TILE_D".into(), tilec::ConstArg::Int(64));
     tilec::compile(&src, &o).unwrap();
 }
+
+/// `--emulate sm_121a` on sm_90a: the kernel goes through exactly sm_121a's pipeline — its
+/// `tile` and `tilegpu` stages are those of a compile for sm_121a (the `by_target` values,
+/// layouts, `mma.sync`, rings) — and the code is for sm_90a (`.target sm_90a`, the
+/// signature's target), padded so that an H100 SM holds no more blocks than a GB10 one.
+#[test]
+fn emulating_sm_121a_on_sm_90a_compiles_spark_s_choices_for_the_h100() {
+    use tilec::Stage;
+    for (file, kernel) in [
+        ("matmul", "matmul"),
+        ("bmm", "bmm"),
+        ("fmha", "fmha"),
+        ("mla", "mla"),
+        ("attention_decode_grouped", "attention_decode_grouped"),
+    ] {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
+        let src = tilec::Source::new(file, std::fs::read_to_string(p).unwrap());
+        let spark = tilec::CompileOptions { arch: "sm_121a".into(), kernel: Some(kernel.into()), ..Default::default() };
+        let emulated =
+            tilec::CompileOptions { arch: "sm_90a".into(), emulate: Some("sm_121a".into()), ..spark.clone() };
+        let (s, e) = (tilec::compile(&src, &spark).unwrap(), tilec::compile(&src, &emulated).unwrap());
+        for stage in [Stage::Tile, Stage::Tilegpu] {
+            assert_eq!(s.stage(stage), e.stage(stage), "{kernel}: the {} stage differs", stage.name());
+        }
+        assert!(e.ptx().contains(".target sm_90a") && !e.ptx().contains("wgmma"), "{kernel}");
+        assert_eq!(e.signature.target, "sm_90a");
+        let (spark_arch, h100) =
+            (tilec_core::target::by_name("sm_121a").unwrap(), tilec_core::target::by_name("sm_90a").unwrap());
+        let (threads, shared) = (e.signature.block_threads, e.signature.shared_bytes);
+        let want = tilec_core::target::resident_blocks(spark_arch, threads, shared).max(1);
+        let on_h100 = tilec_core::target::resident_blocks(h100, threads, shared + e.signature.shared_pad);
+        assert!(on_h100 <= want, "{kernel}: {on_h100} blocks per H100 SM against {want} on GB10");
+        assert!(
+            e.report.iter().any(|l| l.starts_with("emulation:") && l.contains("Fp4Mma")),
+            "{kernel}: {:?}",
+            e.report
+        );
+    }
+}

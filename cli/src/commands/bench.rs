@@ -113,6 +113,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
             warp_specialize: switches.contains(&"warp-specialize"),
             no_pingpong: switches.contains(&"no-pingpong"),
             persistent: switches.contains(&"persistent"),
+            emulate: None,
         };
         let case = if *kernel == "matmul" { &gemm } else { &case };
         let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: None };

@@ -202,6 +202,12 @@ pub struct VariantArgs {
     /// each walking tiles), as a kernel's `persistent = true` hint does.
     #[arg(long)]
     pub persistent: bool,
+    /// Compile with another target's choices — its `by_target` values, shared memory per
+    /// block, pipeline and instructions — into code for this one, padded so that no more
+    /// blocks share an SM than on that target: `tilec check --emulate sm_121a` runs DGX
+    /// Spark's tile configurations on an H100. The report lists what is not emulated.
+    #[arg(long, value_name = "ARCH")]
+    pub emulate: Option<String>,
 }
 
 impl VariantArgs {
@@ -221,6 +227,7 @@ impl VariantArgs {
             warp_specialize: self.warp_specialize,
             no_pingpong: self.no_pingpong,
             persistent: self.persistent,
+            emulate: self.emulate.clone(),
         }
     }
 }

@@ -80,6 +80,18 @@ impl Args {
         self.vals.iter().flatten().any(|(v, _)| poisoned(v))
     }
 
+    /// Argument `i` as a tile of builtin `fname`.
+    pub(crate) fn tile(&self, i: usize, fname: &str) -> R<ValueId> {
+        match self.get(i) {
+            Some(Val::Tile(id)) => Ok(*id),
+            other => Err(Diagnostic::error(
+                "E0006",
+                format!("`{fname}` needs a tile, found {}", other.map(kind_name).unwrap_or("nothing")),
+            )
+            .with_primary(self.span(i), "here")),
+        }
+    }
+
     pub(crate) fn const_int(&self, _cx: &Cx, i: usize) -> R<i64> {
         match self.get(i) {
             Some(Val::Int(v)) => Ok(*v),

@@ -49,16 +49,7 @@ pub(super) fn scan(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<
             .with_primary(a.span(2), "here"));
         }
     };
-    let id = match a.get(0) {
-        Some(Val::Tile(id)) => *id,
-        other => {
-            return Err(Diagnostic::error(
-                "E0006",
-                format!("`{name}` needs a tile, found {}", other.map(kind_name).unwrap_or("nothing")),
-            )
-            .with_primary(a.span(0), "here"))
-        }
-    };
+    let id = a.tile(0, name)?;
     let ty = cx.func.ty(id).clone();
     if ty.dtype().is_storage_only() {
         return Err(storage_only(ty.dtype(), &format!("`{name}`"), a.span(0)));
@@ -165,16 +156,7 @@ pub(super) fn sort(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<
     if a.any_poison() {
         return Ok(Val::Poison);
     }
-    let id = match a.get(0) {
-        Some(Val::Tile(id)) => *id,
-        other => {
-            return Err(Diagnostic::error(
-                "E0006",
-                format!("`{name}` needs a tile, found {}", other.map(kind_name).unwrap_or("nothing")),
-            )
-            .with_primary(a.span(0), "here"))
-        }
-    };
+    let id = a.tile(0, name)?;
     let ty = cx.func.ty(id).clone();
     if !matches!(ty.dtype(), DType::F32 | DType::F16 | DType::BF16 | DType::I32) {
         return Err(Diagnostic::error("E0008", format!("`{name}` of a {} tile", ty.dtype()))
