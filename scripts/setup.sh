@@ -32,5 +32,21 @@ if ! { [ -x "$PTXAS" ] && "$PTXAS" --version 2>/dev/null | grep -q "V13.0"; }; t
   ln -sf "$(realpath "$found")" "$PTXAS"
 fi
 
+# cuobjdump and the nvdisasm it runs (SASS of the cubins ptxas makes, for the tests of the
+# instructions each target gets; no GPU needed). Their wheels start at CUDA 13.2, which reads
+# 13.0's cubins.
+for tool in cuobjdump nvdisasm; do
+  if ! { [ -x ".tools/cuda/bin/$tool" ] && ".tools/cuda/bin/$tool" --version >/dev/null 2>&1; }; then
+    echo "setup: installing $tool 13.2 into .tools/"
+    rm -rf ".tools/pip-$tool"
+    mkdir -p .tools/cuda/bin
+    python3 -m pip install -q --disable-pip-version-check --no-deps --target ".tools/pip-$tool" "nvidia-cuda-$tool==13.2.78"
+    found=$(find ".tools/pip-$tool" -type f -name "$tool" | head -n 1)
+    [ -n "$found" ] || { echo "setup: the nvidia-cuda-$tool wheel has no $tool" >&2; exit 1; }
+    chmod +x "$found"
+    ln -sf "$(realpath "$found")" ".tools/cuda/bin/$tool"
+  fi
+done
+
 command -v cargo >/dev/null || { echo "setup: cargo is not installed (install Rust with rustup)" >&2; exit 1; }
 echo "setup: ok ($(/usr/lib/llvm-22/bin/llvm-config --version) at /usr/lib/llvm-22, $("$PTXAS" --version | tail -n 1), $(cargo --version))"

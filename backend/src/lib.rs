@@ -7,6 +7,7 @@
 //! shared memory). Failures are [`Diagnostic`]s with code `E0902`.
 
 pub mod ptxas;
+pub mod sass;
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -16,6 +17,7 @@ use inkwell::OptimizationLevel;
 use tilec_core::Diagnostic;
 
 pub use ptxas::{find_ptxas, ptxas, PtxasReport};
+pub use sass::{find_cuobjdump, opcode_counts, sass};
 pub use tilec_core::target::Arch;
 
 /// The result of code generation.

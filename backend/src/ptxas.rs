@@ -29,10 +29,18 @@ pub struct PtxasReport {
 
 /// The `ptxas` executable to use, if any (see the module documentation for the order).
 pub fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TILEC_PTXAS") {
+    find_tool("TILEC_PTXAS", "ptxas")
+}
+
+/// A CUDA tool: `$env`, else `.tools/cuda/bin/<name>` of the repository or of a checkout
+/// above the executable, else `PATH`, else `/usr/local/cuda/bin` (the module documentation's
+/// order, for `ptxas` and `cuobjdump` alike).
+pub(crate) fn find_tool(env: &str, name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
         return Some(PathBuf::from(p));
     }
-    let tools = Path::new(".tools/cuda/bin/ptxas");
+    let tools = Path::new(".tools/cuda/bin").join(name);
+    let tools = tools.as_path();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(tools);
     if repo.is_file() {
         return Some(repo);
@@ -48,13 +56,13 @@ pub fn find_ptxas() -> Option<PathBuf> {
     }
     if let Some(path) = std::env::var_os("PATH") {
         for d in std::env::split_paths(&path) {
-            let cand = d.join("ptxas");
+            let cand = d.join(name);
             if cand.is_file() {
                 return Some(cand);
             }
         }
     }
-    let cand = PathBuf::from("/usr/local/cuda/bin/ptxas");
+    let cand = PathBuf::from("/usr/local/cuda/bin").join(name);
     cand.is_file().then_some(cand)
 }
 
@@ -133,45 +141,9 @@ pub fn ptxas(ptx: &str, arch: &Arch) -> Result<PtxasReport, Diagnostic> {
     let result = (|| {
         std::fs::write(&src, ptx)
             .map_err(|e| Diagnostic::error("E0902", format!("cannot write {}: {e}", src.display())))?;
-        let mut child = Command::new(&exe)
-            .arg(format!("-arch={}", arch.name))
-            .arg("-v")
-            .arg("-o")
-            .arg(&out)
-            .arg(&src)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Diagnostic::error("E0902", format!("cannot run {}: {e}", exe.display())))?;
-        // Drain both pipes while waiting, so a chatty ptxas never blocks on a full pipe.
-        let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                if let Some(mut r) = r {
-                    let _ = r.read_to_end(&mut buf);
-                }
-                buf
-            })
-        };
-        let out_t = drain(child.stdout.take().map(|x| Box::new(x) as Box<dyn std::io::Read + Send>));
-        let err_t = drain(child.stderr.take().map(|x| Box::new(x) as Box<dyn std::io::Read + Send>));
-        let (start, limit) = (Instant::now(), timeout());
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(st)) => break st,
-                Ok(None) if start.elapsed() > limit => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(Diagnostic::error(
-                        "E0902",
-                        format!("ptxas did not finish in {} s (TILEC_PTXAS_TIMEOUT sets the limit)", limit.as_secs()),
-                    ));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(Diagnostic::error("E0902", format!("waiting for ptxas: {e}"))),
-            }
-        };
-        let (stdout, stderr) = (out_t.join().unwrap_or_default(), err_t.join().unwrap_or_default());
+        let mut cmd = Command::new(&exe);
+        cmd.arg(format!("-arch={}", arch.name)).arg("-v").arg("-o").arg(&out).arg(&src);
+        let (status, stdout, stderr) = run_with_timeout(cmd, "ptxas", &exe)?;
         let log = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
         if !status.success() {
             let mut d = Diagnostic::error("E0902", format!("ptxas rejected the PTX for {}", arch.name));
@@ -189,7 +161,49 @@ pub fn ptxas(ptx: &str, arch: &Arch) -> Result<PtxasReport, Diagnostic> {
     result
 }
 
-fn unique() -> u64 {
+/// Runs `cmd` (the tool `what` at `exe`) to its end within the timeout, both pipes drained
+/// while it runs (a chatty tool never blocks on a full pipe): its status, stdout and stderr.
+pub(crate) fn run_with_timeout(
+    mut cmd: Command,
+    what: &str,
+    exe: &Path,
+) -> Result<(std::process::ExitStatus, Vec<u8>, Vec<u8>), Diagnostic> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Diagnostic::error("E0902", format!("cannot run {}: {e}", exe.display())))?;
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out_t = drain(child.stdout.take().map(|x| Box::new(x) as Box<dyn std::io::Read + Send>));
+    let err_t = drain(child.stderr.take().map(|x| Box::new(x) as Box<dyn std::io::Read + Send>));
+    let (start, limit) = (Instant::now(), timeout());
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Diagnostic::error(
+                    "E0902",
+                    format!("{what} did not finish in {} s (TILEC_PTXAS_TIMEOUT sets the limit)", limit.as_secs()),
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(Diagnostic::error("E0902", format!("waiting for {what}: {e}"))),
+        }
+    };
+    Ok((status, out_t.join().unwrap_or_default(), err_t.join().unwrap_or_default()))
+}
+
+pub(crate) fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)

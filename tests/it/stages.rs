@@ -267,3 +267,73 @@ fn tile_dialect_text_round_trips_for_every_kernel_and_target() {
         }
     }
 }
+
+/// The machine code of every tensor-core kernel for every target (`cuobjdump -sass` of ptxas's
+/// cubin, no GPU needed): the tensor instructions the target should get are there — `HGMMA`
+/// where the PTX has `wgmma`, `UTMALDG` where it has TMA copies, `HMMA` for `mma.sync` — none
+/// of another target's family, and no local-memory traffic (`LDL`/`STL`). The per-kernel
+/// counts and resources are a snapshot (`sass_summary`), so a change in what the hardware
+/// runs shows in review. This is how sm_103a's and sm_121a's code is inspected without their
+/// GPUs.
+#[test]
+fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
+    assert!(
+        tilec_backend::find_cuobjdump().is_some(),
+        "cuobjdump not found: run scripts/setup.sh (it installs it into .tools/) or set TILEC_CUOBJDUMP"
+    );
+    let kernels = [
+        ("matmul", "matmul"),
+        ("bmm", "bmm"),
+        ("group_gemm", "group_gemm"),
+        ("fmha", "fmha"),
+        ("mla", "mla"),
+        ("mla_decode", "mla_decode"),
+        ("attention_decode_grouped", "attention_decode_grouped"),
+        ("paged_attention_decode", "paged_attention_decode"),
+    ];
+    let mut table = String::from("kernel target | regs smem | HMMA HGMMA UTMALDG LDSM BAR LDL STL\n");
+    let mut wrong = vec![];
+    for (file, kernel) in kernels {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
+        for t in tilec_core::target::names() {
+            let name = format!("{kernel} {t}");
+            let c = compile(&source(&path), &CompileOptions { kernel: Some(kernel.into()), ..opts(t) })
+                .unwrap_or_else(|e| panic!("{name}:\n{}", e.render()));
+            let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+            let s = tilec_backend::sass(&r.cubin).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+            let n = tilec_backend::opcode_counts(&s);
+            let count = |op: &str| n.get(op).copied().unwrap_or(0);
+            let ptx = c.ptx();
+            let expect = [
+                ("HGMMA", ptx.contains("wgmma.mma_async")),
+                ("UTMALDG", ptx.contains("cp.async.bulk.tensor")),
+                ("HMMA", ptx.contains("mma.sync")),
+            ];
+            for (op, want) in expect {
+                if (count(op) > 0) != want {
+                    wrong.push(format!("{name}: {op} {} in the SASS, expected {want}", count(op)));
+                }
+            }
+            if count("LDL") + count("STL") > 0 {
+                wrong.push(format!("{name}: local memory ({} LDL, {} STL)", count("LDL"), count("STL")));
+            }
+            if t != "sm_90a" && count("HGMMA") > 0 {
+                wrong.push(format!("{name}: HGMMA off sm_90a"));
+            }
+            table.push_str(&format!(
+                "{kernel} {t} | {} {} | {} {} {} {} {} {} {}\n",
+                r.registers,
+                r.shared_bytes,
+                count("HMMA"),
+                count("HGMMA"),
+                count("UTMALDG"),
+                count("LDSM"),
+                count("BAR"),
+                count("LDL"),
+                count("STL")
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    insta::assert_snapshot!("sass_summary", table);
+}
