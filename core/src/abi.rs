@@ -11,6 +11,10 @@
 //! extent (the runtime launches `min(extent, SMs × the blocks of it one SM holds)`), the grid's
 //! y and z as they are;
 //!
+//! (a kernel compiled with `--emulate` also asks, in [`Signature::shared_pad`], for dynamic
+//! shared memory beyond its own, so that no more of its blocks share an SM than on the
+//! emulated target;)
+//!
 //! then, for each entry of [`Signature::tma`] in order, a 128-byte `CUtensorMap` passed by
 //! value (a `__grid_constant__` parameter, 64-byte aligned): the tensor map of that tensor
 //! argument, which the launcher encodes from the actual argument (`cuTensorMapEncodeTiled`:
