@@ -18,12 +18,14 @@
 //! (the bits they use are disjoint, [`LinearLayout::check`]). The lowering relies on this
 //! split: addresses are one base pointer per thread plus constant offsets.
 
+mod descriptor;
 mod linear;
 mod mma;
 mod shared;
 mod swizzle;
 mod text;
 
+pub use descriptor::MatrixDescriptor;
 pub use linear::{DimTerms, LinearLayout, Run};
 pub use mma::{Mma, MmaFamily, MMA_K, MMA_M, MMA_N};
 pub use shared::Shared;

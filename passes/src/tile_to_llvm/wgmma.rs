@@ -269,3 +269,56 @@ impl Lowering<'_> {
         Ok(Value::Tile(self.wait_group(&regs, pending)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_core::layout::MatrixDescriptor;
+
+    /// Every descriptor this lowering builds — each NVMMA swizzle, K-major and MN-major, A
+    /// and B, every 64-row block and K step of the operand tiles the library uses — makes the
+    /// hardware (the PTX ISA's canonical layouts, decoded in `tilec_core::layout::descriptor`)
+    /// read each element from the byte the buffer's layout wrote it to.
+    #[test]
+    fn descriptors_address_the_bytes_the_layout_holds() {
+        let elem = 2;
+        let mut checked = 0;
+        for sw in [128, 64, 32] {
+            for (op_idx, shape, n_inst) in [(0u32, [128i64, 64i64], 0i64), (1, [64, 256], 256), (1, [64, 64], 64)] {
+                let kd = if op_idx == 0 { 1 } else { 0 };
+                for k_major in [true, false] {
+                    // The contiguous dim: K for a K-major operand, M or N otherwise.
+                    let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
+                    let layout = SwizzledShared::nvmma(sw, elem, order);
+                    if shape[order[0]] % layout.atom != 0 {
+                        continue;
+                    }
+                    let rows = shape[order[1]];
+                    let bits = descriptor_bits(sw, k_major, rows);
+                    let (mn_extent, k_extent) = if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
+                    let block_mn = if op_idx == 0 { MMA_M } else { n_inst };
+                    for mn0 in (0..mn_extent).step_by(block_mn as usize) {
+                        for k0 in (0..k_extent).step_by(MMA_K as usize) {
+                            let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
+                            let start = atom_offset(&layout, &shape, at(mn0, k0)) * elem;
+                            let d = MatrixDescriptor::decode((bits | (start >> 4)) as u64);
+                            for i in 0..block_mn {
+                                for j in 0..MMA_K {
+                                    let c = at(mn0 + i, k0 + j);
+                                    let want = layout.offset(&shape, &c) * elem;
+                                    let got = d.address(k_major, i, j, elem);
+                                    assert_eq!(
+                                        got, want,
+                                        "swizzle {sw}, operand {op_idx} {shape:?}, k-major {k_major}: element {c:?} of the block at ({mn0}, {k0})"
+                                    );
+                                    checked += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked} elements");
+    }
+}
