@@ -166,7 +166,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         disabled: opts.disabled_passes.clone(),
         fast_math: opts.fast_math,
         no_fp_fusion: opts.no_fp_fusion,
-        no_tma: opts.no_tma,
+        no_tma: opts.no_tma || el.hints.no_tma,
         wgmma_wait_at_once: opts.wgmma_wait_at_once,
         empty_barriers: opts.empty_barriers,
         warp_specialize: opts.warp_specialize || el.hints.warp_specialize,

@@ -25,11 +25,14 @@ pub struct Hints {
     /// holds at once (`tile-persistent`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub persistent: bool,
+    /// `tma = false`: rings stay `cp.async` where TMA could fill them (as `--no-tma`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_tma: bool,
 }
 
 impl Default for Hints {
     fn default() -> Self {
-        Hints { num_warps: 4, occupancy: None, opt_level: 3, warp_specialize: false, persistent: false }
+        Hints { num_warps: 4, occupancy: None, opt_level: 3, warp_specialize: false, persistent: false, no_tma: false }
     }
 }
 

@@ -361,8 +361,9 @@ pub(crate) fn run_tile_licm(d: &mut Driver, step: &Step) -> Result<(), Diagnosti
 /// The driver entry of `tile-swizzle`.
 pub(crate) fn run_tile_swizzle(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     let mut func = d.take_func(step.name(), Level::TileGpu)?;
-    step_arch(step, &func)?;
-    let r = crate::tile_swizzle::run(&mut func);
+    let arch = step_arch(step, &func)?;
+    let tma = crate::tile_swizzle::tma_fillable(arch) && step.option("tma") != "false";
+    let r = crate::tile_swizzle::run(&mut func, tma);
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-swizzle: {l}")));
     set_func(d, func, step.name(), Level::TileGpu)
 }

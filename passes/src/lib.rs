@@ -159,13 +159,21 @@ pub const PASSES: &[PassInfo] = &[
     PassInfo {
         name: "tile-swizzle",
         produces: Stage::Tilegpu,
-        doc: "pick each shared buffer's XOR swizzle so that its 16-byte writes and ldmatrix reads are free of bank conflicts (CPU model)",
-        options: &[PassOption {
-            name: "arch",
-            doc: "target (default: the module's tile.target; every target has 32 banks of 4 bytes)",
-            default: "",
-            check: check_arch,
-        }],
+        doc: "pick each shared buffer's XOR swizzle so that its 16-byte writes and ldmatrix reads are free of bank conflicts (CPU model); on mma.sync targets with TMA, TMA's layouts where they are as good",
+        options: &[
+            PassOption {
+                name: "arch",
+                doc: "target (default: the module's tile.target; every target has 32 banks of 4 bytes)",
+                default: "",
+                check: check_arch,
+            },
+            PassOption {
+                name: "tma",
+                doc: "give async-copied buffers TMA's layouts on mma.sync targets with TMA (default: true; false keeps the least-conflict swizzles for cp.async)",
+                default: "",
+                check: check_bool,
+            },
+        ],
         run: driver::run_tile_swizzle,
     },
     PassInfo {
@@ -367,7 +375,13 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
         }
         let opts: Vec<(&str, &str)> = match name {
             "tile-approx-math" => vec![("fast-math", fast)],
-            "tile-swizzle" => vec![("arch", arch.name)],
+            "tile-swizzle" => {
+                let mut o = vec![("arch", arch.name)];
+                if cfg.no_tma {
+                    o.push(("tma", "false"));
+                }
+                o
+            }
             "tile-pipeline" => {
                 let mut o = vec![("arch", arch.name)];
                 if cfg.no_tma {

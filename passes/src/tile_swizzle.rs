@@ -22,16 +22,31 @@
 //! keeps it, reporting its write wavefronts (none for 16-byte writes: eight consecutive chunks
 //! of an atom's rows fall in eight distinct bank groups).
 //!
+//! On a target whose tensor cores are fed by `ldmatrix` but which has the Tensor Memory
+//! Accelerator (sm_103a and sm_121a until their own MMA families land: `tma_fillable`), a
+//! 16-bit buffer written by async copies takes the NVMMA layout — 64/32/16-element atoms,
+//! the hardware's XOR swizzle — wherever `ldmatrix` reads it without a bank conflict: the
+//! layout TMA writes, so that `tile-pipeline` fills its rings with TMA copies and mbarriers
+//! instead of `cp.async` (the TMA-fed `mma.sync` of CUTLASS's sm_120 collectives). The
+//! `ldmatrix` addresses follow the atoms (`tile-to-llvm`'s swizzled index).
+//!
 //! Guarantees: every buffer's type carries the chosen swizzle (its readers and writers see
 //! it through the value's type); for the buffers of the kernel library the choice has zero
 //! extra wavefronts on both sides — `every_chosen_swizzle_is_conflict_free` checks it over
 //! every kernel and target.
 //!
-//! Options: `arch` (accepted for the pipeline's uniformity; every target has the same 32
-//! banks of 4 bytes).
+//! Options: `arch` (every target has the same 32 banks of 4 bytes; the target decides only
+//! whether async-copied buffers take TMA's layouts).
 
 use tilec_core::layout::SwizzledShared;
+use tilec_core::target::{Arch, Feature};
 use tilec_core::tir::{Func, OpKind, Type};
+
+/// Whether `arch` feeds `ldmatrix` from buffers TMA may fill: it has TMA, and its tensor-core
+/// operands are not read through wgmma descriptors (whose buffers `tile-layout` lays out).
+pub fn tma_fillable(arch: &Arch) -> bool {
+    arch.has(Feature::Tma) && !arch.has(Feature::Wgmma)
+}
 
 /// What the pass decided, one line per buffer (for `--report`).
 #[derive(Clone, Debug, Default)]
@@ -39,8 +54,9 @@ pub struct SwizzleReport {
     pub lines: Vec<String>,
 }
 
-/// Runs the pass over a laid-out kernel.
-pub fn run(func: &mut Func) -> SwizzleReport {
+/// Runs the pass over a laid-out kernel; `tma` (see [`tma_fillable`]): async-copied buffers
+/// take the NVMMA layout where `ldmatrix` reads it without conflicts.
+pub fn run(func: &mut Func, tma: bool) -> SwizzleReport {
     let mut bufs = vec![];
     func.walk(&mut |op| {
         if let (OpKind::LocalAlloc { .. } | OpKind::AsyncCopy { dst: None, .. }, Some(r)) = (&op.kind, op.result) {
@@ -69,6 +85,21 @@ pub fn run(func: &mut Func) -> SwizzleReport {
             continue;
         }
         let before = layout.conflicts(&shape, bytes);
+        let async_copied = writer.starts_with("16-byte cp.async");
+        let nvmma = SwizzledShared::nvmma_for(shape[layout.order[0]], bytes, layout.order)
+            .filter(|_| tma && async_copied && bytes == 2 && shape.iter().all(|&d| d <= 256))
+            .filter(|n| n.conflicts(&shape, bytes) == (0, 0));
+        if let Some(n) = nvmma {
+            report.lines.push(format!(
+                "buffer {shape:?} {dtype} (contiguous dim {}), written by {writer}: NVMMA {}-byte swizzle, which TMA can fill; extra wavefronts ldmatrix 0, writes 0 (unswizzled: {}, {})",
+                n.order[0],
+                n.nvmma_bytes().unwrap_or(0),
+                before.0,
+                before.1
+            ));
+            func.values[b.0 as usize] = Type::Smem { shape, dtype, layout: n };
+            continue;
+        }
         let s = SwizzledShared::least_conflicts(&shape, bytes, layout.order);
         let (r, w) = s.conflicts(&shape, bytes);
         report.lines.push(format!(

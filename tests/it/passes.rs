@@ -397,11 +397,23 @@ fn a_pipelined_loop_has_no_barrier_beyond_its_waits() {
     for (file, kernel, copies, distance, specialized) in
         [("matmul", "matmul", 1 + 4, 2, true), ("bmm", "bmm", 1 + 2, 1, false)]
     {
-        let ptx = ptx_for(file, kernel, false, "sm_121a");
+        // sm_121a with cp.async rings (`--no-tma`).
+        let o = tilec::CompileOptions { arch: "sm_121a".into(), no_tma: true, ..Default::default() };
+        let ptx = ptx_with(file, kernel, o);
         let body = first_loop(&ptx);
         let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
         assert!(count("mma.sync") > 0, "{kernel}: the first loop is not the K loop");
         assert_eq!(count("bar.sync"), count("cp.async.wait_group"), "{kernel}: a barrier beyond the waits'");
+        // sm_121a's default: `mma.sync` fed by TMA (its buffers in TMA's layouts): the stages'
+        // mbarriers waited for, no group wait, and one barrier an iteration before the
+        // refills, as an unspecialized TMA ring has.
+        let ptx = ptx_for(file, kernel, false, "sm_121a");
+        let body = loop_with(&ptx, "mma.sync");
+        let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
+        assert_eq!(count("cp.async.wait_group"), 0, "{kernel}: a cp.async wait in sm_121a's TMA loop");
+        assert_eq!(count("mbarrier.try_wait.parity"), 2, "{kernel}: one wait per ring on sm_121a");
+        assert_eq!(count("bar.sync"), 1, "{kernel}: sm_121a's barriers");
+        assert!(ptx.contains("cp.async.bulk.tensor"), "{kernel}: no TMA copy on sm_121a");
         let o = tilec::CompileOptions { arch: "sm_90a".into(), warp_specialize: true, ..Default::default() };
         let ptx = ptx_with(file, kernel, o);
         let body = loop_with(&ptx, "wgmma.mma_async");

@@ -198,7 +198,11 @@ fn ptxas_accepts_every_kernel_for_its_target_without_spills() {
     for (name, o, path) in jobs {
         let c = compile(&source(&path), &o).unwrap_or_else(|e| panic!("{name}:\n{}", e.render()));
         let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{name}: {d:?}"));
-        let spills = (r.spill_stores, r.spill_loads, r.stack_bytes) != (0, 0, 0);
+        // On sm_121a ptxas guards each TMA copy whose tensor map comes by generic address with
+        // a fallback call (an 8-byte stack frame, `STL.64` before the `CALL`), never taken for
+        // maps passed as kernel parameters, as ours are: not a spill.
+        let tma_guard = c.arch.name == "sm_121a" && c.ptx().contains("cp.async.bulk.tensor") && r.stack_bytes == 8;
+        let spills = (r.spill_stores, r.spill_loads) != (0, 0) || (r.stack_bytes != 0 && !tma_guard);
         // Known, reported as not done (issue 11): these tensor-core kernels spill at their
         // default constants today. The list must stay exact: a fixed kernel fails here too.
         if spills != KNOWN_SPILLS.contains(&name.as_str()) {
@@ -314,7 +318,10 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
                     wrong.push(format!("{name}: {op} {} in the SASS, expected {want}", count(op)));
                 }
             }
-            if count("LDL") + count("STL") > 0 {
+            // sm_121a's guarded fallback of a TMA copy (see the ptxas test): one `STL` a copy
+            // at most, no loads.
+            let guard = if t == "sm_121a" { count("UTMALDG") } else { 0 };
+            if count("LDL") > 0 || count("STL") > guard {
                 wrong.push(format!("{name}: local memory ({} LDL, {} STL)", count("LDL"), count("STL")));
             }
             if t != "sm_90a" && count("HGMMA") > 0 {

@@ -34,6 +34,10 @@ const HINTS: &[(&str, &str, HintSetter)] = &[
         h.persistent = n != 0;
         (0..=1).contains(&n)
     }),
+    ("tma", "tma is true or false", |n, h| {
+        h.no_tma = n == 0;
+        (0..=1).contains(&n)
+    }),
 ];
 
 pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnostic>> {

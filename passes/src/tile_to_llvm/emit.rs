@@ -163,6 +163,9 @@ pub struct Emitter {
     /// usable until the next label, whatever the control flow).
     labels: u32,
     consts: BTreeMap<String, Reg>,
+    /// Between [`Emitter::enter_prologue`] and [`Emitter::leave_prologue`]: `pro` and `body`
+    /// are swapped, so what goes to the prologue goes to `body`.
+    in_prologue: bool,
     /// The source's float `+ - *` carry LLVM's `contract` flag ([`super::Options::fp_fusion`]).
     pub fp_fusion: bool,
     /// Threads of the named barrier 1 that [`Emitter::barrier`] syncs instead of the whole
@@ -210,7 +213,10 @@ impl Emitter {
     /// `%r = <rhs>` in the prologue (values every later block sees).
     pub fn def_prologue(&mut self, ty: Ty, rhs: impl AsRef<str>) -> Reg {
         let name = self.fresh();
-        let _ = writeln!(self.pro, "    {name} = {}", rhs.as_ref());
+        // Inside `enter_prologue` the prologue is the `body` buffer: a constant first made
+        // there (the swizzled index of an NVMMA atom) must not land in the real body.
+        let pro = if self.in_prologue { &mut self.body } else { &mut self.pro };
+        let _ = writeln!(pro, "    {name} = {}", rhs.as_ref());
         Reg { name, ty }
     }
 
@@ -218,10 +224,12 @@ impl Emitter {
     /// dominate every block (they must depend on prologue values only).
     pub fn enter_prologue(&mut self) {
         std::mem::swap(&mut self.pro, &mut self.body);
+        self.in_prologue = true;
     }
 
     pub fn leave_prologue(&mut self) {
         std::mem::swap(&mut self.pro, &mut self.body);
+        self.in_prologue = false;
     }
 
     /// `a + b` of non-negative indices known not to wrap (`nsw nuw`), so that LLVM may move

@@ -231,7 +231,9 @@ impl Lowering<'_> {
         self.on_issuer(|lw| {
             let mut asm = PtxAsm::new();
             let (b, n) = (asm.input(&bar), asm.input(&bytes));
-            asm.push(&format!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};"));
+            // The arrival's state in a scoped register, not the sink `_`: ptxas for sm_121a
+            // stores a sunk state to the stack (an `STL.64` a copy).
+            asm.push(&format!("{{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [{b}], {n}; }}"));
             asm.emit(&mut lw.em);
             for j in 0..atoms {
                 let off = lw.em.ci32(j * rows * layout.atom * eb);
@@ -297,7 +299,7 @@ impl Lowering<'_> {
         let mut asm = PtxAsm::new();
         let (b, l) = (asm.input(&bar), asm.input(&lane));
         asm.push(&format!(
-            "{{ .reg .pred P1; setp.eq.u32 P1, {l}, 0; @P1 mbarrier.arrive.shared::cta.b64 _, [{b}]; }}"
+            "{{ .reg .pred P1; .reg .b64 st; setp.eq.u32 P1, {l}, 0; @P1 mbarrier.arrive.shared::cta.b64 st, [{b}]; }}"
         ));
         asm.emit(&mut self.em);
         Ok(())

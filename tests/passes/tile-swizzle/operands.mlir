@@ -1,7 +1,8 @@
-// passes: tile-swizzle
+// passes: tile-swizzle{tma=false}
 // The two unswizzled operand buffers of one mma, as tile-layout leaves them: A 16x64 f16
 // (rows of 128 bytes: one row per phase, 8 phases) and B 64x16 f16 (rows of 32 bytes: four
 // rows share a phase, 2 phases), both written by 16-byte cp.async and read by ldmatrix.
+// (Without TMA's layouts: `tma_layouts.mlir` has the same buffers with them.)
 module attributes {tile.target = "sm_121a"} {
   func.func @stream(%arg0: memref<?x?xf16, strided<[?, ?]>> {tile.divisibility = 16 : i32}, %arg1: memref<?x?xf16, strided<[?, ?]>> {tile.divisibility = 16 : i32}, %arg2: memref<?x?xf32, strided<[?, ?]>> {tile.divisibility = 16 : i32}) attributes {tile.kernel, tile.num_warps = 1 : i32} {
     %3 = arith.constant 0.0 : f32
