@@ -100,76 +100,12 @@ pub struct Prepared {
     pub report: Vec<String>,
 }
 
+/// The pipeline variant a GPU run compiles with: the CLI's switches (`--disable-pass`,
+/// `--fast-math`, …), one struct for both.
+pub use crate::commands::VariantArgs as Variant;
+
 /// Compiles `spec` for `case` (specialised on the alignment of the actual tensors), uploads
 /// fresh random inputs and returns everything needed to launch.
-/// The pipeline variant a GPU run compiles with (`--disable-pass`, `--fast-math`).
-#[derive(Clone, Debug, Default)]
-pub struct Variant {
-    pub disabled: std::collections::BTreeSet<String>,
-    pub fast_math: bool,
-    pub no_fp_fusion: bool,
-    pub no_tma: bool,
-    pub wgmma_wait_at_once: bool,
-    pub empty_barriers: bool,
-    pub warp_specialize: bool,
-    pub no_pingpong: bool,
-    pub persistent: bool,
-    /// Compile with this target's choices for the device (`--emulate sm_121a`).
-    pub emulate: Option<String>,
-}
-
-impl Variant {
-    /// `o` with this variant's pipeline switches.
-    pub fn apply(&self, o: CompileOptions) -> CompileOptions {
-        CompileOptions {
-            disabled_passes: self.disabled.clone(),
-            fast_math: self.fast_math,
-            no_fp_fusion: self.no_fp_fusion,
-            no_tma: self.no_tma,
-            wgmma_wait_at_once: self.wgmma_wait_at_once,
-            empty_barriers: self.empty_barriers,
-            warp_specialize: self.warp_specialize,
-            no_pingpong: self.no_pingpong,
-            persistent: self.persistent,
-            emulate: self.emulate.clone(),
-            ..o
-        }
-    }
-
-    /// How the variant names itself in case labels (empty for the default pipeline).
-    pub fn label(&self) -> String {
-        let mut v: Vec<String> = self.disabled.iter().map(|d| format!("-{d}")).collect();
-        if self.fast_math {
-            v.push("+fast-math".into());
-        }
-        if self.no_fp_fusion {
-            v.push("-fp-fusion".into());
-        }
-        if self.no_tma {
-            v.push("-tma".into());
-        }
-        if self.wgmma_wait_at_once {
-            v.push("wgmma-wait-0".into());
-        }
-        if self.empty_barriers {
-            v.push("+empty-barriers".into());
-        }
-        if self.warp_specialize {
-            v.push("+warp-specialize".into());
-        }
-        if self.no_pingpong {
-            v.push("-pingpong".into());
-        }
-        if self.persistent {
-            v.push("+persistent".into());
-        }
-        if let Some(e) = &self.emulate {
-            v.push(format!("emulating {e}"));
-        }
-        v.join(" ")
-    }
-}
-
 pub fn prepare(
     dev: &Device,
     kernels_dir: &Path,

@@ -326,52 +326,58 @@ fn set_func(d: &mut Driver, func: Func, pass: &str, level: Level) -> Result<(), 
     Ok(())
 }
 
+/// A tilec pass that keeps the kernel in the Rust form at `level`: its input checked, `run`
+/// applied, the report lines it returns prefixed with the pass's name, its output verified.
+fn in_place(
+    d: &mut Driver,
+    step: &Step,
+    level: Level,
+    run: impl FnOnce(&mut Func) -> Result<Vec<String>, Diagnostic>,
+) -> Result<(), Diagnostic> {
+    let mut func = d.take_func(step.name(), level)?;
+    let lines = run(&mut func)?;
+    d.facts.report.extend(lines.iter().map(|l| format!("{}: {l}", step.name())));
+    set_func(d, func, step.name(), level)
+}
+
 /// The driver entry of `tile-load-order`.
 pub(crate) fn run_tile_load_order(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let mut func = d.take_func(step.name(), Level::Tile)?;
-    let r = crate::tile_load_order::run(&mut func);
-    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-load-order: {l}")));
-    set_func(d, func, step.name(), Level::Tile)
+    in_place(d, step, Level::Tile, |f| Ok(crate::tile_load_order::run(f).lines))
 }
 
 /// The driver entry of `tile-approx-math`.
 pub(crate) fn run_tile_approx_math(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let mut func = d.take_func(step.name(), Level::Tile)?;
-    let r = crate::tile_approx_math::run(&mut func, step.option("fast-math") == "true");
-    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-approx-math: {l}")));
-    set_func(d, func, step.name(), Level::Tile)
+    let fast = step.option("fast-math") == "true";
+    in_place(d, step, Level::Tile, |f| Ok(crate::tile_approx_math::run(f, fast).lines))
 }
 
 /// The driver entry of `tile-persistent`.
 pub(crate) fn run_tile_persistent(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let mut func = d.take_func(step.name(), Level::Tile)?;
-    let r = crate::tile_persistent::run(&mut func);
-    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-persistent: {l}")));
-    set_func(d, func, step.name(), Level::Tile)
+    in_place(d, step, Level::Tile, |f| Ok(crate::tile_persistent::run(f).lines))
 }
 
 /// The driver entry of `tile-licm`.
 pub(crate) fn run_tile_licm(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let mut func = d.take_func(step.name(), Level::TileGpu)?;
-    let r = crate::tile_licm::run(&mut func);
-    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-licm: {l}")));
-    set_func(d, func, step.name(), Level::TileGpu)
+    in_place(d, step, Level::TileGpu, |f| Ok(crate::tile_licm::run(f).lines))
 }
 
 /// The driver entry of `tile-swizzle`.
 pub(crate) fn run_tile_swizzle(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let mut func = d.take_func(step.name(), Level::TileGpu)?;
-    let arch = step_arch(step, &func)?;
-    let tma = crate::tile_swizzle::tma_fillable(arch) && step.option("tma") != "false";
-    let r = crate::tile_swizzle::run(&mut func, tma);
-    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-swizzle: {l}")));
-    set_func(d, func, step.name(), Level::TileGpu)
+    in_place(d, step, Level::TileGpu, |f| {
+        let arch = step_arch(step, f)?;
+        let tma = crate::tile_swizzle::tma_fillable(arch) && step.option("tma") != "false";
+        Ok(crate::tile_swizzle::run(f, tma).lines)
+    })
 }
 
 /// The driver entry of `tile-pipeline`.
 pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let mut func = d.take_func(step.name(), Level::TileGpu)?;
-    let arch = step_arch(step, &func)?;
+    in_place(d, step, Level::TileGpu, |func| pipeline_in_place(step, func))
+}
+
+/// `tile-pipeline` with the step's options over `func`: its report lines.
+fn pipeline_in_place(step: &Step, func: &mut Func) -> Result<Vec<String>, Diagnostic> {
+    let arch = step_arch(step, func)?;
     let mut opts = crate::tile_pipeline::Options::for_arch(arch);
     if let Ok(n) = step.option("distance").parse::<u32>() {
         opts.default_distance = n;
@@ -383,7 +389,7 @@ pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagn
     // rings are released on them.
     if step.option("warp-specialize") == "true" {
         let occupancy = step.option("occupancy").parse::<u32>().unwrap_or(1);
-        opts.empty_barriers |= crate::tile_warp_specialize::fits(&func, arch, occupancy).is_ok();
+        opts.empty_barriers |= crate::tile_warp_specialize::fits(func, arch, occupancy).is_ok();
     }
     if let Ok(b) = step.option("wgmma-in-flight").parse::<bool>() {
         opts.in_flight = b;
@@ -391,9 +397,7 @@ pub(crate) fn run_tile_pipeline(d: &mut Driver, step: &Step) -> Result<(), Diagn
     if let Ok(b) = step.option("tma").parse::<bool>() {
         opts.tma = b && arch.has(tilec_core::target::Feature::Tma);
     }
-    let r = crate::tile_pipeline::run(&mut func, &opts)?;
-    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-pipeline: {l}")));
-    set_func(d, func, step.name(), Level::TileGpu)
+    Ok(crate::tile_pipeline::run(func, &opts)?.lines)
 }
 
 /// The driver entry of `tile-to-llvm`.
@@ -421,11 +425,10 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
 
 /// The driver entry of `tile-warp-specialize`.
 pub(crate) fn run_tile_warp_specialize(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
-    let mut func = d.take_func(step.name(), Level::TileGpu)?;
-    let arch = step_arch(step, &func)?;
-    let occupancy = step.option("occupancy").parse::<u32>().unwrap_or(1);
-    let pingpong = step.option("pingpong") != "false";
-    let r = crate::tile_warp_specialize::run(&mut func, arch, occupancy, pingpong);
-    d.facts.report.extend(r.lines.iter().map(|l| format!("tile-warp-specialize: {l}")));
-    set_func(d, func, step.name(), Level::TileGpu)
+    in_place(d, step, Level::TileGpu, |f| {
+        let arch = step_arch(step, f)?;
+        let occupancy = step.option("occupancy").parse::<u32>().unwrap_or(1);
+        let pingpong = step.option("pingpong") != "false";
+        Ok(crate::tile_warp_specialize::run(f, arch, occupancy, pingpong).lines)
+    })
 }

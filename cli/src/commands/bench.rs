@@ -104,7 +104,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
         out::err_raw(&format!("\r[{}/{}] {step} ...          ", i + 1, ABLATION.len()));
         let Some(spec) = tilec_suite::find(kernel) else { continue };
         let variant = gpu::Variant {
-            disabled: disabled.iter().map(|d| d.to_string()).collect(),
+            disable_pass: disabled.iter().map(|d| d.to_string()).collect(),
             fast_math: switches.contains(&"fast-math"),
             no_fp_fusion: false,
             no_tma: switches.contains(&"no-tma"),
@@ -215,7 +215,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             case.dtype
         ));
         let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: matmul_rate };
-        match gpu::bench_case(&dev, &a.kernels_dir, spec, case, &timing, &a.variant.variant()) {
+        match gpu::bench_case(&dev, &a.kernels_dir, spec, case, &timing, &a.variant) {
             Ok(r) => rows.push(r),
             Err(e) => errors.push(e),
         }

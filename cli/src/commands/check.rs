@@ -44,7 +44,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 continue;
             }
             out::err_raw(&format!("\rchecking {} {} ...            ", spec.name, case.label()));
-            let row = gpu::check_case(&dev, &a.kernels_dir, spec, case, 1000 + i as u64, &a.variant.variant());
+            let row = gpu::check_case(&dev, &a.kernels_dir, spec, case, 1000 + i as u64, &a.variant);
             out::err(&format!(
                 "\r{} {} {}: {} (max abs {:.3e}, rel L2 {:.3e}) {}",
                 row.kernel,

@@ -211,14 +211,10 @@ pub struct VariantArgs {
 }
 
 impl VariantArgs {
-    /// `o` with these pipeline switches.
+    /// `o` with this variant's pipeline switches.
     pub fn apply(&self, o: tilec::CompileOptions) -> tilec::CompileOptions {
-        self.variant().apply(o)
-    }
-
-    pub fn variant(&self) -> crate::gpu::Variant {
-        crate::gpu::Variant {
-            disabled: self.disable_pass.iter().cloned().collect(),
+        tilec::CompileOptions {
+            disabled_passes: self.disable_pass.iter().cloned().collect(),
             fast_math: self.fast_math,
             no_fp_fusion: self.no_fp_fusion,
             no_tma: self.no_tma,
@@ -228,7 +224,43 @@ impl VariantArgs {
             no_pingpong: self.no_pingpong,
             persistent: self.persistent,
             emulate: self.emulate.clone(),
+            ..o
         }
+    }
+
+    /// How the variant names itself in case labels (empty for the default pipeline).
+    pub fn label(&self) -> String {
+        // In name order, each once, whatever the order on the command line.
+        let disabled: std::collections::BTreeSet<&String> = self.disable_pass.iter().collect();
+        let mut v: Vec<String> = disabled.iter().map(|d| format!("-{d}")).collect();
+        if self.fast_math {
+            v.push("+fast-math".into());
+        }
+        if self.no_fp_fusion {
+            v.push("-fp-fusion".into());
+        }
+        if self.no_tma {
+            v.push("-tma".into());
+        }
+        if self.wgmma_wait_at_once {
+            v.push("wgmma-wait-0".into());
+        }
+        if self.empty_barriers {
+            v.push("+empty-barriers".into());
+        }
+        if self.warp_specialize {
+            v.push("+warp-specialize".into());
+        }
+        if self.no_pingpong {
+            v.push("-pingpong".into());
+        }
+        if self.persistent {
+            v.push("+persistent".into());
+        }
+        if let Some(e) = &self.emulate {
+            v.push(format!("emulating {e}"));
+        }
+        v.join(" ")
     }
 }
 
