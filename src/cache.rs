@@ -32,6 +32,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if opts.no_tma {
         pipeline.push_str(" tma=false");
     }
+    if opts.no_tcgen05 {
+        pipeline.push_str(" tcgen05=false");
+    }
     if opts.wgmma_wait_at_once {
         pipeline.push_str(" wgmma_in_flight=false");
     }

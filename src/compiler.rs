@@ -34,6 +34,8 @@ pub struct CompileOptions {
     pub no_fp_fusion: bool,
     /// Keep `cp.async` rings where TMA could fill them (`--no-tma`; the ablation).
     pub no_tma: bool,
+    /// Keep sm_103a's products on mma.sync (`--no-tcgen05`; the ablation).
+    pub no_tcgen05: bool,
     /// Wait for every wgmma where it is issued (`--wgmma-wait-at-once`; the ablation).
     pub wgmma_wait_at_once: bool,
     /// Release TMA ring stages on empty mbarriers (`--empty-barriers`; an experiment).
@@ -167,6 +169,9 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         fast_math: opts.fast_math,
         no_fp_fusion: opts.no_fp_fusion,
         no_tma: opts.no_tma || el.hints.no_tma,
+        // An emulated target's tcgen05 products run as mma.sync where the chip lacks it (the
+        // emulation's report line says so).
+        no_tcgen05: opts.no_tcgen05 || !arch.has(tilec_core::target::Feature::Tcgen05),
         wgmma_wait_at_once: opts.wgmma_wait_at_once,
         empty_barriers: opts.empty_barriers,
         warp_specialize: opts.warp_specialize || el.hints.warp_specialize,
@@ -212,10 +217,22 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
             compiled.signature.shared_bytes,
         );
         compiled.signature.shared_pad = pad;
-        let missing: Vec<String> =
-            choice.features.iter().filter(|f| !arch.has(**f)).map(|f| format!("{f:?}")).collect();
+        use tilec_core::target::Feature;
+        // tcgen05 is the one the lowering would use: its products become mma.sync (not
+        // emulated, and said so); the others tilec does not emit for the emulated target.
+        let not_emulated = if choice.has(Feature::Tcgen05) && !arch.has(Feature::Tcgen05) {
+            format!("; NOT emulated: {}'s tcgen05 products and TMEM accumulators, run as mma.sync", choice.name)
+        } else {
+            String::new()
+        };
+        let missing: Vec<String> = choice
+            .features
+            .iter()
+            .filter(|f| !arch.has(**f) && **f != Feature::Tcgen05)
+            .map(|f| format!("{f:?}"))
+            .collect();
         driver.facts.report.push(format!(
-            "emulation: {}'s by_target values, shared memory, pipeline and instructions, compiled for {}; {blocks} block(s) per SM as on {} (shared memory padded by {pad} bytes a block; registers not emulated){}",
+            "emulation: {}'s by_target values, shared memory, pipeline and instructions, compiled for {}; {blocks} block(s) per SM as on {} (shared memory padded by {pad} bytes a block; registers not emulated){not_emulated}{}",
             choice.name,
             arch.name,
             choice.name,

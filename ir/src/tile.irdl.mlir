@@ -34,7 +34,13 @@ irdl.dialect @tilegpu {
     %w = irdl.base "#builtin.array"
     irdl.parameters(warps_per_cta: %w)
   }
-  // #tilegpu.dot_operand<op_idx : i32, #tilegpu.mma<...> or #tilegpu.wgmma<...>>: operand A (0) or B (1).
+  // #tilegpu.tcgen05<[4, wn]>: the accumulator of tcgen05.mma (sm_100a/sm_103a) in Tensor
+  // Memory, as tcgen05.ld 32x32b brings it out: one row a thread, N split over wn warp columns.
+  irdl.attribute @tcgen05 {
+    %w = irdl.base "#builtin.array"
+    irdl.parameters(warps_per_cta: %w)
+  }
+  // #tilegpu.dot_operand<op_idx : i32, #tilegpu.mma<...>, wgmma<...> or tcgen05<...>>: operand A (0) or B (1).
   irdl.attribute @dot_operand {
     %i = irdl.base "#builtin.integer"
     %p = irdl.any

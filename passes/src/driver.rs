@@ -298,7 +298,8 @@ pub(crate) fn run_tile_layout(d: &mut Driver, step: &Step) -> Result<(), Diagnos
         func.num_warps = n;
     }
     let asked = func.num_warps;
-    let r = crate::tile_layout::run(&mut func)?;
+    let opts = crate::tile_layout::Options { tcgen05: step.option("tcgen05") != "false" };
+    let r = crate::tile_layout::run(&mut func, &opts)?;
     let note = if r.num_warps == asked { String::new() } else { format!(" (asked for {asked})") };
     d.facts.report.push(format!("tile-layout: {} warps{note}", r.num_warps));
     d.facts.report.extend(r.lines.iter().map(|l| format!("tile-layout: {l}")));

@@ -141,12 +141,20 @@ pub const PASSES: &[PassInfo] = &[
         name: "tile-layout",
         produces: Stage::Tilegpu,
         doc: "give every tile a #blocked or #slice layout (16-byte vectors, warps along rows first)",
-        options: &[PassOption {
-            name: "num-warps",
-            doc: "warps per block to lay tiles out over (default: the kernel's tile.num_warps)",
-            default: "",
-            check: check_num_warps,
-        }],
+        options: &[
+            PassOption {
+                name: "num-warps",
+                doc: "warps per block to lay tiles out over (default: the kernel's tile.num_warps)",
+                default: "",
+                check: check_num_warps,
+            },
+            PassOption {
+                name: "tcgen05",
+                doc: "products take the tcgen05 family (TMEM accumulators) where the target has it (default: true; false keeps them on mma.sync)",
+                default: "",
+                check: check_bool,
+            },
+        ],
         run: driver::run_tile_layout,
     },
     PassInfo {
@@ -300,6 +308,9 @@ pub struct PipelineConfig {
     /// `--no-tma`: rings stay `cp.async` where TMA could fill them (`tile-pipeline`'s
     /// `tma=false`), for the ablation.
     pub no_tma: bool,
+    /// `--no-tcgen05` (or an emulation on a chip without it): products stay off tcgen05
+    /// (`tile-layout`'s `tcgen05=false`).
+    pub no_tcgen05: bool,
     /// `--wgmma-wait-at-once`: every wgmma is waited for where it is issued (`tile-pipeline`'s
     /// `wgmma-in-flight=false`), for the ablation.
     pub wgmma_wait_at_once: bool,
@@ -375,6 +386,9 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
         }
         let opts: Vec<(&str, &str)> = match name {
             "tile-approx-math" => vec![("fast-math", fast)],
+            "tile-layout" if cfg.no_tcgen05 && arch.has(tilec_core::target::Feature::Tcgen05) => {
+                vec![("tcgen05", "false")]
+            }
             "tile-swizzle" => {
                 let mut o = vec![("arch", arch.name)];
                 if cfg.no_tma {

@@ -57,6 +57,8 @@ pub struct SwizzleReport {
 /// Runs the pass over a laid-out kernel; `tma` (see [`tma_fillable`]): async-copied buffers
 /// take the NVMMA layout where `ldmatrix` reads it without conflicts.
 pub fn run(func: &mut Func, tma: bool) -> SwizzleReport {
+    // Which descriptor reader `tile-layout` laid the NVMMA buffers out for.
+    let arch_tcgen05 = func.values.iter().any(|t| matches!(t, Type::Tile { layout: Some(l), .. } if l.is_tcgen05()));
     let mut bufs = vec![];
     func.walk(&mut |op| {
         if let (OpKind::LocalAlloc { .. } | OpKind::AsyncCopy { dst: None, .. }, Some(r)) = (&op.kind, op.result) {
@@ -76,11 +78,13 @@ pub fn run(func: &mut Func, tma: bool) -> SwizzleReport {
         let Type::Smem { shape, dtype, layout } = func.ty(b).clone() else { continue };
         let bytes = i64::from(dtype.bytes());
         if let Some(sb) = layout.nvmma_bytes() {
-            // Chosen by `tile-layout` for a wgmma, which reads it through a descriptor.
+            // Chosen by `tile-layout` for a wgmma or tcgen05 product, which reads it through a
+            // descriptor.
             let (_, w) = layout.conflicts(&shape, bytes);
             report.lines.push(format!(
-                "buffer {shape:?} {dtype} (contiguous dim {}), written by {writer}, read by wgmma: NVMMA {sb}-byte swizzle kept; extra write wavefronts {w}",
-                layout.order[0]
+                "buffer {shape:?} {dtype} (contiguous dim {}), written by {writer}, read by {}: NVMMA {sb}-byte swizzle kept; extra write wavefronts {w}",
+                layout.order[0],
+                if arch_tcgen05 { "tcgen05" } else { "wgmma" }
             ));
             continue;
         }

@@ -274,8 +274,9 @@ fn tile_dialect_text_round_trips_for_every_kernel_and_target() {
 
 /// The machine code of every tensor-core kernel for every target (`cuobjdump -sass` of ptxas's
 /// cubin, no GPU needed): the tensor instructions the target should get are there — `HGMMA`
-/// where the PTX has `wgmma`, `UTMALDG` where it has TMA copies, `HMMA` for `mma.sync` — none
-/// of another target's family, and no local-memory traffic (`LDL`/`STL`). The per-kernel
+/// where the PTX has `wgmma`, `UTCHMMA` (with `LDTM`/`STTM` for Tensor Memory) where it has
+/// `tcgen05.mma`, `UTMALDG` where it has TMA copies, `HMMA` for `mma.sync` — none of another
+/// target's family, and no local-memory traffic (`LDL`/`STL`). The per-kernel
 /// counts and resources are a snapshot (`sass_summary`), so a change in what the hardware
 /// runs shows in review. This is how sm_103a's and sm_121a's code is inspected without their
 /// GPUs.
@@ -295,7 +296,7 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
         ("attention_decode_grouped", "attention_decode_grouped"),
         ("paged_attention_decode", "paged_attention_decode"),
     ];
-    let mut table = String::from("kernel target | regs smem | HMMA HGMMA UTMALDG LDSM BAR LDL STL\n");
+    let mut table = String::from("kernel target | regs smem | HMMA HGMMA UTCHMMA LDTM STTM UTMALDG LDSM BAR LDL STL\n");
     let mut wrong = vec![];
     for (file, kernel) in kernels {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
@@ -310,6 +311,8 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
             let ptx = c.ptx();
             let expect = [
                 ("HGMMA", ptx.contains("wgmma.mma_async")),
+                ("UTCHMMA", ptx.contains("tcgen05.mma")),
+                ("LDTM", ptx.contains("tcgen05.ld")),
                 ("UTMALDG", ptx.contains("cp.async.bulk.tensor")),
                 ("HMMA", ptx.contains("mma.sync")),
             ];
@@ -327,12 +330,18 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
             if t != "sm_90a" && count("HGMMA") > 0 {
                 wrong.push(format!("{name}: HGMMA off sm_90a"));
             }
+            if t != "sm_103a" && count("UTCHMMA") + count("LDTM") + count("STTM") > 0 {
+                wrong.push(format!("{name}: tcgen05 off sm_103a"));
+            }
             table.push_str(&format!(
-                "{kernel} {t} | {} {} | {} {} {} {} {} {} {}\n",
+                "{kernel} {t} | {} {} | {} {} {} {} {} {} {} {} {} {}\n",
                 r.registers,
                 r.shared_bytes,
                 count("HMMA"),
                 count("HGMMA"),
+                count("UTCHMMA"),
+                count("LDTM"),
+                count("STTM"),
                 count("UTMALDG"),
                 count("LDSM"),
                 count("BAR"),

@@ -108,6 +108,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
             fast_math: switches.contains(&"fast-math"),
             no_fp_fusion: false,
             no_tma: switches.contains(&"no-tma"),
+            no_tcgen05: false,
             wgmma_wait_at_once: switches.contains(&"wgmma-wait-0"),
             empty_barriers: switches.contains(&"empty-barriers"),
             warp_specialize: switches.contains(&"warp-specialize"),

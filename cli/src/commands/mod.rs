@@ -182,6 +182,10 @@ pub struct VariantArgs {
     /// Keep `cp.async` rings where TMA (sm_90a) could fill them: the ablation of TMA.
     #[arg(long)]
     pub no_tma: bool,
+    /// Keep sm_103a's products on mma.sync instead of tcgen05 and Tensor Memory: the
+    /// ablation (and what `--emulate sm_103a` does on a chip without tcgen05).
+    #[arg(long)]
+    pub no_tcgen05: bool,
     /// Wait for every wgmma where it is issued (wait depth 0): the ablation of keeping a
     /// GEMM's products in flight across K steps.
     #[arg(long)]
@@ -218,6 +222,7 @@ impl VariantArgs {
             fast_math: self.fast_math,
             no_fp_fusion: self.no_fp_fusion,
             no_tma: self.no_tma,
+            no_tcgen05: self.no_tcgen05,
             wgmma_wait_at_once: self.wgmma_wait_at_once,
             empty_barriers: self.empty_barriers,
             warp_specialize: self.warp_specialize,
@@ -241,6 +246,9 @@ impl VariantArgs {
         }
         if self.no_tma {
             v.push("-tma".into());
+        }
+        if self.no_tcgen05 {
+            v.push("-tcgen05".into());
         }
         if self.wgmma_wait_at_once {
             v.push("wgmma-wait-0".into());

@@ -34,6 +34,31 @@ impl MatrixDescriptor {
         }
     }
 
+    /// A `tcgen05` shared-memory descriptor (PTX ISA, "Shared memory descriptor" of the
+    /// tcgen05 chapter): the same start, leading and stride fields as wgmma's, the fixed
+    /// version 0b001 in bits 46-48, the base offset (bits 49-51) and leading-offset mode (bit
+    /// 52) zero for buffers aligned to their swizzle's repeat, and the layout in bits 61-63 —
+    /// 0 none, 2 128-byte, 4 64-byte, 6 32-byte swizzle (1, 128 bytes with 32-byte atoms, is
+    /// refused: tilec never builds it). The canonical layouts are wgmma's, so [`Self::address`]
+    /// serves both.
+    pub fn decode_tcgen05(bits: u64) -> Result<MatrixDescriptor, String> {
+        let field = |lo: u32, width: u32| ((bits >> lo) & ((1u64 << width) - 1)) as i64;
+        if field(46, 3) != 1 {
+            return Err(format!("{bits:#018x}: version bits 46-48 are {:#b}, not 0b001", field(46, 3)));
+        }
+        if field(49, 4) != 0 || field(14, 2) != 0 || field(30, 2) != 0 || field(53, 8) != 0 {
+            return Err(format!("{bits:#018x}: base offset, leading-offset mode or reserved bits set"));
+        }
+        let swizzle = match field(61, 3) {
+            0 => 0,
+            2 => 128,
+            4 => 64,
+            6 => 32,
+            x => return Err(format!("{bits:#018x}: layout type {x}")),
+        };
+        Ok(MatrixDescriptor { start: field(0, 14) << 4, lbo: field(16, 14) << 4, sbo: field(32, 14) << 4, swizzle })
+    }
+
     /// The shared-memory byte address the hardware reads element (`mn`, `k`) of the
     /// operand at — `mn` along M (A) or N (B), `k` along K — for elements of `elem` bytes,
     /// the operand K-major (contiguous along K) or MN-major. The canonical layouts, in bytes,
@@ -73,5 +98,10 @@ mod tests {
         assert_eq!(z.address(true, 1, 0, 2), 128 + 16);
         assert_eq!(z.address(true, 0, 8, 2), 16);
         assert_eq!(z.address(true, 8, 0, 2), 1024);
+        // The tcgen05 form of the same descriptor: version 1 at bit 46, 128B swizzle = 2 at 61.
+        let t = (5u64) | (1 << 16) | (64 << 32) | (1 << 46) | (2 << 61);
+        assert_eq!(MatrixDescriptor::decode_tcgen05(t), Ok(d));
+        assert!(MatrixDescriptor::decode_tcgen05(t & !(1 << 46)).is_err());
+        assert!(MatrixDescriptor::decode_tcgen05((t & !(7 << 61)) | (1 << 61)).is_err());
     }
 }

@@ -29,7 +29,19 @@ pub enum MmaFamily {
     /// 64-row block together, B (and A unless it is in registers) read from shared memory
     /// through descriptors.
     Wgmma,
+    /// `tcgen05.mma` kind::f16 (sm_100a/sm_103a): one thread issues the block's product, A and
+    /// B read from shared memory through descriptors, the accumulator in Tensor Memory (TMEM).
+    /// Registers hold it only where `tcgen05.ld` brings it out (see [`Mma::tcgen05`]).
+    Tcgen05,
 }
+
+/// Rows of one `tcgen05.mma` with `cta_group::1` (M = 128: the accumulator's row `i` is TMEM
+/// lane `i`, its column `j` TMEM column `j`, 32-bit each — the PTX ISA's "Matrix fragments for
+/// tcgen05.mma", data path layout for M = 128).
+pub const TCGEN05_M: i64 = 128;
+/// TMEM lanes and 32-bit columns a block may allocate (PTX ISA, "Tensor Memory").
+pub const TMEM_LANES: i64 = 128;
+pub const TMEM_COLUMNS: i64 = 512;
 
 /// `#tilegpu.mma<[wm, wn]>`: the accumulator of `mma.sync` m16n8k16 over `wm × wn` warps;
 /// `#tilegpu.wgmma<[wm, 1]>`: the accumulator of `wgmma` m64nNk16 over `wm / 4` warpgroups.
@@ -91,6 +103,34 @@ impl Mma {
         ok.then_some(Mma { warps_per_cta: [warps, 1], family: MmaFamily::Wgmma })
     }
 
+    /// The tcgen05 accumulator of an `[M, N]` product over `warps` warps, when the instruction
+    /// can compute it: M a multiple of 128 (one `cta_group::1` instruction per 128-row block, at
+    /// TMEM columns `N · block`), N a multiple of 16 from 16 to 256, K a multiple of 16, the
+    /// warps whole warpgroups. Its registers are what `tcgen05.ld.32x32b` returns: warp `w` may
+    /// read only TMEM lanes `32 (w % 4) …` (its quarter of the data path), so warp bits 0-1
+    /// walk the rows 32 at a time, lane `l` holds row `32 (w % 4) + l` — a whole row a thread,
+    /// so row reductions need no shuffle — and the higher warp bits split N into `warps / 4`
+    /// column ranges.
+    pub fn tcgen05(shape: &[i64], k: i64, warps: i64) -> Option<Mma> {
+        let (m, n) = (shape[0], shape[1]);
+        let wn = warps / 4;
+        let ok = warps >= 4
+            && warps % 4 == 0
+            && m % TCGEN05_M == 0
+            && (16..=256).contains(&n)
+            && n % 16 == 0
+            && wn & (wn - 1) == 0
+            && wn <= n
+            && k % MMA_K == 0
+            && k >= MMA_K;
+        ok.then_some(Mma { warps_per_cta: [4, wn], family: MmaFamily::Tcgen05 })
+    }
+
+    /// TMEM columns the accumulator of an `[M, N]` product takes (32-bit each).
+    pub fn tmem_columns(shape: &[i64]) -> i64 {
+        shape[1] * (shape[0] / TCGEN05_M).max(1)
+    }
+
     /// The warp grid for a lone product (a GEMM): warps split M and N so that each warp's
     /// share is as square as the instruction allows (Triton's rule for mma v2), which
     /// minimises the operand fragments each warp reads from shared memory.
@@ -129,6 +169,9 @@ impl Mma {
     /// The accumulator map over an `[M, N]` tile (M a multiple of 16, N of 8).
     pub fn to_linear(&self, shape: &[i64]) -> LinearLayout {
         let [wm, wn] = self.warps_per_cta;
+        if self.family == MmaFamily::Tcgen05 {
+            return self.tmem_linear(shape);
+        }
         let mut regs = vec![basis(shape, 1, 1), basis(shape, 0, 8)];
         for k in 0..log2(shape[1] / (MMA_N * wn)) {
             regs.push(vec![0, (MMA_N * wn) << k]);
@@ -142,8 +185,23 @@ impl Mma {
         LinearLayout { shape: shape.to_vec(), regs, lanes, warps: self.warp_bases(shape, true, true) }
     }
 
+    /// The tcgen05 accumulator's registers (see [`Mma::tcgen05`]): the warp's columns, then
+    /// the 128-row blocks; lanes down the rows; warp bits 0-1 the lane quarters, the rest the
+    /// column ranges.
+    fn tmem_linear(&self, shape: &[i64]) -> LinearLayout {
+        let wn = self.warps_per_cta[1];
+        let cols = (shape[1] / wn).max(1);
+        let mut regs: Vec<Vec<i64>> = (0..log2(cols)).map(|k| basis(shape, 1, 1 << k)).collect();
+        regs.extend((0..log2(shape[0] / TCGEN05_M)).map(|k| basis(shape, 0, TCGEN05_M << k)));
+        let lanes = (0..5).map(|k| basis(shape, 0, 1 << k)).collect();
+        let mut warps = vec![basis(shape, 0, 32), basis(shape, 0, 64)];
+        warps.extend((0..log2(wn)).map(|k| basis(shape, 1, cols << k)));
+        LinearLayout { shape: shape.to_vec(), regs, lanes, warps }
+    }
+
     /// The map of operand `op_idx` (0: A, `[M, K]`; 1: B, `[K, N]`) of an `mma` with this
-    /// accumulator layout.
+    /// accumulator layout. (A tcgen05 product reads both from shared memory: its operand
+    /// layouts are never held in registers, and their map is mma.sync's.)
     pub fn operand_linear(&self, op_idx: u32, shape: &[i64]) -> LinearLayout {
         let [wm, wn] = self.warps_per_cta;
         if op_idx == 0 {

@@ -24,10 +24,11 @@ mod mma;
 mod shared;
 mod swizzle;
 mod text;
+pub mod tmem;
 
 pub use descriptor::MatrixDescriptor;
 pub use linear::{DimTerms, LinearLayout, Run};
-pub use mma::{Mma, MmaFamily, MMA_K, MMA_M, MMA_N};
+pub use mma::{Mma, MmaFamily, MMA_K, MMA_M, MMA_N, TCGEN05_M, TMEM_COLUMNS, TMEM_LANES};
 pub use shared::Shared;
 pub use swizzle::SwizzledShared;
 pub use text::{parse_layout, split_top};
@@ -315,6 +316,18 @@ impl Layout {
     /// Whether this is a `wgmma` accumulator or an operand of one.
     pub fn is_wgmma(&self) -> bool {
         matches!(self, Layout::Mma(m) | Layout::DotOperand { parent: m, .. } if m.family == MmaFamily::Wgmma)
+    }
+
+    /// Whether this is a `tcgen05` accumulator (in Tensor Memory) or an operand of one.
+    pub fn is_tcgen05(&self) -> bool {
+        matches!(self, Layout::Mma(m) | Layout::DotOperand { parent: m, .. } if m.family == MmaFamily::Tcgen05)
+    }
+
+    /// Whether the tensor cores read this product's shared operands through matrix
+    /// descriptors and the async proxy (wgmma, tcgen05): the buffers take NVMMA layouts and
+    /// the writes they read are fenced into the async proxy.
+    pub fn reads_by_descriptor(&self) -> bool {
+        matches!(self, Layout::Mma(m) | Layout::DotOperand { parent: m, .. } if m.family != MmaFamily::MmaSync)
     }
 
     /// Whether this is a tensor-core layout or a slice of one.

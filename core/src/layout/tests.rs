@@ -336,3 +336,31 @@ proptest! {
         prop_assert_eq!(SwizzledShared::parse(&s.to_mlir()), Some(s));
     }
 }
+
+proptest! {
+    // The tcgen05 accumulator covers its tile exactly once (every element in one thread's
+    // register), each thread a whole row segment of consecutive columns, and its text
+    // round-trips.
+    #[test]
+    fn tcgen05_accumulator_covers_the_tile_a_row_a_thread(n in 4u32..9, wgs in 1i64..5, reps in 0u32..2) {
+        let n = 1i64 << n;
+        let warps = 4 * wgs;
+        let m = 128i64 << reps;
+        let Some(mma) = Mma::tcgen05(&[m, n], 64, warps) else { return Ok(()) };
+        prop_assert_eq!(mma.family, MmaFamily::Tcgen05);
+        let l = Layout::Mma(mma);
+        prop_assert_eq!(parse_layout(&l.to_mlir()), Some(l.clone()));
+        let acc = l.to_linear(&[m, n]);
+        check_cover(&acc)?;
+        let cols = n / mma.warps_per_cta[1];
+        for w in 0..warps {
+            for lane in 0..32 {
+                for r in 0..acc.num_regs() {
+                    let c = acc.coord(w, lane, r);
+                    prop_assert_eq!(c[0], (r / cols) * 128 + 32 * (w % 4) + lane);
+                    prop_assert_eq!(c[1], (w / 4) * cols + r % cols);
+                }
+            }
+        }
+    }
+}

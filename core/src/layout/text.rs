@@ -31,22 +31,31 @@ fn mma_text(m: &Mma) -> String {
     let name = match m.family {
         MmaFamily::MmaSync => "mma",
         MmaFamily::Wgmma => "wgmma",
+        MmaFamily::Tcgen05 => "tcgen05",
     };
     format!("#tilegpu.{name}<[{}, {}]>", m.warps_per_cta[0], m.warps_per_cta[1])
 }
 
 fn parse_mma(text: &str) -> Option<Mma> {
     let text = text.trim();
-    let (family, inner) = match text.strip_prefix("#tilegpu.mma<") {
-        Some(i) => (MmaFamily::MmaSync, i),
-        None => (MmaFamily::Wgmma, text.strip_prefix("#tilegpu.wgmma<")?),
+    let (family, inner) = if let Some(i) = text.strip_prefix("#tilegpu.mma<") {
+        (MmaFamily::MmaSync, i)
+    } else if let Some(i) = text.strip_prefix("#tilegpu.tcgen05<") {
+        (MmaFamily::Tcgen05, i)
+    } else {
+        (MmaFamily::Wgmma, text.strip_prefix("#tilegpu.wgmma<")?)
     };
     let inner = inner.strip_suffix('>')?;
     match int_list(inner)?.as_slice() {
         [wm, wn] if *wm >= 1 && *wn >= 1 && (wm & (wm - 1)) == 0 && (wn & (wn - 1)) == 0 && wm * wn <= 32 => {
-            // A warpgroup is four warps; one instruction covers the tile's N.
-            let wgmma_ok = family == MmaFamily::MmaSync || (*wm >= 4 && *wn == 1);
-            wgmma_ok.then_some(Mma { warps_per_cta: [*wm, *wn], family })
+            // A warpgroup is four warps; one wgmma covers the tile's N. The four warps along M
+            // of a tcgen05 accumulator are TMEM's four 32-lane quarters.
+            let ok = match family {
+                MmaFamily::MmaSync => true,
+                MmaFamily::Wgmma => *wm >= 4 && *wn == 1,
+                MmaFamily::Tcgen05 => *wm == 4,
+            };
+            ok.then_some(Mma { warps_per_cta: [*wm, *wn], family })
         }
         _ => None,
     }
@@ -70,7 +79,7 @@ pub fn parse_layout(text: &str) -> Option<Layout> {
         let same = b.threads_per_warp.len() == rank && b.warps_per_cta.len() == rank && b.order.len() == rank;
         return same.then_some(Layout::Blocked(b));
     }
-    if text.starts_with("#tilegpu.mma<") || text.starts_with("#tilegpu.wgmma<") {
+    if ["#tilegpu.mma<", "#tilegpu.wgmma<", "#tilegpu.tcgen05<"].iter().any(|p| text.starts_with(p)) {
         return parse_mma(text).map(Layout::Mma);
     }
     if let Some(inner) = text.strip_prefix("#tilegpu.dot_operand<").and_then(|t| t.strip_suffix('>')) {

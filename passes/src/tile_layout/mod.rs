@@ -32,7 +32,8 @@
 //! every other mismatch gets one conversion after the value's definition (shared per value
 //! and layout, so a value converted for several uses is converted once).
 //!
-//! Options: `num-warps` (default: the kernel's `tile.num_warps`).
+//! Options: `num-warps` (default: the kernel's `tile.num_warps`); `tcgen05` (default true:
+//! products take the tcgen05 family where the target has it).
 
 mod tensor_core;
 
@@ -110,7 +111,21 @@ fn facts(func: &Func) -> Facts {
     f
 }
 
-pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
+/// The options of `tile-layout`.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Products may take the tcgen05 family where the target has it (off: `tcgen05=false`,
+    /// `--no-tcgen05`, and emulation on a chip without it).
+    pub tcgen05: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { tcgen05: true }
+    }
+}
+
+pub fn run(func: &mut Func, opts: &Options) -> Result<LayoutReport, Diagnostic> {
     // The lowering is the one place that knows what it lowers: ask it before laying out.
     if let Some(d) = crate::tile_to_llvm::unsupported(func) {
         return Err(d);
@@ -281,7 +296,7 @@ pub fn run(func: &mut Func) -> Result<LayoutReport, Diagnostic> {
         // The target table chooses the MMA family; a module without a known target (a
         // hand-written pass test) gets mma.sync, which every target has.
         let arch = tilec_core::target::resolve(&func.target).ok().map(|(a, _)| a);
-        report.lines.extend(tensor_core::propagate(func, warps, arch)?);
+        report.lines.extend(tensor_core::propagate(func, warps, arch, opts.tcgen05)?);
     }
     let tc_converts = tensor_core::insert_conversions(func, warps)?;
     if tc_converts > 0 {
@@ -396,7 +411,7 @@ mod tests {
             None,
         );
         let _ = f.push(OpKind::Broadcast(r), Type::tile(vec![2, 256], DType::F16), None);
-        let rep = run(&mut f).unwrap();
+        let rep = run(&mut f, &Options::default()).unwrap();
         // The block keeps its 4 warps: 512 elements over 128 threads, 4-wide vectors.
         assert_eq!(rep.num_warps, 4, "{rep:?}");
         let l = f.ty(t).layout().unwrap().to_linear(&[2, 256]);
@@ -429,7 +444,7 @@ mod tests {
             };
             f.push(add, Type::tile(vec![h, 256], DType::F32), None);
         }
-        let rep = run(&mut f).unwrap();
+        let rep = run(&mut f, &Options::default()).unwrap();
         assert!(rep.lines.iter().any(|l| l == "1 layout conversion(s) through shared memory"), "{rep:?}");
         let conv: Vec<&Op> = f.ops.iter().filter(|o| matches!(o.kind, OpKind::ConvertLayout { .. })).collect();
         assert_eq!(conv.len(), 1);
@@ -466,7 +481,7 @@ mod tests {
             None,
         );
         f.push_void(OpKind::Store { tensor: x, index: vec![b], tile: t, mask: None }, None);
-        let rep = run(&mut f).unwrap();
+        let rep = run(&mut f, &Options::default()).unwrap();
         assert_eq!(rep.num_warps, 4);
         let l = f.ty(t).layout().unwrap().to_linear(&[16]);
         assert_eq!((l.replicated_lanes(), l.replicated_warps()), (0b10000, 0b11));

@@ -114,15 +114,23 @@ pub(super) fn has_mma(func: &Func) -> bool {
 }
 
 /// Anchors `#mma` at every `mma` and propagates it; errors for products the instruction
-/// cannot do. The MMA family is the target's: `wgmma` where the table has it and the product
-/// fits the instruction (whole warpgroups of 64-row blocks, N up to 256), else `mma.sync`.
-/// Returns the `--report` lines (one per product: its family, or why not wgmma).
+/// cannot do. The MMA family is the target's: `tcgen05` where the table has it (and `tcgen05`
+/// is on), the product fits the instruction (128-row blocks, N a multiple of 16 up to 256)
+/// and the kernel's tcgen05 accumulators fit Tensor Memory's 512 columns together; `wgmma`
+/// where the table has it and the product fits (whole warpgroups of 64-row blocks, N up to
+/// 256); else `mma.sync`. Returns the `--report` lines (one per product: its family, or why
+/// not the target's asynchronous one).
 pub(super) fn propagate(
     func: &mut Func,
     warps: i64,
     arch: Option<&tilec_core::target::Arch>,
+    tcgen05: bool,
 ) -> Result<Vec<String>, Diagnostic> {
     let has_wgmma = arch.is_some_and(|a| a.has(tilec_core::target::Feature::Wgmma));
+    let has_tcgen05 = tcgen05 && arch.is_some_and(|a| a.has(tilec_core::target::Feature::Tcgen05));
+    // TMEM columns the tcgen05 accumulators chosen so far take (each product its own: an
+    // upper bound of what the lowering allocates).
+    let mut tmem_cols = 0i64;
     let mut lines = vec![];
     // Anchors. A kernel with one product is a GEMM (balanced warp grid); with a chain of
     // products (attention: S = QKᵀ, then PV) every warp owns whole rows.
@@ -153,8 +161,17 @@ pub(super) fn propagate(
                 }
                 bad = Some(dg);
             }
+            let tc = if has_tcgen05 {
+                Mma::tcgen05(&[m, n], k, warps)
+                    .filter(|_| tmem_cols + Mma::tmem_columns(&[m, n]) <= tilec_core::layout::TMEM_COLUMNS)
+            } else {
+                None
+            };
+            if tc.is_some() {
+                tmem_cols += Mma::tmem_columns(&[m, n]);
+            }
             let wg = if has_wgmma { Mma::wgmma(&[m, n], k, warps) } else { None };
-            let grid = wg.unwrap_or_else(|| {
+            let grid = tc.or(wg).unwrap_or_else(|| {
                 if n_mma > 1 {
                     Mma::for_shape(&[m, n], warps)
                 } else {
@@ -162,6 +179,16 @@ pub(super) fn propagate(
                 }
             });
             lines.push(match (has_wgmma, wg) {
+                _ if tc.is_some() => format!(
+                    "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 m128n{n}k16, {} block(s) of 128 rows, the accumulator in TMEM ({} columns), read out over {warps} warps ({} columns a thread)",
+                    m / 128,
+                    Mma::tmem_columns(&[m, n]),
+                    n / (warps / 4)
+                ),
+                _ if has_tcgen05 => format!(
+                    "mma [{m}, {n}, {k}]: mma.sync (tcgen05 needs M a multiple of 128, N a multiple of 16 from 16 to 256, K a multiple of 16, warps in whole warpgroups, and its accumulators within TMEM's {} columns; {tmem_cols} taken)",
+                    tilec_core::layout::TMEM_COLUMNS
+                ),
                 (_, Some(_)) => format!(
                     "mma [{m}, {n}, {k}]: wgmma m64n{n}k16 over {} warpgroup(s), {} block(s) of 64 rows each",
                     warps / 4,
@@ -391,19 +418,22 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
             ops.push(Op { kind: OpKind::Splat(s), result: Some(nv), span: None });
             nv
         }
-        // wgmma reads B from shared memory only, whatever registers hold it.
-        (_, Layout::DotOperand { op_idx, parent }) if !same || (*op_idx == 1 && parent.family == MmaFamily::Wgmma) => {
+        // wgmma reads B from shared memory only, whatever registers hold it; tcgen05 both.
+        (_, Layout::DotOperand { op_idx, parent })
+            if !same || (*op_idx == 1 && parent.family == MmaFamily::Wgmma) || parent.family == MmaFamily::Tcgen05 =>
+        {
             // Through a shared buffer swizzled for ldmatrix, in the operand's own order.
             let order = match ty.layout() {
                 Some(Layout::Blocked(b)) if b.order.first() == Some(&0) => [0, 1],
                 _ => [1, 0],
             };
             // Unswizzled: `tile-swizzle` picks the swizzle from the buffer's writer and reader.
-            // A wgmma reads it through a descriptor, which knows only the NVMMA layouts: the
-            // widest one its contiguous dim takes (`Mma::wgmma` keeps every operand at 32
-            // bytes or more), whatever passes follow.
+            // wgmma and tcgen05 read it through a descriptor, which knows only the NVMMA
+            // layouts: the widest one its contiguous dim takes (`Mma::wgmma` and
+            // `Mma::tcgen05` keep every operand at 32 bytes or more), whatever passes follow.
             let eb = i64::from(dtype.bytes());
-            let nvmma = if want.is_wgmma() { SwizzledShared::nvmma_for(shape[order[0]], eb, order) } else { None };
+            let nvmma =
+                if want.reads_by_descriptor() { SwizzledShared::nvmma_for(shape[order[0]], eb, order) } else { None };
             let sl = nvmma.unwrap_or_else(|| SwizzledShared::plain(eb, order));
             let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
             match async_source(func, ctx, v) {

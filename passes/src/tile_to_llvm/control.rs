@@ -10,7 +10,9 @@ impl Lowering<'_> {
     /// `for iv in range(lb, ub, step)`: a header block testing `iv < ub` with the induction
     /// variable and the carried registers as arguments, the body, the exit. The counter is
     /// 64-bit, so `iv + step` never wraps (an i32 counter near 2^31 would loop 2^32 times);
-    /// a step that is not positive traps, as the interpreter stops with an error.
+    /// a step that is not positive traps, as the interpreter stops with an error. A tcgen05
+    /// accumulator chain (`tcgen05::TmemPlan`) is carried in Tensor Memory: stored before the
+    /// loop, no block argument, loaded after it where its result is used.
     pub(crate) fn for_loop(&mut self, kind: &OpKind) -> Result<(), Diagnostic> {
         let OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } = kind else {
             return Err(err("not a for loop"));
@@ -29,12 +31,24 @@ impl Lowering<'_> {
             self.em.convert("sext", &step, Ty::I64),
         );
         let (hdr, body_b, exit) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
+        let mut init_vals = vec![];
+        for (i, it) in init.iter().zip(iters) {
+            init_vals.push(match self.facts.tmem.kept.get(it) {
+                Some(&col) => self.tmem_chain_init(*i, col)?,
+                None => self.get(*i)?,
+            });
+        }
+        // TMEM accesses before the loop complete before its first product, once, not in
+        // every iteration.
+        if self.tmem_dirty && self.facts.tmem.columns > 0 {
+            self.tmem_before_loop(body);
+        }
         let mut entry = vec![lb];
-        entry.extend(self.flatten(init)?);
+        entry.extend(super::regs::flatten_values(&init_vals)?);
         self.em.br(&hdr, &entry);
         let ivn = self.em.fresh_reg(Ty::I64);
         let mut args = vec![ivn.clone()];
-        args.extend(self.bind_args(iters, init)?);
+        args.extend(self.bind_values(iters, &init_vals)?);
         self.em.label(&hdr, &args);
         let c = self.em.icmp(ICmp::Slt, &ivn, &ub);
         self.em.cond_br(&c, &body_b, &exit);
@@ -42,6 +56,7 @@ impl Lowering<'_> {
         let iv32 = self.em.convert("trunc", &ivn, Ty::I32);
         self.vals.insert(*iv, Value::Scalar(iv32));
         let before = self.smem_loop_begin();
+        self.tmem_loop_top(kind);
         self.ops(body)?;
         self.smem_loop_end(before);
         let next = self.em.add(&ivn, &step);
@@ -51,7 +66,10 @@ impl Lowering<'_> {
         self.em.label(&exit, &[]);
         // The header's arguments dominate the exit: they are the final values.
         for (r, it) in results.iter().zip(iters) {
-            let v = self.get(*it)?;
+            let v = match self.get(*it)? {
+                Value::Tmem { col } if self.facts.tmem.used_results.contains(r) => self.tmem_chain_result(*r, col)?,
+                v => v,
+            };
             self.vals.insert(*r, v);
         }
         Ok(())

@@ -85,8 +85,9 @@ impl Lowering<'_> {
             let bytes = smem_bytes(ty);
             if let Some(b) = layout.nvmma_bytes() {
                 self.report.push(format!(
-                    "buffer {shape:?} {dtype}: {bytes} B at {region}, NVMMA {b}-byte swizzle order {:?} (read by wgmma descriptors), filled by {filled_by}",
-                    layout.order
+                    "buffer {shape:?} {dtype}: {bytes} B at {region}, NVMMA {b}-byte swizzle order {:?} (read by {} descriptors), filled by {filled_by}",
+                    layout.order,
+                    if self.facts.tmem.columns > 0 { "tcgen05" } else { "wgmma" }
                 ));
                 return;
             }
@@ -504,6 +505,9 @@ impl Lowering<'_> {
     ) -> Result<Value, Diagnostic> {
         let ty = rty.ok_or_else(|| err("mma without result"))?.clone();
         let Some(Layout::Mma(m)) = ty.layout().cloned() else { return Err(err("mma result without #mma layout")) };
+        if m.family == tilec_core::layout::MmaFamily::Tcgen05 {
+            return self.tcgen05_mma(a, b, acc, &ty, m, result);
+        }
         if m.family == tilec_core::layout::MmaFamily::Wgmma {
             let in_flight = result.is_some_and(|r| self.facts.in_flight.contains(&r));
             return self.wgmma(a, b, acc, &ty, m, in_flight);

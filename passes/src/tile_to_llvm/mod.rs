@@ -96,6 +96,7 @@ mod reduce;
 mod regs;
 mod shared;
 mod sort;
+mod tcgen05;
 mod tma;
 mod wgmma;
 
@@ -224,6 +225,10 @@ pub(crate) struct Lowering<'f> {
     /// The thread that issues TMA copies and acquires stages (the producer's first thread
     /// while its part of a warp-specialized kernel is lowered).
     issuer: i64,
+    /// The kernel's TMEM base address and the mbarrier its tcgen05 products commit to.
+    tmem: Option<(Reg, Reg)>,
+    /// Whether a thread loaded or stored TMEM since the last product (the next one waits).
+    tmem_dirty: bool,
     /// Per-lane `ldmatrix` row indices computed once in the prologue (see
     /// `Lowering::ldmatrix_blocks`), by buffer, swizzle, warp origin and block pattern.
     lane_bases: BTreeMap<String, Reg>,
@@ -344,7 +349,9 @@ struct AsyncFacts {
     tma_rings: std::collections::BTreeSet<ValueId>,
     /// The rings whose stages are released on empty mbarriers (`stage_release`).
     released_rings: std::collections::BTreeSet<ValueId>,
-    /// Whether some `mma` is a `wgmma`: its operands are read through the async proxy, so
+    /// Where the tcgen05 accumulators live in Tensor Memory.
+    tmem: tcgen05::TmemPlan,
+    /// Whether some `mma` is a `wgmma` or `tcgen05`: its operands are read through the async proxy, so
     /// shared-memory writes they read are fenced (`fence.proxy.async`) before the barrier
     /// that publishes them.
     async_proxy: bool,
@@ -362,6 +369,7 @@ impl AsyncFacts {
         let mut f = AsyncFacts {
             tma: tma::tma_params(func)?,
             tma_rings: tma::tma_rings(func),
+            tmem: tcgen05::TmemPlan::of(func)?,
             released_rings: Default::default(),
             async_proxy: false,
             in_flight: Default::default(),
@@ -382,7 +390,9 @@ impl AsyncFacts {
             f.live_end = buffer_live_ends(func);
         }
         func.walk(&mut |op| match (&op.kind, op.result) {
-            (OpKind::Mma { .. }, Some(r)) => f.async_proxy |= func.ty(r).layout().is_some_and(Layout::is_wgmma),
+            (OpKind::Mma { .. }, Some(r)) => {
+                f.async_proxy |= func.ty(r).layout().is_some_and(Layout::reads_by_descriptor)
+            }
             (OpKind::MmaWait { value, .. }, _) => {
                 f.in_flight.insert(*value);
             }
@@ -606,11 +616,15 @@ fn lower_with<'f>(
         report: vec![],
         lane_bases: BTreeMap::new(),
         issuer: 0,
+        tmem: None,
+        tmem_dirty: false,
     };
+    lw.tmem_begin()?;
     match (func.warp_spec, &facts.partition) {
         (Some(spec), Some(part)) => lw.warp_specialized(spec, part)?,
         _ => lw.ops(&func.ops)?,
     }
+    lw.tmem_end();
     let smem = lw.smem;
     let smem_align = lw.smem_align;
     let requests = std::mem::take(&mut lw.requests);

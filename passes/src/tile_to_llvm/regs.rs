@@ -35,6 +35,12 @@ pub(crate) enum Value {
         /// For one stage of a ring (`tilegpu.stage`): the ring, starting at `offset`.
         ring: Option<Box<Ring>>,
     },
+    /// A tcgen05 accumulator kept in Tensor Memory at this column of the kernel's allocation
+    /// (a loop-carried product, see `tcgen05`): no registers; carried by a loop without
+    /// block arguments, brought into registers with `tcgen05.ld` where it leaves the chain.
+    Tmem {
+        col: i64,
+    },
 }
 
 /// The ring a stage view belongs to: its type (S×M×N) and the element index of the
@@ -62,6 +68,10 @@ impl Lowering<'_> {
     pub(crate) fn tile(&self, v: ValueId) -> Result<Vec<Reg>, Diagnostic> {
         match self.get(v)? {
             Value::Tile(r) => Ok(r),
+            Value::Tmem { .. } => Err(err(format!(
+                "value %{} is a tcgen05 accumulator kept in Tensor Memory, used where registers are needed",
+                v.0
+            ))),
             _ => Err(err(format!("value %{} is not a tile", v.0))),
         }
     }
@@ -84,7 +94,9 @@ impl Lowering<'_> {
                 Value::Scalar(s) => Ok(s.clone()),
                 Value::Tile(r) if r.len() == n.unwrap_or(0) => Ok(r[i].clone()),
                 Value::Tile(_) => Err(err("elementwise operands of different layouts")),
-                Value::Tensor(_) | Value::SmemBuf { .. } => Err(err("elementwise op on a tensor or shared buffer")),
+                Value::Tensor(_) | Value::SmemBuf { .. } | Value::Tmem { .. } => {
+                    Err(err("elementwise op on a tensor, a shared buffer or Tensor Memory"))
+                }
             }
         };
         let regs = (0..n.unwrap_or(1))
@@ -111,26 +123,24 @@ impl Lowering<'_> {
     }
 
     /// The registers (or the scalar) of values, flattened.
+    /// A Tensor Memory accumulator has none: a loop carries it in place.
     pub(crate) fn flatten(&self, vs: &[ValueId]) -> Result<Vec<Reg>, Diagnostic> {
-        let mut regs = vec![];
-        for v in vs {
-            match self.get(*v)? {
-                Value::Scalar(s) => regs.push(s),
-                Value::Tile(r) => regs.extend(r),
-                Value::Tensor(_) | Value::SmemBuf { .. } => {
-                    return Err(err("a tensor or shared buffer cannot be loop-carried"))
-                }
-            }
-        }
-        Ok(regs)
+        let vals = vs.iter().map(|v| self.get(*v)).collect::<Result<Vec<_>, _>>()?;
+        flatten_values(&vals)
     }
 
-    /// Fresh block arguments shaped like `like` (register counts), bound to `vs`.
+    /// Fresh block arguments shaped like `like` (register counts), bound to `vs`; a Tensor
+    /// Memory accumulator binds to itself.
     pub(crate) fn bind_args(&mut self, vs: &[ValueId], like: &[ValueId]) -> Result<Vec<Reg>, Diagnostic> {
+        let like = like.iter().map(|v| self.get(*v)).collect::<Result<Vec<_>, _>>()?;
+        self.bind_values(vs, &like)
+    }
+
+    pub(crate) fn bind_values(&mut self, vs: &[ValueId], like: &[Value]) -> Result<Vec<Reg>, Diagnostic> {
         let mut args = vec![];
         for (v, l) in vs.iter().zip(like) {
             let t = Ty::of(self.func.ty(*v).dtype());
-            let value = match self.get(*l)? {
+            let value = match l {
                 Value::Scalar(_) => {
                     let a = self.em.fresh_reg(t);
                     args.push(a.clone());
@@ -145,6 +155,7 @@ impl Lowering<'_> {
                         })
                         .collect(),
                 ),
+                Value::Tmem { col } => Value::Tmem { col: *col },
                 Value::Tensor(_) | Value::SmemBuf { .. } => {
                     return Err(err("a tensor or shared buffer cannot be loop-carried"))
                 }
@@ -153,4 +164,20 @@ impl Lowering<'_> {
         }
         Ok(args)
     }
+}
+
+/// The registers (or the scalar) of values, flattened; a Tensor Memory accumulator has none.
+pub(crate) fn flatten_values(vals: &[Value]) -> Result<Vec<Reg>, Diagnostic> {
+    let mut regs = vec![];
+    for v in vals {
+        match v {
+            Value::Scalar(s) => regs.push(s.clone()),
+            Value::Tile(r) => regs.extend(r.iter().cloned()),
+            Value::Tmem { .. } => {}
+            Value::Tensor(_) | Value::SmemBuf { .. } => {
+                return Err(err("a tensor or shared buffer cannot be loop-carried"))
+            }
+        }
+    }
+    Ok(regs)
 }

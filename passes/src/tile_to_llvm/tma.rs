@@ -106,7 +106,7 @@ pub(crate) fn tma_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
 impl Lowering<'_> {
     /// Runs `f` in the thread that issues TMA copies only (a branch around it): thread 0, or
     /// the producer's first thread in a warp-specialized kernel.
-    fn on_issuer(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    pub(super) fn on_issuer(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
         let z = self.em.ci32(self.issuer);
         let tid = self.tid.clone();
         let is0 = self.em.icmp(ICmp::Eq, &tid, &z);

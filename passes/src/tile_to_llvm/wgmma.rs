@@ -38,20 +38,20 @@ use tilec_core::tir::{Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 /// A shared operand as its descriptors see it.
-struct SharedOperand {
+pub(super) struct SharedOperand {
     /// The buffer's shape (a stage's, for a ring) and layout.
-    shape: Vec<i64>,
-    layout: SwizzledShared,
+    pub shape: Vec<i64>,
+    pub layout: SwizzledShared,
     /// The descriptor of the operand's origin (block 0, K step 0; this warpgroup's rows).
-    desc: Reg,
+    pub desc: Reg,
     /// Whether the buffer is contiguous along K (else M- or N-major: read transposed).
-    k_major: bool,
+    pub k_major: bool,
     /// The elements' bytes.
-    elem: i64,
+    pub elem: i64,
     /// The dim of the operand tile that is K (A: 1, B: 0).
-    kd: usize,
+    pub kd: usize,
     /// The region and bytes the reads cover (a ring: all of it), for the barrier analysis.
-    span: (i64, i64),
+    pub span: (i64, i64),
 }
 
 /// The operand A of one product.
@@ -62,7 +62,7 @@ enum AOperand {
 
 /// The unswizzled element offset of operand coordinate `c` (`[dim0, dim1]`) in an NVMMA
 /// buffer of `shape`: atoms along the contiguous dim, each every row of it.
-fn atom_offset(sl: &SwizzledShared, shape: &[i64], c: [i64; 2]) -> i64 {
+pub(super) fn atom_offset(sl: &SwizzledShared, shape: &[i64], c: [i64; 2]) -> i64 {
     let (rows, cols) = (shape[sl.order[1]], shape[sl.order[0]]);
     let atom = if sl.atom == 0 { cols } else { sl.atom };
     let (r, col) = (c[sl.order[1]], c[sl.order[0]]);
@@ -83,8 +83,14 @@ fn descriptor_bits(swizzle_bytes: i64, k_major: bool, rows: i64) -> i64 {
 
 impl Lowering<'_> {
     /// The descriptor of operand `op_idx` read from `v`: its origin for
-    /// this thread's warpgroup (A: the warpgroup's first 64-row block; B: all of it).
-    fn shared_operand(&mut self, v: ValueId, op_idx: u32) -> Result<SharedOperand, Diagnostic> {
+    /// this thread's warpgroup (A: the warpgroup's first 64-row block; B: all of it) — for a
+    /// `tcgen05` product, in its format and for the whole block.
+    pub(super) fn shared_operand(
+        &mut self,
+        v: ValueId,
+        op_idx: u32,
+        tcgen05: bool,
+    ) -> Result<SharedOperand, Diagnostic> {
         let Value::SmemBuf { offset, ty, ring } = self.get(v)? else {
             return Err(err("a wgmma operand that is neither a shared buffer nor registers"));
         };
@@ -100,7 +106,11 @@ impl Lowering<'_> {
         let k_major = layout.order[0] == kd;
         let span = (offset, super::mma::smem_bytes(super::mma::buf_span(&ty, &ring)));
         let rows = shape[layout.order[1]];
-        let bits = descriptor_bits(sb, k_major, rows);
+        let bits = if tcgen05 {
+            super::tcgen05::descriptor_bits(sb, k_major, rows)
+        } else {
+            descriptor_bits(sb, k_major, rows)
+        };
         let mut addr = self.smem_address();
         let reg = self.em.ci32(offset);
         addr = self.em.add(&addr, &reg);
@@ -109,7 +119,7 @@ impl Lowering<'_> {
             let first = self.em.mul(&r.first, &eb);
             addr = self.em.add(&addr, &first);
         }
-        if op_idx == 0 {
+        if op_idx == 0 && !tcgen05 {
             // Warpgroup g's rows start 64·g rows down: linear in g (an atom holds 8 rows;
             // 64 rows are whole atoms along M whether M is the rows or the atoms' dim).
             let per_wg = atom_offset(&layout, &shape, [64, 0]) - atom_offset(&layout, &shape, [0, 0]);
@@ -122,6 +132,7 @@ impl Lowering<'_> {
         let c4 = self.em.ci32(4);
         let a4 = self.em.lshr(&addr, &c4);
         let mask = self.em.ci32(0x3fff);
+        // (Both formats keep the start address in bits 0-13.)
         let start = self.em.and(&a4, &mask);
         let start = self.em.def(Ty::I64, format!("llvm.zext {start} : i32 to i64"));
         let hi = self.em.cint(bits, Ty::I64);
@@ -131,7 +142,7 @@ impl Lowering<'_> {
 
     /// The descriptor of the block of `op` at operand coordinate `c` (a compile-time offset
     /// from its origin).
-    fn descriptor_at(&mut self, op: &SharedOperand, c: [i64; 2]) -> Reg {
+    pub(super) fn descriptor_at(&mut self, op: &SharedOperand, c: [i64; 2]) -> Reg {
         let off = (atom_offset(&op.layout, &op.shape, c) - atom_offset(&op.layout, &op.shape, [0, 0])) * op.elem;
         if off == 0 {
             return op.desc.clone();
@@ -166,9 +177,9 @@ impl Lowering<'_> {
         if accr.len() != per * blocks as usize {
             return Err(err("wgmma accumulator registers do not match the instruction"));
         }
-        let bop = self.shared_operand(b, 1)?;
+        let bop = self.shared_operand(b, 1, false)?;
         let aop = match self.get(a)? {
-            Value::SmemBuf { .. } => AOperand::Shared(self.shared_operand(a, 0)?),
+            Value::SmemBuf { .. } => AOperand::Shared(self.shared_operand(a, 0, false)?),
             Value::Tile(_) => AOperand::Registers(Box::new(self.operand(a, 0, m, [ms, ks])?)),
             _ => return Err(err("a wgmma A operand that is neither registers nor a shared buffer")),
         };

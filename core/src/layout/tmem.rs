@@ -1,0 +1,141 @@
+//! Models of the tcgen05 machinery (sm_100a/sm_103a) written from the PTX ISA's tables,
+//! independently of the lowering that uses them: the instruction descriptor of
+//! `tcgen05.mma` kind::f16 ("Instruction descriptor"), the Tensor Memory placement of an
+//! M = 128 accumulator ("Matrix fragments for tcgen05.mma": lane = row, column = column,
+//! 32 bits each) and what `tcgen05.ld.32x32b.xN` returns to each thread ("Matrix fragments
+//! for tcgen05.ld": the thread of lane `l` of a warp reading at TMEM lane `L`, column `C`
+//! gets lane `L + l`, columns `C …  C + N - 1`; warp `w` may touch only lanes
+//! `32 (w % 4) … 32 (w % 4) + 31`). The lowering's tests hold its descriptors and TMEM
+//! addresses against these: this is how the tcgen05 path is checked without a B300.
+
+/// Operand formats of kind::f16 (bits 7-9 and 10-12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum F16Kind {
+    F16 = 0,
+    BF16 = 1,
+}
+
+/// The 32-bit instruction descriptor of a dense `tcgen05.mma` kind::f16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstrDescriptor {
+    /// The accumulator is f32 (bits 4-5: 1), else f16 (0).
+    pub d_f32: bool,
+    pub a: F16Kind,
+    pub b: F16Kind,
+    /// A (bit 15), B (bit 16) read MN-major (transposed) rather than K-major.
+    pub a_mn_major: bool,
+    pub b_mn_major: bool,
+    /// N (bits 17-22, N >> 3) and M (bits 24-28, M >> 4).
+    pub n: i64,
+    pub m: i64,
+}
+
+impl InstrDescriptor {
+    pub fn encode(&self) -> u32 {
+        (u32::from(self.d_f32) << 4)
+            | ((self.a as u32) << 7)
+            | ((self.b as u32) << 10)
+            | (u32::from(self.a_mn_major) << 15)
+            | (u32::from(self.b_mn_major) << 16)
+            | (((self.n >> 3) as u32 & 0x3f) << 17)
+            | (((self.m >> 4) as u32 & 0x1f) << 24)
+    }
+
+    /// The fields of `bits`, or why the hardware would not run it: sparsity, saturation,
+    /// negation and the reserved bits must be clear, the formats f16/bf16, the shape one the
+    /// ISA lists for `cta_group::1` (M 64 with N a multiple of 8, M 128 with N a multiple of
+    /// 16, N from 8 or 16 to 256).
+    pub fn decode(bits: u32) -> Result<InstrDescriptor, String> {
+        let field = |lo: u32, w: u32| (bits >> lo) & ((1 << w) - 1);
+        if field(0, 4) != 0 || field(6, 1) != 0 || field(13, 2) != 0 || field(23, 1) != 0 || field(29, 3) != 0 {
+            return Err(format!("{bits:#010x}: sparsity, saturation, negation, shift or reserved bits set"));
+        }
+        let kind = |v: u32| match v {
+            0 => Ok(F16Kind::F16),
+            1 => Ok(F16Kind::BF16),
+            x => Err(format!("{bits:#010x}: operand format {x} is not f16 or bf16")),
+        };
+        let d = InstrDescriptor {
+            d_f32: match field(4, 2) {
+                0 => false,
+                1 => true,
+                x => return Err(format!("{bits:#010x}: accumulator format {x}")),
+            },
+            a: kind(field(7, 3))?,
+            b: kind(field(10, 3))?,
+            a_mn_major: field(15, 1) == 1,
+            b_mn_major: field(16, 1) == 1,
+            n: i64::from(field(17, 6)) << 3,
+            m: i64::from(field(24, 5)) << 4,
+        };
+        let n_ok = match d.m {
+            64 => d.n % 8 == 0 && (8..=256).contains(&d.n),
+            128 => d.n % 16 == 0 && (16..=256).contains(&d.n),
+            m => return Err(format!("{bits:#010x}: M = {m} is not a cta_group::1 shape")),
+        };
+        if !n_ok {
+            return Err(format!("{bits:#010x}: N = {} with M = {}", d.n, d.m));
+        }
+        Ok(d)
+    }
+}
+
+/// Where element (`row`, `col`) of an M = 128·b accumulator of `n` columns placed at TMEM
+/// column `base` lives: (lane, column). Each 128-row block is one instruction's D, the next
+/// block `n` columns on.
+pub fn accumulator_cell(base: i64, n: i64, row: i64, col: i64) -> (i64, i64) {
+    (row % 128, base + (row / 128) * n + col)
+}
+
+/// What register `reg` of the thread in lane `lane` of warp `warp` holds after
+/// `tcgen05.ld.sync.aligned.32x32b.xN.b32` at TMEM address (`at_lane`, `at_col`): (lane,
+/// column), or why the access is not allowed (a warp outside its lane quarter, an address not
+/// at a quarter's first lane).
+pub fn ld_32x32b(warp: i64, lane: i64, at_lane: i64, at_col: i64, reg: i64) -> Result<(i64, i64), String> {
+    let quarter = 32 * (warp % 4);
+    if at_lane != quarter {
+        return Err(format!(
+            "warp {warp} reads from lane {at_lane}: it may read only lanes {quarter}..{}",
+            quarter + 31
+        ));
+    }
+    Ok((at_lane + lane, at_col + reg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instruction_descriptor_fields_round_trip_and_bad_shapes_are_refused() {
+        for (a, b) in [(F16Kind::F16, F16Kind::F16), (F16Kind::BF16, F16Kind::BF16)] {
+            for n in (16..=256).step_by(16) {
+                for (am, bm) in [(false, false), (false, true), (true, true)] {
+                    let d = InstrDescriptor { d_f32: true, a, b, a_mn_major: am, b_mn_major: bm, n, m: 128 };
+                    assert_eq!(InstrDescriptor::decode(d.encode()), Ok(d));
+                }
+            }
+        }
+        // The PTX ISA's example: f16 x f16 -> f32, both K-major, M 128, N 256.
+        let d = InstrDescriptor {
+            d_f32: true,
+            a: F16Kind::F16,
+            b: F16Kind::F16,
+            a_mn_major: false,
+            b_mn_major: false,
+            n: 256,
+            m: 128,
+        };
+        assert_eq!(d.encode(), (1 << 4) | (32 << 17) | (8 << 24));
+        assert!(InstrDescriptor::decode(InstrDescriptor { n: 24, ..d }.encode()).is_err());
+        assert!(InstrDescriptor::decode(InstrDescriptor { m: 96, ..d }.encode()).is_err());
+        assert!(InstrDescriptor::decode(d.encode() | 1 << 13).is_err());
+    }
+
+    #[test]
+    fn a_warp_reads_only_its_lane_quarter() {
+        assert_eq!(ld_32x32b(5, 3, 32, 64, 2), Ok((35, 66)));
+        assert!(ld_32x32b(5, 3, 0, 64, 2).is_err());
+        assert_eq!(accumulator_cell(32, 128, 130, 5), (2, 32 + 128 + 5));
+    }
+}

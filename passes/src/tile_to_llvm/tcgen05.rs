@@ -1,0 +1,595 @@
+//! The `tcgen05` family (sm_100a/sm_103a): an `mma` whose accumulator is
+//! `#tilegpu.tcgen05<[4, wn]>` becomes `tcgen05.mma.cta_group::1.kind::f16`, issued by one
+//! thread for the whole block — one instruction per 128-row block and K step of 16 — reading
+//! A and B from shared memory through descriptors and accumulating in Tensor Memory (TMEM).
+//!
+//! TMEM ([`TmemPlan`]): a loop-carried accumulator whose only use in the body is the `mma`
+//! that yields the next one (a GEMM's K loop) stays in TMEM for the whole loop — the loop
+//! carries no registers for it; its initial value is stored before the loop (`tcgen05.st`)
+//! and the final one loaded after it (`tcgen05.ld`). Every other product runs in one scratch
+//! region the standalone products share, its accumulator stored there first unless it is a
+//! splat of zero (then the first K step does not read D), its result loaded at once. The
+//! kernel allocates the columns all of them need (a power of two from 32 to 512) at its
+//! start — warp 0 allocates and gives up the allocation permit, the address goes through
+//! shared memory — and frees them at its end.
+//!
+//! Registers: `tcgen05.ld/st.32x32b` — warp `w` reaches TMEM lanes `32 (w % 4) …` only, each
+//! thread one lane (one accumulator row) and consecutive columns: the `#tilegpu.tcgen05`
+//! register map (`Mma::tcgen05`; `tmem_addresses_follow_the_layout` checks the addresses
+//! against `tilec_core::layout::tmem`'s model of the instruction).
+//!
+//! Descriptors: wgmma's canonical layouts and leading/stride offsets, in tcgen05's format
+//! (version 1 in bits 46-48, the swizzle in bits 61-63); the instruction descriptor from the
+//! operand formats and majors and the shape (`tilec_core::layout::tmem::InstrDescriptor`).
+//!
+//! Synchronisation: before a product is issued, TMEM stores and loads of every thread are
+//! complete and ordered before it (`tcgen05.wait::st`, `tcgen05.fence::before_thread_sync`,
+//! a block barrier, `tcgen05.fence::after_thread_sync`) wherever some happened since the last
+//! product; the issuing thread commits the products to the kernel's mbarrier
+//! (`tcgen05.commit … mbarrier::arrive::one`), every thread arrives on it too and waits for
+//! the phase its own arrival belongs to (so no phase parity is tracked across loops: the
+//! phase completes once all threads and the commit have arrived), then
+//! `tcgen05.fence::after_thread_sync`. Each product is waited for where it is issued, so its
+//! shared operand reads end there (the barrier analysis stays exact); keeping products in
+//! flight across K steps (committing to the ring's empty mbarriers) is not done.
+
+use super::emit::{Reg, Ty};
+use super::ptx_asm::PtxAsm;
+use super::regs::Value;
+use super::{err, Lowering};
+use std::collections::{BTreeMap, BTreeSet};
+use tilec_core::layout::tmem::{F16Kind, InstrDescriptor};
+use tilec_core::layout::{Layout, Mma, MmaFamily, MMA_K, TCGEN05_M, TMEM_COLUMNS};
+use tilec_core::tir::{walk_ops, Func, OpKind, Type, ValueId};
+use tilec_core::{DType, Diagnostic};
+
+/// Where each tcgen05 accumulator lives in the kernel's TMEM allocation.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TmemPlan {
+    /// The column of each value of a loop chain kept in TMEM: the loop's iteration argument,
+    /// the product yielding the next one and the loop's result.
+    pub kept: BTreeMap<ValueId, i64>,
+    /// The column of the region the other products share, and its width.
+    pub scratch: i64,
+    pub scratch_cols: i64,
+    /// Columns allocated (0: no tcgen05 product).
+    pub columns: i64,
+    /// Splats of 0.0: an accumulator that is one is not stored, the product ignores D.
+    pub zero: BTreeSet<ValueId>,
+    /// The results of chain loops that something uses (the others are never loaded).
+    pub used_results: BTreeSet<ValueId>,
+    /// Loops whose body loads or stores TMEM (a standalone product): the next iteration's
+    /// first product must wait for those accesses.
+    pub dirty_loops: BTreeSet<ValueId>,
+}
+
+fn is_tcgen05(func: &Func, v: ValueId) -> bool {
+    func.ty(v).layout().is_some_and(Layout::is_tcgen05)
+}
+
+impl TmemPlan {
+    pub(crate) fn of(func: &Func) -> Result<TmemPlan, Diagnostic> {
+        let mut p = TmemPlan::default();
+        let mut any = false;
+        func.walk(&mut |op| {
+            any |= matches!((&op.kind, op.result), (OpKind::Mma { .. }, Some(r)) if is_tcgen05(func, r))
+        });
+        if !any {
+            return Ok(p);
+        }
+        let uses = func.use_counts();
+        let mut consts: BTreeMap<ValueId, f64> = BTreeMap::new();
+        let mut products: Vec<(ValueId, i64)> = vec![];
+        let mut next = 0i64;
+        func.walk(&mut |op| match (&op.kind, op.result) {
+            (OpKind::ConstFloat(x), Some(r)) => {
+                consts.insert(r, *x);
+            }
+            (OpKind::Splat(s), Some(r)) if consts.get(s) == Some(&0.0) => {
+                p.zero.insert(r);
+            }
+            (OpKind::Mma { .. }, Some(r)) if is_tcgen05(func, r) => {
+                products.push((r, Mma::tmem_columns(func.ty(r).shape())));
+            }
+            (OpKind::For { iters, yields, results, body, .. }, _) => {
+                for ((it, y), res) in iters.iter().zip(yields).zip(results) {
+                    let chained = body.iter().any(|o| {
+                        matches!(&o.kind, OpKind::Mma { acc, .. } if acc == it)
+                            && o.result == Some(*y)
+                            && is_tcgen05(func, *y)
+                    });
+                    if chained && uses.get(it) == Some(&1) && uses.get(y) == Some(&1) {
+                        for v in [*it, *y, *res] {
+                            p.kept.insert(v, next);
+                        }
+                        if uses.get(res).is_some_and(|&n| n > 0) {
+                            p.used_results.insert(*res);
+                        }
+                        next += Mma::tmem_columns(func.ty(*y).shape());
+                    }
+                }
+            }
+            _ => {}
+        });
+        let scratch = products.iter().filter(|(r, _)| !p.kept.contains_key(r)).map(|(_, c)| *c).max().unwrap_or(0);
+        p.scratch = next;
+        p.scratch_cols = scratch;
+        let total = next + scratch;
+        if total > TMEM_COLUMNS {
+            return Err(err(format!(
+                "the kernel's tcgen05 accumulators need {total} columns of Tensor Memory; a block has {TMEM_COLUMNS}"
+            )));
+        }
+        p.columns = if total == 0 { 0 } else { (total.max(32) as u64).next_power_of_two() as i64 };
+        // Loops (by their first result or iteration argument) whose body holds a standalone
+        // product.
+        func.walk(&mut |op| {
+            if let OpKind::For { body, iters, .. } = &op.kind {
+                let mut standalone = false;
+                walk_ops(body, &mut |o| {
+                    if let (OpKind::Mma { .. }, Some(r)) = (&o.kind, o.result) {
+                        standalone |= is_tcgen05(func, r) && !p.kept.contains_key(&r);
+                    }
+                });
+                if standalone {
+                    if let Some(k) = iters.first().or(body.iter().find_map(|o| o.result).as_ref()) {
+                        p.dirty_loops.insert(*k);
+                    }
+                }
+            }
+        });
+        Ok(p)
+    }
+
+    /// The key [`TmemPlan::dirty_loops`] knows a loop by.
+    pub(crate) fn loop_key(op: &OpKind) -> Option<ValueId> {
+        match op {
+            OpKind::For { iters, body, .. } => iters.first().copied().or(body.iter().find_map(|o| o.result)),
+            _ => None,
+        }
+    }
+}
+
+/// The TMEM address (lane in bits 16-31, column in 0-15) of the first register of 128-row
+/// block `block` that warp `warp` loads, for an accumulator of `shape` at column `base` over
+/// `wn` warp columns: its lane quarter and its column range.
+pub(crate) fn ld_origin(shape: &[i64], wn: i64, base: i64, warp: i64, block: i64) -> (i64, i64) {
+    let cols = shape[1] / wn;
+    (32 * (warp % 4), base + block * shape[1] + (warp / 4) * cols)
+}
+
+/// The bits of a tcgen05 shared-memory descriptor besides the start address.
+pub(crate) fn descriptor_bits(swizzle_bytes: i64, k_major: bool, rows: i64) -> i64 {
+    let (lbo, sbo) = if k_major { (16, 8 * swizzle_bytes) } else { (rows * swizzle_bytes, 8 * swizzle_bytes) };
+    let layout = match swizzle_bytes {
+        128 => 2,
+        64 => 4,
+        32 => 6,
+        _ => 0,
+    };
+    ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 46) | (layout << 61)
+}
+
+/// Columns one `tcgen05.ld`/`st` moves per thread (`.x32`): a chunk of the thread's row.
+const CHUNK: i64 = 32;
+
+impl Lowering<'_> {
+    /// The kernel's TMEM: allocated by warp 0, the mbarrier products commit to initialised,
+    /// both published; the base address read by every thread. Before the kernel's ops.
+    pub(crate) fn tmem_begin(&mut self) -> Result<(), Diagnostic> {
+        let cols = self.facts.tmem.columns;
+        if cols == 0 {
+            return Ok(());
+        }
+        // The address slot (4 bytes) and the mbarrier (8), live for the whole kernel.
+        let off = self.smem_alloc(16, u32::MAX, 16)?;
+        let base = self.smem_address();
+        let o = self.em.ci32(off);
+        let slot = self.em.add(&base, &o);
+        let c8 = self.em.ci32(8);
+        let bar = self.em.add(&slot, &c8);
+        self.on_warp0(|lw| {
+            let mut asm = PtxAsm::new();
+            let s = asm.input(&slot);
+            asm.push(&format!(
+                "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [{s}], {cols}; tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;"
+            ));
+            asm.emit(&mut lw.em);
+        });
+        let arrivals = i64::from(self.func.num_warps) * 32 + 1;
+        self.on_issuer(|lw| {
+            let mut asm = PtxAsm::new();
+            let b = asm.input(&bar);
+            asm.push(&format!("mbarrier.init.shared::cta.b64 [{b}], {arrivals};"));
+            asm.emit(&mut lw.em);
+            Ok(())
+        })?;
+        self.tmem_thread_sync();
+        let mut asm = PtxAsm::new();
+        let out = asm.output(Ty::I32);
+        let s = asm.input(&slot);
+        asm.push(&format!("ld.shared.b32 {out}, [{s}];"));
+        let addr = asm.emit(&mut self.em).pop().ok_or_else(|| err("the TMEM address load has no result"))?;
+        self.tmem = Some((addr, bar));
+        self.report.push(format!(
+            "tmem: {cols} columns allocated ({} for accumulators kept across loops, {} shared by the other products); its address and the products' mbarrier at shared {off}",
+            self.facts.tmem.scratch, self.facts.tmem.scratch_cols
+        ));
+        Ok(())
+    }
+
+    /// Frees the kernel's TMEM once every thread is done with it. After the kernel's ops.
+    pub(crate) fn tmem_end(&mut self) {
+        let Some((addr, _)) = self.tmem.clone() else { return };
+        let cols = self.facts.tmem.columns;
+        self.tmem_thread_sync();
+        self.on_warp0(|lw| {
+            let mut asm = PtxAsm::new();
+            let a = asm.input(&addr);
+            asm.push(&format!("tcgen05.dealloc.cta_group::1.sync.aligned.b32 {a}, {cols};"));
+            asm.emit(&mut lw.em);
+        });
+    }
+
+    /// `f` in warp 0 only (the `.sync.aligned` allocation instructions take a whole warp).
+    fn on_warp0(&mut self, f: impl FnOnce(&mut Self)) {
+        let z = self.em.ci32(0);
+        let warp = self.warp.clone();
+        let is0 = self.em.icmp(super::emit::ICmp::Eq, &warp, &z);
+        let (then, join) = (self.em.new_block(), self.em.new_block());
+        self.em.cond_br(&is0, &then, &join);
+        self.em.label(&then, &[]);
+        f(self);
+        self.em.br(&join, &[]);
+        self.em.label(&join, &[]);
+    }
+
+    /// Orders every thread's TMEM accesses so far before what any thread does next.
+    fn tmem_thread_sync(&mut self) {
+        self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<before>");
+        self.full_barrier();
+        self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<after>");
+        self.tmem_dirty = false;
+    }
+
+    fn tmem_base(&self) -> Result<(Reg, Reg), Diagnostic> {
+        self.tmem.clone().ok_or_else(|| err("a tcgen05 product in a kernel without TMEM"))
+    }
+
+    /// This thread's TMEM address for block `block` of an accumulator of `shape` at `col`.
+    fn tmem_thread_addr(&mut self, m: Mma, shape: &[i64], col: i64, block: i64) -> Result<Reg, Diagnostic> {
+        let (addr, _) = self.tmem_base()?;
+        let wn = m.warps_per_cta[1];
+        // Linear in the warp's two fields (see `ld_origin`): lane quarter · 2^16 + column range.
+        let (l0, c0) = ld_origin(shape, wn, col, 0, block);
+        let (l1, _) = ld_origin(shape, wn, col, 1, block);
+        let c4 = if wn > 1 { ld_origin(shape, wn, col, 4, block).1 } else { c0 };
+        let warp = self.warp.clone();
+        let (c3, c2) = (self.em.ci32(3), self.em.ci32(2));
+        let q = self.em.and(&warp, &c3);
+        let per_q = self.em.ci32((l1 - l0) << 16);
+        let qo = self.em.mul(&q, &per_q);
+        let g = self.em.lshr(&warp, &c2);
+        let per_g = self.em.ci32(c4 - c0);
+        let go = self.em.mul(&g, &per_g);
+        let k = self.em.ci32((l0 << 16) + c0);
+        let t = self.em.add(&addr, &k);
+        let t = self.em.add(&t, &qo);
+        Ok(self.em.add(&t, &go))
+    }
+
+    /// `tcgen05.ld` of this thread's registers of an accumulator of `shape` at `col`.
+    pub(crate) fn tmem_load(&mut self, m: Mma, shape: &[i64], col: i64) -> Result<Vec<Reg>, Diagnostic> {
+        let cols = shape[1] / m.warps_per_cta[1];
+        let mut regs = vec![];
+        for blk in 0..(shape[0] / TCGEN05_M) {
+            let at = self.tmem_thread_addr(m, shape, col, blk)?;
+            for c0 in (0..cols).step_by(CHUNK as usize) {
+                let n = CHUNK.min(cols);
+                let a = if c0 == 0 {
+                    at.clone()
+                } else {
+                    let o = self.em.ci32(c0);
+                    self.em.add(&at, &o)
+                };
+                let mut asm = PtxAsm::new();
+                let outs: Vec<String> = (0..n).map(|_| asm.output(Ty::I32)).collect();
+                let ai = asm.input(&a);
+                asm.push(&format!("tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {{{}}}, [{ai}];", outs.join(", ")));
+                regs.extend(asm.emit(&mut self.em));
+            }
+        }
+        // The registers pass through the wait, so no use moves above it.
+        let mut asm = PtxAsm::new();
+        for r in &regs {
+            asm.inout(r, "r");
+        }
+        asm.push("tcgen05.wait::ld.sync.aligned;");
+        let regs = asm.emit(&mut self.em);
+        self.tmem_dirty = true;
+        Ok(regs.iter().map(|r| self.em.bitcast(r, Ty::F32)).collect())
+    }
+
+    /// `tcgen05.st` of this thread's registers `regs` of an accumulator of `shape` at `col`.
+    fn tmem_store(&mut self, m: Mma, shape: &[i64], col: i64, regs: &[Reg]) -> Result<(), Diagnostic> {
+        let cols = shape[1] / m.warps_per_cta[1];
+        if regs.len() as i64 != cols * (shape[0] / TCGEN05_M) {
+            return Err(err("tcgen05 accumulator registers do not match its layout"));
+        }
+        let bits: Vec<Reg> = regs.iter().map(|r| self.em.bitcast(r, Ty::I32)).collect();
+        for blk in 0..(shape[0] / TCGEN05_M) {
+            let at = self.tmem_thread_addr(m, shape, col, blk)?;
+            for c0 in (0..cols).step_by(CHUNK as usize) {
+                let n = CHUNK.min(cols);
+                let a = if c0 == 0 {
+                    at.clone()
+                } else {
+                    let o = self.em.ci32(c0);
+                    self.em.add(&at, &o)
+                };
+                let mut asm = PtxAsm::new();
+                let ai = asm.input(&a);
+                let first = (blk * cols + c0) as usize;
+                let ins: Vec<String> = bits[first..first + n as usize].iter().map(|r| asm.input(r)).collect();
+                asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
+                asm.emit(&mut self.em);
+            }
+        }
+        self.em.line("nvvm.tcgen05.wait #nvvm.tcgen05_wait<store>");
+        self.tmem_dirty = true;
+        Ok(())
+    }
+
+    /// The TMEM accumulator a loop chain starts from: `init`'s registers stored at `col`.
+    pub(crate) fn tmem_chain_init(&mut self, init: ValueId, col: i64) -> Result<Value, Diagnostic> {
+        let ty = self.func.ty(init).clone();
+        let Some(Layout::Mma(m)) = ty.layout().cloned() else {
+            return Err(err("a TMEM-carried accumulator without a tcgen05 layout"));
+        };
+        let regs = self.tile(init)?;
+        self.tmem_store(m, ty.shape(), col, &regs)?;
+        Ok(Value::Tmem { col })
+    }
+
+    /// A chain's final accumulator, out of TMEM into registers.
+    pub(crate) fn tmem_chain_result(&mut self, result: ValueId, col: i64) -> Result<Value, Diagnostic> {
+        let ty = self.func.ty(result).clone();
+        let Some(Layout::Mma(m)) = ty.layout().cloned() else {
+            return Err(err("a TMEM-carried accumulator without a tcgen05 layout"));
+        };
+        Ok(Value::Tile(self.tmem_load(m, ty.shape(), col)?))
+    }
+
+    /// `mma` on the tcgen05 family: `acc + a · b`.
+    pub(crate) fn tcgen05_mma(
+        &mut self,
+        a: ValueId,
+        b: ValueId,
+        acc: ValueId,
+        ty: &Type,
+        m: Mma,
+        result: Option<ValueId>,
+    ) -> Result<Value, Diagnostic> {
+        let shape = ty.shape().to_vec();
+        let (ms, ns) = (shape[0], shape[1]);
+        let ks = self.func.ty(a).shape()[1];
+        let dt = self.func.ty(a).dtype();
+        if !matches!(dt, DType::F16 | DType::BF16) || self.func.ty(b).dtype() != dt {
+            return Err(err(format!("tcgen05 of {dt} operands")));
+        }
+        if m.family != MmaFamily::Tcgen05 {
+            return Err(err("a tcgen05 product without a tcgen05 accumulator"));
+        }
+        let aop = self.shared_operand(a, 0, true)?;
+        let bop = self.shared_operand(b, 1, true)?;
+        let kept = result.and_then(|r| self.facts.tmem.kept.get(&r).copied());
+        // Where D is, and whether the first K step reads it.
+        let (col, read_d, how) = match (self.get(acc)?, kept) {
+            (Value::Tmem { col }, Some(k)) if col == k => (col, true, "in place (kept in TMEM across the loop)"),
+            (Value::Tmem { .. }, _) => return Err(err("a TMEM accumulator used by a product outside its chain")),
+            (_, Some(k)) => {
+                let regs = self.tile(acc)?;
+                self.tmem_store(m, &shape, k, &regs)?;
+                (k, true, "stored from registers")
+            }
+            (_, None) if self.facts.tmem.zero.contains(&acc) => (self.facts.tmem.scratch, false, "zero (D not read)"),
+            (_, None) => {
+                let regs = self.tile(acc)?;
+                let s = self.facts.tmem.scratch;
+                self.tmem_store(m, &shape, s, &regs)?;
+                (s, true, "stored from registers")
+            }
+        };
+        let bf16 = dt == DType::BF16;
+        let kind = if bf16 { F16Kind::BF16 } else { F16Kind::F16 };
+        let idesc = InstrDescriptor {
+            d_f32: true,
+            a: kind,
+            b: kind,
+            a_mn_major: !aop.k_major,
+            b_mn_major: !bop.k_major,
+            n: ns,
+            m: TCGEN05_M,
+        };
+        let blocks = ms / TCGEN05_M;
+        let k_steps = ks / MMA_K;
+        let major = |o: &super::wgmma::SharedOperand, mn: &str| {
+            format!(
+                "{}-major {}B-swizzled descriptor",
+                if o.k_major { "K" } else { mn },
+                o.layout.nvmma_bytes().unwrap_or(0)
+            )
+        };
+        self.report.push(format!(
+            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::f16 m128n{ns}k16 issued by one thread, {blocks} block(s) of 128 rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}",
+            major(&aop, "M"),
+            major(&bop, "N"),
+            if kept.is_some() { "kept in TMEM" } else { "loaded into registers (tcgen05.ld 32x32b)" }
+        ));
+        if self.tmem_dirty {
+            self.tmem_thread_sync();
+        }
+        let (tbase, bar) = self.tmem_base()?;
+        let id = self.em.ci32(i64::from(idesc.encode()));
+        let mut issues = vec![];
+        for blk in 0..blocks {
+            for kk in 0..k_steps {
+                let ad = self.descriptor_at(&aop, [blk * TCGEN05_M, kk * MMA_K]);
+                let bd = self.descriptor_at(&bop, [kk * MMA_K, 0]);
+                let c = self.em.ci32(col + blk * ns);
+                let d = self.em.add(&tbase, &c);
+                let en = self.em.ci32(i64::from(read_d || kk > 0));
+                issues.push((d, ad, bd, en));
+            }
+        }
+        self.on_issuer(|lw| {
+            for (d, ad, bd, en) in &issues {
+                let mut asm = PtxAsm::new();
+                let (di, ai, bi, ei, ii) =
+                    (asm.input(d), asm.input(ad), asm.input(bd), asm.input(en), asm.input(&id));
+                asm.push(&format!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::f16 [{di}], {ai}, {bi}, {ii}, p; }}"
+                ));
+                asm.emit(&mut lw.em);
+            }
+            let mut asm = PtxAsm::new();
+            let b = asm.input(&bar);
+            asm.push(&format!("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [{b}];"));
+            asm.emit(&mut lw.em);
+            Ok(())
+        })?;
+        // Every thread arrives and waits for the phase of its own arrival: complete once the
+        // commit arrived, i.e. the products are done.
+        let mut asm = PtxAsm::new();
+        let b = asm.input(&bar);
+        asm.push(&format!(
+            "{{ .reg .pred P1; .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [{b}]; TC_WAIT: mbarrier.try_wait.shared::cta.b64 P1, [{b}], st; @P1 bra TC_DONE; bra TC_WAIT; TC_DONE: }}"
+        ));
+        asm.emit(&mut self.em);
+        self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<after>");
+        for (off, bytes) in [aop.span, bop.span] {
+            self.smem_read_done(off, bytes);
+        }
+        if kept.is_some() {
+            return Ok(Value::Tmem { col });
+        }
+        Ok(Value::Tile(self.tmem_load(m, &shape, col)?))
+    }
+
+    /// Before a loop whose body issues a product: the TMEM accesses so far are ordered
+    /// before it here rather than in the body.
+    pub(crate) fn tmem_before_loop(&mut self, body: &[tilec_core::tir::Op]) {
+        let mut any = false;
+        walk_ops(body, &mut |o| {
+            any |= matches!((&o.kind, o.result), (OpKind::Mma { .. }, Some(r)) if is_tcgen05(self.func, r))
+        });
+        if any {
+            self.tmem_thread_sync();
+        }
+    }
+
+    /// At the top of a loop body: whether the previous iteration left TMEM accesses the
+    /// body's first product must wait for.
+    pub(crate) fn tmem_loop_top(&mut self, op: &OpKind) {
+        if TmemPlan::loop_key(op).is_some_and(|k| self.facts.tmem.dirty_loops.contains(&k)) {
+            self.tmem_dirty = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_core::layout::tmem;
+    use tilec_core::layout::{MatrixDescriptor, SwizzledShared};
+
+    /// For every accumulator shape and warp count the family takes, each register of each
+    /// thread — the element the `#tilegpu.tcgen05` map says it holds — is what
+    /// `tcgen05.ld.32x32b` returns from the address the lowering computes (`ld_origin` plus
+    /// the register's column), and that TMEM cell is where the product put the element.
+    #[test]
+    fn tmem_addresses_follow_the_layout() {
+        let mut checked = 0;
+        for m in [128i64, 256] {
+            for n in [16i64, 32, 64, 128, 256] {
+                for warps in [4i64, 8, 16] {
+                    let Some(mma) = Mma::tcgen05(&[m, n], 64, warps) else { continue };
+                    let shape = [m, n];
+                    let l = Layout::Mma(mma).to_linear(&shape);
+                    let cols = n / mma.warps_per_cta[1];
+                    let base = 64;
+                    for warp in 0..warps {
+                        for lane in 0..32 {
+                            for reg in 0..l.num_regs() {
+                                let c = l.coord(warp, lane, reg);
+                                let (blk, r) = (reg / cols, reg % cols);
+                                let (al, ac) = ld_origin(&shape, mma.warps_per_cta[1], base, warp, blk);
+                                let got = tmem::ld_32x32b(warp, lane, al, ac, r).unwrap();
+                                assert_eq!(got, tmem::accumulator_cell(base, n, c[0], c[1]), "{shape:?} {warps} warps");
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
+
+    /// Every descriptor the lowering builds for tcgen05 decodes (tcgen05's format) to one that
+    /// reads each operand element from where the buffer's layout put it, and the instruction
+    /// descriptors of the library's shapes are valid.
+    #[test]
+    fn tcgen05_descriptors_address_the_bytes_the_layout_holds() {
+        let elem = 2;
+        let mut checked = 0;
+        for sw in [128, 64, 32] {
+            for (op_idx, shape) in [(0u32, [256i64, 64i64]), (1, [64, 256]), (1, [64, 64]), (0, [128, 128])] {
+                let kd = if op_idx == 0 { 1 } else { 0 };
+                for k_major in [true, false] {
+                    let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
+                    let layout = SwizzledShared::nvmma(sw, elem, order);
+                    if shape[order[0]] % layout.atom != 0 {
+                        continue;
+                    }
+                    let bits = descriptor_bits(sw, k_major, shape[order[1]]);
+                    let (mn_extent, k_extent) = if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
+                    let block = if op_idx == 0 { TCGEN05_M } else { mn_extent };
+                    for mn0 in (0..mn_extent).step_by(block as usize) {
+                        for k0 in (0..k_extent).step_by(MMA_K as usize) {
+                            let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
+                            let start = super::super::wgmma::atom_offset(&layout, &shape, at(mn0, k0)) * elem;
+                            let d = MatrixDescriptor::decode_tcgen05((bits | (start >> 4)) as u64).unwrap();
+                            for i in 0..block {
+                                for j in 0..MMA_K {
+                                    let c = at(mn0 + i, k0 + j);
+                                    assert_eq!(
+                                        d.address(k_major, i, j, elem),
+                                        layout.offset(&shape, &c) * elem,
+                                        "swizzle {sw}, operand {op_idx} {shape:?}, k-major {k_major}, element {c:?}"
+                                    );
+                                    checked += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+        for n in (16..=256).step_by(16) {
+            for (am, bm) in [(false, false), (false, true)] {
+                let d = InstrDescriptor {
+                    d_f32: true,
+                    a: F16Kind::BF16,
+                    b: F16Kind::BF16,
+                    a_mn_major: am,
+                    b_mn_major: bm,
+                    n,
+                    m: TCGEN05_M,
+                };
+                assert_eq!(InstrDescriptor::decode(d.encode()), Ok(d));
+            }
+        }
+    }
+}
