@@ -37,16 +37,36 @@ pub fn configs(space: &[(String, Vec<String>)], limit: usize) -> Vec<Config> {
     out
 }
 
+/// The compiler's errors for a block that needs more than the target has: shared memory per
+/// block (E0020), rings past it (E0022), blocks per SM the occupancy hint asks for (E0025).
+pub const RESOURCE_ERRORS: [&str; 3] = ["E0020", "E0022", "E0025"];
+
+/// Whether configuration `c` needs at least what `failed` needs: the same value for every
+/// constant that is not an integer, an integer at least as large for every one that is. Tile
+/// sizes, stages (`latency`), warps and blocks per SM only add to a block's shared memory and
+/// threads, so a configuration that failed a resource check rules out every configuration
+/// that dominates it: the tuner records those as pruned instead of compiling them (the
+/// failure is a constraint on the space, not a lost point).
+pub fn dominates(c: &Config, failed: &Config) -> bool {
+    failed.iter().all(|(k, fv)| match (c.get(k), fv.parse::<i64>()) {
+        (Some(cv), Ok(f)) => cv.parse::<i64>().is_ok_and(|x| x >= f),
+        (Some(cv), Err(_)) => cv == fv,
+        (None, _) => false,
+    }) && c.len() == failed.len()
+}
+
 /// What happened to one configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     /// Timed: the robust median (see [`robust_median`]) and every sample, in ms.
     Timed { median_ms: f64, samples: usize },
-    /// Did not get to timing: `stage` (`frontend`, `require`, `compile` — which includes the
-    /// compiler's shared-memory checks against the target —, `resources` — not one block fits
-    /// an SM by the driver's occupancy calculator, checked before launching —, `launch`) and
-    /// the reason: the constraint the space learned.
+    /// Did not get to timing: `stage` (`frontend`, `require`, `feasibility` — the compiler's
+    /// shared-memory and occupancy checks against the target, run through the lowering only,
+    /// before LLVM and ptxas —, `pruned` — it dominates a configuration that failed those
+    /// checks (see [`dominates`]) and was not compiled —, `compile`, `resources` — not one
+    /// block fits an SM by the driver's occupancy calculator, checked before launching —,
+    /// `launch`) and the reason: the constraint the space learned.
     Failed { stage: String, reason: String },
     /// Ran, but its outputs differ from the first configuration's (relative L2 error).
     Mismatch { rel_l2: f64 },
@@ -129,6 +149,18 @@ mod tests {
 
     fn cfg(pairs: &[(&str, &str)]) -> Config {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn a_resource_failure_rules_out_the_configurations_that_need_more() {
+        let failed = cfg(&[("TILE_M", "128"), ("TILE_N", "256"), ("WARP_SPECIALIZE", "false")]);
+        let bigger = cfg(&[("TILE_M", "256"), ("TILE_N", "256"), ("WARP_SPECIALIZE", "false")]);
+        let smaller = cfg(&[("TILE_M", "64"), ("TILE_N", "256"), ("WARP_SPECIALIZE", "false")]);
+        let other = cfg(&[("TILE_M", "256"), ("TILE_N", "256"), ("WARP_SPECIALIZE", "true")]);
+        assert!(dominates(&bigger, &failed) && dominates(&failed, &failed));
+        assert!(!dominates(&smaller, &failed), "a smaller tile may fit");
+        assert!(!dominates(&other, &failed), "another choice of a flag is another program");
+        assert!(!dominates(&cfg(&[("TILE_M", "256")]), &failed), "another space");
     }
 
     #[test]

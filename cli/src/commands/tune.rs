@@ -140,6 +140,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     );
     let mut reference: Option<Vec<HostTensor>> = None;
     let mut results: Vec<(Config, Outcome)> = vec![];
+    // Configurations that failed the compiler's resource checks: every configuration that
+    // dominates one is pruned without compiling (`tune::dominates`).
+    let mut infeasible: Vec<Config> = vec![];
     for c in configs {
         bar.set_message(show(&c));
         let mut consts = fixed.clone();
@@ -162,6 +165,31 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     })
                 }
                 Ok(_) => {}
+            }
+            if let Some(f) = infeasible.iter().find(|f| tune::dominates(&c, f)) {
+                return Ok(Outcome::Failed {
+                    stage: "pruned".into(),
+                    reason: format!("needs at least what {} needs, which does not fit {}", show(f), target.name),
+                });
+            }
+            // The feasibility check: the lowering knows the shared memory and threads a block
+            // needs; LLVM and ptxas, the slow part, only run for a configuration that fits.
+            let check = tilec::CompileOptions {
+                arch: target.name.to_string(),
+                kernel: Some(el.func.name.clone()),
+                consts: consts.clone(),
+                until: Some(tilec::Stage::Nvgpu),
+                ..Default::default()
+            };
+            if let Err(e) = tilec::compile(&source, &check) {
+                if let Some(d) = e.diagnostics.iter().find(|d| tune::RESOURCE_ERRORS.contains(&d.code)) {
+                    infeasible.push(c.clone());
+                    let why = d.notes.first().map(|n| format!(" ({n})")).unwrap_or_default();
+                    return Ok(Outcome::Failed {
+                        stage: "feasibility".into(),
+                        reason: format!("error[{}]: {}{why}", d.code, d.message),
+                    });
+                }
             }
             let mut spec = KernelSpec::from_source(&source.name, &source.text).kernel(&el.func.name);
             for (k, v) in &consts {

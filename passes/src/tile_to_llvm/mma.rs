@@ -85,9 +85,15 @@ impl Lowering<'_> {
             let bytes = smem_bytes(ty);
             if let Some(b) = layout.nvmma_bytes() {
                 self.report.push(format!(
-                    "buffer {shape:?} {dtype}: {bytes} B at {region}, NVMMA {b}-byte swizzle order {:?} (read by {} descriptors), filled by {filled_by}",
+                    "buffer {shape:?} {dtype}: {bytes} B at {region}, NVMMA {b}-byte swizzle order {:?} (read by {}), filled by {filled_by}",
                     layout.order,
-                    if self.facts.tmem.columns > 0 { "tcgen05" } else { "wgmma" }
+                    if self.facts.tmem.columns > 0 {
+                        "tcgen05 descriptors"
+                    } else if self.arch.has(tilec_core::target::Feature::Wgmma) {
+                        "wgmma descriptors"
+                    } else {
+                        "ldmatrix"
+                    }
                 ));
                 return;
             }

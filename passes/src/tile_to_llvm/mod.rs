@@ -178,7 +178,6 @@ pub(crate) struct Lowering<'f> {
     /// A persistent kernel's tile-count parameter (`num_tiles(0)`).
     num_tiles: Option<Reg>,
     /// The target; family functions ask it what the chip has.
-    #[allow(dead_code)]
     arch: &'static Arch,
     em: Emitter,
     vals: BTreeMap<ValueId, Value>,
