@@ -2,7 +2,7 @@
 """cuBLAS and cuDNN on the tensor-core shapes of issue 25, quickly (no Triton autotuning):
 the figures `tilec bench` is compared with in the same GPU call.
 
-    python3 bench/peers_tc.py [--out peers.json] [--only gemm,fmha,topk]
+    python3 bench/peers_tc.py [--out peers.json] [--only gemm,gemm_fp8,fmha,topk]
 
 Timing as `anchors.py` (../shared/bench/): triton.testing.do_bench (CUDA events, L2 cleared
 between runs, median of 100 ms), inputs random normal. Rows in anchors.py's JSON format, so
@@ -36,6 +36,20 @@ def gemm():
             cfg = f"M=N=K={m}" if m == n == k else f"M={m} N={n} K={k}"
             ms = bench(lambda: a @ b)
             record("gemm", "cublas", f"{cfg} {str(dt)[6:]}", ms, 2.0 * m * n * k / ms / 1e9)
+
+
+def gemm_fp8():
+    # cuBLASLt's fp8 GEMM through torch._scaled_mm (per-tensor scales, bf16 out), B given
+    # column-major as the weights of the tilec kernel are (N x K, K contiguous); and the same
+    # shapes in f16 on cuBLAS for the fp8/f16 ratio.
+    for n in (4096, 8192):
+        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        sa = torch.tensor(1.0, device="cuda")
+        sb = torch.tensor(1.0, device="cuda")
+        fn = lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+        ms = bench(fn)
+        record("gemm_fp8", "cublaslt", f"M=N=K={n} fp8", ms, 2.0 * n**3 / ms / 1e9)
 
 
 def fmha():
@@ -73,7 +87,7 @@ def main():
     print("| kernel | provider | config | median | figure |\n|---|---|---|---|---|")
     t0 = time.time()
     for part in a.only.split(","):
-        {"gemm": gemm, "fmha": fmha, "topk": topk}[part]()
+        {"gemm": gemm, "gemm_fp8": gemm_fp8, "fmha": fmha, "topk": topk}[part]()
     json.dump(dict(device=p.name, torch=torch.__version__, results=RESULTS, seconds=round(time.time() - t0, 1)),
               open(a.out, "w"), indent=1)
 

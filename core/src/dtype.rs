@@ -87,6 +87,12 @@ impl DType {
         })
     }
 
+    /// The 8-bit floats (OCP FP8), which the tensor cores multiply with `kind::f8f6f4`
+    /// (`mma.sync` m16n8k32 from sm_89 on).
+    pub fn is_fp8(self) -> bool {
+        matches!(self, DType::F8E4M3 | DType::F8E5M2)
+    }
+
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2)
     }

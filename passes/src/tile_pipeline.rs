@@ -43,7 +43,7 @@
 //!
 //! Leaves alone, and reports why: a copy whose indices read a loop-carried value, memory
 //! (paged attention's block table) or a value of a nested region; loads kept in registers
-//! (`local_alloc`: tensors not known to be 16-byte aligned, 8-bit dtypes).
+//! (`local_alloc`: tensors not known to be 16-byte aligned, integer 8-bit dtypes).
 //!
 //! Rings a wgmma reads (NVMMA buffers) of 16-byte aligned tensors are filled by TMA where the
 //! target has it: `tilegpu.tma_copy_into` (issued only for iterations the loop runs, so that
@@ -101,7 +101,7 @@ impl Options {
 }
 
 /// Whether a copy into a buffer of type `bty` can be a TMA copy: an NVMMA buffer (a wgmma
-/// reads it; its atoms are the TMA boxes), 16-bit elements, zero padding (TMA's out-of-bounds
+/// reads it; its atoms are the TMA boxes), 16-bit or fp8 elements, zero padding (TMA's out-of-bounds
 /// fill), a tensor of rank at most 5 specialised as 16-byte aligned (the tensor map's base
 /// and strides), boxes of at most 256 along every dim.
 fn tma_copy(func: &Func, kind: &OpKind, bty: &Type) -> bool {
@@ -112,7 +112,7 @@ fn tma_copy(func: &Func, kind: &OpKind, bty: &Type) -> bool {
     };
     let aligned = func.params.iter().any(|p| p.value == *tensor && p.divisibility >= 16);
     layout.nvmma_bytes().is_some()
-        && dtype.bytes() == 2
+        && (dtype.bytes() == 2 || dtype.is_fp8())
         && aligned
         && (1..=5).contains(&tile.len())
         && tile.iter().all(|&d| (1..=256).contains(&d))
@@ -878,7 +878,7 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<PipelineReport, Diagnostic
             if *latency > 0 {
                 let name = func.param_name(*tensor).unwrap_or("?");
                 pass.report.push(format!(
-                    "load of {name}: latency={latency} not used: a register load (only mma operands of 16-bit dtypes from 16-byte aligned tensors become async copies)"
+                    "load of {name}: latency={latency} not used: a register load (only mma operands of 16-bit or fp8 dtypes from 16-byte aligned tensors become async copies)"
                 ));
             }
         }

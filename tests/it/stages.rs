@@ -295,8 +295,10 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
         ("mla_decode", "mla_decode"),
         ("attention_decode_grouped", "attention_decode_grouped"),
         ("paged_attention_decode", "paged_attention_decode"),
+        ("matmul_fp8", "matmul_fp8"),
     ];
-    let mut table = String::from("kernel target | regs smem | HMMA HGMMA UTCHMMA LDTM STTM UTMALDG LDSM BAR LDL STL\n");
+    let mut table =
+        String::from("kernel target | regs smem | HMMA QMMA HGMMA QGMMA UTCHMMA LDTM STTM UTMALDG LDSM BAR LDL STL\n");
     let mut wrong = vec![];
     for (file, kernel) in kernels {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
@@ -309,12 +311,21 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
             let n = tilec_backend::opcode_counts(&s);
             let count = |op: &str| n.get(op).copied().unwrap_or(0);
             let ptx = c.ptx();
+            // fp8 `mma.sync` (m16n8k32) is the native QMMA on sm_121a; on sm_90a and sm_103a
+            // ptxas emulates it with two f16 HMMAs and conversions.
+            let f8 = ptx.contains("mma.sync.aligned.m16n8k32");
+            let f16 = ptx.contains("mma.sync.aligned.m16n8k16");
+            // wgmma's fp8 form (k32) is QGMMA, the 16-bit one (k16) HGMMA.
+            let wg8 = ptx.lines().any(|l| l.contains("wgmma.mma_async") && l.contains("k32."));
+            let wg16 = ptx.lines().any(|l| l.contains("wgmma.mma_async") && l.contains("k16."));
             let expect = [
-                ("HGMMA", ptx.contains("wgmma.mma_async")),
+                ("HGMMA", wg16),
+                ("QGMMA", wg8),
                 ("UTCHMMA", ptx.contains("tcgen05.mma")),
                 ("LDTM", ptx.contains("tcgen05.ld")),
                 ("UTMALDG", ptx.contains("cp.async.bulk.tensor")),
-                ("HMMA", ptx.contains("mma.sync")),
+                ("HMMA", f16 || (f8 && t != "sm_121a")),
+                ("QMMA", f8 && t == "sm_121a"),
             ];
             for (op, want) in expect {
                 if (count(op) > 0) != want {
@@ -327,18 +338,20 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
             if count("LDL") > 0 || count("STL") > guard {
                 wrong.push(format!("{name}: local memory ({} LDL, {} STL)", count("LDL"), count("STL")));
             }
-            if t != "sm_90a" && count("HGMMA") > 0 {
+            if t != "sm_90a" && count("HGMMA") + count("QGMMA") > 0 {
                 wrong.push(format!("{name}: HGMMA off sm_90a"));
             }
             if t != "sm_103a" && count("UTCHMMA") + count("LDTM") + count("STTM") > 0 {
                 wrong.push(format!("{name}: tcgen05 off sm_103a"));
             }
             table.push_str(&format!(
-                "{kernel} {t} | {} {} | {} {} {} {} {} {} {} {} {} {}\n",
+                "{kernel} {t} | {} {} | {} {} {} {} {} {} {} {} {} {} {} {}\n",
                 r.registers,
                 r.shared_bytes,
                 count("HMMA"),
+                count("QMMA"),
                 count("HGMMA"),
+                count("QGMMA"),
                 count("UTCHMMA"),
                 count("LDTM"),
                 count("STTM"),

@@ -364,3 +364,46 @@ proptest! {
         }
     }
 }
+
+/// The bytes of the mma.m16n8k32 fp8 fragments (PTX ISA, "Matrix fragments for mma.m16n8k32"
+/// with `.e4m3`/`.e5m2`, written out here): lane `4g + t` holds, of A (16×32), rows `g` and
+/// `g + 8` (a0/a2, a1/a3), columns `4t … 4t + 3` and those plus 16 (a2, a3), four bytes a
+/// register; of B (32×8), rows `4t … 4t + 3` (b0) and those plus 16 (b1) of column `g`.
+/// Register `reg`, byte `byte`: (row, col) of the 8-bit tile.
+fn isa_fp8_fragment(b_operand: bool, lane: i64, reg: i64, byte: i64) -> (i64, i64) {
+    let (g, t) = (lane / 4, lane % 4);
+    if b_operand {
+        (4 * t + byte + 16 * reg, g)
+    } else {
+        (g + 8 * (reg % 2), 4 * t + byte + 16 * (reg / 2))
+    }
+}
+
+/// What the fp8 lowering relies on: the m16n8k32 fp8 fragments are the m16n8k16 16-bit
+/// fragments of the same buffer read as byte pairs (16-bit element `e` along K is bytes `2e`
+/// and `2e + 1`) — so `ldmatrix` of the pair view loads exactly the bytes the 8-bit
+/// instruction wants, in its registers' order. Checked for every lane, register and byte
+/// against the 16-bit operand maps of a warp.
+#[test]
+fn fp8_k32_fragments_are_the_16bit_fragments_of_byte_pairs() {
+    let mma = Mma::for_shape(&[16, 8], 1);
+    let a16 = Layout::DotOperand { op_idx: 0, parent: mma }.to_linear(&[16, 16]);
+    let b16 = Layout::DotOperand { op_idx: 1, parent: mma }.to_linear(&[16, 8]);
+    for lane in 0..32 {
+        // A: four 32-bit registers, each two 16-bit elements (the map's registers 2j, 2j+1).
+        for reg in 0..4 {
+            for byte in 0..4 {
+                let e = a16.coord(0, lane, 2 * reg + byte / 2);
+                let pair = (e[0], 2 * e[1] + byte % 2);
+                assert_eq!(pair, isa_fp8_fragment(false, lane, reg, byte), "A lane {lane} reg {reg} byte {byte}");
+            }
+        }
+        for reg in 0..2 {
+            for byte in 0..4 {
+                let e = b16.coord(0, lane, 2 * reg + byte / 2);
+                let pair = (2 * e[0] + byte % 2, e[1]);
+                assert_eq!(pair, isa_fp8_fragment(true, lane, reg, byte), "B lane {lane} reg {reg} byte {byte}");
+            }
+        }
+    }
+}

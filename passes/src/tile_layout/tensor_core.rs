@@ -106,6 +106,12 @@ pub(super) fn ordered_loads(func: &mut Func, warps: i64) {
     }
 }
 
+/// Whether tile `v` (laid out) is stored contiguous along dim `kd`: the memory order of its
+/// `#blocked` layout starts there.
+fn k_contiguous(func: &Func, v: ValueId, kd: usize) -> bool {
+    matches!(layout(func, v), Some(Layout::Blocked(b)) if b.order.first() == Some(&kd))
+}
+
 /// Whether any op is an `mma`.
 pub(super) fn has_mma(func: &Func) -> bool {
     let mut any = false;
@@ -147,8 +153,16 @@ pub(super) fn propagate(
                 Some(format!(
                     "an mma of [{m}, {k}] x [{k}, {n}]: the tensor-core path needs M >= 16, N >= 8 and K >= 16, powers of two"
                 ))
-            } else if !matches!(d, tilec_core::DType::F16 | tilec_core::DType::BF16) {
-                Some(format!("an mma of {d} operands: the tensor-core path takes f16 and bf16"))
+            } else if !matches!(d, tilec_core::DType::F16 | tilec_core::DType::BF16) && !d.is_fp8() {
+                Some(format!("an mma of {d} operands: the tensor-core path takes f16, bf16 and fp8"))
+            } else if d.is_fp8() && k % 32 != 0 {
+                Some(format!(
+                    "an mma of fp8 operands with K = {k}: the 8-bit product (m16n8k32) needs K a multiple of 32"
+                ))
+            } else if d.is_fp8() && !(k_contiguous(func, *a, 1) && k_contiguous(func, *b, 0)) {
+                Some(
+                    "an mma of fp8 operands stored contiguous along M or N: the 8-bit products read both operands along K (there is no 8-bit ldmatrix.trans, and wgmma's fp8 form is K-major only); load a K x N operand from an N x K tensor with order=(1, 0)".into(),
+                )
             } else if func.ty(*acc).dtype() != tilec_core::DType::F32 {
                 Some("an mma with a non-f32 accumulator: the tensor-core path accumulates in f32".into())
             } else {
@@ -161,7 +175,9 @@ pub(super) fn propagate(
                 }
                 bad = Some(dg);
             }
-            let tc = if has_tcgen05 {
+            // The asynchronous families' fp8 forms are not built: fp8 runs on mma.sync.
+            let fp8 = d.is_fp8();
+            let tc = if has_tcgen05 && !fp8 {
                 Mma::tcgen05(&[m, n], k, warps)
                     .filter(|_| tmem_cols + Mma::tmem_columns(&[m, n]) <= tilec_core::layout::TMEM_COLUMNS)
             } else {
@@ -170,6 +186,7 @@ pub(super) fn propagate(
             if tc.is_some() {
                 tmem_cols += Mma::tmem_columns(&[m, n]);
             }
+            // wgmma's fp8 form (k32) reads both operands K-major from shared memory.
             let wg = if has_wgmma { Mma::wgmma(&[m, n], k, warps) } else { None };
             let grid = tc.or(wg).unwrap_or_else(|| {
                 if n_mma > 1 {
@@ -185,12 +202,17 @@ pub(super) fn propagate(
                     Mma::tmem_columns(&[m, n]),
                     n / (warps / 4)
                 ),
+                _ if fp8 && wg.is_none() => format!(
+                    "mma [{m}, {n}, {k}] fp8: mma.sync m16n8k32{}",
+                    if has_tcgen05 { " (tcgen05's fp8 form is not built)" } else { "" }
+                ),
                 _ if has_tcgen05 => format!(
                     "mma [{m}, {n}, {k}]: mma.sync (tcgen05 needs M a multiple of 128, N a multiple of 16 from 16 to 256, K a multiple of 16, warps in whole warpgroups, and its accumulators within TMEM's {} columns; {tmem_cols} taken)",
                     tilec_core::layout::TMEM_COLUMNS
                 ),
                 (_, Some(_)) => format!(
-                    "mma [{m}, {n}, {k}]: wgmma m64n{n}k16 over {} warpgroup(s), {} block(s) of 64 rows each",
+                    "mma [{m}, {n}, {k}]: wgmma m64n{n}k{} over {} warpgroup(s), {} block(s) of 64 rows each",
+                    if fp8 { 32 } else { 16 },
                     warps / 4,
                     m / (16 * warps)
                 ),
@@ -371,7 +393,7 @@ struct Ctx {
 }
 
 /// A load that can fill an operand buffer with `cp.async` instead of registers: `v` is the
-/// load's tile (or its reshape that only drops unit dims), used once; 16-bit elements; a
+/// load's tile (or its reshape that only drops unit dims), used once; 16-bit or 8-bit float elements; a
 /// tensor specialised as 16-byte aligned; 16-byte vectors along the contiguous dim.
 /// Returns the load (its op and result) and the reshape's result if there is one.
 fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, Option<ValueId>)> {
@@ -387,7 +409,8 @@ fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, 
     let OpKind::Load { tensor, order, .. } = &load else { return None };
     let aligned = func.params.iter().any(|p| p.value == *tensor && p.divisibility >= 16);
     let lt = func.ty(lv);
-    let b = Blocked::for_load(lt.shape(), 2, ctx.warps, order).ok()?;
+    let eb = lt.dtype().bytes();
+    let b = Blocked::for_load(lt.shape(), eb, ctx.warps, order).ok()?;
     let same = |l: &Layout, x: ValueId| {
         func.ty(x)
             .layout()
@@ -395,8 +418,8 @@ fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, 
     };
     let ok = once(v)
         && aligned
-        && lt.dtype().bytes() == 2
-        && b.size_per_thread[b.order[0]] == 8
+        && (eb == 2 || (eb == 1 && lt.dtype().is_fp8()))
+        && b.size_per_thread[b.order[0]] == i64::from(16 / eb)
         && same(&Layout::Blocked(b.clone()), v);
     ok.then_some((load, lv, rv))
 }
@@ -418,9 +441,13 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
             ops.push(Op { kind: OpKind::Splat(s), result: Some(nv), span: None });
             nv
         }
-        // wgmma reads B from shared memory only, whatever registers hold it; tcgen05 both.
+        // wgmma reads B from shared memory only, whatever registers hold it; tcgen05 both;
+        // an 8-bit operand too (its fragments are read from byte pairs in a buffer).
         (_, Layout::DotOperand { op_idx, parent })
-            if !same || (*op_idx == 1 && parent.family == MmaFamily::Wgmma) || parent.family == MmaFamily::Tcgen05 =>
+            if !same
+                || (*op_idx == 1 && parent.family == MmaFamily::Wgmma)
+                || parent.family == MmaFamily::Tcgen05
+                || dtype.is_fp8() =>
         {
             // Through a shared buffer swizzled for ldmatrix, in the operand's own order.
             let order = match ty.layout() {

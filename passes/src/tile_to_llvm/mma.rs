@@ -432,6 +432,77 @@ impl Lowering<'_> {
         m: tilec_core::layout::Mma,
         shape: [i64; 2],
     ) -> Result<Operand, Diagnostic> {
+        let val = self.get(v)?;
+        self.operand_of(val, op_idx, m, shape)
+    }
+
+    /// An 8-bit operand buffer seen as a buffer of byte pairs (16-bit elements): its
+    /// contiguous dim, which must be the product's K (`kd`: there is no 8-bit
+    /// `ldmatrix.trans`), halved, the swizzle's vectors and atoms with it. Byte `2e + b` of the
+    /// pair view is byte `2e + b` of the buffer: the XOR swizzle acts on whole vectors.
+    fn pair_view(&mut self, v: Value, kd: usize) -> Result<Value, Diagnostic> {
+        let half = |ty: &Type| -> Result<Type, Diagnostic> {
+            let Type::Smem { shape, layout, .. } = ty else { return Err(err("an fp8 operand that is not a buffer")) };
+            let n = shape.len();
+            let cd = n - 2 + layout.order[0];
+            if shape[cd] % 2 != 0 || layout.vec % 2 != 0 || layout.atom % 2 != 0 {
+                return Err(err("an fp8 operand buffer with an odd contiguous extent or swizzle vector"));
+            }
+            let mut shape = shape.clone();
+            shape[cd] /= 2;
+            let layout = SwizzledShared { vec: layout.vec / 2, atom: layout.atom / 2, ..layout.clone() };
+            Ok(Type::Smem { shape, dtype: DType::F16, layout })
+        };
+        match v {
+            Value::SmemBuf { offset, ty, ring } => {
+                let Type::Smem { layout, .. } = &ty else { return Err(err("an fp8 operand that is not a buffer")) };
+                if layout.order[0] != kd {
+                    return Err(err(
+                        "an fp8 mma operand stored contiguous along M or N: 8-bit elements have no ldmatrix.trans; load it with its K dim contiguous (order=, as FMHA loads K)",
+                    ));
+                }
+                let ring = match ring {
+                    Some(r) => {
+                        let one = self.em.ci32(1);
+                        let first = self.em.lshr(&r.first, &one);
+                        Some(Box::new(super::regs::Ring { ty: half(&r.ty)?, first, slot: r.slot.clone() }))
+                    }
+                    None => None,
+                };
+                Ok(Value::SmemBuf { offset, ty: half(&ty)?, ring })
+            }
+            _ => Err(err("an fp8 mma operand in registers: it goes through shared memory (tile-layout)")),
+        }
+    }
+
+    /// `mma.sync.aligned.m16n8k32` of fp8 fragments (A four registers, B two, each four
+    /// bytes along K) into four f32 accumulators.
+    fn mma_fp8(&mut self, a: &[Reg], b: &[Reg], c: &[Reg], ta: DType, tb: DType) -> Vec<Reg> {
+        let kind = |d: DType| if d == DType::F8E5M2 { "e5m2" } else { "e4m3" };
+        let mut asm = super::ptx_asm::PtxAsm::new();
+        let d: Vec<String> = c.iter().map(|r| asm.inout(r, "f")).collect();
+        let ai: Vec<String> = a.iter().map(|r| asm.input(r)).collect();
+        let bi: Vec<String> = b.iter().map(|r| asm.input(r)).collect();
+        asm.push(&format!(
+            "mma.sync.aligned.m16n8k32.row.col.f32.{}.{}.f32 {{{}}}, {{{}}}, {{{}}}, {{{}}};",
+            kind(ta),
+            kind(tb),
+            d.join(", "),
+            ai.join(", "),
+            bi.join(", "),
+            d.join(", ")
+        ));
+        asm.emit(&mut self.em)
+    }
+
+    /// [`Lowering::operand`] of a value already looked up.
+    pub(crate) fn operand_of(
+        &mut self,
+        val: Value,
+        op_idx: u32,
+        m: tilec_core::layout::Mma,
+        shape: [i64; 2],
+    ) -> Result<Operand, Diagnostic> {
         let lin = Layout::DotOperand { op_idx, parent: m }.to_linear(&shape);
         // The warp's origin in the operand tile (its lanes are addressed per ldmatrix).
         let mut origin = vec![];
@@ -446,7 +517,7 @@ impl Lowering<'_> {
             })
             .collect();
         Ok(Operand {
-            val: self.get(v)?,
+            val,
             pair_dim: if op_idx == 0 { 1 } else { 0 },
             map: lin.reg_of_offset(),
             origin: [origin[0].clone(), origin[1].clone()],
@@ -521,8 +592,11 @@ impl Lowering<'_> {
         let (ms, ns) = (ty.shape()[0], ty.shape()[1]);
         let ks = self.func.ty(a).shape()[1];
         let dt = self.func.ty(a).dtype();
-        let bf16 = dt == DType::BF16;
-        if !matches!(dt, DType::F16 | DType::BF16) {
+        let dtb = self.func.ty(b).dtype();
+        let fp8 = dt.is_fp8() && dtb.is_fp8();
+        // fp8 fragments go as i32, as bf16 ones do.
+        let bf16 = dt == DType::BF16 || fp8;
+        if !matches!(dt, DType::F16 | DType::BF16) && !fp8 {
             return Err(err(format!("mma of {dt} operands")));
         }
         let [wm, wn] = m.warps_per_cta;
@@ -531,8 +605,13 @@ impl Lowering<'_> {
         let mut accr = self.tile(acc)?;
         let m_reps = (ms / (MMA_M * wm)).max(1);
         let n_reps = (ns / (MMA_N * wn)).max(1);
+        // An 8-bit product of K 32 (m16n8k32) places its operand bytes as the 16-bit one of
+        // K 16 places its elements: the fp8 buffers are read as buffers of byte pairs.
+        let ks = if fp8 { ks / 2 } else { ks };
         let k_steps = ks / MMA_K;
-        let ops = [self.operand(a, 0, m, [ms, ks])?, self.operand(b, 1, m, [ks, ns])?];
+        let (av, bv) = (self.get(a)?, self.get(b)?);
+        let (av, bv) = if fp8 { (self.pair_view(av, 1)?, self.pair_view(bv, 0)?) } else { (av, bv) };
+        let ops = [self.operand_of(av, 0, m, [ms, ks])?, self.operand_of(bv, 1, m, [ks, ns])?];
         let how = |op: &Operand, n: i64| match &op.val {
             Value::SmemBuf { ty: Type::Smem { layout, .. }, .. } => {
                 format!("{n} ldmatrix{}", if layout.order[0] != op.pair_dim { ".trans" } else { "" })
@@ -540,10 +619,14 @@ impl Lowering<'_> {
             _ => "registers".to_string(),
         };
         let line = format!(
-            "mma [{ms}, {ns}, {ks}] {dt}: warps {wm}x{wn}; per K step of 16: A {}, B {}, {} mma.sync; {k_steps} K steps",
+            "mma [{ms}, {ns}, {}] {dt}{}: warps {wm}x{wn}; per K step of {}: A {}, B {}, {} mma.sync{}; {k_steps} K steps",
+            if fp8 { 2 * ks } else { ks },
+            if fp8 && dtb != dt { format!(" x {dtb}") } else { String::new() },
+            if fp8 { 32 } else { 16 },
             how(&ops[0], m_reps),
             how(&ops[1], (n_reps + 1) / 2),
-            m_reps * n_reps
+            m_reps * n_reps,
+            if fp8 { " m16n8k32 (fp8 buffers read as byte pairs)" } else { "" }
         );
         self.report.push(line);
         for kk in 0..k_steps {
@@ -581,8 +664,13 @@ impl Lowering<'_> {
                         })
                         .collect::<Result<_, _>>()?;
                     let c: Vec<Reg> = idx.iter().map(|&i| accr[i].clone()).collect();
-                    let d =
-                        if bf16 { self.em.mma_m16n8k16_bf16(af, bf, &c) } else { self.em.nvgpu_mma_f16(af, bf, &c) };
+                    let d = if fp8 {
+                        self.mma_fp8(af, bf, &c, dt, dtb)
+                    } else if bf16 {
+                        self.em.mma_m16n8k16_bf16(af, bf, &c)
+                    } else {
+                        self.em.nvgpu_mma_f16(af, bf, &c)
+                    };
                     for (i, v) in idx.into_iter().zip(d) {
                         accr[i] = v;
                     }

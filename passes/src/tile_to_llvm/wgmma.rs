@@ -166,12 +166,16 @@ impl Lowering<'_> {
         let (ms, ns) = (ty.shape()[0], ty.shape()[1]);
         let ks = self.func.ty(a).shape()[1];
         let dt = self.func.ty(a).dtype();
-        if !matches!(dt, DType::F16 | DType::BF16) || self.func.ty(b).dtype() != dt {
+        let dtb = self.func.ty(b).dtype();
+        let fp8 = dt.is_fp8() && dtb.is_fp8();
+        if !fp8 && (!matches!(dt, DType::F16 | DType::BF16) || dtb != dt) {
             return Err(err(format!("wgmma of {dt} operands")));
         }
         let wm = m.warps_per_cta[0];
         let blocks = ms / (MMA_M * wm);
-        let k_steps = ks / MMA_K;
+        // A K step is 32 bytes of each operand row: 16 16-bit elements, 32 fp8 ones.
+        let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
+        let k_steps = ks / kstep;
         let per = (ns / 2) as usize;
         let mut accr = self.tile(acc)?;
         if accr.len() != per * blocks as usize {
@@ -200,18 +204,30 @@ impl Lowering<'_> {
             AOperand::Shared(o) => how(o),
             AOperand::Registers(_) => "registers".into(),
         };
+        if fp8
+            && (!bop.k_major
+                || matches!(&aop, AOperand::Registers(_) | AOperand::Shared(SharedOperand { k_major: false, .. })))
+        {
+            return Err(err("wgmma's fp8 form reads both operands K-major from shared memory"));
+        }
         self.report.push(format!(
-            "mma [{ms}, {ns}, {ks}] {dt}: wgmma.m64n{ns}k16, {} warpgroup(s) x {blocks} block(s) of 64 rows, {k_steps} K steps; A {a_how}, B {}; {}",
+            "mma [{ms}, {ns}, {ks}] {dt}: wgmma.m64n{ns}k{kstep}, {} warpgroup(s) x {blocks} block(s) of 64 rows, {k_steps} K steps; A {a_how}, B {}; {}",
             wm / 4,
             how(&bop),
             if in_flight { "left in flight for its mma_wait" } else { "waited for at once" }
         ));
-        let t = if dt == DType::BF16 { "bf16" } else { "f16" };
+        let kind = |d: DType| match d {
+            DType::BF16 => "bf16",
+            DType::F8E4M3 => "e4m3",
+            DType::F8E5M2 => "e5m2",
+            _ => "f16",
+        };
+        let types = format!("{}.{}", kind(dt), kind(dtb));
         self.em.line("nvvm.wgmma.fence.aligned");
         let one = self.em.ci32(1);
         for blk in 0..blocks {
             for kk in 0..k_steps {
-                let k0 = kk * MMA_K;
+                let k0 = kk * kstep;
                 let bdesc = self.descriptor_at(&bop, [k0, 0]);
                 let mut asm = PtxAsm::new();
                 let d: Vec<String> =
@@ -240,12 +256,14 @@ impl Lowering<'_> {
                 };
                 let b_text = asm.input(&bdesc);
                 let scale = asm.input(&one);
-                let trans = match trans_a {
-                    Some(ta) => format!("{}, {}", u8::from(ta), u8::from(!bop.k_major)),
-                    None => format!("{}", u8::from(!bop.k_major)),
+                // The transpose immediates exist for 16-bit operands only (fp8 is K-major).
+                let trans = match (fp8, trans_a) {
+                    (true, _) => String::new(),
+                    (false, Some(ta)) => format!(", {}, {}", u8::from(ta), u8::from(!bop.k_major)),
+                    (false, None) => format!(", {}", u8::from(!bop.k_major)),
                 };
                 asm.push(&format!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {scale}, 0; wgmma.mma_async.sync.aligned.m64n{ns}k16.f32.{t}.{t} {{{}}}, {a_text}, {b_text}, p, 1, 1, {trans}; }}",
+                    "{{ .reg .pred p; setp.ne.b32 p, {scale}, 0; wgmma.mma_async.sync.aligned.m64n{ns}k{kstep}.f32.{types} {{{}}}, {a_text}, {b_text}, p, 1, 1{trans}; }}",
                     d.join(", ")
                 ));
                 let out = asm.emit(&mut self.em);
@@ -292,37 +310,43 @@ mod tests {
     /// read each element from the byte the buffer's layout wrote it to.
     #[test]
     fn descriptors_address_the_bytes_the_layout_holds() {
-        let elem = 2;
         let mut checked = 0;
-        for sw in [128, 64, 32] {
-            for (op_idx, shape, n_inst) in [(0u32, [128i64, 64i64], 0i64), (1, [64, 256], 256), (1, [64, 64], 64)] {
-                let kd = if op_idx == 0 { 1 } else { 0 };
-                for k_major in [true, false] {
-                    // The contiguous dim: K for a K-major operand, M or N otherwise.
-                    let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
-                    let layout = SwizzledShared::nvmma(sw, elem, order);
-                    if shape[order[0]] % layout.atom != 0 {
-                        continue;
-                    }
-                    let rows = shape[order[1]];
-                    let bits = descriptor_bits(sw, k_major, rows);
-                    let (mn_extent, k_extent) = if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
-                    let block_mn = if op_idx == 0 { MMA_M } else { n_inst };
-                    for mn0 in (0..mn_extent).step_by(block_mn as usize) {
-                        for k0 in (0..k_extent).step_by(MMA_K as usize) {
-                            let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
-                            let start = atom_offset(&layout, &shape, at(mn0, k0)) * elem;
-                            let d = MatrixDescriptor::decode((bits | (start >> 4)) as u64);
-                            for i in 0..block_mn {
-                                for j in 0..MMA_K {
-                                    let c = at(mn0 + i, k0 + j);
-                                    let want = layout.offset(&shape, &c) * elem;
-                                    let got = d.address(k_major, i, j, elem);
-                                    assert_eq!(
+        // 16-bit operands in both majors; fp8 (1-byte) ones K-major, as the fp8 form reads
+        // them, with K steps of 32 elements (the same 32 bytes).
+        for (elem, majors) in [(2i64, &[true, false][..]), (1, &[true][..])] {
+            let kstep = MMA_K * 2 / elem;
+            for sw in [128, 64, 32] {
+                for (op_idx, shape, n_inst) in [(0u32, [128i64, 128i64], 0i64), (1, [128, 256], 256), (1, [64, 64], 64)]
+                {
+                    let kd = if op_idx == 0 { 1 } else { 0 };
+                    for &k_major in majors {
+                        // The contiguous dim: K for a K-major operand, M or N otherwise.
+                        let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
+                        let layout = SwizzledShared::nvmma(sw, elem, order);
+                        if shape[order[0]] % layout.atom != 0 {
+                            continue;
+                        }
+                        let rows = shape[order[1]];
+                        let bits = descriptor_bits(sw, k_major, rows);
+                        let (mn_extent, k_extent) =
+                            if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
+                        let block_mn = if op_idx == 0 { MMA_M } else { n_inst };
+                        for mn0 in (0..mn_extent).step_by(block_mn as usize) {
+                            for k0 in (0..k_extent).step_by(kstep as usize) {
+                                let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
+                                let start = atom_offset(&layout, &shape, at(mn0, k0)) * elem;
+                                let d = MatrixDescriptor::decode((bits | (start >> 4)) as u64);
+                                for i in 0..block_mn {
+                                    for j in 0..kstep {
+                                        let c = at(mn0 + i, k0 + j);
+                                        let want = layout.offset(&shape, &c) * elem;
+                                        let got = d.address(k_major, i, j, elem);
+                                        assert_eq!(
                                         got, want,
                                         "swizzle {sw}, operand {op_idx} {shape:?}, k-major {k_major}: element {c:?} of the block at ({mn0}, {k0})"
                                     );
-                                    checked += 1;
+                                        checked += 1;
+                                    }
                                 }
                             }
                         }

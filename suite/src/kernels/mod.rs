@@ -3,13 +3,14 @@
 mod compute;
 mod decoder;
 mod lang;
+mod lowp;
 mod membound;
 
 use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 48] = [
+pub(crate) static ALL: [&Spec; 51] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -44,6 +45,9 @@ pub(crate) static ALL: [&Spec; 48] = [
     &lang::SCAN,
     &lang::DTYPES,
     &compute::MATMUL,
+    &lowp::MATMUL_FP8,
+    &lowp::MATMUL_FP8_ROWWISE,
+    &lowp::MATMUL_FP8_BLOCKWISE,
     &decoder::MATMUL_SPLITK,
     &compute::BMM,
     &compute::GROUP_GEMM,

@@ -51,7 +51,8 @@ impl Cx<'_> {
             )
             .with_primary(a.span(2), "accumulator shape"));
         }
-        if ta.dtype() != tb.dtype() {
+        // Two fp8 operands may differ (e4m3 x e5m2 is one instruction); others may not.
+        if ta.dtype() != tb.dtype() && !(ta.dtype().is_fp8() && tb.dtype().is_fp8()) {
             return Err(Diagnostic::error("E0008", format!("mma operands are {} and {}", ta.dtype(), tb.dtype()))
                 .with_primary(a.span(0), format!("{}", ta.dtype()))
                 .with_secondary(a.span(1), format!("{}", tb.dtype()))
@@ -59,7 +60,10 @@ impl Cx<'_> {
         }
         let ok = matches!(
             (ta.dtype(), tc.dtype()),
-            (DType::F16 | DType::BF16, DType::F32) | (DType::F16, DType::F16) | (DType::F32, DType::F32)
+            (DType::F16 | DType::BF16, DType::F32)
+                | (DType::F16, DType::F16)
+                | (DType::F32, DType::F32)
+                | (DType::F8E4M3 | DType::F8E5M2, DType::F32)
         );
         if !ok {
             return Err(Diagnostic::error(
@@ -67,7 +71,7 @@ impl Cx<'_> {
                 format!("mma of {} operands into a {} accumulator is not supported", ta.dtype(), tc.dtype()),
             )
             .with_primary(span, "here")
-            .with_note("supported: f16/bf16 operands with an f32 accumulator, f16 into f16, f32 (tf32) into f32"));
+            .with_note("supported: f16/bf16 or fp8 (f8e4m3, f8e5m2, mixed) operands with an f32 accumulator, f16 into f16, f32 (tf32) into f32"));
         }
         Ok(Val::Tile(self.func.push(OpKind::Mma { a: ids[0], b: ids[1], acc: ids[2] }, tc, Some(span))))
     }
