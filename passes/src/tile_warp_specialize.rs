@@ -351,11 +351,20 @@ fn ping_pong(func: &mut Func) -> Result<String, String> {
             body.iter().enumerate().filter(|(_, o)| is_wide_wgmma(func, o)).map(|(j, _)| j).collect();
         let mut nested = 0;
         let mut waits = false;
+        // A buffer the body writes from registers (fp8 attention's P) is published by a
+        // barrier of every consumer, which a warpgroup inside its turn would never meet.
+        let mut register_writes = false;
         for o in body {
             walk_ops(std::slice::from_ref(o), &mut |n| {
                 nested += usize::from(!std::ptr::eq(n, o) && matches!(n.kind, OpKind::Mma { .. }));
                 waits |= matches!(n.kind, OpKind::MmaWait { .. });
+                register_writes |= matches!(n.kind, OpKind::LocalAlloc { .. });
             });
+        }
+        if products.len() >= 2 && nested == 0 && !waits && register_writes {
+            return Err(
+                "the loop writes a shared buffer from registers between its products (a consumer-wide barrier inside a turn)".into(),
+            );
         }
         if products.len() >= 2 && nested == 0 && !waits {
             found.push((i, products[0], products[products.len() - 1]));

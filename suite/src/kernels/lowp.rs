@@ -196,3 +196,137 @@ pub const MATMUL_FP8_BLOCKWISE: Spec = Spec {
     case_for,
     peer_config: |_| None,
 };
+
+/// The fp8 attention's case dims `[B, H, S, D]`; constants `CAUSAL` (0 or 1) and `GROUP`.
+fn fa_dims(c: &Case) -> (usize, usize, usize, usize, usize) {
+    let g = c.konst("GROUP", 1).max(1) as usize;
+    (c.dims[0] as usize, c.dims[1] as usize, c.dims[2] as usize, c.dims[3] as usize, g)
+}
+
+/// fp8 attention as the kernel computes it, but with P quantized against each row's final
+/// maximum (the kernel quantizes against the running maximum of the tiles seen so far):
+/// scores from the descaled fp8 Q and K, `P = e4m3(exp(s − max))`, the normaliser from the
+/// unquantized P, `O = Σ P·V / l` with V descaled.
+#[allow(clippy::too_many_arguments)]
+fn fp8_attention(
+    q: &[f64],
+    k: &[f64],
+    vt: &[f64],
+    dims: (usize, usize, usize, usize, usize),
+    scale: f64,
+    ds: [f64; 3],
+    causal: bool,
+) -> Vec<f64> {
+    let (b, h, s, d, g) = dims;
+    let hk = h / g;
+    let mut out = vec![0.0; b * h * s * d];
+    tilec_interp::reference::par_rows(&mut out, s * d, |bh, head| {
+        let qb = bh * s * d;
+        let kvh = (bh / h) * hk + (bh % h) / g;
+        let (kb, vb) = (kvh * s * d, kvh * d * s);
+        for i in 0..s {
+            let n = if causal { i + 1 } else { s };
+            let sc: Vec<f64> = (0..n)
+                .map(|j| (0..d).map(|x| q[qb + i * d + x] * k[kb + j * d + x]).sum::<f64>() * ds[0] * ds[1] * scale)
+                .collect();
+            let mx = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let p: Vec<f64> = sc.iter().map(|x| (x - mx).exp()).collect();
+            let l: f64 = p.iter().sum();
+            for c in 0..d {
+                let o: f64 = (0..n).map(|j| DType::F8E4M3.round(p[j]) * vt[vb + c * s + j]).sum();
+                head[i * d + c] = o * ds[2] / l;
+            }
+        }
+    });
+    out
+}
+
+/// fp8 flash attention (`kernels/fmha_fp8.tile`). Case dims `[B, H, S, D]`, V given
+/// transposed (`[B, H/GROUP, D, S]`).
+pub const FMHA_FP8: Spec = Spec {
+    name: "fmha_fp8",
+    file: "fmha_fp8.tile",
+    kernel: "fmha_fp8",
+    class: Class::Fmha,
+    peer_kernel: "fmha_fp8",
+    interp_cases: || {
+        [0, 1]
+            .map(|causal| {
+                Case::new(DType::F8E4M3, &[1, 2, 80, 64]).with("TILE_M", 32).with("TILE_N", 32).with("CAUSAL", causal)
+            })
+            .to_vec()
+    },
+    gpu_cases: || {
+        let mut v = vec![];
+        for causal in [0, 1] {
+            v.push(Case::new(DType::F8E4M3, &[2, 4, 1024, 64]).with("CAUSAL", causal));
+            v.push(Case::new(DType::F8E4M3, &[1, 2, 1000, 128]).with("CAUSAL", causal));
+            v.push(Case::new(DType::F8E4M3, &[1, 2, 3001, 64]).with("CAUSAL", causal));
+        }
+        v.push(Case::new(DType::F8E4M3, &[1, 1, 17, 128]).with("CAUSAL", 1));
+        v.push(Case::new(DType::F8E4M3, &[2, 28, 512, 128]).with("CAUSAL", 1).with("GROUP", 7));
+        v
+    },
+    bench_cases: |quick| {
+        let seqs: &[i64] = if quick { &[4096] } else { &[4096, 8192, 16384] };
+        let mut v = vec![];
+        for d in [128, 64] {
+            for causal in [0, 1] {
+                v.extend(seqs.iter().map(|&s| Case::new(DType::F8E4M3, &[4, 32, s, d]).with("CAUSAL", causal)));
+            }
+        }
+        v
+    },
+    consts: |c| {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("O".to_string(), ConstArg::DType(OUT)),
+            ("H".to_string(), ConstArg::Int(c.dims[1])),
+            ("TILE_D".to_string(), ConstArg::Int(c.dims[3])),
+            ("CAUSAL".to_string(), ConstArg::Bool(c.konst("CAUSAL", 0) != 0)),
+            ("GROUP".to_string(), ConstArg::Int(c.konst("GROUP", 1))),
+        ])
+    },
+    inputs: |c, rng| {
+        let (b, h, s, d, g) = (c.dims[0], c.dims[1], c.dims[2], c.dims[3], c.konst("GROUP", 1).max(1));
+        vec![
+            normal_tensor(rng, c.dtype, &[b, h, s, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h / g, s, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h / g, d, s], 1.0),
+            poisoned(OUT, &[b, h, s, d]),
+            Arg::F32(1.0 / (d as f32).sqrt()),
+            Arg::F32(rng.gen_range(0.5..1.5)),
+            Arg::F32(rng.gen_range(0.5..1.5)),
+            Arg::F32(rng.gen_range(0.5..1.5)),
+        ]
+    },
+    outputs: &[3],
+    exact: &[],
+    reference: |c, a| {
+        let f = |i: usize| match a.get(i) {
+            Some(Arg::F32(x)) => f64::from(*x),
+            _ => f64::NAN,
+        };
+        let causal = c.konst("CAUSAL", 0) != 0;
+        vec![fp8_attention(&values(a, 0), &values(a, 1), &values(a, 2), fa_dims(c), f(4), [f(5), f(6), f(7)], causal)]
+    },
+    // P is quantized to e4m3 (3 mantissa bits) against the running maximum, the reference's
+    // against the final one: the two differ in the tiles before a row's maximum.
+    tolerance: |_| 4e-2,
+    bytes: |c| {
+        let n = c.dims.iter().product::<i64>() as f64;
+        3.0 * n + n * f64::from(OUT.bytes())
+    },
+    flops: Some(|c| {
+        let [b, h, s, d] = c.dims[..] else { return 0.0 };
+        let causal = if c.konst("CAUSAL", 0) != 0 { 0.5 } else { 1.0 };
+        4.0 * (b * h * s * s * d) as f64 * causal
+    }),
+    case_for: |dims, dtype| match dims {
+        [b, h, s, d] if *b >= 1 && *h >= 1 && *s >= 1 && (*d == 64 || *d == 128) && dtype.is_fp8() => {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!("fmha_fp8 takes BxHxSxD with D 64 or 128 in f8e4m3, not {dims:?} {dtype}")),
+    },
+    peer_config: |_| None,
+};

@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 51] = [
+pub(crate) static ALL: [&Spec; 52] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -48,6 +48,7 @@ pub(crate) static ALL: [&Spec; 51] = [
     &lowp::MATMUL_FP8,
     &lowp::MATMUL_FP8_ROWWISE,
     &lowp::MATMUL_FP8_BLOCKWISE,
+    &lowp::FMHA_FP8,
     &decoder::MATMUL_SPLITK,
     &compute::BMM,
     &compute::GROUP_GEMM,
