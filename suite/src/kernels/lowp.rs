@@ -330,3 +330,134 @@ pub const FMHA_FP8: Spec = Spec {
     },
     peer_config: |_| None,
 };
+
+/// Quantization as the kernels compute it, in f32: per block of `br` rows × `bc` columns
+/// (`bc = 0`: the whole row), `scale = max(absmax, 1e-12) / 448` and `q = e4m3(x / scale)`,
+/// saturating. Returns (q, scales row-major over the blocks).
+fn quantize(x: &[f64], m: usize, n: usize, br: usize, bc: usize) -> (Vec<f64>, Vec<f64>) {
+    let bc = if bc == 0 { n } else { bc };
+    let (mb, nb) = (m.div_ceil(br), n.div_ceil(bc));
+    let mut q = vec![0.0; m * n];
+    let mut s = vec![0.0; mb * nb];
+    for a in 0..mb {
+        for b in 0..nb {
+            let rows = a * br..((a + 1) * br).min(m);
+            let cols = b * bc..((b + 1) * bc).min(n);
+            let amax = rows
+                .clone()
+                .flat_map(|i| cols.clone().map(move |j| (i, j)))
+                .fold(0f32, |acc, (i, j)| acc.max((x[i * n + j] as f32).abs()));
+            let scale = amax.max(1e-12) / 448.0;
+            s[a * nb + b] = f64::from(scale);
+            for i in rows.clone() {
+                for j in cols.clone() {
+                    q[i * n + j] = DType::F8E4M3.round(f64::from(x[i * n + j] as f32 / scale));
+                }
+            }
+        }
+    }
+    (q, s)
+}
+
+fn quant_case_for(dims: &[i64], dtype: DType) -> Result<Case, String> {
+    match dims {
+        [m, n] if *m >= 1 && *n >= 1 && matches!(dtype, DType::BF16 | DType::F16 | DType::F32) => {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!("the fp8 quantizers take MxN in bf16, f16 or f32, not {dims:?} {dtype}")),
+    }
+}
+
+fn quant_consts(c: &Case) -> BTreeMap<String, ConstArg> {
+    BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))])
+}
+
+fn quant_gpu_cases() -> Vec<Case> {
+    let mut v = vec![];
+    for d in [DType::BF16, DType::F16] {
+        v.push(Case::new(d, &[1000, 1000]));
+        v.push(Case::new(d, &[4096, 7168]));
+        v.push(Case::new(d, &[3, 130]));
+    }
+    v
+}
+
+fn quant_bench_cases(_quick: bool) -> Vec<Case> {
+    vec![Case::new(DType::BF16, &[8192, 7168])]
+}
+
+fn quant_bytes(c: &Case) -> f64 {
+    let n = (c.dims[0] * c.dims[1]) as f64;
+    n * f64::from(c.dtype.bytes()) + n
+}
+
+/// Inputs of a quantizer: X with a wide dynamic range (normal samples times a per-row
+/// magnitude), Q and S poisoned.
+fn quant_inputs(c: &Case, rng: &mut rand::rngs::StdRng, scales: &[i64]) -> Vec<Arg> {
+    let (m, n) = (c.dims[0], c.dims[1]);
+    let mut x = crate::inputs::randn(rng, (m * n) as usize, 1.0);
+    for (i, row) in x.chunks_mut(n as usize).enumerate() {
+        let mag = 10f64.powi((i % 7) as i32 - 3);
+        row.iter_mut().for_each(|v| *v *= mag);
+    }
+    vec![tensor(c.dtype, &[m, n], &x), poisoned(DType::F8E4M3, &[m, n]), poisoned(DType::F32, scales)]
+}
+
+macro_rules! quant_spec {
+    ($name:literal, $br:expr, $bc:expr, $scales:expr, $interp:expr) => {
+        Spec {
+            name: $name,
+            file: "quant_fp8.tile",
+            kernel: $name,
+            class: Class::Membound,
+            peer_kernel: "",
+            interp_cases: || $interp,
+            gpu_cases: quant_gpu_cases,
+            bench_cases: quant_bench_cases,
+            consts: quant_consts,
+            inputs: |c, rng| {
+                let f: fn(i64, i64) -> Vec<i64> = $scales;
+                quant_inputs(c, rng, &f(c.dims[0], c.dims[1]))
+            },
+            outputs: &[1, 2],
+            // The kernels compute in f32 exactly as the reference does (IEEE division, one
+            // saturating rounding to e4m3): bit for bit on an H200.
+            exact: &[1, 2],
+            reference: |c, a| {
+                let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+                let (q, s) = quantize(&values(a, 0), m, n, $br, $bc);
+                vec![q, s]
+            },
+            tolerance: |_| 0.0,
+            bytes: quant_bytes,
+            flops: None,
+            case_for: quant_case_for,
+            peer_config: |_| None,
+        }
+    };
+}
+
+/// One scale per row (`quant_fp8_rowwise`).
+pub const QUANT_ROWWISE: Spec = quant_spec!(
+    "quant_fp8_rowwise",
+    1,
+    0,
+    |m, _| vec![m],
+    vec![Case::new(DType::BF16, &[5, 300]).with("BLOCK_N", 512)]
+);
+/// One scale per row and 128 columns (`quant_fp8_blockwise`).
+pub const QUANT_BLOCKWISE: Spec = quant_spec!(
+    "quant_fp8_blockwise",
+    1,
+    128,
+    |m, n| vec![m, (n + 127) / 128],
+    vec![Case::new(DType::BF16, &[40, 300]).with("ROWS", 16)]
+);
+/// One scale per 128×128 block (`quant_fp8_block2d`).
+pub const QUANT_BLOCK2D: Spec = quant_spec!(
+    "quant_fp8_block2d",
+    128,
+    128,
+    |m, n| vec![(m + 127) / 128, (n + 127) / 128],
+    vec![Case::new(DType::BF16, &[130, 200])]
+);
