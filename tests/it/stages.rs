@@ -296,9 +296,11 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
         ("attention_decode_grouped", "attention_decode_grouped"),
         ("paged_attention_decode", "paged_attention_decode"),
         ("matmul_fp8", "matmul_fp8"),
+        ("fmha_fp8", "fmha_fp8"),
     ];
-    let mut table =
-        String::from("kernel target | regs smem | HMMA QMMA HGMMA QGMMA UTCHMMA LDTM STTM UTMALDG LDSM BAR LDL STL\n");
+    let mut table = String::from(
+        "kernel target | regs smem | HMMA QMMA HGMMA QGMMA UTCHMMA UTCQMMA LDTM STTM UTMALDG LDSM BAR LDL STL\n",
+    );
     let mut wrong = vec![];
     for (file, kernel) in kernels {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
@@ -321,7 +323,8 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
             let expect = [
                 ("HGMMA", wg16),
                 ("QGMMA", wg8),
-                ("UTCHMMA", ptx.contains("tcgen05.mma")),
+                ("UTCHMMA", ptx.contains("tcgen05.mma.cta_group::1.kind::f16")),
+                ("UTCQMMA", ptx.contains("tcgen05.mma.cta_group::1.kind::f8f6f4")),
                 ("LDTM", ptx.contains("tcgen05.ld")),
                 ("UTMALDG", ptx.contains("cp.async.bulk.tensor")),
                 ("HMMA", f16 || (f8 && t != "sm_121a")),
@@ -341,11 +344,11 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
             if t != "sm_90a" && count("HGMMA") + count("QGMMA") > 0 {
                 wrong.push(format!("{name}: HGMMA off sm_90a"));
             }
-            if t != "sm_103a" && count("UTCHMMA") + count("LDTM") + count("STTM") > 0 {
+            if t != "sm_103a" && count("UTCHMMA") + count("UTCQMMA") + count("LDTM") + count("STTM") > 0 {
                 wrong.push(format!("{name}: tcgen05 off sm_103a"));
             }
             table.push_str(&format!(
-                "{kernel} {t} | {} {} | {} {} {} {} {} {} {} {} {} {} {} {}\n",
+                "{kernel} {t} | {} {} | {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
                 r.registers,
                 r.shared_bytes,
                 count("HMMA"),
@@ -353,6 +356,7 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
                 count("HGMMA"),
                 count("QGMMA"),
                 count("UTCHMMA"),
+                count("UTCQMMA"),
                 count("LDTM"),
                 count("STTM"),
                 count("UTMALDG"),

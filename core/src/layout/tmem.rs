@@ -1,6 +1,6 @@
 //! Models of the tcgen05 machinery (sm_100a/sm_103a) written from the PTX ISA's tables,
 //! independently of the lowering that uses them: the instruction descriptor of
-//! `tcgen05.mma` kind::f16 ("Instruction descriptor"), the Tensor Memory placement of an
+//! `tcgen05.mma` kind::f16 and kind::f8f6f4 ("Instruction descriptor"), the Tensor Memory placement of an
 //! M = 128 accumulator ("Matrix fragments for tcgen05.mma": lane = row, column = column,
 //! 32 bits each) and what `tcgen05.ld.32x32b.xN` returns to each thread ("Matrix fragments
 //! for tcgen05.ld": the thread of lane `l` of a warp reading at TMEM lane `L`, column `C`
@@ -8,20 +8,40 @@
 //! `32 (w % 4) … 32 (w % 4) + 31`). The lowering's tests hold its descriptors and TMEM
 //! addresses against these: this is how the tcgen05 path is checked without a B300.
 
-/// Operand formats of kind::f16 (bits 7-9 and 10-12).
+/// Operand formats (bits 7-9 for A, 10-12 for B): the code depends on the instruction's
+/// kind — kind::f16 has f16 = 0 and bf16 = 1, kind::f8f6f4 e4m3 = 0 and e5m2 = 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum F16Kind {
-    F16 = 0,
-    BF16 = 1,
+pub enum Format {
+    F16,
+    BF16,
+    E4M3,
+    E5M2,
 }
 
-/// The 32-bit instruction descriptor of a dense `tcgen05.mma` kind::f16.
+impl Format {
+    fn code(self) -> u32 {
+        match self {
+            Format::F16 | Format::E4M3 => 0,
+            Format::BF16 | Format::E5M2 => 1,
+        }
+    }
+
+    /// The `.kind` of `tcgen05.mma` that multiplies this format.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Format::F16 | Format::BF16 => "f16",
+            Format::E4M3 | Format::E5M2 => "f8f6f4",
+        }
+    }
+}
+
+/// The 32-bit instruction descriptor of a dense `tcgen05.mma` kind::f16 or kind::f8f6f4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InstrDescriptor {
     /// The accumulator is f32 (bits 4-5: 1), else f16 (0).
     pub d_f32: bool,
-    pub a: F16Kind,
-    pub b: F16Kind,
+    pub a: Format,
+    pub b: Format,
     /// A (bit 15), B (bit 16) read MN-major (transposed) rather than K-major.
     pub a_mn_major: bool,
     pub b_mn_major: bool,
@@ -33,27 +53,30 @@ pub struct InstrDescriptor {
 impl InstrDescriptor {
     pub fn encode(&self) -> u32 {
         (u32::from(self.d_f32) << 4)
-            | ((self.a as u32) << 7)
-            | ((self.b as u32) << 10)
+            | (self.a.code() << 7)
+            | (self.b.code() << 10)
             | (u32::from(self.a_mn_major) << 15)
             | (u32::from(self.b_mn_major) << 16)
             | (((self.n >> 3) as u32 & 0x3f) << 17)
             | (((self.m >> 4) as u32 & 0x1f) << 24)
     }
 
-    /// The fields of `bits`, or why the hardware would not run it: sparsity, saturation,
-    /// negation and the reserved bits must be clear, the formats f16/bf16, the shape one the
-    /// ISA lists for `cta_group::1` (M 64 with N a multiple of 8, M 128 with N a multiple of
-    /// 16, N from 8 or 16 to 256).
-    pub fn decode(bits: u32) -> Result<InstrDescriptor, String> {
+    /// The fields of `bits` for an instruction of `kind` (`f16` or `f8f6f4`), or why the
+    /// hardware would not run it: sparsity, saturation, negation and the reserved bits must be
+    /// clear, the formats ones the kind takes (f16/bf16; e4m3/e5m2 — the 6- and 4-bit ones are
+    /// not decoded), the shape one the ISA lists for `cta_group::1` (M 64 with N a multiple of
+    /// 8, M 128 with N a multiple of 16, N from 8 or 16 to 256).
+    pub fn decode(bits: u32, kind: &str) -> Result<InstrDescriptor, String> {
         let field = |lo: u32, w: u32| (bits >> lo) & ((1 << w) - 1);
         if field(0, 4) != 0 || field(6, 1) != 0 || field(13, 2) != 0 || field(23, 1) != 0 || field(29, 3) != 0 {
             return Err(format!("{bits:#010x}: sparsity, saturation, negation, shift or reserved bits set"));
         }
-        let kind = |v: u32| match v {
-            0 => Ok(F16Kind::F16),
-            1 => Ok(F16Kind::BF16),
-            x => Err(format!("{bits:#010x}: operand format {x} is not f16 or bf16")),
+        let format = |v: u32| match (kind, v) {
+            ("f16", 0) => Ok(Format::F16),
+            ("f16", 1) => Ok(Format::BF16),
+            ("f8f6f4", 0) => Ok(Format::E4M3),
+            ("f8f6f4", 1) => Ok(Format::E5M2),
+            (k, x) => Err(format!("{bits:#010x}: operand format {x} of kind::{k}")),
         };
         let d = InstrDescriptor {
             d_f32: match field(4, 2) {
@@ -61,8 +84,8 @@ impl InstrDescriptor {
                 1 => true,
                 x => return Err(format!("{bits:#010x}: accumulator format {x}")),
             },
-            a: kind(field(7, 3))?,
-            b: kind(field(10, 3))?,
+            a: format(field(7, 3))?,
+            b: format(field(10, 3))?,
             a_mn_major: field(15, 1) == 1,
             b_mn_major: field(16, 1) == 1,
             n: i64::from(field(17, 6)) << 3,
@@ -108,28 +131,26 @@ mod tests {
 
     #[test]
     fn instruction_descriptor_fields_round_trip_and_bad_shapes_are_refused() {
-        for (a, b) in [(F16Kind::F16, F16Kind::F16), (F16Kind::BF16, F16Kind::BF16)] {
+        use Format::*;
+        for (a, b) in [(F16, F16), (BF16, BF16), (E4M3, E4M3), (E4M3, E5M2), (E5M2, E5M2)] {
             for n in (16..=256).step_by(16) {
                 for (am, bm) in [(false, false), (false, true), (true, true)] {
                     let d = InstrDescriptor { d_f32: true, a, b, a_mn_major: am, b_mn_major: bm, n, m: 128 };
-                    assert_eq!(InstrDescriptor::decode(d.encode()), Ok(d));
+                    assert_eq!(InstrDescriptor::decode(d.encode(), a.kind()), Ok(d));
                 }
             }
         }
+        // The same bits mean e4m3 under kind::f8f6f4 and f16 under kind::f16.
+        let f8 =
+            InstrDescriptor { d_f32: true, a: E4M3, b: E4M3, a_mn_major: false, b_mn_major: false, n: 128, m: 128 };
+        assert_eq!(InstrDescriptor::decode(f8.encode(), "f16").map(|d| d.a), Ok(F16));
+        assert!(InstrDescriptor::decode(f8.encode() | (5 << 7), "f8f6f4").is_err());
         // The PTX ISA's example: f16 x f16 -> f32, both K-major, M 128, N 256.
-        let d = InstrDescriptor {
-            d_f32: true,
-            a: F16Kind::F16,
-            b: F16Kind::F16,
-            a_mn_major: false,
-            b_mn_major: false,
-            n: 256,
-            m: 128,
-        };
+        let d = InstrDescriptor { d_f32: true, a: F16, b: F16, a_mn_major: false, b_mn_major: false, n: 256, m: 128 };
         assert_eq!(d.encode(), (1 << 4) | (32 << 17) | (8 << 24));
-        assert!(InstrDescriptor::decode(InstrDescriptor { n: 24, ..d }.encode()).is_err());
-        assert!(InstrDescriptor::decode(InstrDescriptor { m: 96, ..d }.encode()).is_err());
-        assert!(InstrDescriptor::decode(d.encode() | 1 << 13).is_err());
+        assert!(InstrDescriptor::decode(InstrDescriptor { n: 24, ..d }.encode(), "f16").is_err());
+        assert!(InstrDescriptor::decode(InstrDescriptor { m: 96, ..d }.encode(), "f16").is_err());
+        assert!(InstrDescriptor::decode(d.encode() | 1 << 13, "f16").is_err());
     }
 
     #[test]

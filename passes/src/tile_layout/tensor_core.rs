@@ -177,7 +177,8 @@ pub(super) fn propagate(
             }
             // The asynchronous families' fp8 forms are not built: fp8 runs on mma.sync.
             let fp8 = d.is_fp8();
-            let tc = if has_tcgen05 && !fp8 {
+            // tcgen05's kind::f8f6f4 reads fp8 operands K-major from shared memory, as wgmma's.
+            let tc = if has_tcgen05 {
                 Mma::tcgen05(&[m, n], k, warps)
                     .filter(|_| tmem_cols + Mma::tmem_columns(&[m, n]) <= tilec_core::layout::TMEM_COLUMNS)
             } else {
@@ -197,15 +198,14 @@ pub(super) fn propagate(
             });
             lines.push(match (has_wgmma, wg) {
                 _ if tc.is_some() => format!(
-                    "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 m128n{n}k16, {} block(s) of 128 rows, the accumulator in TMEM ({} columns), read out over {warps} warps ({} columns a thread)",
+                    "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 kind::{} m128n{n}k{}, {} block(s) of 128 rows, the accumulator in TMEM ({} columns), read out over {warps} warps ({} columns a thread)",
+                    if fp8 { "f8f6f4" } else { "f16" },
+                    if fp8 { 32 } else { 16 },
                     m / 128,
                     Mma::tmem_columns(&[m, n]),
                     n / (warps / 4)
                 ),
-                _ if fp8 && wg.is_none() => format!(
-                    "mma [{m}, {n}, {k}] fp8: mma.sync m16n8k32{}",
-                    if has_tcgen05 { " (tcgen05's fp8 form is not built)" } else { "" }
-                ),
+                _ if fp8 && wg.is_none() => format!("mma [{m}, {n}, {k}] fp8: mma.sync m16n8k32"),
                 _ if has_tcgen05 => format!(
                     "mma [{m}, {n}, {k}]: mma.sync (tcgen05 needs M a multiple of 128, N a multiple of 16 from 16 to 256, K a multiple of 16, warps in whole warpgroups, and its accumulators within TMEM's {} columns; {tmem_cols} taken)",
                     tilec_core::layout::TMEM_COLUMNS

@@ -38,7 +38,7 @@ use super::ptx_asm::PtxAsm;
 use super::regs::Value;
 use super::{err, Lowering};
 use std::collections::{BTreeMap, BTreeSet};
-use tilec_core::layout::tmem::{F16Kind, InstrDescriptor};
+use tilec_core::layout::tmem::{Format, InstrDescriptor};
 use tilec_core::layout::{Layout, Mma, MmaFamily, MMA_K, TCGEN05_M, TMEM_COLUMNS};
 use tilec_core::tir::{walk_ops, Func, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
@@ -373,10 +373,21 @@ impl Lowering<'_> {
         let shape = ty.shape().to_vec();
         let (ms, ns) = (shape[0], shape[1]);
         let ks = self.func.ty(a).shape()[1];
-        let dt = self.func.ty(a).dtype();
-        if !matches!(dt, DType::F16 | DType::BF16) || self.func.ty(b).dtype() != dt {
-            return Err(err(format!("tcgen05 of {dt} operands")));
+        let (dt, dtb) = (self.func.ty(a).dtype(), self.func.ty(b).dtype());
+        let format = |d: DType| match d {
+            DType::F16 => Some(Format::F16),
+            DType::BF16 => Some(Format::BF16),
+            DType::F8E4M3 => Some(Format::E4M3),
+            DType::F8E5M2 => Some(Format::E5M2),
+            _ => None,
+        };
+        let (Some(fa), Some(fb)) = (format(dt), format(dtb)) else {
+            return Err(err(format!("tcgen05 of {dt} and {dtb} operands")));
+        };
+        if fa.kind() != fb.kind() || (fa.kind() == "f16" && fa != fb) {
+            return Err(err(format!("tcgen05 of {dt} and {dtb} operands")));
         }
+        let fp8 = fa.kind() == "f8f6f4";
         if m.family != MmaFamily::Tcgen05 {
             return Err(err("a tcgen05 product without a tcgen05 accumulator"));
         }
@@ -400,19 +411,22 @@ impl Lowering<'_> {
                 (s, true, "stored from registers")
             }
         };
-        let bf16 = dt == DType::BF16;
-        let kind = if bf16 { F16Kind::BF16 } else { F16Kind::F16 };
+        if fp8 && !(aop.k_major && bop.k_major) {
+            return Err(err("tcgen05's fp8 form reads both operands K-major here"));
+        }
         let idesc = InstrDescriptor {
             d_f32: true,
-            a: kind,
-            b: kind,
+            a: fa,
+            b: fb,
             a_mn_major: !aop.k_major,
             b_mn_major: !bop.k_major,
             n: ns,
             m: TCGEN05_M,
         };
         let blocks = ms / TCGEN05_M;
-        let k_steps = ks / MMA_K;
+        // A K step is 32 bytes of each operand row: 16 16-bit elements, 32 fp8 ones.
+        let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
+        let k_steps = ks / kstep;
         let major = |o: &super::wgmma::SharedOperand, mn: &str| {
             format!(
                 "{}-major {}B-swizzled descriptor",
@@ -421,7 +435,8 @@ impl Lowering<'_> {
             )
         };
         self.report.push(format!(
-            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::f16 m128n{ns}k16 issued by one thread, {blocks} block(s) of 128 rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}",
+            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::{} m128n{ns}k{kstep} issued by one thread, {blocks} block(s) of 128 rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}",
+            fa.kind(),
             major(&aop, "M"),
             major(&bop, "N"),
             if kept.is_some() { "kept in TMEM" } else { "loaded into registers (tcgen05.ld 32x32b)" }
@@ -434,21 +449,22 @@ impl Lowering<'_> {
         let mut issues = vec![];
         for blk in 0..blocks {
             for kk in 0..k_steps {
-                let ad = self.descriptor_at(&aop, [blk * TCGEN05_M, kk * MMA_K]);
-                let bd = self.descriptor_at(&bop, [kk * MMA_K, 0]);
+                let ad = self.descriptor_at(&aop, [blk * TCGEN05_M, kk * kstep]);
+                let bd = self.descriptor_at(&bop, [kk * kstep, 0]);
                 let c = self.em.ci32(col + blk * ns);
                 let d = self.em.add(&tbase, &c);
                 let en = self.em.ci32(i64::from(read_d || kk > 0));
                 issues.push((d, ad, bd, en));
             }
         }
+        let kind = fa.kind();
         self.on_issuer(|lw| {
             for (d, ad, bd, en) in &issues {
                 let mut asm = PtxAsm::new();
                 let (di, ai, bi, ei, ii) =
                     (asm.input(d), asm.input(ad), asm.input(bd), asm.input(en), asm.input(&id));
                 asm.push(&format!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::f16 [{di}], {ai}, {bi}, {ii}, p; }}"
+                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::{kind} [{di}], {ai}, {bi}, {ii}, p; }}"
                 ));
                 asm.emit(&mut lw.em);
             }
@@ -541,34 +557,38 @@ mod tests {
     /// descriptors of the library's shapes are valid.
     #[test]
     fn tcgen05_descriptors_address_the_bytes_the_layout_holds() {
-        let elem = 2;
         let mut checked = 0;
-        for sw in [128, 64, 32] {
-            for (op_idx, shape) in [(0u32, [256i64, 64i64]), (1, [64, 256]), (1, [64, 64]), (0, [128, 128])] {
-                let kd = if op_idx == 0 { 1 } else { 0 };
-                for k_major in [true, false] {
-                    let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
-                    let layout = SwizzledShared::nvmma(sw, elem, order);
-                    if shape[order[0]] % layout.atom != 0 {
-                        continue;
-                    }
-                    let bits = descriptor_bits(sw, k_major, shape[order[1]]);
-                    let (mn_extent, k_extent) = if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
-                    let block = if op_idx == 0 { TCGEN05_M } else { mn_extent };
-                    for mn0 in (0..mn_extent).step_by(block as usize) {
-                        for k0 in (0..k_extent).step_by(MMA_K as usize) {
-                            let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
-                            let start = super::super::wgmma::atom_offset(&layout, &shape, at(mn0, k0)) * elem;
-                            let d = MatrixDescriptor::decode_tcgen05((bits | (start >> 4)) as u64).unwrap();
-                            for i in 0..block {
-                                for j in 0..MMA_K {
-                                    let c = at(mn0 + i, k0 + j);
-                                    assert_eq!(
+        // 16-bit operands in both majors; fp8 ones K-major with K steps of 32 (32 bytes).
+        for (elem, majors) in [(2i64, &[true, false][..]), (1, &[true][..])] {
+            let kstep = MMA_K * 2 / elem;
+            for sw in [128, 64, 32] {
+                for (op_idx, shape) in [(0u32, [256i64, 128i64]), (1, [128, 256]), (1, [64, 64]), (0, [128, 128])] {
+                    let kd = if op_idx == 0 { 1 } else { 0 };
+                    for &k_major in majors {
+                        let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
+                        let layout = SwizzledShared::nvmma(sw, elem, order);
+                        if shape[order[0]] % layout.atom != 0 {
+                            continue;
+                        }
+                        let bits = descriptor_bits(sw, k_major, shape[order[1]]);
+                        let (mn_extent, k_extent) =
+                            if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
+                        let block = if op_idx == 0 { TCGEN05_M } else { mn_extent };
+                        for mn0 in (0..mn_extent).step_by(block as usize) {
+                            for k0 in (0..k_extent).step_by(kstep as usize) {
+                                let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
+                                let start = super::super::wgmma::atom_offset(&layout, &shape, at(mn0, k0)) * elem;
+                                let d = MatrixDescriptor::decode_tcgen05((bits | (start >> 4)) as u64).unwrap();
+                                for i in 0..block {
+                                    for j in 0..kstep {
+                                        let c = at(mn0 + i, k0 + j);
+                                        assert_eq!(
                                         d.address(k_major, i, j, elem),
                                         layout.offset(&shape, &c) * elem,
                                         "swizzle {sw}, operand {op_idx} {shape:?}, k-major {k_major}, element {c:?}"
                                     );
-                                    checked += 1;
+                                        checked += 1;
+                                    }
                                 }
                             }
                         }
@@ -578,17 +598,10 @@ mod tests {
         }
         assert!(checked > 100_000, "{checked}");
         for n in (16..=256).step_by(16) {
-            for (am, bm) in [(false, false), (false, true)] {
-                let d = InstrDescriptor {
-                    d_f32: true,
-                    a: F16Kind::BF16,
-                    b: F16Kind::BF16,
-                    a_mn_major: am,
-                    b_mn_major: bm,
-                    n,
-                    m: TCGEN05_M,
-                };
-                assert_eq!(InstrDescriptor::decode(d.encode()), Ok(d));
+            for (a, am, bm) in [(Format::BF16, false, false), (Format::F16, false, true), (Format::E4M3, false, false)]
+            {
+                let d = InstrDescriptor { d_f32: true, a, b: a, a_mn_major: am, b_mn_major: bm, n, m: TCGEN05_M };
+                assert_eq!(InstrDescriptor::decode(d.encode(), a.kind()), Ok(d));
             }
         }
     }
