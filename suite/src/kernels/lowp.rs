@@ -461,3 +461,95 @@ pub const QUANT_BLOCK2D: Spec = quant_spec!(
     |m, n| vec![(m + 127) / 128, (n + 127) / 128],
     vec![Case::new(DType::BF16, &[130, 200])]
 );
+
+/// fp8 MLA prefill (`kernels/mla_fp8.tile`). Case dims `[B, H, S, D, DR]`; constant
+/// `CAUSAL` (default 1). V is given transposed (`[B, H, D, S]`); the reference quantizes P as
+/// [`fp8_attention`]'s does.
+pub const MLA_FP8: Spec = Spec {
+    name: "mla_fp8",
+    file: "mla_fp8.tile",
+    kernel: "mla_fp8",
+    class: Class::Fmha,
+    peer_kernel: "mla_fp8",
+    interp_cases: || {
+        vec![Case::new(DType::F8E4M3, &[1, 2, 72, 32, 32]).with("TILE_M", 32).with("TILE_N", 32).with("CAUSAL", 1)]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F8E4M3, &[1, 16, 1024, 128, 64]).with("CAUSAL", 1),
+            Case::new(DType::F8E4M3, &[2, 16, 1000, 128, 64]).with("CAUSAL", 1),
+            Case::new(DType::F8E4M3, &[1, 16, 777, 128, 64]).with("CAUSAL", 0),
+        ]
+    },
+    bench_cases: |_| vec![Case::new(DType::F8E4M3, &[4, 16, 4096, 128, 64]).with("CAUSAL", 1)],
+    consts: |c| {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("O".to_string(), ConstArg::DType(OUT)),
+            ("H".to_string(), ConstArg::Int(c.dims[1])),
+            ("D".to_string(), ConstArg::Int(c.dims[3])),
+            ("DR".to_string(), ConstArg::Int(c.dims[4])),
+            ("CAUSAL".to_string(), ConstArg::Bool(c.konst("CAUSAL", 1) != 0)),
+        ])
+    },
+    inputs: |c, rng| {
+        let [b, h, s, d, dr] = c.dims[..] else { return vec![] };
+        vec![
+            normal_tensor(rng, c.dtype, &[b, h, s, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h, s, dr], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h, s, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, s, dr], 1.0),
+            normal_tensor(rng, c.dtype, &[b, h, d, s], 1.0),
+            poisoned(OUT, &[b, h, s, d]),
+            Arg::F32(1.0 / ((d + dr) as f32).sqrt()),
+            Arg::F32(rng.gen_range(0.5..1.5)),
+            Arg::F32(rng.gen_range(0.5..1.5)),
+            Arg::F32(rng.gen_range(0.5..1.5)),
+        ]
+    },
+    outputs: &[5],
+    exact: &[],
+    reference: |c, a| {
+        let [b, h, s, d, dr] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else { return vec![] };
+        let causal = c.konst("CAUSAL", 1) != 0;
+        let f = |i: usize| match a.get(i) {
+            Some(Arg::F32(x)) => f64::from(*x),
+            _ => f64::NAN,
+        };
+        let (scale, qd, kd, vd) = (f(6), f(7), f(8), f(9));
+        let (q, qr, k, kr, vt) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3), values(a, 4));
+        let mut out = vec![0.0; b * h * s * d];
+        tilec_interp::reference::par_rows(&mut out, s * d, |bh, head| {
+            let bi = bh / h;
+            for i in 0..s {
+                let n = if causal { i + 1 } else { s };
+                let sc: Vec<f64> = (0..n)
+                    .map(|j| {
+                        let nope: f64 = (0..d).map(|x| q[(bh * s + i) * d + x] * k[(bh * s + j) * d + x]).sum();
+                        let rope: f64 = (0..dr).map(|x| qr[(bh * s + i) * dr + x] * kr[(bi * s + j) * dr + x]).sum();
+                        (nope + rope) * qd * kd * scale
+                    })
+                    .collect();
+                let mx = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let p: Vec<f64> = sc.iter().map(|x| (x - mx).exp()).collect();
+                let l: f64 = p.iter().sum();
+                for c2 in 0..d {
+                    let o: f64 = (0..n).map(|j| DType::F8E4M3.round(p[j]) * vt[(bh * d + c2) * s + j]).sum();
+                    head[i * d + c2] = o * vd / l;
+                }
+            }
+        });
+        vec![out]
+    },
+    tolerance: |_| 4e-2,
+    bytes: |c| {
+        let [b, h, s, d, dr] = c.dims[..] else { return 0.0 };
+        (b * s * (h * (3 * d + dr) + dr)) as f64 + (b * h * s * d) as f64 * f64::from(OUT.bytes())
+    },
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [_, _, _, _, _] if dtype.is_fp8() => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("mla_fp8 takes BxHxSxDxDR in f8e4m3, not {dims:?} {dtype}")),
+    },
+    peer_config: |_| None,
+};

@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 55] = [
+pub(crate) static ALL: [&Spec; 56] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -49,6 +49,7 @@ pub(crate) static ALL: [&Spec; 55] = [
     &lowp::MATMUL_FP8_ROWWISE,
     &lowp::MATMUL_FP8_BLOCKWISE,
     &lowp::FMHA_FP8,
+    &lowp::MLA_FP8,
     &lowp::QUANT_ROWWISE,
     &lowp::QUANT_BLOCKWISE,
     &lowp::QUANT_BLOCK2D,
