@@ -278,27 +278,41 @@ impl Lowering<'_> {
         Ok(self.em.add(&t, &go))
     }
 
-    /// `tcgen05.ld` of this thread's registers of an accumulator of `shape` at `col`.
-    pub(crate) fn tmem_load(&mut self, m: Mma, shape: &[i64], col: i64) -> Result<Vec<Reg>, Diagnostic> {
+    /// Calls `f` with each `tcgen05.ld/st` chunk of this thread's registers of an accumulator
+    /// of `shape` at `col`, in register order: (TMEM address, first register, registers).
+    fn each_tmem_chunk(
+        &mut self,
+        m: Mma,
+        shape: &[i64],
+        col: i64,
+        mut f: impl FnMut(&mut Self, Reg, usize, i64),
+    ) -> Result<(), Diagnostic> {
         let cols = shape[1] / m.warps_per_cta[1];
-        let mut regs = vec![];
         for blk in 0..(shape[0] / TCGEN05_M) {
             let at = self.tmem_thread_addr(m, shape, col, blk)?;
             for c0 in (0..cols).step_by(CHUNK as usize) {
-                let n = CHUNK.min(cols);
                 let a = if c0 == 0 {
                     at.clone()
                 } else {
                     let o = self.em.ci32(c0);
                     self.em.add(&at, &o)
                 };
-                let mut asm = PtxAsm::new();
-                let outs: Vec<String> = (0..n).map(|_| asm.output(Ty::I32)).collect();
-                let ai = asm.input(&a);
-                asm.push(&format!("tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {{{}}}, [{ai}];", outs.join(", ")));
-                regs.extend(asm.emit(&mut self.em));
+                f(self, a, (blk * cols + c0) as usize, CHUNK.min(cols));
             }
         }
+        Ok(())
+    }
+
+    /// `tcgen05.ld` of this thread's registers of an accumulator of `shape` at `col`.
+    pub(crate) fn tmem_load(&mut self, m: Mma, shape: &[i64], col: i64) -> Result<Vec<Reg>, Diagnostic> {
+        let mut regs = vec![];
+        self.each_tmem_chunk(m, shape, col, |lw, a, _, n| {
+            let mut asm = PtxAsm::new();
+            let outs: Vec<String> = (0..n).map(|_| asm.output(Ty::I32)).collect();
+            let ai = asm.input(&a);
+            asm.push(&format!("tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {{{}}}, [{ai}];", outs.join(", ")));
+            regs.extend(asm.emit(&mut lw.em));
+        })?;
         // The registers pass through the wait, so no use moves above it.
         let mut asm = PtxAsm::new();
         for r in &regs {
@@ -317,24 +331,13 @@ impl Lowering<'_> {
             return Err(err("tcgen05 accumulator registers do not match its layout"));
         }
         let bits: Vec<Reg> = regs.iter().map(|r| self.em.bitcast(r, Ty::I32)).collect();
-        for blk in 0..(shape[0] / TCGEN05_M) {
-            let at = self.tmem_thread_addr(m, shape, col, blk)?;
-            for c0 in (0..cols).step_by(CHUNK as usize) {
-                let n = CHUNK.min(cols);
-                let a = if c0 == 0 {
-                    at.clone()
-                } else {
-                    let o = self.em.ci32(c0);
-                    self.em.add(&at, &o)
-                };
-                let mut asm = PtxAsm::new();
-                let ai = asm.input(&a);
-                let first = (blk * cols + c0) as usize;
-                let ins: Vec<String> = bits[first..first + n as usize].iter().map(|r| asm.input(r)).collect();
-                asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
-                asm.emit(&mut self.em);
-            }
-        }
+        self.each_tmem_chunk(m, shape, col, |lw, a, first, n| {
+            let mut asm = PtxAsm::new();
+            let ai = asm.input(&a);
+            let ins: Vec<String> = bits[first..first + n as usize].iter().map(|r| asm.input(r)).collect();
+            asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
+            asm.emit(&mut lw.em);
+        })?;
         self.em.line("nvvm.tcgen05.wait #nvvm.tcgen05_wait<store>");
         self.tmem_dirty = true;
         Ok(())
@@ -517,7 +520,7 @@ impl Lowering<'_> {
 mod tests {
     use super::*;
     use tilec_core::layout::tmem;
-    use tilec_core::layout::{MatrixDescriptor, SwizzledShared};
+    use tilec_core::layout::MatrixDescriptor;
 
     /// For every accumulator shape and warp count the family takes, each register of each
     /// thread — the element the `#tilegpu.tcgen05` map says it holds — is what
@@ -557,45 +560,11 @@ mod tests {
     /// descriptors of the library's shapes are valid.
     #[test]
     fn tcgen05_descriptors_address_the_bytes_the_layout_holds() {
-        let mut checked = 0;
-        // 16-bit operands in both majors; fp8 ones K-major with K steps of 32 (32 bytes).
-        for (elem, majors) in [(2i64, &[true, false][..]), (1, &[true][..])] {
-            let kstep = MMA_K * 2 / elem;
-            for sw in [128, 64, 32] {
-                for (op_idx, shape) in [(0u32, [256i64, 128i64]), (1, [128, 256]), (1, [64, 64]), (0, [128, 128])] {
-                    let kd = if op_idx == 0 { 1 } else { 0 };
-                    for &k_major in majors {
-                        let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
-                        let layout = SwizzledShared::nvmma(sw, elem, order);
-                        if shape[order[0]] % layout.atom != 0 {
-                            continue;
-                        }
-                        let bits = descriptor_bits(sw, k_major, shape[order[1]]);
-                        let (mn_extent, k_extent) =
-                            if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
-                        let block = if op_idx == 0 { TCGEN05_M } else { mn_extent };
-                        for mn0 in (0..mn_extent).step_by(block as usize) {
-                            for k0 in (0..k_extent).step_by(kstep as usize) {
-                                let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
-                                let start = super::super::wgmma::atom_offset(&layout, &shape, at(mn0, k0)) * elem;
-                                let d = MatrixDescriptor::decode_tcgen05((bits | (start >> 4)) as u64).unwrap();
-                                for i in 0..block {
-                                    for j in 0..kstep {
-                                        let c = at(mn0 + i, k0 + j);
-                                        assert_eq!(
-                                        d.address(k_major, i, j, elem),
-                                        layout.offset(&shape, &c) * elem,
-                                        "swizzle {sw}, operand {op_idx} {shape:?}, k-major {k_major}, element {c:?}"
-                                    );
-                                        checked += 1;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        // A: 128-row blocks; B: the whole N of the tile.
+        let cases =
+            [(0u32, [256i64, 128i64], TCGEN05_M), (1, [128, 256], 256), (1, [64, 64], 64), (0, [128, 128], TCGEN05_M)];
+        let decode = |b: u64| MatrixDescriptor::decode_tcgen05(b).unwrap();
+        let checked = super::super::wgmma::check_descriptor_addresses(&cases, descriptor_bits, decode);
         assert!(checked > 100_000, "{checked}");
         for n in (16..=256).step_by(16) {
             for (a, am, bm) in [(Format::BF16, false, false), (Format::F16, false, true), (Format::E4M3, false, false)]

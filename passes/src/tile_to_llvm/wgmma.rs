@@ -299,54 +299,47 @@ impl Lowering<'_> {
     }
 }
 
+/// Checks that every descriptor a lowering builds for the operand tiles `cases` (operand
+/// index, shape, rows along M/N one instruction reads: A's block height, B's N) makes the
+/// hardware read each element from the byte the buffer's layout put it at: 16-bit operands
+/// in both majors, fp8 ones K-major with K steps of 32 (the same 32 bytes), every NVMMA
+/// swizzle. `bits` gives a descriptor's constant bits (swizzle bytes, K-major, rows),
+/// `decode` reads one as the hardware does. Returns how many elements it checked.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tilec_core::layout::MatrixDescriptor;
-
-    /// Every descriptor this lowering builds — each NVMMA swizzle, K-major and MN-major, A
-    /// and B, every 64-row block and K step of the operand tiles the library uses — makes the
-    /// hardware (the PTX ISA's canonical layouts, decoded in `tilec_core::layout::descriptor`)
-    /// read each element from the byte the buffer's layout wrote it to.
-    #[test]
-    fn descriptors_address_the_bytes_the_layout_holds() {
-        let mut checked = 0;
-        // 16-bit operands in both majors; fp8 (1-byte) ones K-major, as the fp8 form reads
-        // them, with K steps of 32 elements (the same 32 bytes).
-        for (elem, majors) in [(2i64, &[true, false][..]), (1, &[true][..])] {
-            let kstep = MMA_K * 2 / elem;
-            for sw in [128, 64, 32] {
-                for (op_idx, shape, n_inst) in [(0u32, [128i64, 128i64], 0i64), (1, [128, 256], 256), (1, [64, 64], 64)]
-                {
-                    let kd = if op_idx == 0 { 1 } else { 0 };
-                    for &k_major in majors {
-                        // The contiguous dim: K for a K-major operand, M or N otherwise.
-                        let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
-                        let layout = SwizzledShared::nvmma(sw, elem, order);
-                        if shape[order[0]] % layout.atom != 0 {
-                            continue;
-                        }
-                        let rows = shape[order[1]];
-                        let bits = descriptor_bits(sw, k_major, rows);
-                        let (mn_extent, k_extent) =
-                            if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
-                        let block_mn = if op_idx == 0 { MMA_M } else { n_inst };
-                        for mn0 in (0..mn_extent).step_by(block_mn as usize) {
-                            for k0 in (0..k_extent).step_by(kstep as usize) {
-                                let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
-                                let start = atom_offset(&layout, &shape, at(mn0, k0)) * elem;
-                                let d = MatrixDescriptor::decode((bits | (start >> 4)) as u64);
-                                for i in 0..block_mn {
-                                    for j in 0..kstep {
-                                        let c = at(mn0 + i, k0 + j);
-                                        let want = layout.offset(&shape, &c) * elem;
-                                        let got = d.address(k_major, i, j, elem);
-                                        assert_eq!(
-                                        got, want,
-                                        "swizzle {sw}, operand {op_idx} {shape:?}, k-major {k_major}: element {c:?} of the block at ({mn0}, {k0})"
+pub(super) fn check_descriptor_addresses(
+    cases: &[(u32, [i64; 2], i64)],
+    bits: impl Fn(i64, bool, i64) -> i64,
+    decode: impl Fn(u64) -> tilec_core::layout::MatrixDescriptor,
+) -> usize {
+    let mut checked = 0;
+    for (elem, majors) in [(2i64, &[true, false][..]), (1, &[true][..])] {
+        let kstep = MMA_K * 2 / elem;
+        for sw in [128, 64, 32] {
+            for &(op_idx, shape, block_mn) in cases {
+                let kd = if op_idx == 0 { 1 } else { 0 };
+                for &k_major in majors {
+                    // The contiguous dim: K for a K-major operand, M or N otherwise.
+                    let order = if k_major == (kd == 1) { [1, 0] } else { [0, 1] };
+                    let layout = SwizzledShared::nvmma(sw, elem, order);
+                    if shape[order[0]] % layout.atom != 0 {
+                        continue;
+                    }
+                    let constant = bits(sw, k_major, shape[order[1]]);
+                    let (mn_extent, k_extent) = if op_idx == 0 { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
+                    let at = |mn: i64, k: i64| if op_idx == 0 { [mn, k] } else { [k, mn] };
+                    for mn0 in (0..mn_extent).step_by(block_mn as usize) {
+                        for k0 in (0..k_extent).step_by(kstep as usize) {
+                            let start = atom_offset(&layout, &shape, at(mn0, k0)) * elem;
+                            let d = decode((constant | (start >> 4)) as u64);
+                            for i in 0..block_mn {
+                                for j in 0..kstep {
+                                    let c = at(mn0 + i, k0 + j);
+                                    assert_eq!(
+                                        d.address(k_major, i, j, elem),
+                                        layout.offset(&shape, &c) * elem,
+                                        "swizzle {sw}, operand {op_idx} {shape:?}, k-major {k_major}, {elem}-byte elements: element {c:?} of the block at ({mn0}, {k0})"
                                     );
-                                        checked += 1;
-                                    }
+                                    checked += 1;
                                 }
                             }
                         }
@@ -354,6 +347,24 @@ mod tests {
                 }
             }
         }
+    }
+    checked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_core::layout::MatrixDescriptor;
+
+    /// Every descriptor this lowering builds — each NVMMA swizzle, K-major and MN-major (fp8:
+    /// K-major), A and B, every 64-row block and K step of the operand tiles the library
+    /// uses — makes the hardware (the PTX ISA's canonical layouts, decoded in
+    /// `tilec_core::layout::descriptor`) read each element from the byte the buffer's layout
+    /// wrote it to.
+    #[test]
+    fn descriptors_address_the_bytes_the_layout_holds() {
+        let cases = [(0u32, [128i64, 128i64], MMA_M), (1, [128, 256], 256), (1, [64, 64], 64)];
+        let checked = check_descriptor_addresses(&cases, descriptor_bits, MatrixDescriptor::decode);
         assert!(checked > 100_000, "{checked} elements");
     }
 }
