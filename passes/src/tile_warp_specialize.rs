@@ -326,6 +326,59 @@ pub fn fits(func: &Func, arch: &Arch, occupancy: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// The shared buffers written from registers that only their own warpgroups read: a
+/// `local_alloc` of a wgmma accumulator's layout over every consumer warp (each warpgroup
+/// holds its own 64-row blocks — FlashAttention's P, cast), whose every read is the A operand
+/// of a wgmma product of that layout (warpgroup `g` reads the rows it wrote). Publishing such a
+/// buffer takes a barrier of the warpgroup only (`WARPGROUP_BARRIER + g`, `tile-to-llvm`), not
+/// of every consumer, so it may sit inside a warpgroup's turn.
+pub(crate) fn warpgroup_local_buffers(func: &Func) -> BTreeSet<ValueId> {
+    let wide = |l: Option<&Layout>| match l {
+        Some(Layout::Mma(m)) => {
+            m.family == MmaFamily::Wgmma && m.warps_per_cta[0] * m.warps_per_cta[1] == i64::from(func.num_warps)
+        }
+        _ => false,
+    };
+    let mut allocs = BTreeMap::new();
+    func.walk(&mut |o| {
+        if let (OpKind::LocalAlloc { value }, Some(r)) = (&o.kind, o.result) {
+            if let Some(Layout::Mma(m)) = func.ty(*value).layout().filter(|l| wide(Some(l))) {
+                allocs.insert(r, *m);
+            }
+        }
+    });
+    // The buffer's reads: each `local_load` of it must be only an A operand of a product of
+    // the same layout.
+    let mut loads: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+    let mut bad = BTreeSet::new();
+    func.walk(&mut |o| {
+        if let (OpKind::LocalLoad { buf }, Some(r)) = (&o.kind, o.result) {
+            loads.insert(r, *buf);
+        }
+    });
+    func.walk(&mut |o| {
+        for v in o.kind.operands() {
+            let Some(buf) = loads.get(&v) else { continue };
+            let ok = match (&o.kind, o.result) {
+                (OpKind::Mma { a, b, acc }, Some(r)) => {
+                    *a == v
+                        && *b != v
+                        && *acc != v
+                        && allocs.get(buf).is_some_and(|m| func.ty(r).layout() == Some(&Layout::Mma(*m)))
+                }
+                _ => false,
+            };
+            if !ok {
+                bad.insert(*buf);
+            }
+        }
+    });
+    allocs.into_keys().filter(|b| !bad.contains(b)).collect()
+}
+
+/// The first named barrier of each warpgroup's own barrier (after the turns').
+pub(crate) const WARPGROUP_BARRIER: i64 = TURN_BARRIER + 4;
+
 /// The first named barrier of the consumer warpgroups' turns (0 is the block's, 1 the
 /// consumers'): warpgroup `g` waits for its turn on `TURN_BARRIER + g` (`tile-to-llvm`).
 pub(crate) const TURN_BARRIER: i64 = 2;
@@ -344,6 +397,7 @@ fn ping_pong(func: &mut Func) -> Result<String, String> {
     if func.num_warps < 8 {
         return Err("one consumer warpgroup".into());
     }
+    let local = warpgroup_local_buffers(func);
     let mut found = vec![];
     for (i, op) in func.ops.iter().enumerate() {
         let OpKind::For { body, .. } = &op.kind else { continue };
@@ -358,7 +412,8 @@ fn ping_pong(func: &mut Func) -> Result<String, String> {
             walk_ops(std::slice::from_ref(o), &mut |n| {
                 nested += usize::from(!std::ptr::eq(n, o) && matches!(n.kind, OpKind::Mma { .. }));
                 waits |= matches!(n.kind, OpKind::MmaWait { .. });
-                register_writes |= matches!(n.kind, OpKind::LocalAlloc { .. });
+                register_writes |=
+                    matches!(n.kind, OpKind::LocalAlloc { .. }) && !n.result.is_some_and(|r| local.contains(&r));
             });
         }
         if products.len() >= 2 && nested == 0 && !waits && register_writes {

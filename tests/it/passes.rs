@@ -685,3 +685,18 @@ fn a_tcgen05_gemm_keeps_its_accumulator_in_tensor_memory() {
     let ptx = ptx_with("matmul", "matmul", o);
     assert!(ptx.contains("mma.sync") && !ptx.contains("tcgen05"));
 }
+
+/// fp8 attention writes P to shared memory between its two products; each warpgroup writes
+/// and reads only its own 64-row blocks, so the buffer is published by a 128-thread barrier
+/// of the warpgroup, and the consumers' ping-pong (named turn barriers) still applies. A
+/// buffer read across warpgroups (the f16 GEMM's operands) keeps the consumers' barrier.
+#[test]
+fn a_warpgroup_local_buffer_takes_a_warpgroup_barrier_and_keeps_the_ping_pong() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha_fp8.tile");
+    let o = tilec::CompileOptions { arch: "sm_90a".into(), ..Default::default() };
+    let c = tilec::compile(&tilec::Source::new("fmha_fp8", std::fs::read_to_string(p).unwrap()), &o).unwrap();
+    assert!(c.report.iter().any(|l| l.contains("tile-warp-specialize: ping-pong")), "{:#?}", c.report);
+    assert!(c.report.iter().any(|l| l.contains("registers (a warpgroup barrier)")), "{:#?}", c.report);
+    let ptx = c.ptx();
+    assert!(ptx.lines().any(|l| l.contains("bar.sync") && l.trim_end().ends_with(", 128;")), "no warpgroup barrier");
+}

@@ -49,7 +49,18 @@ impl Lowering<'_> {
         let l = xty.layout().ok_or_else(|| err("local_alloc of a tile without layout"))?.clone();
         let bytes = i64::from(dtype.bytes());
         let (region, total) = self.buffer_region(op, &ty)?;
-        self.smem_write_begin(region, total);
+        // A buffer only its writers' warpgroups read: a warpgroup's previous reads of it are
+        // its own products, waited for before it writes again, so they need no barrier, and
+        // the next iteration's write does not meet another warpgroup's read.
+        let local = op.result.is_some_and(|r| self.facts.warpgroup_local.contains(&r));
+        if local {
+            self.pending_reads.retain(|&(o, b)| (o, b) != (region, total));
+            if super::overlaps(&self.pending_reads, region, total) {
+                self.full_barrier();
+            }
+        } else {
+            self.smem_write_begin(region, total);
+        }
         let map = l.to_linear(shape);
         let cd = sl.order[0];
         let contiguous = map.contiguous_reg_bits(cd);
@@ -73,8 +84,16 @@ impl Lowering<'_> {
             r += chunk;
         }
         self.fence_async_proxy();
-        self.smem_written();
-        self.report_buffer(&ty, region, "registers");
+        if local {
+            // Warpgroup g's barrier: its 128 threads wrote the rows its products read.
+            let wg = self.warpgroup();
+            let (base, n) = (self.em.ci32(crate::tile_warp_specialize::WARPGROUP_BARRIER), self.em.ci32(128));
+            let id = self.em.add(&base, &wg);
+            self.em.line(format!("nvvm.barrier id = {id} number_of_threads = {n}"));
+        } else {
+            self.smem_written();
+        }
+        self.report_buffer(&ty, region, if local { "registers (a warpgroup barrier)" } else { "registers" });
         Ok(Value::SmemBuf { offset: region, ty, ring: None })
     }
 

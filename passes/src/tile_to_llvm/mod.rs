@@ -356,6 +356,9 @@ struct AsyncFacts {
     async_proxy: bool,
     /// The `mma` results a `tilegpu.mma_wait` waits for: those products are left in flight.
     in_flight: std::collections::BTreeSet<ValueId>,
+    /// Buffers only their writers' warpgroups read (see
+    /// `tile_warp_specialize::warpgroup_local_buffers`): published by a warpgroup barrier.
+    warpgroup_local: std::collections::BTreeSet<ValueId>,
     /// A warp-specialized kernel's ops by role (see `tile-warp-specialize`).
     partition: Option<crate::tile_warp_specialize::Partition>,
     /// The last position each shared buffer is read at, over the ops in the order the
@@ -369,6 +372,7 @@ impl AsyncFacts {
             tma: tma::tma_params(func)?,
             tma_rings: tma::tma_rings(func),
             tmem: tcgen05::TmemPlan::of(func)?,
+            warpgroup_local: crate::tile_warp_specialize::warpgroup_local_buffers(func),
             released_rings: Default::default(),
             async_proxy: false,
             in_flight: Default::default(),
@@ -726,7 +730,7 @@ impl Lowering<'_> {
     }
 
     /// This thread's consumer warpgroup.
-    fn warpgroup(&mut self) -> Reg {
+    pub(super) fn warpgroup(&mut self) -> Reg {
         let c2 = self.em.ci32(2);
         let warp = self.warp.clone();
         self.em.lshr(&warp, &c2)
@@ -1163,6 +1167,6 @@ impl Lowering<'_> {
 }
 
 /// Whether `[off, off + bytes)` meets one of `ranges`.
-fn overlaps(ranges: &[(i64, i64)], off: i64, bytes: i64) -> bool {
+pub(super) fn overlaps(ranges: &[(i64, i64)], off: i64, bytes: i64) -> bool {
     ranges.iter().any(|&(o, b)| o < off + bytes && off < o + b)
 }
