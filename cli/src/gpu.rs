@@ -222,11 +222,13 @@ pub struct BenchRow {
 }
 
 /// Multiply-adds of a case's CPU reference, roughly: the product of the dims, times the
-/// sequence length for attention (S² · D per head).
+/// sequence length for attention (S² · D per head; MLA's S² · (2D + DR)).
 pub fn ref_work(spec: &Spec, case: &Case) -> f64 {
     let p: f64 = case.dims.iter().map(|&d| d as f64).product();
-    match spec.class {
-        tilec_suite::Class::Fmha => p * case.dims.get(2).copied().unwrap_or(1) as f64,
+    match (spec.class, &case.dims[..]) {
+        // MLA, [B, H, S, D, DR]: every query row against every key over D + DR, and P·V over D.
+        (tilec_suite::Class::Fmha, &[b, h, s, d, dr]) => (b * h * s * s * (2 * d + dr)) as f64,
+        (tilec_suite::Class::Fmha, _) => p * case.dims.get(2).copied().unwrap_or(1) as f64,
         _ => p,
     }
 }
