@@ -347,6 +347,9 @@ pub(crate) fn warpgroup_local_buffers(func: &Func) -> BTreeSet<ValueId> {
             }
         }
     });
+    if allocs.is_empty() {
+        return BTreeSet::new();
+    }
     // The buffer's reads: each `local_load` of it must be only an A operand of a product of
     // the same layout.
     let mut loads: BTreeMap<ValueId, ValueId> = BTreeMap::new();

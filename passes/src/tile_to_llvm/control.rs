@@ -40,8 +40,8 @@ impl Lowering<'_> {
         }
         // TMEM accesses before the loop complete before its first product, once, not in
         // every iteration.
-        if self.tmem_dirty && self.facts.tmem.columns > 0 {
-            self.tmem_before_loop(body);
+        if self.tmem_dirty {
+            self.tmem_before_loop(kind);
         }
         let mut entry = vec![lb];
         entry.extend(super::regs::flatten_values(&init_vals)?);

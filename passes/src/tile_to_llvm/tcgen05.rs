@@ -58,6 +58,9 @@ pub(crate) struct TmemPlan {
     pub zero: BTreeSet<ValueId>,
     /// The results of chain loops that something uses (the others are never loaded).
     pub used_results: BTreeSet<ValueId>,
+    /// Loops (by [`TmemPlan::loop_key`]) whose body issues a product: TMEM accesses before
+    /// such a loop are ordered before it, once.
+    pub product_loops: BTreeSet<ValueId>,
     /// Loops whose body loads or stores TMEM (a standalone product): the next iteration's
     /// first product must wait for those accesses.
     pub dirty_loops: BTreeSet<ValueId>,
@@ -67,13 +70,16 @@ fn is_tcgen05(func: &Func, v: ValueId) -> bool {
     func.ty(v).layout().is_some_and(Layout::is_tcgen05)
 }
 
+/// Whether `op` is a product of the tcgen05 family.
+fn is_tcgen05_product(func: &Func, op: &tilec_core::tir::Op) -> bool {
+    matches!((&op.kind, op.result), (OpKind::Mma { .. }, Some(r)) if is_tcgen05(func, r))
+}
+
 impl TmemPlan {
     pub(crate) fn of(func: &Func) -> Result<TmemPlan, Diagnostic> {
         let mut p = TmemPlan::default();
         let mut any = false;
-        func.walk(&mut |op| {
-            any |= matches!((&op.kind, op.result), (OpKind::Mma { .. }, Some(r)) if is_tcgen05(func, r))
-        });
+        func.walk(&mut |op| any |= is_tcgen05_product(func, op));
         if !any {
             return Ok(p);
         }
@@ -121,21 +127,21 @@ impl TmemPlan {
             )));
         }
         p.columns = if total == 0 { 0 } else { (total.max(32) as u64).next_power_of_two() as i64 };
-        // Loops (by their first result or iteration argument) whose body holds a standalone
-        // product.
+        // Loops whose body holds a product, and those where one is standalone.
         func.walk(&mut |op| {
-            if let OpKind::For { body, iters, .. } = &op.kind {
-                let mut standalone = false;
-                walk_ops(body, &mut |o| {
-                    if let (OpKind::Mma { .. }, Some(r)) = (&o.kind, o.result) {
-                        standalone |= is_tcgen05(func, r) && !p.kept.contains_key(&r);
-                    }
-                });
-                if standalone {
-                    if let Some(k) = iters.first().or(body.iter().find_map(|o| o.result).as_ref()) {
-                        p.dirty_loops.insert(*k);
-                    }
+            let (OpKind::For { body, .. }, Some(k)) = (&op.kind, Self::loop_key(&op.kind)) else { return };
+            let (mut any, mut standalone) = (false, false);
+            walk_ops(body, &mut |o| {
+                if is_tcgen05_product(func, o) {
+                    any = true;
+                    standalone |= o.result.is_some_and(|r| !p.kept.contains_key(&r));
                 }
+            });
+            if any {
+                p.product_loops.insert(k);
+            }
+            if standalone {
+                p.dirty_loops.insert(k);
             }
         });
         Ok(p)
@@ -497,12 +503,8 @@ impl Lowering<'_> {
 
     /// Before a loop whose body issues a product: the TMEM accesses so far are ordered
     /// before it here rather than in the body.
-    pub(crate) fn tmem_before_loop(&mut self, body: &[tilec_core::tir::Op]) {
-        let mut any = false;
-        walk_ops(body, &mut |o| {
-            any |= matches!((&o.kind, o.result), (OpKind::Mma { .. }, Some(r)) if is_tcgen05(self.func, r))
-        });
-        if any {
+    pub(crate) fn tmem_before_loop(&mut self, op: &OpKind) {
+        if TmemPlan::loop_key(op).is_some_and(|k| self.facts.tmem.product_loops.contains(&k)) {
             self.tmem_thread_sync();
         }
     }
