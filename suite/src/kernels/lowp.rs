@@ -206,7 +206,8 @@ fn fa_dims(c: &Case) -> (usize, usize, usize, usize, usize) {
 /// fp8 attention as the kernel computes it, but with P quantized against each row's final
 /// maximum (the kernel quantizes against the running maximum of the tiles seen so far):
 /// scores from the descaled fp8 Q and K, `P = e4m3(exp(s − max))`, the normaliser from the
-/// unquantized P, `O = Σ P·V / l` with V descaled.
+/// unquantized P, `O = Σ P·V / l` with V descaled. `extra(bh, i, j)` adds to the raw score of
+/// query `i` and key `j` of head `bh` before the descale (MLA's rope part; 0 for FMHA).
 #[allow(clippy::too_many_arguments)]
 fn fp8_attention(
     q: &[f64],
@@ -216,6 +217,7 @@ fn fp8_attention(
     scale: f64,
     ds: [f64; 3],
     causal: bool,
+    extra: impl Fn(usize, usize, usize) -> f64 + Sync,
 ) -> Vec<f64> {
     let (b, h, s, d, g) = dims;
     let hk = h / g;
@@ -227,7 +229,10 @@ fn fp8_attention(
         for i in 0..s {
             let n = if causal { i + 1 } else { s };
             let sc: Vec<f64> = (0..n)
-                .map(|j| (0..d).map(|x| q[qb + i * d + x] * k[kb + j * d + x]).sum::<f64>() * ds[0] * ds[1] * scale)
+                .map(|j| {
+                    let qk: f64 = (0..d).map(|x| q[qb + i * d + x] * k[kb + j * d + x]).sum();
+                    (qk + extra(bh, i, j)) * ds[0] * ds[1] * scale
+                })
                 .collect();
             let mx = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let p: Vec<f64> = sc.iter().map(|x| (x - mx).exp()).collect();
@@ -308,7 +313,8 @@ pub const FMHA_FP8: Spec = Spec {
             _ => f64::NAN,
         };
         let causal = c.konst("CAUSAL", 0) != 0;
-        vec![fp8_attention(&values(a, 0), &values(a, 1), &values(a, 2), fa_dims(c), f(4), [f(5), f(6), f(7)], causal)]
+        let (q, k, vt) = (values(a, 0), values(a, 1), values(a, 2));
+        vec![fp8_attention(&q, &k, &vt, fa_dims(c), f(4), [f(5), f(6), f(7)], causal, |_, _, _| 0.0)]
     },
     // P is quantized to e4m3 (3 mantissa bits) against the running maximum, the reference's
     // against the final one: the two differ in the tiles before a row's maximum.
@@ -516,30 +522,12 @@ pub const MLA_FP8: Spec = Spec {
             Some(Arg::F32(x)) => f64::from(*x),
             _ => f64::NAN,
         };
-        let (scale, qd, kd, vd) = (f(6), f(7), f(8), f(9));
         let (q, qr, k, kr, vt) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3), values(a, 4));
-        let mut out = vec![0.0; b * h * s * d];
-        tilec_interp::reference::par_rows(&mut out, s * d, |bh, head| {
-            let bi = bh / h;
-            for i in 0..s {
-                let n = if causal { i + 1 } else { s };
-                let sc: Vec<f64> = (0..n)
-                    .map(|j| {
-                        let nope: f64 = (0..d).map(|x| q[(bh * s + i) * d + x] * k[(bh * s + j) * d + x]).sum();
-                        let rope: f64 = (0..dr).map(|x| qr[(bh * s + i) * dr + x] * kr[(bi * s + j) * dr + x]).sum();
-                        (nope + rope) * qd * kd * scale
-                    })
-                    .collect();
-                let mx = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let p: Vec<f64> = sc.iter().map(|x| (x - mx).exp()).collect();
-                let l: f64 = p.iter().sum();
-                for c2 in 0..d {
-                    let o: f64 = (0..n).map(|j| DType::F8E4M3.round(p[j]) * vt[(bh * d + c2) * s + j]).sum();
-                    head[i * d + c2] = o * vd / l;
-                }
-            }
-        });
-        vec![out]
+        // The rope part: head bh's queries against its batch's shared rope keys.
+        let rope = |bh: usize, i: usize, j: usize| {
+            (0..dr).map(|x| qr[(bh * s + i) * dr + x] * kr[((bh / h) * s + j) * dr + x]).sum::<f64>()
+        };
+        vec![fp8_attention(&q, &k, &vt, (b, h, s, d, 1), f(6), [f(7), f(8), f(9)], causal, rope)]
     },
     tolerance: |_| 4e-2,
     bytes: |c| {
