@@ -34,7 +34,13 @@
 //! complete while this iteration's run), `tilegpu.mma_wait {pending = 0}` on the loop's
 //! result. Its rings get `d + 2` stages: the refill of iteration `i` writes the stage read
 //! by iteration `i - 2`, whose products completed at the wait of iteration `i - 1`, before
-//! the barrier of this iteration's copy wait.
+//! the barrier of this iteration's copy wait. A `tcgen05` product (sm_100a/sm_103a: its
+//! accumulator kept in Tensor Memory) that only accumulates, every buffer it reads a TMA
+//! ring of this loop or made before it, is kept in flight without a wait in the loop: its
+//! rings' stages are released (`stage_release` right after it, lowered to a `tcgen05.commit`
+//! onto the stage's empty mbarrier) and acquired before each refill, whatever
+//! `empty-barriers` says; `mma_wait {pending = 0}` on the loop's result; `d + 2` stages, so
+//! a refill waits for the products of two iterations back while the last ones run.
 //!
 //! Guarantees: every ring and the kernel's other shared buffers fit the target's shared
 //! memory per block (counted without reuse, so an upper bound of what the lowering
@@ -118,13 +124,17 @@ fn tma_copy(func: &Func, kind: &OpKind, bty: &Type) -> bool {
         && tile.iter().all(|&d| (1..=256).contains(&d))
 }
 
-/// A `wgmma` of a loop body that may stay in flight across iterations (see the module doc).
+/// A `wgmma` or `tcgen05` product of a loop body that may stay in flight across iterations
+/// (see the module doc).
 struct InFlight {
     /// The `mma`'s result, yielded as loop-carried value `iter`.
     result: ValueId,
     iter: usize,
     /// The shared buffers its operands read.
     bufs: Vec<ValueId>,
+    /// A tcgen05 product (its accumulator in Tensor Memory): its rings are released by
+    /// `tcgen05.commit` onto their empty mbarriers instead of a wait in the loop.
+    tcgen05: bool,
 }
 
 /// The body's `wgmma` that only accumulates and reads buffers that no later iteration
@@ -145,9 +155,12 @@ fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]
     }
     body.iter().find_map(|op| {
         let (OpKind::Mma { a, b, acc }, Some(r)) = (&op.kind, op.result) else { return None };
-        let wgmma = func.ty(r).layout().is_some_and(tilec_core::layout::Layout::is_wgmma);
+        let layout = func.ty(r).layout();
+        let tcgen05 = layout.is_some_and(tilec_core::layout::Layout::is_tcgen05);
+        let wgmma = layout.is_some_and(tilec_core::layout::Layout::is_wgmma);
         let iter = iters.iter().position(|i| i == acc)?;
-        let only = wgmma && yields.get(iter) == Some(&r) && uses.get(acc) == Some(&1) && uses.get(&r) == Some(&1);
+        let only =
+            (wgmma || tcgen05) && yields.get(iter) == Some(&r) && uses.get(acc) == Some(&1) && uses.get(&r) == Some(&1);
         if !only {
             return None;
         }
@@ -163,7 +176,7 @@ fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]
             }
             bufs.push(*buf);
         }
-        Some(InFlight { result: r, iter, bufs })
+        Some(InFlight { result: r, iter, bufs, tcgen05 })
     })
 }
 
@@ -536,6 +549,29 @@ impl Pass<'_> {
         let outer = outer.filter(|o| [*lb, ub, *step].iter().all(|v| !o.inside.contains(v)));
         let tma_here = !in_loop || outer.is_some();
         let keep = if self.opts.in_flight { in_flight_mma(func, body, iters, yields) } else { None };
+        // A tcgen05 product's reads end only where a commit says so: every buffer it reads
+        // must become a TMA ring whose stages its commits release.
+        let keep = keep.filter(|k| {
+            !k.tcgen05
+                || k.bufs.iter().all(|b| {
+                    !body.iter().any(|o| o.result == Some(*b))
+                        || body.iter().enumerate().any(|(p, o)| {
+                            let OpKind::AsyncCopy { dst: None, tensor, index, latency, .. } = &o.kind else {
+                                return false;
+                            };
+                            let mut roots = index.clone();
+                            roots.push(*tensor);
+                            o.result == Some(*b)
+                                && self.opts.tma
+                                && tma_here
+                                && (*latency > 0 || self.opts.default_distance > 0)
+                                && matches!(body.get(p + 1).map(|w| &w.kind), Some(OpKind::AsyncWait { pending: 0 }))
+                                && tma_copy(func, &o.kind, func.ty(*b))
+                                && index_slice(func, body, p, &roots, iters).is_ok()
+                        })
+                })
+        });
+        let committed = |buf: ValueId| keep.as_ref().is_some_and(|k| k.tcgen05 && k.bufs.contains(&buf));
         let info = LoopInfo {
             lb: *lb,
             step: *step,
@@ -587,7 +623,11 @@ impl Pass<'_> {
                         ring,
                         stages,
                         tma,
-                        released: if tma && self.opts.empty_barriers { last_reader(body, buf) } else { None },
+                        released: if tma && (self.opts.empty_barriers || committed(buf)) {
+                            last_reader(body, buf)
+                        } else {
+                            None
+                        },
                     });
                 }
                 Err(why) => self.report.push(format!("{what}: not pipelined: {why}")),
@@ -740,7 +780,19 @@ impl Pass<'_> {
                 .iter()
                 .all(|b| cands.iter().any(|c| c.buf == *b) || !old_body.iter().any(|o| o.result == Some(*b)));
             let at = new_body.iter().position(|o| o.result == Some(k.result));
-            if let (true, Some(at)) = (ringed, at) {
+            if let (true, Some(_), true) = (ringed, at, k.tcgen05) {
+                // Nothing waits in the loop: each stage is released by a commit of the
+                // products issued so far, and the loop's result waits for the last of them.
+                let ty = func.ty(k.result).clone();
+                let OpKind::For { results, .. } = &mut op.kind else { return (vec![op], vec![]) };
+                let fin = results[k.iter];
+                let last = func.new_value(ty);
+                results[k.iter] = last;
+                after.push(Op { kind: OpKind::MmaWait { value: last, pending: 0 }, result: Some(fin), span: None });
+                self.report.push(
+                    "tcgen05 products kept in flight across iterations (each stage released by tcgen05.commit onto its empty mbarrier, mma_wait pending=0 after the loop); its rings have one stage more".into(),
+                );
+            } else if let (true, Some(at)) = (ringed, at) {
                 let ty = func.ty(k.result).clone();
                 let issued = func.new_value(ty.clone());
                 new_body[at].result = Some(issued);

@@ -661,9 +661,12 @@ fn emulating_sm_121a_on_sm_90a_compiles_spark_s_choices_for_the_h100() {
 }
 
 /// sm_103a's GEMM on the tcgen05 family: Tensor Memory allocated once (by warp 0, the permit
-/// given up) and freed once; the K loop issues one `tcgen05.mma` per K step of 16 and one
-/// commit, and moves nothing between TMEM and registers — the accumulator is stored once
-/// before the loop (its zeros) and loaded once after it. `--no-tcgen05` keeps `mma.sync`.
+/// given up) and freed once; the K loop issues one `tcgen05.mma` per K step of 16, moves
+/// nothing between TMEM and registers — the accumulator is stored once before the loop (its
+/// zeros) and loaded once after it — and never waits for its products: each ring's stage is
+/// released by a `tcgen05.commit` onto its empty mbarrier (one a ring an iteration), and the
+/// only wait for the products is the commit after the loop that every thread waits on.
+/// `--no-tcgen05` keeps `mma.sync`.
 #[test]
 fn a_tcgen05_gemm_keeps_its_accumulator_in_tensor_memory() {
     let ptx = ptx_for("matmul", "matmul", false, "sm_103a");
@@ -673,11 +676,15 @@ fn a_tcgen05_gemm_keeps_its_accumulator_in_tensor_memory() {
     assert_eq!(n("tcgen05.dealloc.cta_group::1"), 1);
     // 128 x 256 x 64 tiles: 4 K steps, D kept in TMEM (enable-input-d set on every step).
     assert_eq!(n("tcgen05.mma.cta_group::1.kind::f16"), 4);
-    assert_eq!(n("tcgen05.commit.cta_group::1.mbarrier::arrive::one"), 1);
+    assert_eq!(n("tcgen05.commit.cta_group::1.mbarrier::arrive::one"), 2 + 1);
     assert!(!ptx.contains("mma.sync") && !ptx.contains("ldmatrix"));
-    let body = loop_with(&ptx, "mbarrier.try_wait.shared::cta.b64");
+    let body = loop_with(&ptx, "tcgen05.mma");
     let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
     assert_eq!(count("tcgen05.ld") + count("tcgen05.st"), 0, "TMEM moved to registers inside the K loop");
+    assert_eq!(count("tcgen05.commit"), 2, "one release a ring");
+    assert_eq!(count("mbarrier.try_wait.shared::cta.b64"), 0, "the K loop waits for its products");
+    assert_eq!(count("bar.sync"), 0, "a block-wide barrier in the K loop");
+    assert_eq!(n("mbarrier.try_wait.shared::cta.b64"), 1, "one wait for the products, after the loop");
     // 128 columns a thread over 8 warps, moved 32 at a time: 4 stores and 4 loads.
     assert_eq!(n("tcgen05.st.sync.aligned.32x32b.x32"), 4);
     assert_eq!(n("tcgen05.ld.sync.aligned.32x32b.x32"), 4);

@@ -870,8 +870,15 @@ impl Lowering<'_> {
                 let v = self.stages_alloc(op, rty.as_ref())?;
                 if let (Some(r), Value::SmemBuf { offset, ty, .. }) = (op.result, &v) {
                     if self.facts.tma_rings.contains(&r) {
-                        let released = self.facts.released_rings.contains(&r);
-                        self.tma_barriers(op, *offset, ty.shape()[0], released)?;
+                        let empty = match (
+                            self.facts.released_rings.contains(&r),
+                            self.facts.tmem.committed_rings.contains(&r),
+                        ) {
+                            (false, _) => None,
+                            (true, true) => Some(1),
+                            (true, false) => Some(i64::from(self.func.num_warps)),
+                        };
+                        self.tma_barriers(op, *offset, ty.shape()[0], empty)?;
                     }
                 }
                 v
@@ -904,7 +911,11 @@ impl Lowering<'_> {
                 _ => return Err(err("a shared-memory read into a layout other than #dot_operand is not lowered yet")),
             },
             OpKind::Mma { a, b, acc } => self.mma(*a, *b, *acc, rty.as_ref(), op.result)?,
-            OpKind::MmaWait { value, pending } => self.mma_wait(*value, *pending)?,
+            OpKind::MmaWait { value, pending } => match self.get(*value)? {
+                Value::Tmem { col } if *pending == 0 => self.tmem_chain_wait(op.result, col)?,
+                Value::Tmem { .. } => return Err(err("a tcgen05 chain waited for with products left pending")),
+                _ => self.mma_wait(*value, *pending)?,
+            },
             OpKind::For { .. } => return self.for_loop(&op.kind),
             OpKind::If { .. } => return self.if_op(&op.kind),
             OpKind::Print { .. } => return Err(unsupported(self.func).unwrap_or_else(|| err("not lowered yet"))),

@@ -29,9 +29,15 @@
 //! (`tcgen05.commit … mbarrier::arrive::one`), every thread arrives on it too and waits for
 //! the phase its own arrival belongs to (so no phase parity is tracked across loops: the
 //! phase completes once all threads and the commit have arrived), then
-//! `tcgen05.fence::after_thread_sync`. Each product is waited for where it is issued, so its
-//! shared operand reads end there (the barrier analysis stays exact); keeping products in
-//! flight across K steps (committing to the ring's empty mbarriers) is not done.
+//! `tcgen05.fence::after_thread_sync`. A product is waited for where it is issued (its
+//! shared operand reads end there, the barrier analysis stays exact), except a chain product
+//! `tile-pipeline` keeps in flight ([`TmemPlan::in_flight`]: its loop's result has an
+//! `mma_wait`): nothing waits for it in the loop; each `stage_release` of a ring it reads is
+//! a `tcgen05.commit` onto the stage's empty mbarrier (count 1), which arrives once every
+//! product issued so far is complete — their reads of the stage with them — and the refill's
+//! `stage_acquire` waits for that phase, so the tensor core runs the next stages' products
+//! while a refill waits for an older one (CUTLASS's and DeepGEMM's `umma_arrive` on the
+//! pipeline's empty barrier). The `mma_wait` after the loop is the commit-and-wait above.
 
 use super::emit::{Reg, Ty};
 use super::ptx_asm::PtxAsm;
@@ -64,6 +70,13 @@ pub(crate) struct TmemPlan {
     /// Loops whose body loads or stores TMEM (a standalone product): the next iteration's
     /// first product must wait for those accesses.
     pub dirty_loops: BTreeSet<ValueId>,
+    /// Chain products kept in flight (`tile-pipeline` put an `mma_wait` on their loop's
+    /// result): issued without a wait, their reads ended by the commits that release their
+    /// rings' stages.
+    pub in_flight: BTreeSet<ValueId>,
+    /// The rings those products read: each `stage_release` of one is a `tcgen05.commit` onto
+    /// the stage's empty mbarrier (one arrival), not the warps' arrivals.
+    pub committed_rings: BTreeSet<ValueId>,
 }
 
 fn is_tcgen05(func: &Func, v: ValueId) -> bool {
@@ -87,15 +100,38 @@ impl TmemPlan {
         let mut consts: BTreeMap<ValueId, f64> = BTreeMap::new();
         let mut products: Vec<(ValueId, i64)> = vec![];
         let mut next = 0i64;
+        // A chain loop's result → the product yielding it; stage reads → their rings.
+        let mut yielded_by: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+        let mut ring_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+        let mut operands: Vec<(ValueId, [ValueId; 2])> = vec![];
         func.walk(&mut |op| match (&op.kind, op.result) {
+            (OpKind::Stage { buf, .. }, Some(r)) => {
+                ring_of.insert(r, *buf);
+            }
+            (OpKind::LocalLoad { buf }, Some(r)) => {
+                if let Some(&ring) = ring_of.get(buf) {
+                    ring_of.insert(r, ring);
+                }
+            }
+            (OpKind::MmaWait { value, .. }, Some(r)) => {
+                if let (Some(&col), Some(&y)) = (p.kept.get(value), yielded_by.get(value)) {
+                    p.kept.insert(r, col);
+                    p.used_results.remove(value);
+                    if uses.get(&r).is_some_and(|&n| n > 0) {
+                        p.used_results.insert(r);
+                    }
+                    p.in_flight.insert(y);
+                }
+            }
             (OpKind::ConstFloat(x), Some(r)) => {
                 consts.insert(r, *x);
             }
             (OpKind::Splat(s), Some(r)) if consts.get(s) == Some(&0.0) => {
                 p.zero.insert(r);
             }
-            (OpKind::Mma { .. }, Some(r)) if is_tcgen05(func, r) => {
+            (OpKind::Mma { a, b, .. }, Some(r)) if is_tcgen05(func, r) => {
                 products.push((r, Mma::tmem_columns(func.ty(r).shape())));
+                operands.push((r, [*a, *b]));
             }
             (OpKind::For { iters, yields, results, body, .. }, _) => {
                 for ((it, y), res) in iters.iter().zip(yields).zip(results) {
@@ -108,6 +144,7 @@ impl TmemPlan {
                         for v in [*it, *y, *res] {
                             p.kept.insert(v, next);
                         }
+                        yielded_by.insert(*res, *y);
                         if uses.get(res).is_some_and(|&n| n > 0) {
                             p.used_results.insert(*res);
                         }
@@ -117,6 +154,11 @@ impl TmemPlan {
             }
             _ => {}
         });
+        for (r, ab) in &operands {
+            if p.in_flight.contains(r) {
+                p.committed_rings.extend(ab.iter().filter_map(|x| ring_of.get(x)));
+            }
+        }
         let scratch = products.iter().filter(|(r, _)| !p.kept.contains_key(r)).map(|(_, c)| *c).max().unwrap_or(0);
         p.scratch = next;
         p.scratch_cols = scratch;
@@ -433,6 +475,7 @@ impl Lowering<'_> {
             m: TCGEN05_M,
         };
         let blocks = ms / TCGEN05_M;
+        let in_flight = result.is_some_and(|r| self.facts.tmem.in_flight.contains(&r));
         // A K step is 32 bytes of each operand row: 16 16-bit elements, 32 fp8 ones.
         let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
         let k_steps = ks / kstep;
@@ -448,7 +491,11 @@ impl Lowering<'_> {
             fa.kind(),
             major(&aop, "M"),
             major(&bop, "N"),
-            if kept.is_some() { "kept in TMEM" } else { "loaded into registers (tcgen05.ld 32x32b)" }
+            match (kept.is_some(), in_flight) {
+                (true, true) => "kept in TMEM, in flight across iterations (each stage released by tcgen05.commit)",
+                (true, false) => "kept in TMEM, waited for at once",
+                _ => "loaded into registers (tcgen05.ld 32x32b)",
+            }
         ));
         if self.tmem_dirty {
             self.tmem_thread_sync();
@@ -467,6 +514,15 @@ impl Lowering<'_> {
             }
         }
         let kind = fa.kind();
+        if in_flight {
+            // Its reads end at a commit onto each stage's empty mbarrier, which a refill
+            // waits for: nothing else may write the buffers meanwhile.
+            for (off, _) in [aop.span, bop.span] {
+                if !self.tma_bars.get(&off).is_some_and(|b| b.2) {
+                    return Err(err("a tcgen05 product kept in flight reads a buffer that is not a released TMA ring"));
+                }
+            }
+        }
         self.on_issuer(|lw| {
             for (d, ad, bd, en) in &issues {
                 let mut asm = PtxAsm::new();
@@ -477,28 +533,69 @@ impl Lowering<'_> {
                 ));
                 asm.emit(&mut lw.em);
             }
-            let mut asm = PtxAsm::new();
-            let b = asm.input(&bar);
-            asm.push(&format!("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [{b}];"));
-            asm.emit(&mut lw.em);
+            if !in_flight {
+                lw.tmem_commit(&bar);
+            }
             Ok(())
         })?;
-        // Every thread arrives and waits for the phase of its own arrival: complete once the
-        // commit arrived, i.e. the products are done.
+        for (off, bytes) in [aop.span, bop.span] {
+            self.smem_read_done(off, bytes);
+        }
+        if in_flight {
+            return Ok(Value::Tmem { col });
+        }
+        self.tmem_arrive_wait(&bar);
+        if kept.is_some() {
+            return Ok(Value::Tmem { col });
+        }
+        Ok(Value::Tile(self.tmem_load(m, &shape, col)?))
+    }
+
+    /// In the issuing thread: the products it issued so far arrive on the mbarrier `bar`
+    /// once they are complete.
+    fn tmem_commit(&mut self, bar: &Reg) {
         let mut asm = PtxAsm::new();
-        let b = asm.input(&bar);
+        let b = asm.input(bar);
+        asm.push(&format!("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [{b}];"));
+        asm.emit(&mut self.em);
+    }
+
+    /// After the issuing thread's commit to the kernel's mbarrier `bar`: every thread arrives
+    /// on it too and waits for the phase of its own arrival, complete once the commit
+    /// arrived — the committed products are done.
+    fn tmem_arrive_wait(&mut self, bar: &Reg) {
+        let mut asm = PtxAsm::new();
+        let b = asm.input(bar);
         asm.push(&format!(
             "{{ .reg .pred P1; .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [{b}]; TC_WAIT: mbarrier.try_wait.shared::cta.b64 P1, [{b}], st; @P1 bra TC_DONE; bra TC_WAIT; TC_DONE: }}"
         ));
         asm.emit(&mut self.em);
         self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<after>");
-        for (off, bytes) in [aop.span, bop.span] {
-            self.smem_read_done(off, bytes);
+    }
+
+    /// `mma_wait` on a chain kept in flight: its products complete, then its accumulator is
+    /// loaded if something uses it.
+    pub(crate) fn tmem_chain_wait(&mut self, result: Option<ValueId>, col: i64) -> Result<Value, Diagnostic> {
+        let (_, bar) = self.tmem_base()?;
+        self.on_issuer(|lw| {
+            lw.tmem_commit(&bar);
+            Ok(())
+        })?;
+        self.tmem_arrive_wait(&bar);
+        match result {
+            Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col),
+            _ => Ok(Value::Tmem { col }),
         }
-        if kept.is_some() {
-            return Ok(Value::Tmem { col });
-        }
-        Ok(Value::Tile(self.tmem_load(m, &shape, col)?))
+    }
+
+    /// `stage_release` of a ring tcgen05 products read: the issuing thread commits the
+    /// products issued so far onto the stage's empty mbarrier, which they arrive on once
+    /// they complete, their reads of the stage with them.
+    pub(crate) fn tcgen05_release(&mut self, empty: &Reg) -> Result<(), Diagnostic> {
+        self.on_issuer(|lw| {
+            lw.tmem_commit(empty);
+            Ok(())
+        })
     }
 
     /// Before a loop whose body issues a product: the TMEM accesses so far are ordered

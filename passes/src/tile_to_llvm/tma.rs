@@ -120,29 +120,30 @@ impl Lowering<'_> {
     }
 
     /// The mbarriers of a TMA ring at byte `ring_off`: `stages` full ones (count 1) and, for a
-    /// `released` ring, `stages` empty ones (count: the block's warps), initialised by thread
-    /// 0 and published. Called where the ring is made.
+    /// ring released with `empty_arrivals` (the block's warps, or one commit), `stages` empty
+    /// ones, initialised by thread 0 and published. Called where the ring is made.
     pub(crate) fn tma_barriers(
         &mut self,
         op: &Op,
         ring_off: i64,
         stages: i64,
-        released: bool,
+        empty_arrivals: Option<i64>,
     ) -> Result<(), Diagnostic> {
+        let released = empty_arrivals.is_some();
         let end = op.result.and_then(|r| self.facts.live_end.get(&r).copied()).unwrap_or(self.pos);
         let count = if released { 2 * stages } else { stages };
         let bars = self.smem_alloc(8 * count, end, 8)?;
         self.tma_bars.insert(ring_off, (bars, stages, released));
         self.smem_write_begin(bars, 8 * count);
         let base = self.smem_address();
-        let warps = i64::from(self.func.num_warps);
+        let empty = empty_arrivals.unwrap_or(0);
         self.on_issuer(|lw| {
             for s in 0..count {
                 let o = lw.em.ci32(bars + 8 * s);
                 let a = lw.em.add(&base, &o);
                 let mut asm = PtxAsm::new();
                 let x = asm.input(&a);
-                let arrivals = if s < stages { 1 } else { warps };
+                let arrivals = if s < stages { 1 } else { empty };
                 asm.push(&format!("mbarrier.init.shared::cta.b64 [{x}], {arrivals};"));
                 asm.emit(&mut lw.em);
             }
@@ -154,7 +155,11 @@ impl Lowering<'_> {
         self.smem_written();
         self.report.push(format!(
             "ring at {ring_off}: {stages} full mbarriers at {bars}{} (TMA-filled)",
-            if released { format!(", {stages} empty ones after them (one arrival a warp)") } else { String::new() }
+            match empty_arrivals {
+                Some(1) => format!(", {stages} empty ones after them (one arrival: the tcgen05 commit)"),
+                Some(_) => format!(", {stages} empty ones after them (one arrival a warp)"),
+                None => String::new(),
+            }
         ));
         Ok(())
     }
@@ -291,10 +296,14 @@ impl Lowering<'_> {
         asm.emit(&mut self.em);
     }
 
-    /// `stage_release`: lane 0 of every warp arrives on the stage's empty mbarrier.
+    /// `stage_release`: lane 0 of every warp arrives on the stage's empty mbarrier (a ring
+    /// tcgen05 products read: the products' commit does).
     pub(crate) fn stage_release(&mut self, ring: ValueId, slot: ValueId) -> Result<(), Diagnostic> {
         let (offset, s) = self.ring_slot(ring, slot, "release")?;
         let bar = self.stage_barrier(offset, &s, true)?;
+        if self.facts.tmem.committed_rings.contains(&ring) {
+            return self.tcgen05_release(&bar);
+        }
         let lane = self.lane.clone();
         let mut asm = PtxAsm::new();
         let (b, l) = (asm.input(&bar), asm.input(&lane));
