@@ -2,7 +2,7 @@
 """cuBLAS and cuDNN on the tensor-core shapes of issue 25, quickly (no Triton autotuning):
 the figures `tilec bench` is compared with in the same GPU call.
 
-    python3 bench/peers_tc.py [--out peers.json] [--only gemm,gemm_fp8,fmha,topk]
+    python3 bench/peers_tc.py [--out peers.json] [--only gemm,gemm_fp8,fmha,topk,decode]
 
 Timing as `anchors.py` (../shared/bench/): triton.testing.do_bench (CUDA events, L2 cleared
 between runs, median of 100 ms), inputs random normal. Rows in anchors.py's JSON format, so
@@ -77,6 +77,37 @@ def topk():
         print(f"| topk   | torch      | M={m} N={n} k=8 float16        | {ms:9.4f} ms | {gbps:7.1f} GB/s |", flush=True)
 
 
+# The decode points of issue 30 (Qwen2-7B's 28 query and 4 KV heads of dim 128), every
+# sequence at the full length; B·L above 16·16384 left out (the CPU-made inputs of
+# `tilec bench` take minutes there). The same list is the suite's bench cases.
+DECODE_POINTS = [(b, l) for b in (1, 4, 16, 64) for l in (1024, 4096, 16384, 32768) if b * l <= 16 * 16384]
+
+
+def decode():
+    """GQA decode attention through SDPA's FlashAttention-2 and cuDNN backends, as
+    anchors.py measures it (bytes: K and V read once, plus q and out)."""
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    for B, L in DECODE_POINTS:
+        Hq, Hkv, D = 28, 4, 128
+        q = torch.randn(B, Hq, 1, D, device="cuda", dtype=torch.float16)
+        k = torch.randn(B, Hkv, L, D, device="cuda", dtype=torch.float16)
+        v = torch.randn(B, Hkv, L, D, device="cuda", dtype=torch.float16)
+        nbytes = 2 * (k.numel() + v.numel() + 2 * q.numel())
+        cfg = f"B{B} Hq{Hq} Hkv{Hkv} L{L} D{D} f16"
+        for name, be in (("sdpa-flash", SDPBackend.FLASH_ATTENTION), ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION)):
+            try:
+                with sdpa_kernel(be):
+                    ms = bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+            except Exception as e:
+                print(f"  {name} {cfg} failed: {str(e)[:80]}")
+                continue
+            gbps = nbytes / ms / 1e6
+            RESULTS.append(dict(kernel="decode", provider=name, config=cfg, ms=round(ms, 5), tflops=None,
+                                gbps=round(gbps, 1), note=""))
+            print(f"| decode | {name:10s} | {cfg:34s} | {ms:9.4f} ms | {gbps:7.1f} GB/s |", flush=True)
+        del q, k, v
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="peers.json")
@@ -87,7 +118,7 @@ def main():
     print("| kernel | provider | config | median | figure |\n|---|---|---|---|---|")
     t0 = time.time()
     for part in a.only.split(","):
-        {"gemm": gemm, "gemm_fp8": gemm_fp8, "fmha": fmha, "topk": topk}[part]()
+        {"gemm": gemm, "gemm_fp8": gemm_fp8, "fmha": fmha, "topk": topk, "decode": decode}[part]()
     json.dump(dict(device=p.name, torch=torch.__version__, results=RESULTS, seconds=round(time.time() - t0, 1)),
               open(a.out, "w"), indent=1)
 

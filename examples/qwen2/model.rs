@@ -25,6 +25,9 @@ const SPLIT_QKV: i64 = 4;
 const SPLIT_O: i64 = 4;
 const SPLIT_GATE_UP: i64 = 2;
 const SPLIT_DOWN: i64 = 16;
+/// The most chunks decode attention may split a sequence's keys into (the kernel picks how
+/// many from the shapes: about two blocks per SM).
+const DECODE_SPLITS: i64 = 32;
 
 /// The library kernels the decoder launches, with their constants.
 pub struct Kernels {
@@ -319,6 +322,12 @@ pub struct Model<'w> {
     acc_qkv: DeviceTensor,
     acc_h: DeviceTensor,
     acc_gu: DeviceTensor,
+    /// Decode attention's split-KV workspace (its partial outputs and (max, sum) per split,
+    /// the group padded to GP rows) and its counters (zeros between launches: the last block
+    /// of each (sequence, KV head) puts them back).
+    attn_part: DeviceTensor,
+    attn_stats: DeviceTensor,
+    attn_count: DeviceTensor,
     /// [batch, vocab].
     pub logits: DeviceTensor,
     nlast: DeviceTensor,
@@ -468,6 +477,7 @@ impl<'w> Model<'w> {
             pos.extend(std::iter::repeat_n(prompt + r - 1, batch as usize));
         }
         let cache = || dev.zeros(DType::F16, &[batch, c.kv_heads, seq, c.head_dim]);
+        let gp = pow2(c.group()).max(16);
         Ok(Model {
             c: c.clone(),
             w,
@@ -488,6 +498,9 @@ impl<'w> Model<'w> {
             acc_qkv: dev.zeros(DType::F32, &[batch, c.qkv_width()])?,
             acc_h: dev.zeros(DType::F32, &[batch, c.hidden])?,
             acc_gu: dev.zeros(DType::F32, &[batch, 2 * c.intermediate])?,
+            attn_part: dev.zeros(DType::F32, &[batch, c.kv_heads, DECODE_SPLITS, gp, c.head_dim])?,
+            attn_stats: dev.zeros(DType::F32, &[batch, c.kv_heads, DECODE_SPLITS, 2, gp])?,
+            attn_count: dev.zeros(DType::I32, &[batch, c.kv_heads])?,
             logits: dev.zeros(DType::F16, &[batch, c.vocab])?,
             nlast: dev.zeros(DType::F16, &[batch, c.hidden])?,
         })
@@ -635,7 +648,17 @@ impl<'w> Model<'w> {
         let scale = Arg::F32(1.0 / (hd as f32).sqrt());
         let attend = |i: usize| -> Res<()> {
             let (kc, vc) = (&self.k_cache[i], &self.v_cache[i]);
-            let args = [Arg::View(&q_attn), Arg::Tensor(kc), Arg::Tensor(vc), Arg::View(&out), Arg::View(&lens), scale];
+            let args = [
+                Arg::View(&q_attn),
+                Arg::Tensor(kc),
+                Arg::Tensor(vc),
+                Arg::View(&out),
+                Arg::View(&lens),
+                Arg::Tensor(&self.attn_part),
+                Arg::Tensor(&self.attn_stats),
+                Arg::Tensor(&self.attn_count),
+                scale,
+            ];
             l.launch(r.attention, &k.decode_attention, &args)
         };
         let split = |s: i64| k.splitk.get(&s).ok_or_else(|| format!("no split-K kernel with SPLIT={s}"));

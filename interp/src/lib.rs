@@ -558,6 +558,11 @@ impl Machine<'_> {
                 let t = self.buffer(*buf)?;
                 self.set(op, V::Tile(t))
             }
+            OpKind::Item(x) => {
+                let t = self.tile(*x)?;
+                let v = *t.first().ok_or_else(|| ill("the item of an empty tile"))?;
+                self.set(op, V::Scalar(v))
+            }
             OpKind::StagesAlloc => {
                 // Undefined until copied into: NaN shows a read of a stage never filled (an
                 // integer ring has no NaN and starts at 0).

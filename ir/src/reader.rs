@@ -320,6 +320,10 @@ impl Reader<'_> {
                     arity(1)?;
                     OpKind::Reshape(operands[0])
                 }
+                "tile.item" => {
+                    arity(1)?;
+                    OpKind::Item(operands[0])
+                }
                 "tilegpu.convert_layout" => {
                     arity(1)?;
                     let text = attr("scratch")?.to_string();

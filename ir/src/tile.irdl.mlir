@@ -227,6 +227,13 @@ irdl.dialect @tile {
     irdl.results(result: %i32)
     irdl.attributes { "axis" = %axis }
   }
+  // The one element of a one-element tile, as a scalar.
+  irdl.operation @item {
+    %t = irdl.base "!builtin.tensor"
+    %s = irdl.any
+    irdl.operands(value: %t)
+    irdl.results(result: %s)
+  }
   // A scalar broadcast to every element of a tile.
   irdl.operation @splat {
     %s = irdl.any

@@ -621,6 +621,35 @@ fn an_occupancy_the_sm_cannot_hold_is_refused() {
     tilec::compile(&src, &o).unwrap();
 }
 
+/// A reduction over an axis of one element is its operand (no `Reduce`, whose sliced layout
+/// met the full-shape layout of the splat beside it and made IR that MLIR refused), and a
+/// one-element tile's `item()` is a scalar every thread holds: both compile for every target.
+#[test]
+fn an_extent_one_reduction_and_an_item_compile_for_every_target() {
+    let text = r#"
+kernel r(x: tensor<f32, [M, N]>, y: tensor<f32, [N]>, count: tensor<i32, [N]>)
+    grid = (4,)
+{
+    let t = load(x, index=(0, 0), shape=(1, 16));
+    let m = max(t, axis=0, keepdims=true);
+    let s = where(m == -inf, 0.0, m);
+    let done = atomic_add(count, index=(0,), tile=full((1,), 1, i32), sem="acq_rel");
+    if done.item() == num_blocks(0) - 1 {
+        store(y, index=(0,), tile=s.reshape((16,)));
+    }
+}
+"#;
+    let src = tilec::Source::new("r.tile", text.to_string());
+    for arch in ["sm_90a", "sm_103a", "sm_121a"] {
+        let o = tilec::CompileOptions { arch: arch.into(), ..Default::default() };
+        let c = tilec::compile(&src, &o).unwrap_or_else(|e| panic!("{arch}: {}", e.render()));
+        // The release orders the block's earlier accesses: a barrier before the atomic.
+        let ptx = c.ptx();
+        let at = ptx.find("atom.acq_rel.gpu").unwrap_or_else(|| panic!("{arch}: no atomic"));
+        assert!(ptx[..at].contains("bar.sync"), "{arch}: no barrier before the release");
+    }
+}
+
 /// `--emulate sm_121a` on sm_90a: the kernel goes through exactly sm_121a's pipeline — its
 /// `tile` and `tilegpu` stages are those of a compile for sm_121a (the `by_target` values,
 /// layouts, `mma.sync`, rings) — and the code is for sm_90a (`.target sm_90a`, the

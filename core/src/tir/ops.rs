@@ -136,6 +136,9 @@ pub enum OpKind {
     },
     /// Same elements, new shape (row-major order).
     Reshape(ValueId),
+    /// The one element of a tile of one element, as a scalar (`t.item()`): a run-time value
+    /// an `if` or a loop bound can take (a last-block-done counter's old value).
+    Item(ValueId),
     /// The same tile in another layout (`tilegpu` only; inserted by `tile-layout` where a
     /// use needs a layout its operand does not have).
     ConvertLayout {
@@ -317,6 +320,7 @@ impl OpKind {
             | OpKind::Cast(x)
             | OpKind::Broadcast(x)
             | OpKind::Reshape(x)
+            | OpKind::Item(x)
             | OpKind::Unary { value: x, .. }
             | OpKind::Reduce { value: x, .. }
             | OpKind::Scan { value: x, .. }

@@ -291,6 +291,7 @@ impl Printer<'_> {
                 format!("arith.select {}, {}, {} : {}, {rty}", n(cond), n(a), n(b), t(cond))
             }
             OpKind::Reshape(x) => format!("\"tile.reshape\"({}) : ({}) -> {rty}", n(x), t(x)),
+            OpKind::Item(x) => format!("\"tile.item\"({}) : ({}) -> {rty}", n(x), t(x)),
             OpKind::ConvertLayout { value: x, scratch } => format!(
                 "\"tilegpu.convert_layout\"({}) {{scratch = {}}} : ({}) -> {rty}",
                 n(x),

@@ -467,6 +467,15 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a reshape of {} to {}", a.to_mlir(), r.to_mlir()));
             }
         }
+        OpKind::Item(x) => {
+            let a = u(*x)?;
+            if shape_of(&a).is_none_or(|s| s.iter().product::<i64>() != 1)
+                || shape_of(&r).is_some()
+                || a.dtype() != r.dtype()
+            {
+                return fail(format!("the item of {} as {}", a.to_mlir(), r.to_mlir()));
+            }
+        }
         OpKind::ConvertLayout { value, .. } => {
             let a = u(*value)?;
             if shape_of(&a) != shape_of(&r) || a.dtype() != r.dtype() {

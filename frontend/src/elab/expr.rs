@@ -120,8 +120,10 @@ impl Cx<'_> {
                 _ => Ok(Val::Poison),
             },
             // Methods resolve in `call`; reaching here means one was not called.
-            (_, "astype" | "reshape") => Err(Diagnostic::error("E0006", format!("method `{}` must be called", f.name))
-                .with_primary(f.span, "add `(…)`")),
+            (_, "astype" | "reshape" | "item") => {
+                Err(Diagnostic::error("E0006", format!("method `{}` must be called", f.name))
+                    .with_primary(f.span, "add `(…)`"))
+            }
             _ => Err(Diagnostic::error("E0006", format!("{} has no field `{}`", kind_name(&v), f.name))
                 .with_primary(f.span, "unknown field")
                 .with_secondary(span, "this value")

@@ -7,7 +7,7 @@ use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::{TensorArgs, Value};
 use super::{err, Lowering};
-use tilec_core::tir::{AtomicOp, Op, OpKind, Padding, Type, ValueId};
+use tilec_core::tir::{AtomicOp, MemSem, Op, OpKind, Padding, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 /// Bit pattern of the padding of one element, as `u64`.
@@ -496,6 +496,13 @@ impl Lowering<'_> {
         let shape = ty.shape().to_vec();
         let map = l.to_linear(&shape);
         let replicated = map.replicated_lanes() | map.replicated_warps() != 0;
+        // The atomic is the block's: a release orders every thread's earlier accesses before
+        // it (a barrier, then the owners' release atomics, cumulative over what the barrier
+        // ordered), an acquire every thread's later ones after it (a barrier after it).
+        if matches!(sem, MemSem::Release | MemSem::AcqRel) {
+            self.full_barrier();
+        }
+        let acquire = matches!(sem, MemSem::Acquire | MemSem::AcqRel);
         let old = if *at {
             // Element by element at its index tiles' addresses, by the element's owner only
             // (a copy in another lane or warp would apply it twice).
@@ -531,6 +538,9 @@ impl Lowering<'_> {
             u
         });
         if !replicated || !used {
+            if acquire {
+                self.full_barrier();
+            }
             return Ok(Value::Tile(old));
         }
         // Owners write every element's old value, then every copy reads it.

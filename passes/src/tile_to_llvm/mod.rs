@@ -855,6 +855,7 @@ impl Lowering<'_> {
             | OpKind::Slice { .. }
             | OpKind::Concat { .. } => self.exchange_op(op, rty.as_ref())?,
             OpKind::Sort { .. } => self.sort(op, rty.as_ref())?,
+            OpKind::Item(x) => self.item(*x)?,
             OpKind::LocalAlloc { value } => self.local_alloc(op, *value, rty.as_ref())?,
             OpKind::AsyncCopy { dst: None, .. } => self.async_copy(op, rty.as_ref())?,
             OpKind::AsyncCopy { dst: Some(d), tma, .. } => {
@@ -1096,6 +1097,25 @@ impl Lowering<'_> {
         let top = u32::try_from(off + bytes).map_err(|_| err("shared memory overflow"))?;
         self.smem = self.smem.max(top);
         Ok(off)
+    }
+
+    /// `item`: a one-element tile is replicated — every thread's first register holds the
+    /// element (checked on the layout) — so each thread's scalar is its own copy.
+    fn item(&mut self, x: ValueId) -> Result<Value, Diagnostic> {
+        let ty = self.func.ty(x).clone();
+        let l = ty.layout().ok_or_else(|| err("the item of a tile without a layout"))?;
+        let map = l.to_linear(ty.shape());
+        let every = (0..i64::from(self.func.num_warps))
+            .all(|w| (0..32).all(|lane| map.num_regs() > 0 && map.coord(w, lane, 0).iter().all(|&c| c == 0)));
+        if !every {
+            return Err(err(format!(
+                "the item of a tile whose layout {} does not give every thread its element",
+                l.to_mlir()
+            )));
+        }
+        let regs = self.tile(x)?;
+        let first = regs.first().ok_or_else(|| err("the item of a tile without registers"))?;
+        Ok(Value::Scalar(first.clone()))
     }
 
     /// Before writing `[off, off + bytes)`: a barrier if a thread may still read it.

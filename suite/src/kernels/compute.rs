@@ -485,6 +485,10 @@ fn decode_reference(
     let mut out = vec![0.0; lens.len() * hq * d];
     for (bi, &n) in lens.iter().enumerate() {
         let n = n as usize;
+        // No key to attend to: the output is defined as zeros.
+        if n == 0 {
+            continue;
+        }
         for h in 0..hq {
             let kh = h / g;
             let qh = &q[(bi * hq + h) * d..(bi * hq + h + 1) * d];
@@ -511,6 +515,36 @@ fn total_len(c: &Case, b: i64, smax: i64) -> i64 {
     seq_lens(c, b, smax).iter().sum::<f64>() as i64
 }
 
+/// [`seq_lens`] with the edge lengths first where the batch has room: 0 (no key: the output
+/// is zeros), 1 and 17 (a partial first tile).
+fn seq_lens_edges(c: &Case, b: i64, smax: i64) -> Vec<f64> {
+    let mut lens = seq_lens(c, b, smax);
+    // The last sequence keeps the longest length.
+    let n = lens.len().saturating_sub(1);
+    if !c.full_lengths {
+        for (l, e) in lens[..n].iter_mut().zip([0.0f64, 1.0, 17.0]) {
+            *l = e.min(smax as f64);
+        }
+    }
+    lens
+}
+
+/// A grouped decode case: `[B, HQ, HKV, SMAX, D]` and the most splits `P` (the kernel's
+/// `SPLITS` and its workspace's extent; a sixth dim, 32 when absent, 1 never splits).
+fn decode_dims(c: &Case) -> Option<[i64; 6]> {
+    match c.dims[..] {
+        [b, hq, hkv, smax, d] => Some([b, hq, hkv, smax, d, 32]),
+        [b, hq, hkv, smax, d, p] => Some([b, hq, hkv, smax, d, p]),
+        _ => None,
+    }
+}
+
+/// The query rows a grouped decode block holds: G padded to a power of two, at least 16.
+fn decode_gp(c: &Case, hq: i64, hkv: i64) -> i64 {
+    let g = hq / hkv.max(1);
+    c.consts.iter().find(|(n, _)| n == "GP").map_or(((g.max(1) as u64).next_power_of_two() as i64).max(16), |(_, v)| *v)
+}
+
 /// Grouped-query decode attention (kernels/attention_decode_grouped.tile). Case dims
 /// `[B, HQ, HKV, SMAX, D]`.
 pub const DECODE_GROUPED: Spec = Spec {
@@ -519,67 +553,108 @@ pub const DECODE_GROUPED: Spec = Spec {
     kernel: "attention_decode_grouped",
     class: Class::Decode,
     peer_kernel: "decode",
-    interp_cases: || vec![Case::new(DType::F16, &[2, 8, 2, 80, 64]).with("GP", 16).with("TILE_N", 32)],
-    // Qwen2-7B: 28 query and 4 KV heads of dim 128.
-    gpu_cases: || vec![Case::new(DType::F16, &[3, 28, 4, 1000, 128]), Case::new(DType::F16, &[16, 28, 4, 4096, 128])],
-    // The peers' workload: every sequence at the full length.
-    bench_cases: |_| {
+    // Split over the key length (3 chunks of one 32-key tile, the lengths 0, 1, 17, ragged),
+    // and with a workspace of one split (each block writes its output).
+    interp_cases: || {
         vec![
-            Case::new(DType::F16, &[16, 28, 4, 4096, 128]).full_lengths(),
-            Case::new(DType::F16, &[16, 28, 4, 8192, 128]).full_lengths(),
+            Case::new(DType::F16, &[4, 8, 2, 80, 64]).with("TILE_N", 32).with("MIN_TILES", 1),
+            Case::new(DType::F16, &[3, 8, 2, 80, 64, 1]).with("TILE_N", 32),
         ]
     },
+    // Qwen2-7B: 28 query and 4 KV heads of dim 128; B = 1 splits the most (9 chunks, the
+    // last one ragged), B = 3 and 5 into 2 and 3, B = 16 not at all.
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[3, 28, 4, 1000, 128]),
+            Case::new(DType::F16, &[1, 28, 4, 4097, 128]),
+            Case::new(DType::F16, &[16, 28, 4, 4096, 128]),
+            Case::new(DType::BF16, &[5, 28, 4, 3333, 128]),
+            Case::new(DType::F16, &[4, 28, 4, 2000, 128, 1]),
+        ]
+    },
+    // The peers' workload (bench/peers_tc.py's DECODE_POINTS): every sequence at the full
+    // length, B = 1 … 64 and L = 1k … 32k up to B·L = 16·16k.
+    bench_cases: |quick| {
+        let mut v = vec![];
+        for b in [1, 4, 16, 64] {
+            for l in [1024, 4096, 16384, 32768] {
+                let keep = if quick { matches!((b, l), (1, 4096) | (16, 4096)) } else { b * l <= 16 * 16384 };
+                if keep {
+                    v.push(Case::new(DType::F16, &[b, 28, 4, l, 128]).full_lengths());
+                }
+            }
+        }
+        v
+    },
     consts: |c| {
-        let [_, hq, hkv, _, d] = c.dims[..] else { return t_const(c) };
+        let Some([_, hq, hkv, _, d, p]) = decode_dims(c) else { return t_const(c) };
         let mut m = t_const(c);
         m.insert("G".into(), ConstArg::Int(hq / hkv.max(1)));
+        m.insert("GP".into(), ConstArg::Int(decode_gp(c, hq, hkv)));
         m.insert("D".into(), ConstArg::Int(d));
+        m.insert("SPLITS".into(), ConstArg::Int(p));
         m
     },
     inputs: |c, rng| {
-        let [b, hq, hkv, smax, d] = c.dims[..] else { return vec![] };
+        let Some([b, hq, hkv, smax, d, p]) = decode_dims(c) else { return vec![] };
+        let gp = decode_gp(c, hq, hkv);
         vec![
             normal_tensor(rng, c.dtype, &[b, hq, d], 1.0),
             normal_tensor(rng, c.dtype, &[b, hkv, smax, d], 1.0),
             normal_tensor(rng, c.dtype, &[b, hkv, smax, d], 1.0),
             poisoned(c.dtype, &[b, hq, d]),
-            tensor(DType::I32, &[b], &seq_lens(c, b, smax)),
+            tensor(DType::I32, &[b], &seq_lens_edges(c, b, smax)),
+            // The workspace: whatever it holds on entry must not matter.
+            poisoned(DType::F32, &[b, hkv, p, gp, d]),
+            poisoned(DType::F32, &[b, hkv, p, 2, gp]),
+            tensor(DType::I32, &[b, hkv], &vec![0.0; (b * hkv).max(0) as usize]),
             Arg::F32(1.0 / (d as f32).sqrt()),
         ]
     },
-    outputs: &[3],
-    exact: &[],
+    // The output, and the counters, back to zero for the next launch.
+    outputs: &[3, 7],
+    exact: &[7],
     reference: |c, a| {
-        let [b, hq, hkv, smax, d] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else {
-            return vec![];
-        };
+        let Some(dims) = decode_dims(c) else { return vec![] };
+        let [b, hq, hkv, smax, d, _] = dims.map(|x| x as usize);
         let (kv, vv) = (values(a, 1), values(a, 2));
         let at = |x: &Vec<f64>, bi: usize, h: usize, j: usize, e: usize| x[((bi * hkv + h) * smax + j) * d + e];
         let scale = 1.0 / (d as f64).sqrt();
-        vec![decode_reference(
-            &values(a, 0),
-            &|bi, h, j, e| at(&kv, bi, h, j, e),
-            &|bi, h, j, e| at(&vv, bi, h, j, e),
-            &seq_lens(c, b as i64, smax as i64),
-            hq,
-            hq / hkv,
-            d,
-            scale,
-        )]
+        vec![
+            decode_reference(
+                &values(a, 0),
+                &|bi, h, j, e| at(&kv, bi, h, j, e),
+                &|bi, h, j, e| at(&vv, bi, h, j, e),
+                &seq_lens_edges(c, b as i64, smax as i64),
+                hq,
+                hq / hkv,
+                d,
+                scale,
+            ),
+            vec![0.0; b * hkv],
+        ]
     },
     tolerance: storage_tolerance,
     // K and V of the rows the sequences hold, read once, plus q and the output.
     bytes: |c| {
-        let [b, hq, hkv, smax, d] = c.dims[..] else { return 0.0 };
-        (2 * total_len(c, b, smax) * hkv * d + 2 * b * hq * d) as f64 * f64::from(c.dtype.bytes())
+        let Some([b, hq, hkv, smax, d, _]) = decode_dims(c) else { return 0.0 };
+        let rows: i64 = seq_lens_edges(c, b, smax).iter().sum::<f64>() as i64;
+        (2 * rows * hkv * d + 2 * b * hq * d) as f64 * f64::from(c.dtype.bytes())
     },
     flops: None,
-    case_for: |dims, dtype| match dims {
-        [_, hq, hkv, _, _] if *hkv >= 1 && hq % hkv == 0 => Ok(Case::new(dtype, dims)),
-        _ => Err(format!("attention_decode_grouped takes BxHQxHKVxSxD with HKV dividing HQ, not {dims:?}")),
+    case_for: |dims, dtype| {
+        match dims {
+        // Timed as the peers run it: every sequence at the full length.
+        [_, hq, hkv, _, _] | [_, hq, hkv, _, _, _] if *hkv >= 1 && hq % hkv == 0 => {
+            Ok(Case::new(dtype, dims).full_lengths())
+        }
+        _ => Err(format!(
+            "attention_decode_grouped takes BxHQxHKVxSxD (and the workspace's splits P) with HKV dividing HQ, not {dims:?}"
+        )),
+    }
     },
     peer_config: |c| {
-        let [b, hq, hkv, l, d] = c.dims[..] else { return None };
+        let [b, hq, hkv, l, d, _] = decode_dims(c)?;
         Some(format!("B{b} Hq{hq} Hkv{hkv} L{l} D{d} f16"))
     },
 };
@@ -601,6 +676,8 @@ pub const PAGED_DECODE: Spec = Spec {
     },
     consts: |c| {
         let mut m = (DECODE_GROUPED.consts)(c);
+        // Paged decode does not split the keys (yet): no workspace.
+        m.remove("SPLITS");
         m.insert("PAGE".into(), ConstArg::Int(c.konst("PAGE", 16)));
         m
     },

@@ -92,8 +92,13 @@ pub(crate) fn names() -> impl Iterator<Item = &'static str> {
 impl Cx<'_> {
     /// A call: a method (`x.astype(d)`, `x.reshape(s)`) or a builtin of the table.
     pub(crate) fn call(&mut self, callee: &Expr, args: &[ast::Arg], span: Span) -> R<Val> {
-        // Methods: `value.astype(d)`, `value.reshape(shape)`.
+        // Methods: `value.astype(d)`, `value.reshape(shape)`, `value.item()`.
         if let ExprKind::Field(base, m) = &callee.kind {
+            if m.name == "item" {
+                let recv = self.expr(base)?;
+                Args::new(self, args, &[], &m.name, span)?;
+                return self.item(recv, base.span, span);
+            }
             if matches!(m.name.as_str(), "astype" | "reshape") {
                 let recv = self.expr(base)?;
                 let a = Args::new(self, args, &[("arg", true)], &m.name, span)?;

@@ -127,11 +127,19 @@ impl Cx<'_> {
         let mut shape = ty.shape().to_vec();
         shape[axis as usize] = 1;
         let rd = if matches!(kind, ReduceKind::Argmax | ReduceKind::Argmin) { DType::I32 } else { ty.dtype() };
-        let r = self.func.push(
-            OpKind::Reduce { kind, axis: axis as u32, value: id },
-            Type::tile(shape.clone(), rd),
-            Some(span),
-        );
+        // Over an axis of one element max, min and sum are that element: no reduction (whose
+        // result would take a sliced layout of a shape that has its own).
+        let identity =
+            ty.shape()[axis as usize] == 1 && matches!(kind, ReduceKind::Max | ReduceKind::Min | ReduceKind::Sum);
+        let r = if identity {
+            id
+        } else {
+            self.func.push(
+                OpKind::Reduce { kind, axis: axis as u32, value: id },
+                Type::tile(shape.clone(), rd),
+                Some(span),
+            )
+        };
         if keep {
             return Ok(Val::Tile(r));
         }

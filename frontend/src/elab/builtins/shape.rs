@@ -242,6 +242,29 @@ impl Cx<'_> {
         }
         Ok(Val::Tile(self.func.push(OpKind::Reshape(id), Type::tile(new, ty.dtype()), Some(span))))
     }
+
+    /// `t.item()`: the element of a one-element tile as a run-time scalar.
+    pub(crate) fn item(&mut self, x: Val, xspan: Span, span: Span) -> R<Val> {
+        let id = match x {
+            Val::Poison => return Ok(Val::Poison),
+            Val::Tile(id) => id,
+            other => {
+                return Err(Diagnostic::error("E0006", format!("item needs a tile, found {}", kind_name(&other)))
+                    .with_primary(xspan, "not a tile"))
+            }
+        };
+        let ty = self.func.ty(id).clone();
+        let n: i64 = ty.shape().iter().product();
+        if n != 1 {
+            return Err(Diagnostic::error(
+                "E0007",
+                format!("item needs a tile of one element, this one is {:?} ({n} elements)", ty.shape()),
+            )
+            .with_primary(xspan, "more than one element")
+            .with_note("reduce it to one element first: `max(t, axis=0, keepdims=true).item()`"));
+        }
+        Ok(Val::Scalar(self.func.push(OpKind::Item(id), Type::Scalar(ty.dtype()), Some(span))))
+    }
 }
 
 /// A tile of more elements than the tile IR holds (`MAX_TILE_ELEMENTS`, the verifier's one
