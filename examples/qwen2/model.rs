@@ -323,7 +323,7 @@ pub struct Model<'w> {
     acc_h: DeviceTensor,
     acc_gu: DeviceTensor,
     /// Decode attention's split-KV workspace (its partial outputs and (max, sum) per split,
-    /// the group padded to GP rows) and its counters (zeros between launches: the last block
+    /// the group padded to a power of two) and its counters (zeros between launches: the last block
     /// of each (sequence, KV head) puts them back).
     attn_part: DeviceTensor,
     attn_stats: DeviceTensor,
@@ -477,7 +477,7 @@ impl<'w> Model<'w> {
             pos.extend(std::iter::repeat_n(prompt + r - 1, batch as usize));
         }
         let cache = || dev.zeros(DType::F16, &[batch, c.kv_heads, seq, c.head_dim]);
-        let gp = pow2(c.group()).max(16);
+        let gs = pow2(c.group());
         Ok(Model {
             c: c.clone(),
             w,
@@ -498,8 +498,8 @@ impl<'w> Model<'w> {
             acc_qkv: dev.zeros(DType::F32, &[batch, c.qkv_width()])?,
             acc_h: dev.zeros(DType::F32, &[batch, c.hidden])?,
             acc_gu: dev.zeros(DType::F32, &[batch, 2 * c.intermediate])?,
-            attn_part: dev.zeros(DType::F32, &[batch, c.kv_heads, DECODE_SPLITS, gp, c.head_dim])?,
-            attn_stats: dev.zeros(DType::F32, &[batch, c.kv_heads, DECODE_SPLITS, 2, gp])?,
+            attn_part: dev.zeros(DType::F32, &[batch, c.kv_heads, DECODE_SPLITS, gs, c.head_dim])?,
+            attn_stats: dev.zeros(DType::F32, &[batch, c.kv_heads, DECODE_SPLITS, 2, gs])?,
             attn_count: dev.zeros(DType::I32, &[batch, c.kv_heads])?,
             logits: dev.zeros(DType::F16, &[batch, c.vocab])?,
             nlast: dev.zeros(DType::F16, &[batch, c.hidden])?,

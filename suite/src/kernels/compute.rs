@@ -541,8 +541,12 @@ fn decode_dims(c: &Case) -> Option<[i64; 6]> {
 
 /// The query rows a grouped decode block holds: G padded to a power of two, at least 16.
 fn decode_gp(c: &Case, hq: i64, hkv: i64) -> i64 {
-    let g = hq / hkv.max(1);
-    c.consts.iter().find(|(n, _)| n == "GP").map_or(((g.max(1) as u64).next_power_of_two() as i64).max(16), |(_, v)| *v)
+    c.konst("GP", decode_gs(c, hq, hkv).max(16))
+}
+
+/// The rows of a split's partial in the workspace: G padded to a power of two.
+fn decode_gs(c: &Case, hq: i64, hkv: i64) -> i64 {
+    c.konst("GS", ((hq / hkv.max(1)).max(1) as u64).next_power_of_two() as i64)
 }
 
 /// Grouped-query decode attention (kernels/attention_decode_grouped.tile). Case dims
@@ -597,7 +601,7 @@ pub const DECODE_GROUPED: Spec = Spec {
     },
     inputs: |c, rng| {
         let Some([b, hq, hkv, smax, d, p]) = decode_dims(c) else { return vec![] };
-        let gp = decode_gp(c, hq, hkv);
+        let gs = decode_gs(c, hq, hkv);
         vec![
             normal_tensor(rng, c.dtype, &[b, hq, d], 1.0),
             normal_tensor(rng, c.dtype, &[b, hkv, smax, d], 1.0),
@@ -605,8 +609,8 @@ pub const DECODE_GROUPED: Spec = Spec {
             poisoned(c.dtype, &[b, hq, d]),
             tensor(DType::I32, &[b], &seq_lens_edges(c, b, smax)),
             // The workspace: whatever it holds on entry must not matter.
-            poisoned(DType::F32, &[b, hkv, p, gp, d]),
-            poisoned(DType::F32, &[b, hkv, p, 2, gp]),
+            poisoned(DType::F32, &[b, hkv, p, gs, d]),
+            poisoned(DType::F32, &[b, hkv, p, 2, gs]),
             tensor(DType::I32, &[b, hkv], &vec![0.0; (b * hkv).max(0) as usize]),
             Arg::F32(1.0 / (d as f32).sqrt()),
         ]
