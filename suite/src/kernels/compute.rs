@@ -510,11 +510,6 @@ fn seq_lens(c: &Case, b: i64, smax: i64) -> Vec<f64> {
     (0..b).map(|i| (smax - (b - 1 - i) * smax / (2 * b.max(1))).max(1) as f64).collect()
 }
 
-/// The key/value rows a decode case reads: the sum of its sequence lengths.
-fn total_len(c: &Case, b: i64, smax: i64) -> i64 {
-    seq_lens(c, b, smax).iter().sum::<f64>() as i64
-}
-
 /// [`seq_lens`] with the edge lengths first where the batch has room: 0 (no key: the output
 /// is zeros), 1 and 17 (a partial first tile).
 fn seq_lens_edges(c: &Case, b: i64, smax: i64) -> Vec<f64> {
@@ -670,23 +665,37 @@ pub const PAGED_DECODE: Spec = Spec {
     name: "paged_attention_decode",
     file: "paged_attention_decode.tile",
     kernel: "paged_attention_decode",
-    interp_cases: || vec![Case::new(DType::F16, &[2, 8, 2, 80, 64]).with("GP", 16).with("PAGE", 16)],
-    gpu_cases: || vec![Case::new(DType::F16, &[3, 28, 4, 1000, 128]).with("PAGE", 16)],
-    bench_cases: |_| {
+    // Split into 5 chunks of one page (lengths 0, 1, 17, 80), and not split.
+    interp_cases: || {
         vec![
-            Case::new(DType::F16, &[16, 28, 4, 4096, 128]).with("PAGE", 16).full_lengths(),
-            Case::new(DType::F16, &[16, 28, 4, 8192, 128]).with("PAGE", 16).full_lengths(),
+            Case::new(DType::F16, &[4, 8, 2, 80, 64]).with("GP", 16).with("PAGE", 16).with("MIN_PAGES", 1),
+            Case::new(DType::F16, &[3, 8, 2, 80, 64, 1]).with("GP", 16).with("PAGE", 16),
         ]
+    },
+    // Split into 2 and 9 chunks, and not at all (a workspace of one split).
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[3, 28, 4, 1000, 128]).with("PAGE", 16),
+            Case::new(DType::BF16, &[1, 28, 4, 4097, 128]).with("PAGE", 16),
+            Case::new(DType::F16, &[4, 28, 4, 2000, 128, 1]).with("PAGE", 16),
+        ]
+    },
+    bench_cases: |quick| {
+        let points: &[(i64, i64)] =
+            if quick { &[(1, 4096), (16, 4096)] } else { &[(1, 4096), (1, 16384), (4, 4096), (16, 4096), (16, 8192)] };
+        points
+            .iter()
+            .map(|&(b, l)| Case::new(DType::F16, &[b, 28, 4, l, 128]).with("PAGE", 16).full_lengths())
+            .collect()
     },
     consts: |c| {
         let mut m = (DECODE_GROUPED.consts)(c);
-        // Paged decode does not split the keys (yet): no workspace.
-        m.remove("SPLITS");
         m.insert("PAGE".into(), ConstArg::Int(c.konst("PAGE", 16)));
         m
     },
     inputs: |c, rng| {
-        let [b, hq, hkv, smax, d] = c.dims[..] else { return vec![] };
+        let Some([b, hq, hkv, smax, d, p]) = decode_dims(c) else { return vec![] };
+        let gs = decode_gs(c, hq, hkv);
         let page = c.konst("PAGE", 16);
         let pages_per_seq = (smax + page - 1) / page;
         let num_pages = b * pages_per_seq + 3;
@@ -701,16 +710,21 @@ pub const PAGED_DECODE: Spec = Spec {
             normal_tensor(rng, c.dtype, &shape, 1.0),
             normal_tensor(rng, c.dtype, &shape, 1.0),
             tensor(DType::I32, &[b, pages_per_seq], &table),
-            tensor(DType::I32, &[b], &seq_lens(c, b, smax)),
+            tensor(DType::I32, &[b], &seq_lens_edges(c, b, smax)),
             poisoned(c.dtype, &[b, hq, d]),
+            // The workspace: whatever it holds on entry must not matter.
+            poisoned(DType::F32, &[b, hkv, p, gs, d]),
+            poisoned(DType::F32, &[b, hkv, p, 2, gs]),
+            tensor(DType::I32, &[b, hkv], &vec![0.0; (b * hkv).max(0) as usize]),
             Arg::F32(1.0 / (d as f32).sqrt()),
         ]
     },
-    outputs: &[5],
+    // The output, and the counters, back to zero for the next launch.
+    outputs: &[5, 8],
+    exact: &[8],
     reference: |c, a| {
-        let [b, hq, hkv, smax, d] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else {
-            return vec![];
-        };
+        let Some(dims) = decode_dims(c) else { return vec![] };
+        let [b, hq, hkv, smax, d, _] = dims.map(|x| x as usize);
         let page = c.konst("PAGE", 16) as usize;
         let pages_per_seq = smax.div_ceil(page);
         let (kp, vp, table) = (values(a, 1), values(a, 2), values(a, 3));
@@ -719,67 +733,107 @@ pub const PAGED_DECODE: Spec = Spec {
             x[((phys * page + j % page) * hkv + h) * d + e]
         };
         let scale = 1.0 / (d as f64).sqrt();
-        vec![decode_reference(
-            &values(a, 0),
-            &|bi, h, j, e| at(&kp, bi, h, j, e),
-            &|bi, h, j, e| at(&vp, bi, h, j, e),
-            &seq_lens(c, b as i64, smax as i64),
-            hq,
-            hq / hkv,
-            d,
-            scale,
-        )]
+        vec![
+            decode_reference(
+                &values(a, 0),
+                &|bi, h, j, e| at(&kp, bi, h, j, e),
+                &|bi, h, j, e| at(&vp, bi, h, j, e),
+                &seq_lens_edges(c, b as i64, smax as i64),
+                hq,
+                hq / hkv,
+                d,
+                scale,
+            ),
+            vec![0.0; b * hkv],
+        ]
     },
     peer_config: no_peer,
     ..DECODE_GROUPED
 };
 
-/// MLA decode over the latent cache (kernels/mla_decode.tile). Case dims `[B, H, SMAX, DC, DR]`.
+/// MLA decode over the latent cache (kernels/mla_decode.tile). Case dims `[B, H, SMAX, DC, DR]`
+/// and the most splits `P` (a sixth dim: the kernel's `SPLITS` and its workspace's extent; 32
+/// when absent, 1 never splits).
+fn mla_dims(c: &Case) -> Option<[i64; 6]> {
+    match c.dims[..] {
+        [b, h, smax, dc, dr] => Some([b, h, smax, dc, dr, 32]),
+        [b, h, smax, dc, dr, p] => Some([b, h, smax, dc, dr, p]),
+        _ => None,
+    }
+}
+
 pub const MLA_DECODE: Spec = Spec {
     name: "mla_decode",
     file: "mla_decode.tile",
     kernel: "mla_decode",
     class: Class::Decode,
     peer_kernel: "mla_decode",
-    interp_cases: || vec![Case::new(DType::F16, &[2, 32, 70, 64, 16]).with("HB", 16).with("TILE_N", 32)],
-    // DeepSeek-V2-Lite: kv_lora_rank 512, rope dim 64, 16 heads.
-    gpu_cases: || vec![Case::new(DType::F16, &[4, 16, 1000, 512, 64])],
-    bench_cases: |_| {
+    // Split over the key length (3 chunks of one tile; lengths 0, 1, 17, 70).
+    interp_cases: || {
+        vec![Case::new(DType::F16, &[4, 32, 70, 64, 16]).with("HB", 16).with("TILE_N", 32).with("MIN_TILES", 1)]
+    },
+    // DeepSeek-V2-Lite: kv_lora_rank 512, rope dim 64, 16 heads; split into 4, 17 and 4
+    // chunks, and not at all (a workspace of one split).
+    gpu_cases: || {
         vec![
-            Case::new(DType::F16, &[16, 16, 4096, 512, 64]).full_lengths(),
-            Case::new(DType::F16, &[16, 16, 8192, 512, 64]).full_lengths(),
+            Case::new(DType::F16, &[4, 16, 1000, 512, 64]),
+            Case::new(DType::F16, &[1, 16, 4097, 512, 64]),
+            Case::new(DType::BF16, &[16, 16, 2048, 512, 64]),
+            Case::new(DType::F16, &[3, 16, 700, 512, 64, 1]),
         ]
+    },
+    bench_cases: |quick| {
+        let points: &[(i64, i64)] = if quick {
+            &[(1, 4096), (16, 4096)]
+        } else {
+            &[(1, 4096), (1, 16384), (4, 4096), (4, 16384), (16, 4096), (16, 8192)]
+        };
+        points.iter().map(|&(b, l)| Case::new(DType::F16, &[b, 16, l, 512, 64]).full_lengths()).collect()
     },
     consts: |c| {
         let mut m = t_const(c);
-        m.insert("DC".into(), ConstArg::Int(c.dims[3]));
-        m.insert("DR".into(), ConstArg::Int(c.dims[4]));
+        let Some([_, _, _, dc, dr, p]) = mla_dims(c) else { return m };
+        m.insert("DC".into(), ConstArg::Int(dc));
+        m.insert("DR".into(), ConstArg::Int(dr));
+        m.insert("SPLITS".into(), ConstArg::Int(p));
         m
     },
     inputs: |c, rng| {
-        let [b, h, smax, dc, dr] = c.dims[..] else { return vec![] };
+        let Some([b, h, smax, dc, dr, p]) = mla_dims(c) else { return vec![] };
+        let hb = c.konst("HB", 16);
+        let nhb = (h + hb - 1) / hb.max(1);
         vec![
             normal_tensor(rng, c.dtype, &[b, h, dc], 1.0),
             normal_tensor(rng, c.dtype, &[b, h, dr], 1.0),
             normal_tensor(rng, c.dtype, &[b, smax, dc], 1.0),
             normal_tensor(rng, c.dtype, &[b, smax, dr], 1.0),
-            tensor(DType::I32, &[b], &seq_lens(c, b, smax)),
+            tensor(DType::I32, &[b], &seq_lens_edges(c, b, smax)),
             poisoned(c.dtype, &[b, h, dc]),
+            // The workspace: whatever it holds on entry must not matter.
+            poisoned(DType::F32, &[b, nhb, p, hb, dc]),
+            poisoned(DType::F32, &[b, nhb, p, 2, hb]),
+            tensor(DType::I32, &[b, nhb], &vec![0.0; (b * nhb).max(0) as usize]),
             Arg::F32(1.0 / ((dc + dr) as f32).sqrt()),
         ]
     },
-    outputs: &[5],
-    exact: &[],
+    // The output, and the counters, back to zero for the next launch.
+    outputs: &[5, 8],
+    exact: &[8],
     reference: |c, a| {
-        let [b, h, smax, dc, dr] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else {
-            return vec![];
-        };
-        let lens = seq_lens(c, b as i64, smax as i64);
+        let Some(dims) = mla_dims(c) else { return vec![] };
+        let [b, h, smax, dc, dr, _] = dims.map(|x| x as usize);
+        let hb = c.konst("HB", 16) as usize;
+        let lens = seq_lens_edges(c, b as i64, smax as i64);
         let scale = 1.0 / ((dc + dr) as f64).sqrt();
         let (qv, qrv, cv, crv) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3));
         let mut want = vec![];
         for bi in 0..b {
             let n = lens[bi] as usize;
+            // No key to attend to: the output is defined as zeros.
+            if n == 0 {
+                want.extend(std::iter::repeat_n(0.0, h * dc));
+                continue;
+            }
             let lat = &cv[bi * smax * dc..(bi * smax + n) * dc];
             for hh in 0..h {
                 let qh = &qv[(bi * h + hh) * dc..(bi * h + hh + 1) * dc];
@@ -788,18 +842,20 @@ pub const MLA_DECODE: Spec = Spec {
                 want.extend(reference::attention_split(qh, lat, lat, 1, n, dc, dc, scale, false, extra));
             }
         }
-        vec![want]
+        vec![want, vec![0.0; b * h.div_ceil(hb.max(1))]]
     },
     tolerance: storage_tolerance,
     // The latent and rope rows the sequences hold, read once, plus q and the output.
     bytes: |c| {
-        let [b, h, smax, dc, dr] = c.dims[..] else { return 0.0 };
-        (total_len(c, b, smax) * (dc + dr) + 2 * b * h * (dc + dr)) as f64 * f64::from(c.dtype.bytes())
+        let Some([b, h, smax, dc, dr, _]) = mla_dims(c) else { return 0.0 };
+        let rows = seq_lens_edges(c, b, smax).iter().sum::<f64>() as i64;
+        (rows * (dc + dr) + 2 * b * h * (dc + dr)) as f64 * f64::from(c.dtype.bytes())
     },
     flops: None,
+    // Timed as decode is served: every sequence at the full length.
     case_for: |dims, dtype| match dims {
-        [_, _, _, _, _] => Ok(Case::new(dtype, dims)),
-        _ => Err(format!("mla_decode takes BxHxSxDCxDR, not {dims:?}")),
+        [_, _, _, _, _] | [_, _, _, _, _, _] => Ok(Case::new(dtype, dims).full_lengths()),
+        _ => Err(format!("mla_decode takes BxHxSxDCxDR (and the workspace's splits P), not {dims:?}")),
     },
     peer_config: no_peer,
 };
@@ -815,8 +871,13 @@ mod tests {
         assert_eq!(super::seq_lens(&ragged, 2, 80), vec![60.0, 80.0]);
         let full = ragged.full_lengths();
         assert_eq!(super::seq_lens(&full, 2, 80), vec![80.0, 80.0]);
-        // Decode bytes count the rows the sequences hold.
-        assert_eq!(super::total_len(&full, 2, 80), 160);
+        // The edge lengths come first, the last sequence keeps the longest; none at full lengths.
+        let four = Case::new(DType::F16, &[4, 8, 2, 80, 64]);
+        assert_eq!(super::seq_lens_edges(&four, 4, 80), vec![0.0, 1.0, 17.0, 80.0]);
+        assert_eq!(super::seq_lens_edges(&four.full_lengths(), 4, 80), vec![80.0; 4]);
+        // Decode bytes count the rows the sequences hold: K and V, plus q and the output.
+        let full4 = Case::new(DType::F16, &[4, 8, 2, 80, 64]).full_lengths();
+        assert_eq!((super::DECODE_GROUPED.bytes)(&full4), ((2 * 320 * 2 * 64 + 2 * 4 * 8 * 64) * 2) as f64);
     }
 
     #[test]
