@@ -780,34 +780,30 @@ impl Pass<'_> {
                 .iter()
                 .all(|b| cands.iter().any(|c| c.buf == *b) || !old_body.iter().any(|o| o.result == Some(*b)));
             let at = new_body.iter().position(|o| o.result == Some(k.result));
-            if let (true, Some(_), true) = (ringed, at, k.tcgen05) {
-                // Nothing waits in the loop: each stage is released by a commit of the
-                // products issued so far, and the loop's result waits for the last of them.
+            if let (true, Some(at)) = (ringed, at) {
                 let ty = func.ty(k.result).clone();
+                // A wgmma waits in the loop for the previous iteration's products; a tcgen05
+                // product does not: each stage is released by a commit of the products
+                // issued so far.
+                if !k.tcgen05 {
+                    let issued = func.new_value(ty.clone());
+                    new_body[at].result = Some(issued);
+                    new_body.insert(
+                        at + 1,
+                        Op { kind: OpKind::MmaWait { value: issued, pending: 1 }, result: Some(k.result), span: None },
+                    );
+                }
+                // The loop's result waits for the last products.
                 let OpKind::For { results, .. } = &mut op.kind else { return (vec![op], vec![]) };
                 let fin = results[k.iter];
                 let last = func.new_value(ty);
                 results[k.iter] = last;
                 after.push(Op { kind: OpKind::MmaWait { value: last, pending: 0 }, result: Some(fin), span: None });
-                self.report.push(
-                    "tcgen05 products kept in flight across iterations (each stage released by tcgen05.commit onto its empty mbarrier, mma_wait pending=0 after the loop); its rings have one stage more".into(),
-                );
-            } else if let (true, Some(at)) = (ringed, at) {
-                let ty = func.ty(k.result).clone();
-                let issued = func.new_value(ty.clone());
-                new_body[at].result = Some(issued);
-                new_body.insert(
-                    at + 1,
-                    Op { kind: OpKind::MmaWait { value: issued, pending: 1 }, result: Some(k.result), span: None },
-                );
-                let OpKind::For { results, .. } = &mut op.kind else { return (vec![op], vec![]) };
-                let fin = results[k.iter];
-                let last = func.new_value(ty);
-                results[k.iter] = last;
-                after.push(Op { kind: OpKind::MmaWait { value: last, pending: 0 }, result: Some(fin), span: None });
-                self.report.push(
-                    "wgmma kept in flight across iterations (mma_wait pending=1 in the loop, 0 after it); its rings have one stage more".into(),
-                );
+                self.report.push(if k.tcgen05 {
+                    "tcgen05 products kept in flight across iterations (each stage released by tcgen05.commit onto its empty mbarrier, mma_wait pending=0 after the loop); its rings have one stage more".into()
+                } else {
+                    "wgmma kept in flight across iterations (mma_wait pending=1 in the loop, 0 after it); its rings have one stage more".into()
+                });
             }
         }
         // Releases: after a stage's last reader; for a product kept in flight, whose reads end

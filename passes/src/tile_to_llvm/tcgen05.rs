@@ -515,11 +515,16 @@ impl Lowering<'_> {
         }
         let kind = fa.kind();
         if in_flight {
-            // Its reads end at a commit onto each stage's empty mbarrier, which a refill
-            // waits for: nothing else may write the buffers meanwhile.
-            for (off, _) in [aop.span, bop.span] {
-                if !self.tma_bars.get(&off).is_some_and(|b| b.2) {
-                    return Err(err("a tcgen05 product kept in flight reads a buffer that is not a released TMA ring"));
+            // A stage it reads is free again only at the commit onto its empty mbarrier,
+            // which the refill waits for; a buffer made before the loop is not written
+            // before the wait after it.
+            for x in [a, b] {
+                if let Value::SmemBuf { offset, ring: Some(_), .. } = self.get(x)? {
+                    if !self.tma_bars.get(&offset).is_some_and(|r| r.2) {
+                        return Err(err(
+                            "a tcgen05 product kept in flight reads a ring that is not a released TMA ring",
+                        ));
+                    }
                 }
             }
         }

@@ -524,6 +524,21 @@ fn seq_lens_edges(c: &Case, b: i64, smax: i64) -> Vec<f64> {
     lens
 }
 
+/// The outputs of a split grouped decode case (its dims as [`decode_dims`] reads them): every
+/// query head's attention over its sequence's rows of its KV head (`k` and `v` read the
+/// cache in its own addressing), and the counters, back at zero.
+fn split_decode_outputs(
+    c: &Case,
+    a: &[Arg],
+    k: &dyn Fn(usize, usize, usize, usize) -> f64,
+    v: &dyn Fn(usize, usize, usize, usize) -> f64,
+) -> Vec<Vec<f64>> {
+    let Some(dims) = decode_dims(c) else { return vec![] };
+    let [b, hq, hkv, smax, d, _] = dims.map(|x| x as usize);
+    let lens = seq_lens_edges(c, b as i64, smax as i64);
+    vec![decode_reference(&values(a, 0), k, v, &lens, hq, hq / hkv, d, 1.0 / (d as f64).sqrt()), vec![0.0; b * hkv]]
+}
+
 /// A grouped decode case: `[B, HQ, HKV, SMAX, D]` and the most splits `P` (the kernel's
 /// `SPLITS` and its workspace's extent; a sixth dim, 32 when absent, 1 never splits).
 fn decode_dims(c: &Case) -> Option<[i64; 6]> {
@@ -615,23 +630,10 @@ pub const DECODE_GROUPED: Spec = Spec {
     exact: &[7],
     reference: |c, a| {
         let Some(dims) = decode_dims(c) else { return vec![] };
-        let [b, hq, hkv, smax, d, _] = dims.map(|x| x as usize);
+        let [_, _, hkv, smax, d, _] = dims.map(|x| x as usize);
         let (kv, vv) = (values(a, 1), values(a, 2));
         let at = |x: &Vec<f64>, bi: usize, h: usize, j: usize, e: usize| x[((bi * hkv + h) * smax + j) * d + e];
-        let scale = 1.0 / (d as f64).sqrt();
-        vec![
-            decode_reference(
-                &values(a, 0),
-                &|bi, h, j, e| at(&kv, bi, h, j, e),
-                &|bi, h, j, e| at(&vv, bi, h, j, e),
-                &seq_lens_edges(c, b as i64, smax as i64),
-                hq,
-                hq / hkv,
-                d,
-                scale,
-            ),
-            vec![0.0; b * hkv],
-        ]
+        split_decode_outputs(c, a, &|bi, h, j, e| at(&kv, bi, h, j, e), &|bi, h, j, e| at(&vv, bi, h, j, e))
     },
     tolerance: storage_tolerance,
     // K and V of the rows the sequences hold, read once, plus q and the output.
@@ -724,7 +726,7 @@ pub const PAGED_DECODE: Spec = Spec {
     exact: &[8],
     reference: |c, a| {
         let Some(dims) = decode_dims(c) else { return vec![] };
-        let [b, hq, hkv, smax, d, _] = dims.map(|x| x as usize);
+        let [_, _, hkv, smax, d, _] = dims.map(|x| x as usize);
         let page = c.konst("PAGE", 16) as usize;
         let pages_per_seq = smax.div_ceil(page);
         let (kp, vp, table) = (values(a, 1), values(a, 2), values(a, 3));
@@ -732,20 +734,7 @@ pub const PAGED_DECODE: Spec = Spec {
             let phys = table[bi * pages_per_seq + j / page] as usize;
             x[((phys * page + j % page) * hkv + h) * d + e]
         };
-        let scale = 1.0 / (d as f64).sqrt();
-        vec![
-            decode_reference(
-                &values(a, 0),
-                &|bi, h, j, e| at(&kp, bi, h, j, e),
-                &|bi, h, j, e| at(&vp, bi, h, j, e),
-                &seq_lens_edges(c, b as i64, smax as i64),
-                hq,
-                hq / hkv,
-                d,
-                scale,
-            ),
-            vec![0.0; b * hkv],
-        ]
+        split_decode_outputs(c, a, &|bi, h, j, e| at(&kp, bi, h, j, e), &|bi, h, j, e| at(&vp, bi, h, j, e))
     },
     peer_config: no_peer,
     ..DECODE_GROUPED
