@@ -151,7 +151,11 @@ pub const ARCHS: &[Arch] = &[
         threads_per_sm: 1536,
         blocks_per_sm: 32,
         regs_per_sm: 65536,
-        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Fp8Mma, Fp4Mma],
+        // setmaxnreg: PTX ISA 8.0+ on sm_90a, sm_100a/103a/110a and sm_120a/121a (the PTX ISA's
+        // `setmaxnreg` target notes, as CCCL's `cuda::ptx::setmaxnreg_inc` lists them); ptxas
+        // 13.0 assembles it for sm_121a. Warp specialization is there on request only (no
+        // library kernel asks for it on sm_121a by default).
+        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Fp8Mma, Fp4Mma],
     },
 ];
 
