@@ -2,7 +2,7 @@
 """cuBLAS and cuDNN on the tensor-core shapes of issue 25, quickly (no Triton autotuning):
 the figures `tilec bench` is compared with in the same GPU call.
 
-    python3 bench/peers_tc.py [--out peers.json] [--only gemm,gemm_fp8,fmha,topk,decode]
+    python3 bench/peers_tc.py [--out peers.json] [--only gemm,gemm_fp8,fmha,topk,decode,mla_decode]
 
 Timing as `anchors.py` (../shared/bench/): triton.testing.do_bench (CUDA events, L2 cleared
 between runs, median of 100 ms), inputs random normal. Rows in anchors.py's JSON format, so
@@ -108,6 +108,41 @@ def decode():
         del q, k, v
 
 
+# MLA decode's points (DeepSeek-V2-Lite: 16 heads, latent 512, rope 64): the suite's bench cases.
+MLA_POINTS = [(1, 4096), (1, 16384), (4, 4096), (4, 16384), (16, 4096), (16, 8192)]
+
+
+def mla_decode():
+    """MLA decode as SDPA computes it over the latent cache (FlashMLA is not installable
+    here): queries [q, q_rope] (576), one key head [C, C_rope] shared by the 16 heads
+    (expanded, a stride-0 view), values the latent part C (512, a view of the keys). Bytes as tilec counts
+    them: the latent and rope rows once, plus q and the output."""
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    H, DC, DR = 16, 512, 64
+    for B, L in MLA_POINTS:
+        q = torch.randn(B, H, 1, DC + DR, device="cuda", dtype=torch.float16)
+        k = torch.randn(B, 1, L, DC + DR, device="cuda", dtype=torch.float16)
+        # No fused backend takes one key head for 16 query heads at this head dim: the key
+        # head expanded (a stride-0 view, the same bytes) for the memory-efficient kernel.
+        k = k.expand(B, H, L, DC + DR)
+        v = k[..., :DC]
+        nbytes = 2 * (B * L * (DC + DR) + 2 * B * H * (DC + DR))
+        cfg = f"B{B} H{H} L{L} DC{DC} DR{DR} f16"
+        for name, be in (("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION), ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION),
+                         ("sdpa-flash", SDPBackend.FLASH_ATTENTION)):
+            try:
+                with sdpa_kernel(be):
+                    ms = bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v))
+            except Exception as e:
+                print(f"  {name} {cfg} failed: {str(e)[:80]}")
+                continue
+            gbps = nbytes / ms / 1e6
+            RESULTS.append(dict(kernel="mla_decode", provider=name, config=cfg, ms=round(ms, 5), tflops=None,
+                                gbps=round(gbps, 1), note="SDPA over the latent cache"))
+            print(f"| mla_decode | {name:10s} | {cfg:34s} | {ms:9.4f} ms | {gbps:7.1f} GB/s |", flush=True)
+        del q, k, v
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="peers.json")
@@ -118,7 +153,8 @@ def main():
     print("| kernel | provider | config | median | figure |\n|---|---|---|---|---|")
     t0 = time.time()
     for part in a.only.split(","):
-        {"gemm": gemm, "gemm_fp8": gemm_fp8, "fmha": fmha, "topk": topk, "decode": decode}[part]()
+        {"gemm": gemm, "gemm_fp8": gemm_fp8, "fmha": fmha, "topk": topk, "decode": decode,
+         "mla_decode": mla_decode}[part]()
     json.dump(dict(device=p.name, torch=torch.__version__, results=RESULTS, seconds=round(time.time() - t0, 1)),
               open(a.out, "w"), indent=1)
 

@@ -846,7 +846,11 @@ pub const MLA_DECODE: Spec = Spec {
         [_, _, _, _, _] | [_, _, _, _, _, _] => Ok(Case::new(dtype, dims).full_lengths()),
         _ => Err(format!("mla_decode takes BxHxSxDCxDR (and the workspace's splits P), not {dims:?}")),
     },
-    peer_config: no_peer,
+    // bench/peers_tc.py's SDPA over the latent cache, at the same points.
+    peer_config: |c| {
+        let [b, h, l, dc, dr, _] = mla_dims(c)?;
+        Some(format!("B{b} H{h} L{l} DC{dc} DR{dr} f16"))
+    },
 };
 
 #[cfg(test)]
