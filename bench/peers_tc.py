@@ -83,10 +83,27 @@ def topk():
 DECODE_POINTS = [(b, l) for b in (1, 4, 16, 64) for l in (1024, 4096, 16384, 32768) if b * l <= 16 * 16384]
 
 
+def time_sdpa(kernel, cfg, nbytes, backends, fn, note=""):
+    """Times `fn` (an SDPA call) under each of `backends` ((name, SDPBackend) pairs), a row
+    in GB/s of `nbytes` for each that runs; a backend that refuses the shapes is said so."""
+    from torch.nn.attention import sdpa_kernel
+    for name, be in backends:
+        try:
+            with sdpa_kernel(be):
+                ms = bench(fn)
+        except Exception as e:
+            print(f"  {name} {cfg} failed: {str(e)[:80]}")
+            continue
+        gbps = nbytes / ms / 1e6
+        RESULTS.append(dict(kernel=kernel, provider=name, config=cfg, ms=round(ms, 5), tflops=None,
+                            gbps=round(gbps, 1), note=note))
+        print(f"| {kernel} | {name:10s} | {cfg:34s} | {ms:9.4f} ms | {gbps:7.1f} GB/s |", flush=True)
+
+
 def decode():
     """GQA decode attention through SDPA's FlashAttention-2 and cuDNN backends, as
     anchors.py measures it (bytes: K and V read once, plus q and out)."""
-    from torch.nn.attention import sdpa_kernel, SDPBackend
+    from torch.nn.attention import SDPBackend
     for B, L in DECODE_POINTS:
         Hq, Hkv, D = 28, 4, 128
         q = torch.randn(B, Hq, 1, D, device="cuda", dtype=torch.float16)
@@ -94,17 +111,9 @@ def decode():
         v = torch.randn(B, Hkv, L, D, device="cuda", dtype=torch.float16)
         nbytes = 2 * (k.numel() + v.numel() + 2 * q.numel())
         cfg = f"B{B} Hq{Hq} Hkv{Hkv} L{L} D{D} f16"
-        for name, be in (("sdpa-flash", SDPBackend.FLASH_ATTENTION), ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION)):
-            try:
-                with sdpa_kernel(be):
-                    ms = bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True))
-            except Exception as e:
-                print(f"  {name} {cfg} failed: {str(e)[:80]}")
-                continue
-            gbps = nbytes / ms / 1e6
-            RESULTS.append(dict(kernel="decode", provider=name, config=cfg, ms=round(ms, 5), tflops=None,
-                                gbps=round(gbps, 1), note=""))
-            print(f"| decode | {name:10s} | {cfg:34s} | {ms:9.4f} ms | {gbps:7.1f} GB/s |", flush=True)
+        backends = (("sdpa-flash", SDPBackend.FLASH_ATTENTION), ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION))
+        time_sdpa("decode", cfg, nbytes, backends,
+                  lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True))
         del q, k, v
 
 
@@ -117,7 +126,7 @@ def mla_decode():
     here): queries [q, q_rope] (576), one key head [C, C_rope] shared by the 16 heads
     (expanded, a stride-0 view), values the latent part C (512, a view of the keys). Bytes as tilec counts
     them: the latent and rope rows once, plus q and the output."""
-    from torch.nn.attention import sdpa_kernel, SDPBackend
+    from torch.nn.attention import SDPBackend
     H, DC, DR = 16, 512, 64
     for B, L in MLA_POINTS:
         q = torch.randn(B, H, 1, DC + DR, device="cuda", dtype=torch.float16)
@@ -128,18 +137,10 @@ def mla_decode():
         v = k[..., :DC]
         nbytes = 2 * (B * L * (DC + DR) + 2 * B * H * (DC + DR))
         cfg = f"B{B} H{H} L{L} DC{DC} DR{DR} f16"
-        for name, be in (("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION), ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION),
-                         ("sdpa-flash", SDPBackend.FLASH_ATTENTION)):
-            try:
-                with sdpa_kernel(be):
-                    ms = bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v))
-            except Exception as e:
-                print(f"  {name} {cfg} failed: {str(e)[:80]}")
-                continue
-            gbps = nbytes / ms / 1e6
-            RESULTS.append(dict(kernel="mla_decode", provider=name, config=cfg, ms=round(ms, 5), tflops=None,
-                                gbps=round(gbps, 1), note="SDPA over the latent cache"))
-            print(f"| mla_decode | {name:10s} | {cfg:34s} | {ms:9.4f} ms | {gbps:7.1f} GB/s |", flush=True)
+        backends = (("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION), ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION),
+                    ("sdpa-flash", SDPBackend.FLASH_ATTENTION))
+        time_sdpa("mla_decode", cfg, nbytes, backends,
+                  lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), note="SDPA over the latent cache")
         del q, k, v
 
 

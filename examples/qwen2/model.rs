@@ -93,7 +93,12 @@ impl Kernels {
             decode_attention: spec(
                 kernel_source!("attention_decode_grouped.tile"),
                 "attention_decode_grouped",
-                &[("G", int(c.group())), ("GP", int(pow2(c.group()).max(16))), ("D", int(c.head_dim))],
+                &[
+                    ("G", int(c.group())),
+                    ("GP", int(pow2(c.group()).max(16))),
+                    ("D", int(c.head_dim)),
+                    ("SPLITS", int(DECODE_SPLITS)),
+                ],
             ),
             embedding: spec(kernel_source!("embedding.tile"), "embedding", &[]),
             argmax: spec(kernel_source!("argmax.tile"), "argmax", &[]),

@@ -582,10 +582,7 @@ impl Lowering<'_> {
     /// loaded if something uses it.
     pub(crate) fn tmem_chain_wait(&mut self, result: Option<ValueId>, col: i64) -> Result<Value, Diagnostic> {
         let (_, bar) = self.tmem_base()?;
-        self.on_issuer(|lw| {
-            lw.tmem_commit(&bar);
-            Ok(())
-        })?;
+        self.commit_on_issuer(&bar)?;
         self.tmem_arrive_wait(&bar);
         match result {
             Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col),
@@ -593,12 +590,13 @@ impl Lowering<'_> {
         }
     }
 
-    /// `stage_release` of a ring tcgen05 products read: the issuing thread commits the
-    /// products issued so far onto the stage's empty mbarrier, which they arrive on once
-    /// they complete, their reads of the stage with them.
-    pub(crate) fn tcgen05_release(&mut self, empty: &Reg) -> Result<(), Diagnostic> {
+    /// The issuing thread commits the products issued so far onto the mbarrier `bar`: the
+    /// chain's final wait, and the `stage_release` of a ring tcgen05 products read (the
+    /// stage's empty mbarrier, which they arrive on once they complete, their reads of the
+    /// stage with them).
+    pub(crate) fn commit_on_issuer(&mut self, bar: &Reg) -> Result<(), Diagnostic> {
         self.on_issuer(|lw| {
-            lw.tmem_commit(empty);
+            lw.tmem_commit(bar);
             Ok(())
         })
     }

@@ -302,7 +302,7 @@ impl Lowering<'_> {
         let (offset, s) = self.ring_slot(ring, slot, "release")?;
         let bar = self.stage_barrier(offset, &s, true)?;
         if self.facts.tmem.committed_rings.contains(&ring) {
-            return self.tcgen05_release(&bar);
+            return self.commit_on_issuer(&bar);
         }
         let lane = self.lane.clone();
         let mut asm = PtxAsm::new();

@@ -539,12 +539,13 @@ fn split_decode_outputs(
     vec![decode_reference(&values(a, 0), k, v, &lens, hq, hq / hkv, d, 1.0 / (d as f64).sqrt()), vec![0.0; b * hkv]]
 }
 
-/// A grouped decode case: `[B, HQ, HKV, SMAX, D]` and the most splits `P` (the kernel's
-/// `SPLITS` and its workspace's extent; a sixth dim, 32 when absent, 1 never splits).
+/// A split decode case's five dims (grouped and paged: `[B, HQ, HKV, SMAX, D]`; MLA:
+/// `[B, H, SMAX, DC, DR]`) and the most splits `P` (the kernel's `SPLITS` and its workspace's
+/// extent; a sixth dim, 32 when absent, 1 never splits).
 fn decode_dims(c: &Case) -> Option<[i64; 6]> {
     match c.dims[..] {
-        [b, hq, hkv, smax, d] => Some([b, hq, hkv, smax, d, 32]),
-        [b, hq, hkv, smax, d, p] => Some([b, hq, hkv, smax, d, p]),
+        [a, b, c2, d, e] => Some([a, b, c2, d, e, 32]),
+        [a, b, c2, d, e, p] => Some([a, b, c2, d, e, p]),
         _ => None,
     }
 }
@@ -741,16 +742,7 @@ pub const PAGED_DECODE: Spec = Spec {
 };
 
 /// MLA decode over the latent cache (kernels/mla_decode.tile). Case dims `[B, H, SMAX, DC, DR]`
-/// and the most splits `P` (a sixth dim: the kernel's `SPLITS` and its workspace's extent; 32
-/// when absent, 1 never splits).
-fn mla_dims(c: &Case) -> Option<[i64; 6]> {
-    match c.dims[..] {
-        [b, h, smax, dc, dr] => Some([b, h, smax, dc, dr, 32]),
-        [b, h, smax, dc, dr, p] => Some([b, h, smax, dc, dr, p]),
-        _ => None,
-    }
-}
-
+/// and the most splits `P` ([`decode_dims`]).
 pub const MLA_DECODE: Spec = Spec {
     name: "mla_decode",
     file: "mla_decode.tile",
@@ -781,14 +773,14 @@ pub const MLA_DECODE: Spec = Spec {
     },
     consts: |c| {
         let mut m = t_const(c);
-        let Some([_, _, _, dc, dr, p]) = mla_dims(c) else { return m };
+        let Some([_, _, _, dc, dr, p]) = decode_dims(c) else { return m };
         m.insert("DC".into(), ConstArg::Int(dc));
         m.insert("DR".into(), ConstArg::Int(dr));
         m.insert("SPLITS".into(), ConstArg::Int(p));
         m
     },
     inputs: |c, rng| {
-        let Some([b, h, smax, dc, dr, p]) = mla_dims(c) else { return vec![] };
+        let Some([b, h, smax, dc, dr, p]) = decode_dims(c) else { return vec![] };
         let hb = c.konst("HB", 16);
         let nhb = (h + hb - 1) / hb.max(1);
         vec![
@@ -809,7 +801,7 @@ pub const MLA_DECODE: Spec = Spec {
     outputs: &[5, 8],
     exact: &[8],
     reference: |c, a| {
-        let Some(dims) = mla_dims(c) else { return vec![] };
+        let Some(dims) = decode_dims(c) else { return vec![] };
         let [b, h, smax, dc, dr, _] = dims.map(|x| x as usize);
         let hb = c.konst("HB", 16) as usize;
         let lens = seq_lens_edges(c, b as i64, smax as i64);
@@ -836,7 +828,7 @@ pub const MLA_DECODE: Spec = Spec {
     tolerance: storage_tolerance,
     // The latent and rope rows the sequences hold, read once, plus q and the output.
     bytes: |c| {
-        let Some([b, h, smax, dc, dr, _]) = mla_dims(c) else { return 0.0 };
+        let Some([b, h, smax, dc, dr, _]) = decode_dims(c) else { return 0.0 };
         let rows = seq_lens_edges(c, b, smax).iter().sum::<f64>() as i64;
         (rows * (dc + dr) + 2 * b * h * (dc + dr)) as f64 * f64::from(c.dtype.bytes())
     },
@@ -848,7 +840,7 @@ pub const MLA_DECODE: Spec = Spec {
     },
     // bench/peers_tc.py's SDPA over the latent cache, at the same points.
     peer_config: |c| {
-        let [b, h, l, dc, dr, _] = mla_dims(c)?;
+        let [b, h, l, dc, dr, _] = decode_dims(c)?;
         Some(format!("B{b} H{h} L{l} DC{dc} DR{dr} f16"))
     },
 };
