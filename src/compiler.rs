@@ -201,6 +201,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         compiled.signature.shared_bytes = driver.facts.shared_bytes.unwrap_or(compiled.signature.shared_bytes);
         compiled.signature.tma = driver.facts.tma.clone();
         compiled.signature.persistent = driver.facts.persistent;
+        compiled.signature.grid_dependency = driver.facts.grid_dependency;
         if opts.until == Some(pass.produces) {
             compiled.report = driver.facts.report;
             compiled.timings = timings;

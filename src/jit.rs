@@ -14,6 +14,14 @@
 //! once ([`Jit::bind`]) and launches the binding ([`Jit::launch_bound`]), which skips the
 //! cache lookup but not the validation.
 //!
+//! Such a loop can also run as a CUDA graph ([`Jit::capture`], [`Jit::update`],
+//! [`Graph::replay`]): the launches of one step are captured once — compiled, validated and
+//! recorded, not run — and the graph replays them with one driver call. A later step runs the
+//! same code under [`Jit::update`]: each launch is compared with the captured one, and only
+//! the arguments that changed (a position, a row of a table) are validated again and written
+//! into the graph; another kernel, another grid or another number of launches is refused with
+//! an error and the graph will not replay until an update succeeds (`tilec_runtime::graph`).
+//!
 //! ```no_run
 //! use tilec::jit::{Arg, Jit, KernelSpec};
 //! use tilec::runtime::HostTensor;
@@ -38,6 +46,8 @@ use tilec_core::abi::ParamSig;
 use tilec_core::Source;
 use tilec_frontend::ConstArg;
 use tilec_runtime::cache::Cache;
+use tilec_runtime::graph::Capture;
+pub use tilec_runtime::graph::Graph;
 use tilec_runtime::{ArgDesc, Device, DeviceTensor, Kernel, RuntimeError, TensorView};
 
 /// A JIT failure: the kernel did not compile (rendered diagnostics), or the device or a
@@ -164,6 +174,14 @@ pub struct Jit {
     modules: Mutex<BTreeMap<String, Loaded>>,
     /// Filed tune choices by (spec, shape bucket): the constants to add, if any.
     tuned: Mutex<BTreeMap<String, Option<BTreeMap<String, ConstArg>>>>,
+    /// Where launches go while a graph is captured or updated; `None`: to the device.
+    recording: Mutex<Option<Recording>>,
+}
+
+/// A graph the launches are going into instead of the device.
+enum Recording {
+    Capture(Capture),
+    Update(Graph),
 }
 
 impl std::fmt::Debug for Jit {
@@ -179,7 +197,13 @@ impl Jit {
     }
 
     pub fn with(device: Device, cache: Cache) -> Jit {
-        Jit { device, cache, modules: Mutex::new(BTreeMap::new()), tuned: Mutex::new(BTreeMap::new()) }
+        Jit {
+            device,
+            cache,
+            modules: Mutex::new(BTreeMap::new()),
+            tuned: Mutex::new(BTreeMap::new()),
+            recording: Mutex::new(None),
+        }
     }
 
     pub fn device(&self) -> &Device {
@@ -252,8 +276,76 @@ impl Jit {
     pub fn launch(&self, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<LaunchInfo, JitError> {
         let descs = self.descs(args);
         let bound = self.bind_descs(spec, args, &descs)?;
-        self.device.launch(&bound.kernel, &descs)?;
+        self.issue(&bound.kernel, &descs)?;
         Ok(bound.info)
+    }
+
+    /// Launches on the device, or records the launch in the graph being captured or updated.
+    fn issue(&self, kernel: &Arc<Kernel>, descs: &[ArgDesc]) -> Result<(), JitError> {
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        match recording.as_mut() {
+            None => self.device.launch(kernel, descs)?,
+            Some(Recording::Capture(c)) => {
+                c.launch(kernel, descs)?;
+            }
+            Some(Recording::Update(g)) => g.update(kernel, descs)?,
+        }
+        Ok(())
+    }
+
+    /// Runs `launches` with every launch through this Jit captured into a CUDA graph instead
+    /// of run (see the module docs): compiled and validated now, run by [`Graph::replay`].
+    /// Nothing else may be queued on the device while it runs (a copy or a synchronisation
+    /// is an error of the capture).
+    pub fn capture<E: From<JitError>>(&self, launches: impl FnOnce() -> Result<(), E>) -> Result<Graph, E> {
+        {
+            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            if recording.is_some() {
+                return Err(JitError::Launch(RuntimeError::Graph("a graph is already being recorded".into())).into());
+            }
+            *recording = Some(Recording::Capture(self.device.begin_capture().map_err(JitError::Launch)?));
+        }
+        let result = launches();
+        let taken = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take();
+        result?;
+        match taken {
+            Some(Recording::Capture(c)) => Ok(c.finish().map_err(JitError::Launch)?),
+            _ => Err(JitError::Launch(RuntimeError::Graph("the capture was lost".into())).into()),
+        }
+    }
+
+    /// Runs `launches` — the same launches `graph` was captured from, with arguments that may
+    /// differ — as an update of `graph` (see the module docs). On an error the graph refuses
+    /// to replay until an update succeeds.
+    pub fn update<E: From<JitError>>(
+        &self,
+        graph: &mut Graph,
+        launches: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut g = std::mem::replace(graph, Graph::placeholder());
+        g.begin_update();
+        {
+            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            if recording.is_some() {
+                *graph = g;
+                return Err(JitError::Launch(RuntimeError::Graph("a graph is already being recorded".into())).into());
+            }
+            *recording = Some(Recording::Update(g));
+        }
+        let result = launches();
+        let taken = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Some(Recording::Update(mut g)) = taken else {
+            return Err(JitError::Launch(RuntimeError::Graph("the graph was lost during its update".into())).into());
+        };
+        let ended = match result {
+            // A launch that failed leaves the graph stale; one that was never made is the
+            // count's error.
+            Ok(()) => g.end_update(),
+            Err(_) => Ok(()),
+        };
+        *graph = g;
+        result?;
+        ended.map_err(|e| JitError::Launch(e).into())
     }
 
     /// Launches a kernel [`Jit::bind`] resolved, without looking it up again: what a loop
@@ -269,8 +361,7 @@ impl Jit {
                 bound.kernel.signature.name, bound.info.unaligned, unaligned
             ))));
         }
-        self.device.launch(&bound.kernel, &descs)?;
-        Ok(())
+        self.issue(&bound.kernel, &descs)
     }
 
     /// Compiles (or finds) and loads the variant of `spec` that these arguments need,

@@ -163,7 +163,20 @@ fn check_case_unrun(spec: &Spec, case: &Case) -> CheckRow {
     }
 }
 
-/// Runs once and compares every output with the reference.
+/// Every argument after a run: its tensor downloaded, a placeholder for a scalar.
+fn download_all(dev: &Device, args: &[DeviceArg]) -> Result<Vec<HostTensor>, String> {
+    args.iter()
+        .map(|a| match a.tensor() {
+            Some(t) => dev.download(t).map_err(|e| e.to_string()),
+            None => Ok(HostTensor::from_f64(DType::F32, &[0], &[])),
+        })
+        .collect()
+}
+
+/// Runs once and compares every output with the reference. With `graph`, the launch is
+/// captured into a CUDA graph on the inputs' first copy, the graph is updated to a second copy
+/// (other buffers, the same values: every tensor address changes), replayed, and the second
+/// copy's outputs are compared — while the first copy must come out untouched.
 pub fn check_case(
     dev: &Device,
     kernels_dir: &Path,
@@ -171,20 +184,38 @@ pub fn check_case(
     case: &Case,
     seed: u64,
     variant: &Variant,
+    graph: bool,
 ) -> CheckRow {
     let mut row = check_case_unrun(spec, case);
     let run = || -> Result<tilec_suite::Comparison, String> {
         let p = prepare(dev, kernels_dir, spec, case, seed, variant)?;
-        dev.launch(&p.kernel, &p.descs).map_err(|e| e.to_string())?;
-        dev.synchronize().map_err(|e| e.to_string())?;
-        let mut after = vec![];
-        for a in &p.on_device {
-            after.push(match a.tensor() {
-                Some(t) => dev.download(t).map_err(|e| e.to_string())?,
-                None => HostTensor::from_f64(DType::F32, &[0], &[]),
-            });
+        if !graph {
+            dev.launch(&p.kernel, &p.descs).map_err(|e| e.to_string())?;
+            dev.synchronize().map_err(|e| e.to_string())?;
+            return Ok(spec.compare(case, &p.args, &download_all(dev, &p.on_device)?));
         }
-        Ok(spec.compare(case, &p.args, &after))
+        let kernel = std::sync::Arc::new(p.kernel);
+        let mut capture = dev.begin_capture().map_err(|e| e.to_string())?;
+        capture.launch(&kernel, &p.descs).map_err(|e| e.to_string())?;
+        let mut g = capture.finish().map_err(|e| e.to_string())?;
+        let second = upload_args(dev, &p.args).map_err(|e| e.to_string())?;
+        let descs: Vec<ArgDesc> = second.iter().map(|a| a.desc(dev)).collect();
+        g.begin_update();
+        g.update(&kernel, &descs).map_err(|e| e.to_string())?;
+        g.end_update().map_err(|e| e.to_string())?;
+        g.replay().map_err(|e| e.to_string())?;
+        dev.synchronize().map_err(|e| e.to_string())?;
+        let first = download_all(dev, &p.on_device)?;
+        let before: Vec<HostTensor> = p
+            .args
+            .iter()
+            .map(|a| if let Arg::Tensor(h) = a { h.clone() } else { HostTensor::from_f64(DType::F32, &[0], &[]) })
+            .collect();
+        // (An empty tensor's buffer is 16 bytes of zeros: compare what the host had.)
+        if let Some(i) = first.iter().zip(&before).position(|(a, b)| a.data.get(..b.data.len()) != Some(&b.data[..])) {
+            return Err(format!("the graph, updated to other buffers, still wrote argument {i}'s first buffer"));
+        }
+        Ok(spec.compare(case, &p.args, &download_all(dev, &second)?))
     };
     match run() {
         Ok(c) => {
@@ -259,7 +290,7 @@ pub fn bench_case(
     // A case whose CPU reference is too large to run (4096³, S = 16384) is timed unchecked:
     // rel L2 NaN in the row; `tilec check` covers the kernel at checkable sizes.
     let check = if ref_work(spec, case) <= BENCH_MAX_REF_WORK {
-        check_case(dev, kernels_dir, spec, case, 7, variant)
+        check_case(dev, kernels_dir, spec, case, 7, variant, false)
     } else {
         CheckRow { pass: true, rel_l2: f64::NAN, ..check_case_unrun(spec, case) }
     };

@@ -15,6 +15,12 @@
 //! shared memory beyond its own, so that no more of its blocks share an SM than on the
 //! emulated target;)
 //!
+//! (a kernel whose [`Signature::grid_dependency`] is set waits, before anything else, for the
+//! grid launched before it on the stream to complete — `griddepcontrol.wait` — and then lets
+//! the next grid start launching: it may be launched with programmatic stream serialization,
+//! so that its launch overlaps the tail of the kernel before (the runtime does so on request,
+//! `tilec_runtime::Device::programmatic_launch`); launched plainly, the wait returns at once;)
+//!
 //! then, for each entry of [`Signature::tma`] in order, a 128-byte `CUtensorMap` passed by
 //! value (a `__grid_constant__` parameter, 64-byte aligned): the tensor map of that tensor
 //! argument, which the launcher encodes from the actual argument (`cuTensorMapEncodeTiled`:
@@ -308,6 +314,10 @@ pub struct Signature {
     /// extent after its parameters and may run on fewer blocks along x.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub persistent: bool,
+    /// The kernel opens with `griddepcontrol.wait` (see the module docs): it may be launched
+    /// with programmatic stream serialization.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub grid_dependency: bool,
     /// Dynamic shared memory the launcher adds to each block beyond what the kernel uses:
     /// a kernel compiled to emulate another target (`--emulate`) is padded so that no more
     /// of its blocks share an SM than on that target.
@@ -398,6 +408,7 @@ mod tests {
                 ),
             }],
             persistent: true,
+            grid_dependency: false,
             shared_pad: 4096,
         };
         let j = serde_json::to_string(&s).unwrap();

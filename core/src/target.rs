@@ -24,6 +24,10 @@ pub enum Feature {
     Tcgen05,
     Fp8Mma,
     Fp4Mma,
+    /// `griddepcontrol` (PTX 7.8, sm_90+): a kernel launched with programmatic stream
+    /// serialization may start while the kernel before it finishes, and waits for it in
+    /// `griddepcontrol.wait`.
+    GridDepControl,
 }
 
 /// Shared memory a kernel may declare statically (CUDA's limit). A kernel that needs more
@@ -119,7 +123,7 @@ pub const ARCHS: &[Arch] = &[
         threads_per_sm: 2048,
         blocks_per_sm: 32,
         regs_per_sm: 65536,
-        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Wgmma, Setmaxnreg, Fp8Mma],
+        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Wgmma, Setmaxnreg, Fp8Mma, GridDepControl],
     },
     Arch {
         name: "sm_103a",
@@ -134,7 +138,7 @@ pub const ARCHS: &[Arch] = &[
         threads_per_sm: 2048,
         blocks_per_sm: 32,
         regs_per_sm: 65536,
-        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Tcgen05, Fp8Mma, Fp4Mma],
+        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Tcgen05, Fp8Mma, Fp4Mma, GridDepControl],
     },
     Arch {
         name: "sm_121a",
@@ -155,7 +159,7 @@ pub const ARCHS: &[Arch] = &[
         // `setmaxnreg` target notes, as CCCL's `cuda::ptx::setmaxnreg_inc` lists them); ptxas
         // 13.0 assembles it for sm_121a. Warp specialization is there on request only (no
         // library kernel asks for it on sm_121a by default).
-        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Fp8Mma, Fp4Mma],
+        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Fp8Mma, Fp4Mma, GridDepControl],
     },
 ];
 

@@ -6,10 +6,13 @@
 //! with the `safetensors` crate, runs the prefill and the greedy decode through the `tilec`
 //! JIT (every GPU operation a kernel of `kernels/`, compiled on first use through the cache),
 //! compares every step with transformers, times a clean run, breaks one decode step down by
-//! kernel, and compares the decode step with the copy floor:
+//! kernel, and compares the decode step with the copy floor. Each decode step is one replay
+//! of a CUDA graph captured from the step's launches (`Jit::capture`), updated with the step's
+//! positions and rows (`Jit::update`); `--no-graph` launches them one by one, and the timed
+//! run times both:
 //!
 //! ```sh
-//! cargo run --release --example qwen2 -- --weights DIR [--layers N] [--new-tokens N] [--json FILE]
+//! cargo run --release --example qwen2 -- --weights DIR [--layers N] [--new-tokens N] [--json FILE] [--no-graph]
 //! ```
 //!
 //! Without a GPU it says so; a missing file, a configuration other than Qwen2-7B's, or a
@@ -27,7 +30,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
-use tilec::jit::Jit;
+use tilec::jit::{Graph, Jit};
 
 pub type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -47,6 +50,47 @@ struct Args {
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Launch each decode step's kernels one by one instead of replaying a CUDA graph.
+    #[arg(long)]
+    no_graph: bool,
+    /// The decode projections' split-K factors, `QKV,O,GATE_UP,DOWN` (default: the H200's
+    /// best, `model::SPLITS`).
+    #[arg(long)]
+    splits: Option<String>,
+}
+
+/// Runs decode steps: as replays of one CUDA graph of the step's launches, or launch by launch.
+struct Decoder<'a, 'j> {
+    jit: &'j Jit,
+    l: &'a Launcher<'j>,
+    k: &'a Kernels,
+    model: &'a Model<'a>,
+    graph: Option<Graph>,
+}
+
+impl Decoder<'_, '_> {
+    /// Makes step `t`'s launches current: the graph updated with its arguments (they differ
+    /// from the last step's in positions and rows only), or, without a graph, launched.
+    fn prepare(&mut self, t: i64, forced: bool) -> Res<()> {
+        let (l, k, model) = (self.l, self.k, self.model);
+        match &mut self.graph {
+            Some(g) => self.jit.update(g, || model.decode(l, k, t, forced)),
+            None => model.decode(l, k, t, forced),
+        }
+    }
+
+    /// Runs the prepared step (with a graph: one replay; without, it already ran).
+    fn run(&self) -> Res<()> {
+        if let Some(g) = &self.graph {
+            g.replay()?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, t: i64, forced: bool) -> Res<()> {
+        self.prepare(t, forced)?;
+        self.run()
+    }
 }
 
 fn main() -> ExitCode {
@@ -162,7 +206,17 @@ fn run(args: &Args) -> Res<bool> {
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {}: {e}", path.display()))?;
     let st = File(safetensors::SafeTensors::deserialize(&map).map_err(|e| format!("{}: {e}", path.display()))?);
 
-    let kernels = Kernels::new(&c);
+    let splits: [i64; 4] = match &args.splits {
+        None => model::SPLITS,
+        Some(s) => s
+            .split(',')
+            .map(|v| v.trim().parse::<i64>().ok().filter(|n| (1..=64).contains(n)))
+            .collect::<Option<Vec<i64>>>()
+            .and_then(|v| v.try_into().ok())
+            .ok_or_else(|| format!("--splits {s}: four split-K factors from 1 to 64 (Q/K/V, O, gate/up, down)"))?,
+    };
+    println!("decode split-K factors (Q/K/V, O, gate/up, down): {splits:?}");
+    let kernels = Kernels::new(&c, splits);
     let l = Launcher::new(&jit);
     let t = Instant::now();
     let weights = Weights::load(&l, &kernels, &st, &c, |i| {
@@ -196,6 +250,13 @@ fn run(args: &Args) -> Res<bool> {
         "warm-up (compile or cache, load, one prefill and decode step): {warm_s:.1} s, {} kernel launch sites",
         l.bound()
     );
+    let mut decoder = Decoder { jit: &jit, l: &l, k: &kernels, model: &model, graph: None };
+    if !args.no_graph {
+        let t = Instant::now();
+        let g = jit.capture(|| model.decode(&l, &kernels, 1, false))?;
+        println!("decode step captured as a CUDA graph of {} launches in {:.1} ms", g.len(), secs(t) * 1e3);
+        decoder.graph = Some(g);
+    }
 
     // The checked run: every step's logits against transformers'. Once one of our tokens
     // differs, the reference's tokens are fed, so that every later step compares logits of the
@@ -210,7 +271,7 @@ fn run(args: &Args) -> Res<bool> {
             if s == 0 {
                 model.prefill(&l, &kernels)?;
             } else {
-                model.decode(&l, &kernels, s as i64, first_divergence.is_some())?;
+                decoder.step(s as i64, first_divergence.is_some())?;
             }
             let ours = model.logits(&l)?;
             let toks = model.tokens(&l, s as i64)?;
@@ -260,8 +321,14 @@ fn run(args: &Args) -> Res<bool> {
     println!("  token  0/{new_tokens}: {:?}… (prefill {:.1} ms)", &first[..first.len().min(6)], prefill_s * 1e3);
     let t = Instant::now();
     let mut last = Instant::now();
+    decoder.prepare(1, false)?;
     for s in 1..new_tokens {
-        model.decode(&l, &kernels, s, false)?;
+        decoder.run()?;
+        // The next step's arguments go into the graph while this one runs (an update
+        // changes later replays only).
+        if decoder.graph.is_some() && s + 1 < new_tokens {
+            decoder.prepare(s + 1, false)?;
+        }
         let toks = model.tokens(&l, s)?;
         println!(
             "  token {s:2}/{new_tokens}: {:?}… ({:.2} ms)",
@@ -271,6 +338,21 @@ fn run(args: &Args) -> Res<bool> {
         last = Instant::now();
     }
     let decode_s = secs(t);
+    // The same steps launch by launch (with a graph above) or replayed (without), for the
+    // comparison of the two in one process.
+    let other_ms = {
+        let graph =
+            if decoder.graph.is_some() { None } else { Some(jit.capture(|| model.decode(&l, &kernels, 1, false))?) };
+        let mut other = Decoder { jit: &jit, l: &l, k: &kernels, model: &model, graph };
+        model.prefill(&l, &kernels)?;
+        model.tokens(&l, 0)?;
+        let t = Instant::now();
+        for s in 1..new_tokens {
+            other.step(s, false)?;
+            model.tokens(&l, s)?;
+        }
+        secs(t) * 1e3 / (new_tokens - 1) as f64
+    };
     let prefill_tps = (batch * prompt_len) as f64 / prefill_s;
     let decode_tps = (batch * (new_tokens - 1)) as f64 / decode_s;
     let step_ms = decode_s * 1e3 / (new_tokens - 1) as f64;
@@ -302,7 +384,9 @@ fn run(args: &Args) -> Res<bool> {
     let theirs = |k: &str| timing.as_ref().and_then(|t| t.get(k)).and_then(serde_json::Value::as_f64);
     println!("\n| batch {batch}, prompt {prompt_len}, {new_tokens} new tokens, {} layers | prefill tokens/s | decode tokens/s | decode step ms |", c.layers);
     println!("|---|---:|---:|---:|");
-    println!("| tilec | {prefill_tps:.0} | {decode_tps:.0} | {step_ms:.2} |");
+    let (mode, other_mode) = if decoder.graph.is_some() { ("graph", "launches") } else { ("launches", "graph") };
+    println!("| tilec ({mode}) | {prefill_tps:.0} | {decode_tps:.0} | {step_ms:.2} |");
+    println!("| tilec ({other_mode}) | | {:.0} | {other_ms:.2} |", batch as f64 / other_ms * 1e3);
     for (name, key) in [("transformers eager", ""), ("transformers + torch.compile", "compile_")] {
         if let (Some(p), Some(d)) =
             (theirs(&format!("{key}prefill_tokens_per_s")), theirs(&format!("{key}decode_tokens_per_s")))
@@ -342,6 +426,8 @@ fn run(args: &Args) -> Res<bool> {
             "prefill_tokens_per_s": prefill_tps,
             "decode_tokens_per_s": decode_tps,
             "decode_step_ms": step_ms,
+            "decode_mode": mode,
+            "decode_step_ms_other_mode": other_ms,
             "copy_bandwidth_gb_s": bw,
             "decode_floor_ms": floor_ms,
             "weights_gb": weights.step_bytes / 1e9,
@@ -379,7 +465,7 @@ mod tests {
     }
 
     fn args(dir: &Path) -> Args {
-        Args { weights: dir.to_path_buf(), layers: None, new_tokens: None, json: None }
+        Args { weights: dir.to_path_buf(), layers: None, new_tokens: None, json: None, no_graph: false, splits: None }
     }
 
     fn config(layers: i64, heads: i64) -> String {

@@ -19,12 +19,11 @@ macro_rules! kernel_source {
     };
 }
 
-/// Split-K factors of the decode step's products (M = batch): enough blocks to cover the
-/// SMs when N / 64 alone does not (bench/results/2026-11-23-h100-decoder-kernels).
-const SPLIT_QKV: i64 = 4;
-const SPLIT_O: i64 = 4;
-const SPLIT_GATE_UP: i64 = 2;
-const SPLIT_DOWN: i64 = 16;
+/// Split-K factors of the decode step's products (M = batch), Q/K/V, O, gate/up, down: the
+/// best of SPLIT 1–32 × TILE_N 64/128 for each on the H200
+/// (bench/results/2026-11-26-h200-qwen2-graphs/splitk-sweep.md). Splitting the wide
+/// gate/up product (592 blocks of 64 columns already) only adds a partial wave.
+pub const SPLITS: [i64; 4] = [4, 4, 1, 8];
 /// The most chunks decode attention may split a sequence's keys into (the kernel picks how
 /// many from the shapes: about two blocks per SM).
 const DECODE_SPLITS: i64 = 32;
@@ -34,11 +33,12 @@ pub struct Kernels {
     rmsnorm: KernelSpec,
     matmul: KernelSpec,
     splitk: BTreeMap<i64, KernelSpec>,
+    /// The split-K factors of the decode projections (see [`SPLITS`]).
+    splits: [i64; 4],
     bias_add: KernelSpec,
     residual_add: KernelSpec,
     swiglu: KernelSpec,
-    rope: KernelSpec,
-    kv_append: KernelSpec,
+    rope_kv_append: KernelSpec,
     fmha: KernelSpec,
     decode_attention: KernelSpec,
     embedding: KernelSpec,
@@ -47,6 +47,7 @@ pub struct Kernels {
     acc_bias: KernelSpec,
     acc_residual: KernelSpec,
     acc_swiglu: KernelSpec,
+    acc_residual_norm: KernelSpec,
 }
 
 fn spec((name, text): (&str, &str), kernel: &str, consts: &[(&str, ConstArg)]) -> KernelSpec {
@@ -58,9 +59,9 @@ fn spec((name, text): (&str, &str), kernel: &str, consts: &[(&str, ConstArg)]) -
 }
 
 impl Kernels {
-    pub fn new(c: &Config) -> Kernels {
+    pub fn new(c: &Config, splits: [i64; 4]) -> Kernels {
         let int = ConstArg::Int;
-        let splitk = [SPLIT_QKV, SPLIT_O, SPLIT_GATE_UP, SPLIT_DOWN]
+        let splitk = splits
             .into_iter()
             .map(|s| (s, spec(kernel_source!("matmul_splitk.tile"), "matmul_splitk", &[("SPLIT", int(s))])))
             .collect();
@@ -69,17 +70,17 @@ impl Kernels {
             rmsnorm: spec(kernel_source!("rmsnorm.tile"), "rmsnorm", &[("BLOCK_N", int(pow2(c.hidden)))]),
             matmul: spec(kernel_source!("matmul.tile"), "matmul", &[]),
             splitk,
+            splits,
             bias_add: spec(kernel_source!("bias_add.tile"), "bias_add", &[("BLOCK_N", int(4096))]),
             residual_add: spec(kernel_source!("residual_add.tile"), "residual_add", &[("BLOCK_N", int(4096))]),
             swiglu: spec(kernel_source!("swiglu.tile"), "swiglu", &[("BLOCK_N", int(4096))]),
-            rope: spec(
+            rope_kv_append: spec(
                 kernel_source!("rope.tile"),
-                "rope",
+                "rope_kv_append",
                 // Tiles of whole heads, a power of two of them: the heads past the tensor's
                 // (28 of 32) load zeros and are not stored.
                 &[("H", int(pow2(c.heads))), ("HK", int(pow2(c.kv_heads))), ("HALF", int(c.head_dim / 2))],
             ),
-            kv_append: spec(kernel_source!("kv_append.tile"), "kv_append", &[("D_TILE", int(c.head_dim))]),
             fmha: spec(
                 kernel_source!("fmha.tile"),
                 "fmha",
@@ -106,6 +107,7 @@ impl Kernels {
             acc_bias: spec(epilogue, "acc_bias", &[]),
             acc_residual: spec(epilogue, "acc_residual", &[]),
             acc_swiglu: spec(epilogue, "acc_swiglu", &[]),
+            acc_residual_norm: spec(epilogue, "acc_residual_rmsnorm", &[("BLOCK_N", int(pow2(c.hidden)))]),
         }
     }
 }
@@ -310,7 +312,7 @@ pub struct Model<'w> {
     cos: DeviceTensor,
     sin: DeviceTensor,
     /// Row r: the positions of every sequence at decode step r (r ≥ 1: prompt + r − 1); row 0
-    /// zeros (the prefill's first position). Views of its rows are kv_append's positions and
+    /// zeros (the prefill's first position). Views of its rows are rope_kv_append's positions and
     /// decode attention's lengths, so no step uploads anything.
     positions: DeviceTensor,
     /// The prompt's ids, [batch · prompt].
@@ -344,7 +346,6 @@ struct Roles {
     norm: &'static str,
     qkv: [&'static str; 2],
     rope: &'static str,
-    kv_append: &'static str,
     attention: &'static str,
     o: [&'static str; 2],
     gate_up: [&'static str; 2],
@@ -360,8 +361,7 @@ macro_rules! roles {
             embedding: concat!($p, "/embedding"),
             norm: concat!($p, "/norm"),
             qkv: [concat!($p, "/qkv proj"), concat!($p, "/qkv bias")],
-            rope: concat!($p, "/rope"),
-            kv_append: concat!($p, "/kv append"),
+            rope: concat!($p, "/rope+kv append"),
             attention: concat!($p, "/attention"),
             o: [concat!($p, "/o proj"), concat!($p, "/o residual")],
             gate_up: [concat!($p, "/gate-up proj"), concat!($p, "/swiglu")],
@@ -374,7 +374,13 @@ macro_rules! roles {
 }
 
 const PREFILL: Roles = roles!("prefill");
-const DECODE: Roles = roles!("decode");
+/// A decode step's residual epilogues also normalise (the next layer's input norm, the
+/// post-attention norm, the final norm).
+const DECODE: Roles = Roles {
+    o: ["decode/o proj", "decode/o residual+norm"],
+    down: ["decode/down proj", "decode/down residual+norm"],
+    ..roles!("decode")
+};
 
 /// What a layer's launches differ in between the phases: the prefill's GEMMs write f16
 /// intermediates that `bias_add`/`residual_add`/`swiglu` finish; a decode step's split-K GEMMs
@@ -389,15 +395,16 @@ struct Steps<'a> {
     mid_qkv: &'a DeviceTensor,
     mid_h: &'a DeviceTensor,
     mid_gu: &'a DeviceTensor,
+    /// The residual epilogue fused with the following RMSNorm (a decode step's), which then
+    /// replaces the standalone norms after the first.
+    residual_norm: Option<&'a KernelSpec>,
     gate: TensorView<'a>,
     up: TensorView<'a>,
-    q_rope: TensorView<'a>,
-    k_rope: TensorView<'a>,
+    /// The new positions' Q, K and V heads, [B, S, heads, D].
+    q_new: TensorView<'a>,
     k_new: TensorView<'a>,
     v_new: TensorView<'a>,
-    cos: TensorView<'a>,
-    sin: TensorView<'a>,
-    /// Where the new K/V rows go in each sequence.
+    /// The new positions of each sequence (RoPE's table rows and the cache rows).
     pos: TensorView<'a>,
     /// The attention of layer i, from the new Q heads and the cache into `attn`.
     attend: &'a dyn Fn(usize) -> Res<()>,
@@ -542,27 +549,79 @@ impl<'w> Model<'w> {
             l.launch(role[0], gemm, &[Arg::Tensor(x), Arg::Tensor(wt), Arg::Tensor(mid)])?;
             l.launch(role[1], epilogue, &[Arg::Tensor(mid), Arg::Tensor(other), Arg::Tensor(out)])
         };
-        norm(&a.x[cur], &w.input_norm)?;
-        project(r.qkv, s.gemm[0], &a.normed, &w.wqkv, s.mid_qkv, s.bias, &w.bqkv, &a.qkv)?;
-        l.launch(r.rope, &k.rope, &[Arg::View(&s.q_rope), Arg::View(&s.k_rope), Arg::View(&s.cos), Arg::View(&s.sin)])?;
-        for (new, cache) in [(&s.k_new, &self.k_cache[i]), (&s.v_new, &self.v_cache[i])] {
-            l.launch(r.kv_append, &k.kv_append, &[Arg::View(new), Arg::Tensor(cache), Arg::View(&s.pos)])?;
+        // x[cur] + the product in `mid`, into x[1 - cur]; with the fused epilogue also
+        // normalised by `g` into `normed`, else by the standalone norm when `g` is given.
+        let residual = |role: [&'static str; 2],
+                        gemm: &KernelSpec,
+                        x: &DeviceTensor,
+                        wt: &DeviceTensor,
+                        cur: usize,
+                        g: Option<&DeviceTensor>|
+         -> Res<()> {
+            match (s.residual_norm, g) {
+                (Some(fused), Some(g)) => {
+                    l.launch(role[0], gemm, &[Arg::Tensor(x), Arg::Tensor(wt), Arg::Tensor(s.mid_h)])?;
+                    let (acc, from, to) = (Arg::Tensor(s.mid_h), Arg::Tensor(&a.x[cur]), Arg::Tensor(&a.x[1 - cur]));
+                    l.launch(role[1], fused, &[acc, from, Arg::Tensor(g), to, Arg::Tensor(&a.normed), eps])
+                }
+                _ => {
+                    project(role, gemm, x, wt, s.mid_h, s.residual, &a.x[cur], &a.x[1 - cur])?;
+                    match g {
+                        Some(g) => norm(&a.x[1 - cur], g),
+                        None => Ok(()),
+                    }
+                }
+            }
+        };
+        // A fused phase's previous layer (or the embedding's norm, for the first) already
+        // left this layer's normed input.
+        if s.residual_norm.is_none() || i == 0 {
+            norm(&a.x[cur], &w.input_norm)?;
         }
+        project(r.qkv, s.gemm[0], &a.normed, &w.wqkv, s.mid_qkv, s.bias, &w.bqkv, &a.qkv)?;
+        let (kc, vc) = (&self.k_cache[i], &self.v_cache[i]);
+        l.launch(
+            r.rope,
+            &k.rope_kv_append,
+            &[
+                Arg::View(&s.q_new),
+                Arg::View(&s.k_new),
+                Arg::View(&s.v_new),
+                Arg::Tensor(&self.cos),
+                Arg::Tensor(&self.sin),
+                Arg::Tensor(kc),
+                Arg::Tensor(vc),
+                Arg::View(&s.pos),
+            ],
+        )?;
         (s.attend)(i)?;
-        project(r.o, s.gemm[1], &a.attn, &w.wo, s.mid_h, s.residual, &a.x[cur], &a.x[1 - cur])?;
+        residual(r.o, s.gemm[1], &a.attn, &w.wo, cur, Some(&w.post_norm))?;
         let cur = 1 - cur;
-        norm(&a.x[cur], &w.post_norm)?;
         l.launch(r.gate_up[0], s.gemm[2], &[Arg::Tensor(&a.normed), Arg::Tensor(&w.wgu), Arg::Tensor(s.mid_gu)])?;
         l.launch(r.gate_up[1], s.swiglu, &[Arg::View(&s.gate), Arg::View(&s.up), Arg::Tensor(&a.act)])?;
-        project(r.down, s.gemm[3], &a.act, &w.wd, s.mid_h, s.residual, &a.x[cur], &a.x[1 - cur])?;
+        // The next layer's input norm, or the final norm after the last layer.
+        let next = self.w.layers.get(i + 1).map_or(&self.w.norm, |l| &l.input_norm);
+        residual(r.down, s.gemm[3], &a.act, &w.wd, cur, s.residual_norm.map(|_| next))?;
         Ok(1 - cur)
     }
 
     /// The final norm of `x` (a sequence's last position each), the LM head into `logits`,
     /// and the greedy tokens into token row `t`.
-    fn head(&self, l: &Launcher<'_>, k: &Kernels, r: &Roles, x: Arg<'_>, normed: &DeviceTensor, t: i64) -> Res<()> {
+    /// `x` is `None` when `normed` already holds the final norm of the last layer's output
+    /// (a fused decode step).
+    fn head(
+        &self,
+        l: &Launcher<'_>,
+        k: &Kernels,
+        r: &Roles,
+        x: Option<Arg<'_>>,
+        normed: &DeviceTensor,
+        t: i64,
+    ) -> Res<()> {
         let eps = Arg::F32(self.c.eps as f32);
-        l.launch(r.final_norm, &k.rmsnorm, &[x, Arg::Tensor(&self.w.norm), Arg::Tensor(normed), eps])?;
+        if let Some(x) = x {
+            l.launch(r.final_norm, &k.rmsnorm, &[x, Arg::Tensor(&self.w.norm), Arg::Tensor(normed), eps])?;
+        }
         l.launch(
             r.lm_head,
             &k.matmul,
@@ -606,18 +665,16 @@ impl<'w> Model<'w> {
             gemm: [&k.matmul; 4],
             bias: &k.bias_add,
             residual: &k.residual_add,
+            residual_norm: None,
             swiglu: &k.swiglu,
             mid_qkv: &a.qkv_raw,
             mid_h: &a.proj,
             mid_gu: &a.gu,
             gate: a.gu.view(0, &[b * p, inter], &[2 * inter, 1])?,
             up: a.gu.view(inter, &[b * p, inter], &[2 * inter, 1])?,
-            q_rope: a.qkv.view(0, &[b, p, c.heads, hd], &[p * w3, w3, hd, 1])?,
-            k_rope: a.qkv.view(h, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
-            k_new: a.qkv.view(h, &[b, hk, p, hd], &[p * w3, hd, w3, 1])?,
-            v_new: a.qkv.view(h + hk * hd, &[b, hk, p, hd], &[p * w3, hd, w3, 1])?,
-            cos: self.cos.view(0, &[p, hd / 2], &[hd / 2, 1])?,
-            sin: self.sin.view(0, &[p, hd / 2], &[hd / 2, 1])?,
+            q_new: a.qkv.view(0, &[b, p, c.heads, hd], &[p * w3, w3, hd, 1])?,
+            k_new: a.qkv.view(h, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
+            v_new: a.qkv.view(h + hk * hd, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
             pos: self.pos_row(0)?,
             attend: &attend,
         };
@@ -627,7 +684,7 @@ impl<'w> Model<'w> {
         }
         // Only each sequence's last position goes on to the LM head.
         let last = a.x[cur].view((p - 1) * h, &[b, h], &[p * h, 1])?;
-        self.head(l, k, r, Arg::View(&last), &self.nlast, 0)
+        self.head(l, k, r, Some(Arg::View(&last)), &self.nlast, 0)
     }
 
     /// Decode step `t` (1 ≤ t < new_tokens): feeds token row t − 1 (ours, or the forced one)
@@ -642,7 +699,6 @@ impl<'w> Model<'w> {
         let (h, w3, inter, hk) = (c.hidden, c.qkv_width(), c.intermediate, c.kv_heads);
         let a = &self.d;
         let r = &DECODE;
-        let position = self.prompt + t - 1;
         let feed = if forced { &self.forced } else { &self.tokens };
         let ids = feed.view((t - 1) * b, &[b], &[1])?;
         l.launch(r.embedding, &k.embedding, &[Arg::View(&ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])])?;
@@ -669,21 +725,19 @@ impl<'w> Model<'w> {
         let split = |s: i64| k.splitk.get(&s).ok_or_else(|| format!("no split-K kernel with SPLIT={s}"));
         let steps = Steps {
             roles: r,
-            gemm: [split(SPLIT_QKV)?, split(SPLIT_O)?, split(SPLIT_GATE_UP)?, split(SPLIT_DOWN)?],
+            gemm: [split(k.splits[0])?, split(k.splits[1])?, split(k.splits[2])?, split(k.splits[3])?],
             bias: &k.acc_bias,
             residual: &k.acc_residual,
+            residual_norm: Some(&k.acc_residual_norm),
             swiglu: &k.acc_swiglu,
             mid_qkv: &self.acc_qkv,
             mid_h: &self.acc_h,
             mid_gu: &self.acc_gu,
             gate: self.acc_gu.view(0, &[b, inter], &[2 * inter, 1])?,
             up: self.acc_gu.view(inter, &[b, inter], &[2 * inter, 1])?,
-            q_rope: a.qkv.view(0, &[b, 1, c.heads, hd], &[w3, w3, hd, 1])?,
-            k_rope: a.qkv.view(h, &[b, 1, hk, hd], &[w3, w3, hd, 1])?,
-            k_new: a.qkv.view(h, &[b, hk, 1, hd], &[w3, hd, w3, 1])?,
-            v_new: a.qkv.view(h + hk * hd, &[b, hk, 1, hd], &[w3, hd, w3, 1])?,
-            cos: self.cos.view(position * hd / 2, &[1, hd / 2], &[hd / 2, 1])?,
-            sin: self.sin.view(position * hd / 2, &[1, hd / 2], &[hd / 2, 1])?,
+            q_new: a.qkv.view(0, &[b, 1, c.heads, hd], &[w3, w3, hd, 1])?,
+            k_new: a.qkv.view(h, &[b, 1, hk, hd], &[w3, w3, hd, 1])?,
+            v_new: a.qkv.view(h + hk * hd, &[b, 1, hk, hd], &[w3, w3, hd, 1])?,
             pos: self.pos_row(t)?,
             attend: &attend,
         };
@@ -691,7 +745,7 @@ impl<'w> Model<'w> {
         for i in 0..self.w.layers.len() {
             cur = self.layer(l, k, a, &steps, i, cur)?;
         }
-        self.head(l, k, r, Arg::Tensor(&a.x[cur]), &a.normed, t)
+        self.head(l, k, r, None, &a.normed, t)
     }
 
     /// Token row `t` (ours).
@@ -713,15 +767,14 @@ mod tests {
 
     #[test]
     fn every_kernel_the_decoder_launches_compiles_for_each_target() {
-        let k = Kernels::new(&Config::QWEN2_7B);
+        let k = Kernels::new(&Config::QWEN2_7B, SPLITS);
         let mut all = vec![
             &k.rmsnorm,
             &k.matmul,
             &k.bias_add,
             &k.residual_add,
             &k.swiglu,
-            &k.rope,
-            &k.kv_append,
+            &k.rope_kv_append,
             &k.fmha,
             &k.decode_attention,
             &k.embedding,
@@ -730,6 +783,7 @@ mod tests {
             &k.acc_bias,
             &k.acc_residual,
             &k.acc_swiglu,
+            &k.acc_residual_norm,
         ];
         all.extend(k.splitk.values());
         for arch in ["sm_90a", "sm_103a", "sm_121a"] {

@@ -222,6 +222,8 @@ pub struct Facts {
     pub tma: Vec<tilec_core::abi::TmaParam>,
     /// The lowered kernel takes a tile count (the signature's `persistent`).
     pub persistent: bool,
+    /// The lowered kernel opens with `griddepcontrol.wait` (the signature's `grid_dependency`).
+    pub grid_dependency: bool,
     pub report: Vec<String>,
 }
 
@@ -419,6 +421,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     d.facts.shared_bytes = Some(low.shared_bytes);
     d.facts.tma = low.tma.clone();
     d.facts.persistent = low.persistent;
+    d.facts.grid_dependency = low.grid_dependency;
     d.mlir.parse(&low.text, "llvm")?;
     d.ir = Ir::Text(low.text);
     Ok(())

@@ -581,6 +581,7 @@ mod tests {
             tma: vec![],
             requires: vec![],
             persistent: false,
+            grid_dependency: false,
             shared_pad: 0,
         };
         Artifact {

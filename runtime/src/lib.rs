@@ -15,9 +15,10 @@
 //! cached kernels links neither MLIR nor LLVM.
 
 pub mod cache;
+pub mod graph;
 pub mod tune;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
 use tilec_core::abi::{HostArgs, ParamSig, Signature};
 use tilec_core::target::Arch;
@@ -44,6 +45,9 @@ pub enum RuntimeError {
     BadView(String),
     #[error("unsupported device: {0}")]
     Unsupported(String),
+    /// A graph that cannot be captured, updated or replayed as asked ([`graph`]).
+    #[error("CUDA graph: {0}")]
+    Graph(String),
 }
 
 fn drv(e: impl std::fmt::Debug) -> RuntimeError {
@@ -479,6 +483,12 @@ pub struct Device {
     pub stream: Arc<CudaStream>,
     pub name: String,
     pub cc: (i32, i32),
+    /// Launch the kernels that wait for the grid before them ([`Signature::grid_dependency`])
+    /// with programmatic stream serialization. Off unless `TILEC_PDL=1`: measured on the H200
+    /// (bench/results/2026-11-26-h200-qwen2-graphs), the Qwen2 decode step replayed as a graph
+    /// is slower with it (4.83 against 4.53 ms) and launched kernel by kernel about the same
+    /// (4.90 against 4.94 ms).
+    pub programmatic_launch: bool,
 }
 
 impl std::fmt::Debug for Device {
@@ -567,12 +577,20 @@ impl Device {
     pub fn open(ordinal: usize) -> Result<Device, RuntimeError> {
         driver_available()?;
         let ctx = CudaContext::new(ordinal).map_err(drv)?;
-        let stream = ctx.default_stream();
+        // Every operation goes on one stream (a graph's capturing stream only records), so
+        // cudarc's per-buffer events would order nothing; and a capture must not wait on an
+        // event recorded outside it.
+        // SAFETY: no two streams of this context touch one buffer concurrently.
+        unsafe { ctx.disable_event_tracking() };
+        // A stream of its own rather than the legacy default one, which programmatic
+        // dependent launches cannot use.
+        let stream = ctx.new_stream().map_err(drv)?;
         let name = ctx.name().map_err(drv)?;
         use cudarc::driver::sys::CUdevice_attribute as A;
         let major = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(drv)?;
         let minor = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(drv)?;
-        Ok(Device { ctx, stream, name, cc: (major, minor) })
+        let programmatic_launch = std::env::var_os("TILEC_PDL").is_some_and(|v| v == "1");
+        Ok(Device { ctx, stream, name, cc: (major, minor), programmatic_launch })
     }
 
     /// The tilec target of this device, if it is one tilec compiles for.
@@ -704,47 +722,12 @@ impl Device {
     }
 
     pub fn launch_plan(&self, k: &Kernel, plan: &LaunchPlan) -> Result<(), RuntimeError> {
-        if plan.empty {
-            return Ok(());
-        }
-        // A persistent kernel walks its tiles on the blocks the device holds at once.
-        let x = match k.resident_blocks {
-            Some(r) if k.signature.persistent => plan.grid[0].min(r).max(1),
-            _ => plan.grid[0],
-        };
-        let cfg = LaunchConfig {
-            grid_dim: (x, plan.grid[1], plan.grid[2]),
-            block_dim: (plan.block, 1, 1),
-            // Kernels over the static limit declare their shared memory dynamic; an emulating
-            // kernel's padding is dynamic too.
-            shared_mem_bytes: plan.dynamic_shared_bytes,
-        };
-        let maps: Vec<TensorMap> = plan
-            .words
-            .iter()
-            .filter_map(|w| match w {
-                Word::TensorMap(r) => Some(r.encode()),
-                _ => None,
-            })
-            .collect::<Result<_, _>>()?;
-        let mut b = self.stream.launch_builder(&k.func);
-        let mut next_map = maps.iter();
-        for w in &plan.words {
-            match w {
-                Word::U64(v) => b.arg(v),
-                Word::I64(v) => b.arg(v),
-                Word::I32(v) => b.arg(v),
-                Word::F32(v) => b.arg(v),
-                Word::TensorMap(_) => match next_map.next() {
-                    Some(m) => b.arg(m),
-                    None => return Err(RuntimeError::Driver("a tensor map was not encoded".into())),
-                },
-            };
-        }
-        // SAFETY: `validate` checked every argument against the kernel's ABI: the words
-        // are in ABI order with ABI types, and every tensor's addressed range is in its buffer.
-        unsafe { b.launch(cfg) }.map_err(drv)?;
-        Ok(())
+        launch_on(&self.stream, k, plan, self.programmatic_launch)
+    }
+
+    /// Starts capturing launches into a CUDA graph (see [`graph`]).
+    pub fn begin_capture(&self) -> Result<graph::Capture, RuntimeError> {
+        graph::Capture::begin(&self.stream, self.programmatic_launch)
     }
 
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
@@ -796,6 +779,99 @@ impl Device {
     }
 }
 
+/// The grid a launch of `k` by `plan` runs: a persistent kernel walks its tiles on the blocks
+/// the device holds at once.
+fn launch_grid(k: &Kernel, plan: &LaunchPlan) -> [u32; 3] {
+    let x = match k.resident_blocks {
+        Some(r) if k.signature.persistent => plan.grid[0].min(r).max(1),
+        _ => plan.grid[0],
+    };
+    [x, plan.grid[1], plan.grid[2]]
+}
+
+/// A plan's parameter values, each in its own slot, tensor maps encoded: what the driver
+/// copies from when a kernel is launched or a graph's kernel node is given new parameters.
+enum ParamValue {
+    U64(u64),
+    I64(i64),
+    I32(i32),
+    F32(f32),
+    Map(TensorMap),
+}
+
+impl ParamValue {
+    fn of(plan: &LaunchPlan) -> Result<Vec<ParamValue>, RuntimeError> {
+        plan.words
+            .iter()
+            .map(|w| {
+                Ok(match w {
+                    Word::U64(v) => ParamValue::U64(*v),
+                    Word::I64(v) => ParamValue::I64(*v),
+                    Word::I32(v) => ParamValue::I32(*v),
+                    Word::F32(v) => ParamValue::F32(*v),
+                    Word::TensorMap(r) => ParamValue::Map(r.encode()?),
+                })
+            })
+            .collect()
+    }
+
+    /// A pointer to the value, as `cuLaunchKernel`'s `kernelParams` holds it (valid while
+    /// `self` is neither moved nor dropped).
+    fn ptr(&mut self) -> *mut std::ffi::c_void {
+        match self {
+            ParamValue::U64(v) => (v as *mut u64).cast(),
+            ParamValue::I64(v) => (v as *mut i64).cast(),
+            ParamValue::I32(v) => (v as *mut i32).cast(),
+            ParamValue::F32(v) => (v as *mut f32).cast(),
+            ParamValue::Map(m) => (m as *mut TensorMap).cast(),
+        }
+    }
+}
+
+/// Launches `k` by a validated `plan` on `stream` (which may be capturing a graph). A kernel
+/// that waits for the grid before it ([`Signature::grid_dependency`]) is launched with
+/// programmatic stream serialization: it may start launching while that grid finishes (in a
+/// captured graph, a programmatic edge).
+fn launch_on(stream: &Arc<CudaStream>, k: &Kernel, plan: &LaunchPlan, programmatic: bool) -> Result<(), RuntimeError> {
+    use cudarc::driver::sys;
+    if plan.empty {
+        return Ok(());
+    }
+    let [x, y, z] = launch_grid(k, plan);
+    let mut values = ParamValue::of(plan)?;
+    let mut ptrs: Vec<*mut std::ffi::c_void> = values.iter_mut().map(ParamValue::ptr).collect();
+    // SAFETY: a plain C union of integers; zero is a valid value of each member.
+    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    value.programmaticStreamSerializationAllowed = 1;
+    let mut attrs = [sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        pad: [0; 4],
+        value,
+    }];
+    let cfg = sys::CUlaunchConfig {
+        gridDimX: x,
+        gridDimY: y,
+        gridDimZ: z,
+        blockDimX: plan.block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        // Kernels over the static limit declare their shared memory dynamic; an emulating
+        // kernel's padding is dynamic too.
+        sharedMemBytes: plan.dynamic_shared_bytes,
+        hStream: stream.cu_stream(),
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: u32::from(programmatic && k.signature.grid_dependency),
+    };
+    stream.context().bind_to_thread().map_err(drv)?;
+    // SAFETY: `validate` checked every argument against the kernel's ABI: the values are in
+    // ABI order with ABI types, and every tensor's addressed range is in its buffer; the
+    // function is alive (`k` owns its module); the driver copies the values before returning.
+    // Programmatic serialization only where the kernel waits for the grid before it.
+    unsafe { sys::cuLaunchKernelEx(&cfg, k.func.cu_function(), ptrs.as_mut_ptr(), std::ptr::null_mut()) }
+        .result()
+        .map_err(drv)
+}
+
 pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
@@ -843,6 +919,7 @@ mod tests {
             tma: vec![],
             requires: vec![],
             persistent: false,
+            grid_dependency: false,
             shared_pad: 0,
         }
     }
@@ -859,6 +936,22 @@ mod tests {
         assert_eq!(p.grid, [3, 1, 1]);
         assert_eq!(p.words.len(), 10);
         assert_eq!(p.words[0], Word::U64(256));
+    }
+
+    #[test]
+    fn a_graph_node_takes_new_addresses_but_not_a_new_grid() {
+        // Another buffer of the same shape: the captured node can take it.
+        let old = validate(&sig(), &[t(vec![10, 64], 256), t(vec![10, 64], 4096)], None).unwrap();
+        let moved = validate(&sig(), &[t(vec![10, 64], 8192), t(vec![10, 64], 1 << 20)], None).unwrap();
+        assert_ne!(old.words, moved.words);
+        graph::same_launch(3, "k", &old, &moved).unwrap();
+        // More rows need more blocks: refused, naming the launch and both grids.
+        let more = validate(&sig(), &[t(vec![20, 64], 256), t(vec![20, 64], 4096)], None).unwrap();
+        let e = graph::same_launch(3, "k", &old, &more).unwrap_err().to_string();
+        assert!(e.contains("launch 3 (`k`)") && e.contains("grid [3, 1, 1]") && e.contains("grid [5, 1, 1]"), "{e}");
+        // An empty tensor launches nothing: not the same launch either.
+        let empty = validate(&sig(), &[t(vec![0, 64], 256), t(vec![0, 64], 4096)], None).unwrap();
+        assert!(graph::same_launch(0, "k", &old, &empty).unwrap_err().to_string().contains("empty grid"));
     }
 
     #[test]

@@ -23,6 +23,7 @@ const FREE: &[(&str, &str, usize, i64, &str)] = &[
     ("paged_attention_decode", "block_tables", 1, 0, "the table's width: pages a sequence may hold"),
     ("rope", "q", 2, -1, "the query heads: any count up to the tile's H (Qwen2's 28 in 32)"),
     ("rope", "k", 2, -1, "the key heads: any count up to the tile's HK"),
+    ("rope_kv_append", "q", 2, -1, "the query heads: any count up to the tile's H (Qwen2's 28 in 32)"),
     ("row_max", "x", 1, 0, "the row width, up to BLOCK_N"),
     ("topk_partial", "x", 1, 0, "the vocabulary: any width, in BLOCK_N chunks (the partials follow its chunk count)"),
 ];

@@ -23,6 +23,11 @@ pub struct Args {
     /// single-threaded Rust: 4096³ takes minutes). Skipped cases are listed, never passed.
     #[arg(long)]
     max_ref_work: Option<f64>,
+    /// Run each case as a CUDA graph: captured on one copy of the inputs, updated to a
+    /// second copy (every address changes), replayed; the second copy's outputs are checked
+    /// and the first copy must come out untouched.
+    #[arg(long)]
+    graph: bool,
     #[command(flatten)]
     variant: super::VariantArgs,
 }
@@ -44,7 +49,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 continue;
             }
             out::err_raw(&format!("\rchecking {} {} ...            ", spec.name, case.label()));
-            let row = gpu::check_case(&dev, &a.kernels_dir, spec, case, 1000 + i as u64, &a.variant);
+            let row = gpu::check_case(&dev, &a.kernels_dir, spec, case, 1000 + i as u64, &a.variant, a.graph);
             out::err(&format!(
                 "\r{} {} {}: {} (max abs {:.3e}, rel L2 {:.3e}) {}",
                 row.kernel,

@@ -415,6 +415,7 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         tma: vec![],
         requires,
         persistent: false,
+        grid_dependency: false,
         shared_pad: 0,
     };
     Ok(Elaborated { func: cx.func, signature, hints, tune, tune_ok })

@@ -128,6 +128,8 @@ pub struct Lowered {
     /// The kernel reads `num_tiles(0)` (`tile-persistent`): it takes the grid's x extent as
     /// an i32 after its parameters, before the tensor maps (the signature's `persistent`).
     pub persistent: bool,
+    /// The kernel opens with `griddepcontrol.wait` (the signature's `grid_dependency`).
+    pub grid_dependency: bool,
     /// What the tensor-core lowering did (`--report`): per `mma`, the instructions of one K
     /// step; per shared buffer, its swizzle and the bank conflicts of its `ldmatrix` reads.
     pub report: Vec<String>,
@@ -622,6 +624,16 @@ fn lower_with<'f>(
         tmem: None,
         tmem_dirty: false,
     };
+    // Programmatic dependent launch: the kernel may start while the grid before it on the
+    // stream finishes (where the runtime launches it so), so it first waits for that grid's
+    // completion and memory — before any load (a read after its write) or store (a write
+    // after its read) — and then lets the grid after it start launching, which then overlaps
+    // this one's execution instead of following its last block.
+    let grid_dependency = arch.has(tilec_core::target::Feature::GridDepControl);
+    if grid_dependency {
+        lw.em.line("nvvm.griddepcontrol wait");
+        lw.em.line("nvvm.griddepcontrol launch_dependents");
+    }
     lw.tmem_begin()?;
     match (func.warp_spec, &facts.partition) {
         (Some(spec), Some(part)) => lw.warp_specialized(spec, part)?,
@@ -664,7 +676,15 @@ fn lower_with<'f>(
     let _ = writeln!(s, "    llvm.return\n  }}\n}}");
     let report = std::mem::take(&mut lw.report);
     Ok((
-        Lowered { text: s, shared_bytes: smem, block_threads: threads, tma: facts.tma.clone(), persistent, report },
+        Lowered {
+            text: s,
+            shared_bytes: smem,
+            block_threads: threads,
+            tma: facts.tma.clone(),
+            persistent,
+            grid_dependency,
+            report,
+        },
         requests,
     ))
 }

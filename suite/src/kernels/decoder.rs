@@ -1,12 +1,14 @@
 //! The small kernels a decoder's layers need around the big ones (kernels/bias_add.tile,
-//! kernels/residual_add.tile, kernels/kv_append.tile): exact against plain Rust.
+//! kernels/residual_add.tile, kernels/kv_append.tile, the split-K epilogues, and the fused
+//! glue of a decode step): exact against plain Rust where the kernel only moves or adds.
 
-use crate::inputs::{numel, poisoned, pow2_clamped, randn, tensor, values};
+use crate::inputs::{normal, normal_tensor, numel, poisoned, pow2_clamped, randn, tensor, values};
 use crate::{storage_tolerance, Arg, Case, Class, Spec};
 use rand::Rng;
 use std::collections::BTreeMap;
 use tilec_core::DType;
 use tilec_frontend::ConstArg;
+use tilec_interp::reference;
 
 fn no_peer(_: &Case) -> Option<String> {
     None
@@ -335,5 +337,175 @@ pub const ACC_SWIGLU: Spec = Spec {
     },
     flops: None,
     case_for: |dims, dtype| mn(dims, dtype, "acc_swiglu"),
+    peer_config: no_peer,
+};
+
+const RMS_EPS: f32 = 1e-6;
+
+/// Split-K epilogue fused with the next RMSNorm: `y = acc + residual; normed = rmsnorm(y) · w;
+/// acc = 0` (kernels/splitk_epilogue.tile). Dims `[M, N]`.
+pub const ACC_RESIDUAL_RMSNORM: Spec = Spec {
+    name: "acc_residual_rmsnorm",
+    file: "splitk_epilogue.tile",
+    kernel: "acc_residual_rmsnorm",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[3, 40]), Case::new(DType::BF16, &[2, 1030])],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 1]),
+            Case::new(DType::F16, &[16, 3584]),
+            Case::new(DType::BF16, &[16, 3584]),
+            Case::new(DType::F16, &[7, 33]),
+            Case::new(DType::F32, &[33, 4097]),
+            Case::new(DType::F16, &[5, 8192]),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("BLOCK_N".to_string(), ConstArg::Int(pow2_clamped(c.dims[1], 16, 8192))),
+        ])
+    },
+    inputs: |c, rng| {
+        let n = c.dims[1];
+        let w: Vec<f64> = (0..n).map(|_| 1.0 + 0.5 * normal(rng)).collect();
+        vec![
+            tensor(DType::F32, &c.dims, &randn(rng, numel(&c.dims), 4.0)),
+            tensor(c.dtype, &c.dims, &randn(rng, numel(&c.dims), 1.0)),
+            tensor(c.dtype, &[n], &w),
+            poisoned(c.dtype, &c.dims),
+            poisoned(c.dtype, &c.dims),
+            Arg::F32(RMS_EPS),
+        ]
+    },
+    outputs: &[0, 3, 4],
+    exact: &[0, 3],
+    reference: |c, a| {
+        let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+        let [acc, y] = &acc_add_reference(c, a)[..] else { return vec![] };
+        let normed = reference::rmsnorm(y, &values(a, 2), m, n, f64::from(RMS_EPS));
+        vec![acc.clone(), y.clone(), normed]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| acc_bytes(c, 3) + (c.dims[1] * i64::from(c.dtype.bytes())) as f64,
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, n] if *m >= 1 && (1..=8192).contains(n) && dtype.is_float() && !dtype.is_storage_only() => {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!("acc_residual_rmsnorm takes MxN with N in 1..=8192 and a float dtype, not {dims:?} {dtype}")),
+    },
+    peer_config: no_peer,
+};
+
+/// RoPE fused with the KV-cache append (kernels/rope.tile's `rope_kv_append`). Dims
+/// `[B, S, H, HK, D, SC]`: S new positions of B sequences, H query and HK KV heads, a cache of
+/// SC rows (and a table of SC positions).
+pub const ROPE_KV_APPEND: Spec = Spec {
+    name: "rope_kv_append",
+    file: "rope.tile",
+    kernel: "rope_kv_append",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[2, 3, 4, 2, 16, 5]), Case::new(DType::F32, &[3, 1, 3, 1, 8, 4])],
+    gpu_cases: || {
+        let c = |b, s, h, hk, d, sc| Case::new(DType::F16, &[b, s, h, hk, d, sc]);
+        vec![
+            c(1, 1, 1, 1, 64, 1),
+            c(16, 1, 28, 4, 128, 600),
+            c(2, 37, 28, 4, 128, 64),
+            c(3, 5, 4, 2, 64, 7),
+            Case::new(DType::BF16, &[4, 2, 16, 16, 128, 33]),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("H".to_string(), ConstArg::Int(pow2_clamped(c.dims[2], 1, 256))),
+            ("HK".to_string(), ConstArg::Int(pow2_clamped(c.dims[3], 1, 256))),
+            ("HALF".to_string(), ConstArg::Int(c.dims[4] / 2)),
+        ])
+    },
+    inputs: |c, rng| {
+        let [b, s, h, hk, d, sc] = c.dims[..] else { return vec![] };
+        let half = d / 2;
+        let angle = |i: i64| (i / half) as f64 * 10000f64.powf(-((i % half) as f64) / half as f64);
+        let cos: Vec<f64> = (0..sc * half).map(|i| angle(i).cos()).collect();
+        let sin: Vec<f64> = (0..sc * half).map(|i| angle(i).sin()).collect();
+        // Positions where the new rows fit, and for the last sequence one whose tail falls off
+        // the cache (rows not written, q rotated by the zeros past the table).
+        let pos: Vec<f64> = (0..b)
+            .map(|i| if i == b - 1 && b > 1 { (sc - 1) as f64 } else { rng.gen_range(0..=sc - s) as f64 })
+            .collect();
+        vec![
+            normal_tensor(rng, c.dtype, &[b, s, h, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, s, hk, d], 1.0),
+            normal_tensor(rng, c.dtype, &[b, s, hk, d], 1.0),
+            tensor(c.dtype, &[sc, half], &cos),
+            tensor(c.dtype, &[sc, half], &sin),
+            tensor(c.dtype, &[b, hk, sc, d], &vec![-3.0; (b * hk * sc * d) as usize]),
+            tensor(c.dtype, &[b, hk, sc, d], &vec![-3.0; (b * hk * sc * d) as usize]),
+            tensor(DType::I32, &[b], &pos),
+        ]
+    },
+    outputs: &[0, 1, 5, 6],
+    exact: &[1, 6],
+    reference: |c, a| {
+        let [b, s, h, hk, d, sc] = [0, 1, 2, 3, 4, 5].map(|i| c.dims[i] as usize);
+        let half = d / 2;
+        let (q, k, v, cos, sin, pos) =
+            (values(a, 0), values(a, 1), values(a, 2), values(a, 3), values(a, 4), values(a, 7));
+        let (mut qo, mut kc, mut vc) = (q.clone(), values(a, 5), values(a, 6));
+        let zeros = vec![0.0; half];
+        for (bi, &start) in pos.iter().enumerate().take(b) {
+            for si in 0..s {
+                let p = start as usize + si;
+                let (cs, sn) = if p < sc {
+                    (&cos[p * half..(p + 1) * half], &sin[p * half..(p + 1) * half])
+                } else {
+                    (&zeros[..], &zeros[..])
+                };
+                for hh in 0..h {
+                    let o = ((bi * s + si) * h + hh) * d;
+                    qo[o..o + d].copy_from_slice(&reference::rope(&q[o..o + d], cs, sn));
+                }
+                if p >= sc {
+                    continue;
+                }
+                for hh in 0..hk {
+                    let (src, dst) = (((bi * s + si) * hk + hh) * d, ((bi * hk + hh) * sc + p) * d);
+                    kc[dst..dst + d].copy_from_slice(&reference::rope(&k[src..src + d], cs, sn));
+                    vc[dst..dst + d].copy_from_slice(&v[src..src + d]);
+                }
+            }
+        }
+        vec![qo, k, kc, vc]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let [b, s, h, hk, d, _] = c.dims[..] else { return 0.0 };
+        // q read and written, k and v read, their cache rows written; the table rows read.
+        (b * s * (2 * h + 4 * hk) * d + b * s * d) as f64 * f64::from(c.dtype.bytes())
+    },
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [b, s, h, hk, d, sc]
+            if [*b, *s, *h, *hk, *sc].iter().all(|x| *x >= 1)
+                && (*d == 64 || *d == 128 || *d == 16 || *d == 8)
+                && s <= sc
+                && *h <= 256
+                && *hk <= 256
+                && dtype.is_float()
+                && !dtype.is_storage_only() =>
+        {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!(
+            "rope_kv_append takes BxSxHxHKxDxSC (S <= SC, D 8, 16, 64 or 128) in a float dtype, not {dims:?} {dtype}"
+        )),
+    },
     peer_config: no_peer,
 };

@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 56] = [
+pub(crate) static ALL: [&Spec; 58] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -31,6 +31,8 @@ pub(crate) static ALL: [&Spec; 56] = [
     &decoder::ACC_BIAS,
     &decoder::ACC_RESIDUAL,
     &decoder::ACC_SWIGLU,
+    &decoder::ACC_RESIDUAL_RMSNORM,
+    &decoder::ROPE_KV_APPEND,
     &lang::BITS,
     &lang::INTS,
     &lang::MATH,
