@@ -215,6 +215,12 @@ pub fn check_case(
         if let Some(i) = first.iter().zip(&before).position(|(a, b)| a.data.get(..b.data.len()) != Some(&b.data[..])) {
             return Err(format!("the graph, updated to other buffers, still wrote argument {i}'s first buffer"));
         }
+        // An update that launches nothing does not match the graph: refused, and the graph
+        // then refuses to replay.
+        g.begin_update();
+        if g.end_update().is_ok() || g.replay().is_ok() {
+            return Err("an update without the graph's launch was accepted".into());
+        }
         Ok(spec.compare(case, &p.args, &download_all(dev, &second)?))
     };
     match run() {

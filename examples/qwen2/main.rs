@@ -53,8 +53,8 @@ struct Args {
     /// Launch each decode step's kernels one by one instead of replaying a CUDA graph.
     #[arg(long)]
     no_graph: bool,
-    /// The decode projections' split-K factors, `QKV,O,GATE_UP,DOWN` (default: the H200's
-    /// best, `model::SPLITS`).
+    /// The decode projections' split-K factors, `QKV,O,DOWN` (default: the H200's best,
+    /// `model::SPLITS`).
     #[arg(long)]
     splits: Option<String>,
 }
@@ -206,16 +206,16 @@ fn run(args: &Args) -> Res<bool> {
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {}: {e}", path.display()))?;
     let st = File(safetensors::SafeTensors::deserialize(&map).map_err(|e| format!("{}: {e}", path.display()))?);
 
-    let splits: [i64; 4] = match &args.splits {
+    let splits: [i64; 3] = match &args.splits {
         None => model::SPLITS,
         Some(s) => s
             .split(',')
             .map(|v| v.trim().parse::<i64>().ok().filter(|n| (1..=64).contains(n)))
             .collect::<Option<Vec<i64>>>()
             .and_then(|v| v.try_into().ok())
-            .ok_or_else(|| format!("--splits {s}: four split-K factors from 1 to 64 (Q/K/V, O, gate/up, down)"))?,
+            .ok_or_else(|| format!("--splits {s}: three split-K factors from 1 to 64 (Q/K/V, O, down)"))?,
     };
-    println!("decode split-K factors (Q/K/V, O, gate/up, down): {splits:?}");
+    println!("decode split-K factors (Q/K/V, O, down): {splits:?}");
     let kernels = Kernels::new(&c, splits);
     let l = Launcher::new(&jit);
     let t = Instant::now();

@@ -19,11 +19,12 @@ macro_rules! kernel_source {
     };
 }
 
-/// Split-K factors of the decode step's products (M = batch), Q/K/V, O, gate/up, down: the
-/// best of SPLIT 1–32 × TILE_N 64/128 for each on the H200
-/// (bench/results/2026-11-26-h200-qwen2-graphs/splitk-sweep.md). Splitting the wide
-/// gate/up product (592 blocks of 64 columns already) only adds a partial wave.
-pub const SPLITS: [i64; 4] = [4, 4, 1, 8];
+/// Split-K factors of the decode step's split products (M = batch), Q/K/V, O, down: the best
+/// of SPLIT 1–32 × TILE_N 64/128 for each on the H200
+/// (bench/results/2026-11-26-h200-qwen2-graphs/splitk-sweep.md). The gate/up product is not
+/// split (592 blocks of 64 columns already; a split only added a partial wave): it runs with
+/// its SwiGLU epilogue (`matmul_swiglu`).
+pub const SPLITS: [i64; 3] = [4, 4, 8];
 /// The most chunks decode attention may split a sequence's keys into (the kernel picks how
 /// many from the shapes: about two blocks per SM).
 const DECODE_SPLITS: i64 = 32;
@@ -34,7 +35,7 @@ pub struct Kernels {
     matmul: KernelSpec,
     splitk: BTreeMap<i64, KernelSpec>,
     /// The split-K factors of the decode projections (see [`SPLITS`]).
-    splits: [i64; 4],
+    splits: [i64; 3],
     bias_add: KernelSpec,
     residual_add: KernelSpec,
     swiglu: KernelSpec,
@@ -44,10 +45,9 @@ pub struct Kernels {
     embedding: KernelSpec,
     argmax: KernelSpec,
     transpose: KernelSpec,
-    acc_bias: KernelSpec,
-    acc_residual: KernelSpec,
-    acc_swiglu: KernelSpec,
     acc_residual_norm: KernelSpec,
+    acc_bias_rope: KernelSpec,
+    matmul_swiglu: KernelSpec,
 }
 
 fn spec((name, text): (&str, &str), kernel: &str, consts: &[(&str, ConstArg)]) -> KernelSpec {
@@ -59,13 +59,16 @@ fn spec((name, text): (&str, &str), kernel: &str, consts: &[(&str, ConstArg)]) -
 }
 
 impl Kernels {
-    pub fn new(c: &Config, splits: [i64; 4]) -> Kernels {
+    pub fn new(c: &Config, splits: [i64; 3]) -> Kernels {
         let int = ConstArg::Int;
         let splitk = splits
             .into_iter()
             .map(|s| (s, spec(kernel_source!("matmul_splitk.tile"), "matmul_splitk", &[("SPLIT", int(s))])))
             .collect();
         let epilogue = kernel_source!("splitk_epilogue.tile");
+        // RoPE's tiles of whole heads, a power of two of them: the heads past the tensor's
+        // (28 of 32) load zeros and are not stored.
+        let heads = [("H", int(pow2(c.heads))), ("HK", int(pow2(c.kv_heads))), ("HALF", int(c.head_dim / 2))];
         Kernels {
             rmsnorm: spec(kernel_source!("rmsnorm.tile"), "rmsnorm", &[("BLOCK_N", int(pow2(c.hidden)))]),
             matmul: spec(kernel_source!("matmul.tile"), "matmul", &[]),
@@ -74,13 +77,7 @@ impl Kernels {
             bias_add: spec(kernel_source!("bias_add.tile"), "bias_add", &[("BLOCK_N", int(4096))]),
             residual_add: spec(kernel_source!("residual_add.tile"), "residual_add", &[("BLOCK_N", int(4096))]),
             swiglu: spec(kernel_source!("swiglu.tile"), "swiglu", &[("BLOCK_N", int(4096))]),
-            rope_kv_append: spec(
-                kernel_source!("rope.tile"),
-                "rope_kv_append",
-                // Tiles of whole heads, a power of two of them: the heads past the tensor's
-                // (28 of 32) load zeros and are not stored.
-                &[("H", int(pow2(c.heads))), ("HK", int(pow2(c.kv_heads))), ("HALF", int(c.head_dim / 2))],
-            ),
+            rope_kv_append: spec(kernel_source!("rope.tile"), "rope_kv_append", &heads),
             fmha: spec(
                 kernel_source!("fmha.tile"),
                 "fmha",
@@ -104,10 +101,9 @@ impl Kernels {
             embedding: spec(kernel_source!("embedding.tile"), "embedding", &[]),
             argmax: spec(kernel_source!("argmax.tile"), "argmax", &[]),
             transpose: spec(kernel_source!("transpose.tile"), "transpose", &[]),
-            acc_bias: spec(epilogue, "acc_bias", &[]),
-            acc_residual: spec(epilogue, "acc_residual", &[]),
-            acc_swiglu: spec(epilogue, "acc_swiglu", &[]),
             acc_residual_norm: spec(epilogue, "acc_residual_rmsnorm", &[("BLOCK_N", int(pow2(c.hidden)))]),
+            acc_bias_rope: spec(kernel_source!("rope.tile"), "acc_bias_rope_kv_append", &heads),
+            matmul_swiglu: spec(kernel_source!("matmul_splitk.tile"), "matmul_swiglu", &[]),
         }
     }
 }
@@ -328,7 +324,6 @@ pub struct Model<'w> {
     /// clears what it read).
     acc_qkv: DeviceTensor,
     acc_h: DeviceTensor,
-    acc_gu: DeviceTensor,
     /// Decode attention's split-KV workspace (its partial outputs and (max, sum) per split,
     /// the group padded to a power of two) and its counters (zeros between launches: the last block
     /// of each (sequence, KV head) puts them back).
@@ -374,40 +369,53 @@ macro_rules! roles {
 }
 
 const PREFILL: Roles = roles!("prefill");
-/// A decode step's residual epilogues also normalise (the next layer's input norm, the
-/// post-attention norm, the final norm).
+/// A decode step's epilogues are fused: the Q/K/V accumulator's with the bias, RoPE and the
+/// KV append, the residual ones with the next norm (the next layer's input norm, the
+/// post-attention norm, the final norm), the gate/up product with SwiGLU.
 const DECODE: Roles = Roles {
+    rope: "decode/qkv bias+rope+kv append",
     o: ["decode/o proj", "decode/o residual+norm"],
+    gate_up: ["decode/gate-up proj+swiglu", "decode/swiglu (fused)"],
     down: ["decode/down proj", "decode/down residual+norm"],
     ..roles!("decode")
 };
 
-/// What a layer's launches differ in between the phases: the prefill's GEMMs write f16
-/// intermediates that `bias_add`/`residual_add`/`swiglu` finish; a decode step's split-K GEMMs
-/// add into f32 accumulators that the `acc_*` epilogues finish and clear.
+/// What a layer's launches differ in between the phases.
 struct Steps<'a> {
     roles: &'static Roles,
-    /// Q/K/V, O, gate/up, down.
-    gemm: [&'a KernelSpec; 4],
-    bias: &'a KernelSpec,
-    residual: &'a KernelSpec,
-    swiglu: &'a KernelSpec,
-    mid_qkv: &'a DeviceTensor,
-    mid_h: &'a DeviceTensor,
-    mid_gu: &'a DeviceTensor,
-    /// The residual epilogue fused with the following RMSNorm (a decode step's), which then
-    /// replaces the standalone norms after the first.
-    residual_norm: Option<&'a KernelSpec>,
-    gate: TensorView<'a>,
-    up: TensorView<'a>,
-    /// The new positions' Q, K and V heads, [B, S, heads, D].
-    q_new: TensorView<'a>,
-    k_new: TensorView<'a>,
-    v_new: TensorView<'a>,
+    glue: Glue<'a>,
     /// The new positions of each sequence (RoPE's table rows and the cache rows).
     pos: TensorView<'a>,
+    /// The new positions' Q heads, [B, S, heads, D], where attention reads them.
+    q_new: TensorView<'a>,
     /// The attention of layer i, from the new Q heads and the cache into `attn`.
     attend: &'a dyn Fn(usize) -> Res<()>,
+}
+
+/// How a phase finishes its products.
+enum Glue<'a> {
+    /// The prefill: GEMMs into f16 intermediates that `bias_add`, `residual_add` and `swiglu`
+    /// finish; the standalone norms; `rope_kv_append` on the biased Q/K/V rows.
+    Unfused {
+        matmul: &'a KernelSpec,
+        mid_qkv: &'a DeviceTensor,
+        mid_h: &'a DeviceTensor,
+        mid_gu: &'a DeviceTensor,
+        gate: TensorView<'a>,
+        up: TensorView<'a>,
+        k_new: TensorView<'a>,
+        v_new: TensorView<'a>,
+    },
+    /// A decode step: split-K GEMMs (Q/K/V, O, down) into f32 accumulators that fused
+    /// epilogues finish and clear — the Q/K/V one with the bias, RoPE and the KV append, the
+    /// residual ones with the next RMSNorm — and the gate/up product with SwiGLU in one kernel.
+    Fused {
+        splitk: [&'a KernelSpec; 3],
+        acc_qkv: &'a DeviceTensor,
+        acc_h: &'a DeviceTensor,
+        /// The Q, K and V heads of the Q/K/V accumulator, [B, 1, heads, D].
+        acc_heads: [TensorView<'a>; 3],
+    },
 }
 
 /// One phase's activations, `rows` of them.
@@ -509,7 +517,6 @@ impl<'w> Model<'w> {
             d: Activations::new(jit, c, batch)?,
             acc_qkv: dev.zeros(DType::F32, &[batch, c.qkv_width()])?,
             acc_h: dev.zeros(DType::F32, &[batch, c.hidden])?,
-            acc_gu: dev.zeros(DType::F32, &[batch, 2 * c.intermediate])?,
             attn_part: dev.zeros(DType::F32, &[batch, c.kv_heads, DECODE_SPLITS, gs, c.head_dim])?,
             attn_stats: dev.zeros(DType::F32, &[batch, c.kv_heads, DECODE_SPLITS, 2, gs])?,
             attn_count: dev.zeros(DType::I32, &[batch, c.kv_heads])?,
@@ -536,73 +543,89 @@ impl<'w> Model<'w> {
         let norm = |x: &DeviceTensor, g: &DeviceTensor| {
             l.launch(r.norm, &k.rmsnorm, &[Arg::Tensor(x), Arg::Tensor(g), Arg::Tensor(&a.normed), eps])
         };
-        // y = x · W into the phase's intermediate, then its epilogue (mid, other, out).
-        let project = |role: [&'static str; 2],
-                       gemm: &KernelSpec,
-                       x: &DeviceTensor,
-                       wt: &DeviceTensor,
-                       mid: &DeviceTensor,
-                       epilogue: &KernelSpec,
-                       other: &DeviceTensor,
-                       out: &DeviceTensor|
-         -> Res<()> {
-            l.launch(role[0], gemm, &[Arg::Tensor(x), Arg::Tensor(wt), Arg::Tensor(mid)])?;
-            l.launch(role[1], epilogue, &[Arg::Tensor(mid), Arg::Tensor(other), Arg::Tensor(out)])
-        };
-        // x[cur] + the product in `mid`, into x[1 - cur]; with the fused epilogue also
-        // normalised by `g` into `normed`, else by the standalone norm when `g` is given.
-        let residual = |role: [&'static str; 2],
-                        gemm: &KernelSpec,
-                        x: &DeviceTensor,
-                        wt: &DeviceTensor,
-                        cur: usize,
-                        g: Option<&DeviceTensor>|
-         -> Res<()> {
-            match (s.residual_norm, g) {
-                (Some(fused), Some(g)) => {
-                    l.launch(role[0], gemm, &[Arg::Tensor(x), Arg::Tensor(wt), Arg::Tensor(s.mid_h)])?;
-                    let (acc, from, to) = (Arg::Tensor(s.mid_h), Arg::Tensor(&a.x[cur]), Arg::Tensor(&a.x[1 - cur]));
-                    l.launch(role[1], fused, &[acc, from, Arg::Tensor(g), to, Arg::Tensor(&a.normed), eps])
-                }
-                _ => {
-                    project(role, gemm, x, wt, s.mid_h, s.residual, &a.x[cur], &a.x[1 - cur])?;
-                    match g {
-                        Some(g) => norm(&a.x[1 - cur], g),
-                        None => Ok(()),
-                    }
-                }
-            }
-        };
-        // A fused phase's previous layer (or the embedding's norm, for the first) already
-        // left this layer's normed input.
-        if s.residual_norm.is_none() || i == 0 {
-            norm(&a.x[cur], &w.input_norm)?;
-        }
-        project(r.qkv, s.gemm[0], &a.normed, &w.wqkv, s.mid_qkv, s.bias, &w.bqkv, &a.qkv)?;
         let (kc, vc) = (&self.k_cache[i], &self.v_cache[i]);
-        l.launch(
-            r.rope,
-            &k.rope_kv_append,
-            &[
-                Arg::View(&s.q_new),
-                Arg::View(&s.k_new),
-                Arg::View(&s.v_new),
-                Arg::Tensor(&self.cos),
-                Arg::Tensor(&self.sin),
-                Arg::Tensor(kc),
-                Arg::Tensor(vc),
-                Arg::View(&s.pos),
-            ],
-        )?;
-        (s.attend)(i)?;
-        residual(r.o, s.gemm[1], &a.attn, &w.wo, cur, Some(&w.post_norm))?;
-        let cur = 1 - cur;
-        l.launch(r.gate_up[0], s.gemm[2], &[Arg::Tensor(&a.normed), Arg::Tensor(&w.wgu), Arg::Tensor(s.mid_gu)])?;
-        l.launch(r.gate_up[1], s.swiglu, &[Arg::View(&s.gate), Arg::View(&s.up), Arg::Tensor(&a.act)])?;
-        // The next layer's input norm, or the final norm after the last layer.
-        let next = self.w.layers.get(i + 1).map_or(&self.w.norm, |l| &l.input_norm);
-        residual(r.down, s.gemm[3], &a.act, &w.wd, cur, s.residual_norm.map(|_| next))?;
-        Ok(1 - cur)
+        let table = [Arg::Tensor(&self.cos), Arg::Tensor(&self.sin)];
+        let (caches, pos) = ([Arg::Tensor(kc), Arg::Tensor(vc)], Arg::View(&s.pos));
+        let next_norm = self.w.layers.get(i + 1).map_or(&self.w.norm, |l| &l.input_norm);
+        match &s.glue {
+            Glue::Unfused { matmul, mid_qkv, mid_h, mid_gu, gate, up, k_new, v_new } => {
+                let gemm = |role, x: &DeviceTensor, wt: &DeviceTensor, mid: &DeviceTensor| {
+                    l.launch(role, matmul, &[Arg::Tensor(x), Arg::Tensor(wt), Arg::Tensor(mid)])
+                };
+                // x[cur] + the product in `mid_h`, into x[1 - cur].
+                let residual = |role: [&'static str; 2], x: &DeviceTensor, wt: &DeviceTensor, cur: usize| {
+                    gemm(role[0], x, wt, mid_h)?;
+                    let (from, to) = (Arg::Tensor(&a.x[cur]), Arg::Tensor(&a.x[1 - cur]));
+                    l.launch(role[1], &k.residual_add, &[Arg::Tensor(mid_h), from, to])
+                };
+                norm(&a.x[cur], &w.input_norm)?;
+                gemm(r.qkv[0], &a.normed, &w.wqkv, mid_qkv)?;
+                l.launch(r.qkv[1], &k.bias_add, &[Arg::Tensor(mid_qkv), Arg::Tensor(&w.bqkv), Arg::Tensor(&a.qkv)])?;
+                let new = [Arg::View(&s.q_new), Arg::View(k_new), Arg::View(v_new)];
+                l.launch(
+                    r.rope,
+                    &k.rope_kv_append,
+                    &[new[0], new[1], new[2], table[0], table[1], caches[0], caches[1], pos],
+                )?;
+                (s.attend)(i)?;
+                residual(r.o, &a.attn, &w.wo, cur)?;
+                let cur = 1 - cur;
+                norm(&a.x[cur], &w.post_norm)?;
+                gemm(r.gate_up[0], &a.normed, &w.wgu, mid_gu)?;
+                l.launch(r.gate_up[1], &k.swiglu, &[Arg::View(gate), Arg::View(up), Arg::Tensor(&a.act)])?;
+                residual(r.down, &a.act, &w.wd, cur)?;
+                Ok(1 - cur)
+            }
+            Glue::Fused { splitk, acc_qkv, acc_h, acc_heads } => {
+                let gemm = |role, spec, x: &DeviceTensor, wt: &DeviceTensor, acc: &DeviceTensor| {
+                    l.launch(role, spec, &[Arg::Tensor(x), Arg::Tensor(wt), Arg::Tensor(acc)])
+                };
+                // x[cur] + the product, into x[1 - cur], and its RMSNorm by `g` into `normed`.
+                let residual_norm = |role: [&'static str; 2],
+                                     spec,
+                                     x: &DeviceTensor,
+                                     wt: &DeviceTensor,
+                                     cur: usize,
+                                     g: &DeviceTensor| {
+                    gemm(role[0], spec, x, wt, acc_h)?;
+                    let (from, to) = (Arg::Tensor(&a.x[cur]), Arg::Tensor(&a.x[1 - cur]));
+                    let out = [to, Arg::Tensor(&a.normed), eps];
+                    l.launch(
+                        role[1],
+                        &k.acc_residual_norm,
+                        &[Arg::Tensor(acc_h), from, Arg::Tensor(g), out[0], out[1], out[2]],
+                    )
+                };
+                // The previous layer's epilogue (or, for the first, the embedding's norm) left
+                // this layer's normed input.
+                if i == 0 {
+                    norm(&a.x[cur], &w.input_norm)?;
+                }
+                gemm(r.qkv[0], splitk[0], &a.normed, &w.wqkv, acc_qkv)?;
+                let (h, hk, hd) = (self.c.hidden, self.c.kv_heads, self.c.head_dim);
+                let bias = [(0, self.c.heads), (h, hk), (h + hk * hd, hk)]
+                    .map(|(at, heads)| w.bqkv.view(at, &[heads, hd], &[hd, 1]));
+                let [bq, bk, bv] = bias;
+                let (bq, bk, bv) = (bq?, bk?, bv?);
+                let heads = acc_heads.each_ref().map(Arg::View);
+                let qkv_args =
+                    [heads[0], heads[1], heads[2], Arg::View(&bq), Arg::View(&bk), Arg::View(&bv), Arg::View(&s.q_new)];
+                let mut args = qkv_args.to_vec();
+                args.extend([table[0], table[1], caches[0], caches[1], pos]);
+                l.launch(r.rope, &k.acc_bias_rope, &args)?;
+                (s.attend)(i)?;
+                residual_norm(r.o, splitk[1], &a.attn, &w.wo, cur, &w.post_norm)?;
+                let cur = 1 - cur;
+                let inter = self.c.intermediate;
+                let gate = w.wgu.view(0, &[h, inter], &[2 * inter, 1])?;
+                let up = w.wgu.view(inter, &[h, inter], &[2 * inter, 1])?;
+                let gu = [Arg::Tensor(&a.normed), Arg::View(&gate), Arg::View(&up), Arg::Tensor(&a.act)];
+                l.launch(r.gate_up[0], &k.matmul_swiglu, &gu)?;
+                // The next layer's input norm, or the final norm after the last layer.
+                residual_norm(r.down, splitk[2], &a.act, &w.wd, cur, next_norm)?;
+                Ok(1 - cur)
+            }
+        }
     }
 
     /// The final norm of `x` (a sequence's last position each), the LM head into `logits`,
@@ -662,19 +685,17 @@ impl<'w> Model<'w> {
         };
         let steps = Steps {
             roles: r,
-            gemm: [&k.matmul; 4],
-            bias: &k.bias_add,
-            residual: &k.residual_add,
-            residual_norm: None,
-            swiglu: &k.swiglu,
-            mid_qkv: &a.qkv_raw,
-            mid_h: &a.proj,
-            mid_gu: &a.gu,
-            gate: a.gu.view(0, &[b * p, inter], &[2 * inter, 1])?,
-            up: a.gu.view(inter, &[b * p, inter], &[2 * inter, 1])?,
+            glue: Glue::Unfused {
+                matmul: &k.matmul,
+                mid_qkv: &a.qkv_raw,
+                mid_h: &a.proj,
+                mid_gu: &a.gu,
+                gate: a.gu.view(0, &[b * p, inter], &[2 * inter, 1])?,
+                up: a.gu.view(inter, &[b * p, inter], &[2 * inter, 1])?,
+                k_new: a.qkv.view(h, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
+                v_new: a.qkv.view(h + hk * hd, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
+            },
             q_new: a.qkv.view(0, &[b, p, c.heads, hd], &[p * w3, w3, hd, 1])?,
-            k_new: a.qkv.view(h, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
-            v_new: a.qkv.view(h + hk * hd, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
             pos: self.pos_row(0)?,
             attend: &attend,
         };
@@ -696,7 +717,7 @@ impl<'w> Model<'w> {
             return Err(format!("decode step {t} outside 1..{}", self.new_tokens).into());
         }
         let (b, hd) = (self.batch, c.head_dim);
-        let (h, w3, inter, hk) = (c.hidden, c.qkv_width(), c.intermediate, c.kv_heads);
+        let (h, w3, hk) = (c.hidden, c.qkv_width(), c.kv_heads);
         let a = &self.d;
         let r = &DECODE;
         let feed = if forced { &self.forced } else { &self.tokens };
@@ -723,21 +744,16 @@ impl<'w> Model<'w> {
             l.launch(r.attention, &k.decode_attention, &args)
         };
         let split = |s: i64| k.splitk.get(&s).ok_or_else(|| format!("no split-K kernel with SPLIT={s}"));
+        let heads = |at: i64, n: i64| self.acc_qkv.view(at, &[b, 1, n, hd], &[w3, w3, hd, 1]);
         let steps = Steps {
             roles: r,
-            gemm: [split(k.splits[0])?, split(k.splits[1])?, split(k.splits[2])?, split(k.splits[3])?],
-            bias: &k.acc_bias,
-            residual: &k.acc_residual,
-            residual_norm: Some(&k.acc_residual_norm),
-            swiglu: &k.acc_swiglu,
-            mid_qkv: &self.acc_qkv,
-            mid_h: &self.acc_h,
-            mid_gu: &self.acc_gu,
-            gate: self.acc_gu.view(0, &[b, inter], &[2 * inter, 1])?,
-            up: self.acc_gu.view(inter, &[b, inter], &[2 * inter, 1])?,
+            glue: Glue::Fused {
+                splitk: [split(k.splits[0])?, split(k.splits[1])?, split(k.splits[2])?],
+                acc_qkv: &self.acc_qkv,
+                acc_h: &self.acc_h,
+                acc_heads: [heads(0, c.heads)?, heads(h, hk)?, heads(h + hk * hd, hk)?],
+            },
             q_new: a.qkv.view(0, &[b, 1, c.heads, hd], &[w3, w3, hd, 1])?,
-            k_new: a.qkv.view(h, &[b, 1, hk, hd], &[w3, w3, hd, 1])?,
-            v_new: a.qkv.view(h + hk * hd, &[b, 1, hk, hd], &[w3, w3, hd, 1])?,
             pos: self.pos_row(t)?,
             attend: &attend,
         };
@@ -780,10 +796,9 @@ mod tests {
             &k.embedding,
             &k.argmax,
             &k.transpose,
-            &k.acc_bias,
-            &k.acc_residual,
-            &k.acc_swiglu,
             &k.acc_residual_norm,
+            &k.acc_bias_rope,
+            &k.matmul_swiglu,
         ];
         all.extend(k.splitk.values());
         for arch in ["sm_90a", "sm_103a", "sm_121a"] {

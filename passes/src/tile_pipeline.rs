@@ -47,8 +47,12 @@
 //! allocates), else E0022 with the numbers and the largest stage count that fits; the
 //! program's results are those of the unpipelined loop.
 //!
-//! Leaves alone, and reports why: a copy whose indices read a loop-carried value, memory
-//! (paged attention's block table) or a value of a nested region; loads kept in registers
+//! A copy's indices may read memory that the kernel never writes (paged attention's block
+//! table: `block_tables[b, j]`): the element read is repeated for iteration `i + d` with the
+//! copy (read early, it reads what iteration `i + d` would; past the tensor it reads 0).
+//!
+//! Leaves alone, and reports why: a copy whose indices read a loop-carried value, a tensor
+//! the kernel writes, or a value of a nested region; loads kept in registers
 //! (`local_alloc`: tensors not known to be 16-byte aligned, integer 8-bit dtypes).
 //!
 //! Rings a wgmma reads (NVMMA buffers) of 16-byte aligned tensors are filled by TMA where the
@@ -314,6 +318,27 @@ impl LoopInfo {
     }
 }
 
+/// The tensors the kernel writes anywhere (stores, atomics, scatters).
+fn written_tensors(func: &Func) -> std::collections::BTreeSet<ValueId> {
+    let mut w = std::collections::BTreeSet::new();
+    walk_ops(&func.ops, &mut |o| match &o.kind {
+        OpKind::Store { tensor, .. } | OpKind::Atomic { tensor, .. } | OpKind::Scatter { tensor, .. } => {
+            w.insert(*tensor);
+        }
+        _ => {}
+    });
+    w
+}
+
+/// Whether an op is a scalar element read of a tensor the kernel never writes (paged
+/// attention's block table): reading it for a later iteration reads what that iteration will
+/// (an index past the tensor reads 0, which the copy it feeds reads as any other in-bounds or
+/// zero-filled tile, and the pipeline's extra tiles are never used).
+fn read_only_element(func: &Func, op: &Op, written: &std::collections::BTreeSet<ValueId>) -> bool {
+    let scalar = op.result.is_some_and(|r| matches!(func.ty(r), Type::Scalar(_)));
+    matches!(&op.kind, OpKind::Element { tensor, .. } if scalar && !written.contains(tensor))
+}
+
 /// Whether an op may be recomputed for another iteration: pure, scalar, no memory read.
 pub(crate) fn pure_scalar(func: &Func, op: &Op) -> bool {
     let scalar = op.result.is_some_and(|r| matches!(func.ty(r), Type::Scalar(_)));
@@ -345,6 +370,9 @@ fn renamed(kind: &OpKind, map: &BTreeMap<ValueId, ValueId>) -> OpKind {
         OpKind::Cmp(p, a, b) => OpKind::Cmp(*p, m(a), m(b)),
         OpKind::Logic(l, a, b) => OpKind::Logic(*l, m(a), m(b)),
         OpKind::Select { cond, a, b } => OpKind::Select { cond: m(cond), a: m(a), b: m(b) },
+        OpKind::Element { tensor, index } => {
+            OpKind::Element { tensor: m(tensor), index: index.iter().map(m).collect() }
+        }
         OpKind::AsyncCopy { dst, tensor, index, padding, order, tile, latency, tma } => OpKind::AsyncCopy {
             dst: dst.as_ref().map(m),
             tensor: m(tensor),
@@ -360,13 +388,15 @@ fn renamed(kind: &OpKind, map: &BTreeMap<ValueId, ValueId>) -> OpKind {
 }
 
 /// The body ops (positions, in order) that compute `roots` from the induction variable and
-/// values defined before the loop, or why they cannot be recomputed ahead.
+/// values defined before the loop — pure scalar ops, and element reads of tensors the kernel
+/// never writes — or why they cannot be recomputed ahead.
 fn index_slice(
     func: &Func,
     body: &[Op],
     upto: usize,
     roots: &[ValueId],
     iters: &[ValueId],
+    written: &std::collections::BTreeSet<ValueId>,
 ) -> Result<Vec<usize>, String> {
     let mut def: BTreeMap<ValueId, usize> = BTreeMap::new();
     for (i, op) in body[..upto].iter().enumerate() {
@@ -392,8 +422,11 @@ fn index_slice(
             return Err("its indices are computed in a nested loop or if".into());
         }
         let Some(&p) = def.get(&v) else { continue };
-        if !pure_scalar(func, &body[p]) {
-            return Err("its indices are read from memory (or computed by an op that cannot be repeated ahead)".into());
+        if !pure_scalar(func, &body[p]) && !read_only_element(func, &body[p], written) {
+            return Err(
+                "its indices are read from a tensor the kernel writes (or computed by an op that cannot be repeated ahead)"
+                    .into(),
+            );
         }
         if taken.insert(p) {
             need.extend(body[p].kind.operands());
@@ -476,6 +509,8 @@ struct Pass<'a> {
     consts: BTreeMap<ValueId, i64>,
     report: Vec<String>,
     rings: Vec<RingInfo>,
+    /// The tensors the kernel writes (found before the pass takes the ops apart).
+    written: std::collections::BTreeSet<ValueId>,
 }
 
 /// The loop a pipelined loop sits in, at the top of its body (a persistent kernel's tile
@@ -567,7 +602,7 @@ impl Pass<'_> {
                                 && (*latency > 0 || self.opts.default_distance > 0)
                                 && matches!(body.get(p + 1).map(|w| &w.kind), Some(OpKind::AsyncWait { pending: 0 }))
                                 && tma_copy(func, &o.kind, func.ty(*b))
-                                && index_slice(func, body, p, &roots, iters).is_ok()
+                                && index_slice(func, body, p, &roots, iters, &self.written).is_ok()
                         })
                 })
         });
@@ -588,7 +623,7 @@ impl Pass<'_> {
             let what = format!("load of {}", tensor_name(func, k));
             let mut roots = index.clone();
             roots.push(*tensor);
-            match index_slice(func, body, p, &roots, iters) {
+            match index_slice(func, body, p, &roots, iters, &self.written) {
                 Ok(slice) => {
                     let (distance, hinted) = match *latency {
                         0 => (self.opts.default_distance, false),
@@ -919,7 +954,8 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<PipelineReport, Diagnostic
             consts.insert(r, *n);
         }
     });
-    let mut pass = Pass { opts, consts, report: vec![], rings: vec![] };
+    let written = written_tensors(func);
+    let mut pass = Pass { opts, consts, report: vec![], rings: vec![], written };
     // Hinted loads that stayed register loads: the hint has nothing to act on.
     func.walk(&mut |op| {
         if let OpKind::Load { tensor, latency, .. } = &op.kind {

@@ -237,6 +237,61 @@ pub const MATMUL_SPLITK: Spec = Spec {
     peer_config: no_peer,
 };
 
+/// Gate/up product with the SwiGLU epilogue (kernels/matmul_splitk.tile's `matmul_swiglu`):
+/// dims [M, N, K], out = silu(A · Bg) · (A · Bu) with Bg, Bu [K, N].
+pub const MATMUL_SWIGLU: Spec = Spec {
+    name: "matmul_swiglu",
+    file: "matmul_splitk.tile",
+    kernel: "matmul_swiglu",
+    class: Class::Gemm,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![Case::new(DType::F16, &[16, 70, 200]), Case::new(DType::BF16, &[20, 40, 70]).with("TILE_N", 64)]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 8, 16]),
+            Case::new(DType::F16, &[16, 18944, 3584]),
+            Case::new(DType::BF16, &[16, 512, 3584]).with("TILE_N", 64),
+            Case::new(DType::F16, &[33, 1000, 700]),
+        ]
+    },
+    bench_cases: |_| vec![Case::new(DType::F16, &[16, 18944, 3584])],
+    consts: |c| BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))]),
+    inputs: |c, rng| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.dims[2]);
+        // Products of about unit size: silu's both sides exercised.
+        let s = 1.0 / (k as f64).sqrt();
+        vec![
+            tensor(c.dtype, &[m, k], &randn(rng, (m * k) as usize, 1.0)),
+            tensor(c.dtype, &[k, n], &randn(rng, (k * n) as usize, 2.0 * s)),
+            tensor(c.dtype, &[k, n], &randn(rng, (k * n) as usize, s)),
+            poisoned(c.dtype, &[m, n]),
+        ]
+    },
+    outputs: &[3],
+    exact: &[],
+    reference: |c, a| {
+        let [m, n, k] = [0, 1, 2].map(|i| c.dims[i] as usize);
+        let g = tilec_interp::reference::matmul(&values(a, 0), &values(a, 1), m, k, n);
+        let u = tilec_interp::reference::matmul(&values(a, 0), &values(a, 2), m, k, n);
+        vec![g.iter().zip(&u).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect()]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.dims[2]);
+        ((m * k + 2 * k * n + m * n) * i64::from(c.dtype.bytes())) as f64
+    },
+    flops: Some(|c| 4.0 * (c.dims[0] * c.dims[1] * c.dims[2]) as f64),
+    case_for: |dims, dtype| match dims {
+        [m, n, k] if *m >= 1 && *n >= 1 && *k >= 1 && matches!(dtype, DType::F16 | DType::BF16) => {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!("matmul_swiglu takes MxNxK in f16 or bf16, not {dims:?} {dtype}")),
+    },
+    peer_config: no_peer,
+};
+
 fn acc_consts(c: &Case) -> BTreeMap<String, ConstArg> {
     BTreeMap::from([
         ("T".to_string(), ConstArg::DType(c.dtype)),
@@ -400,6 +455,97 @@ pub const ACC_RESIDUAL_RMSNORM: Spec = Spec {
     peer_config: no_peer,
 };
 
+/// What `rope_kv_append` computes for case dims `[B, S, H, HK, D, SC]`: q rotated at table row
+/// p = pos[b] + s (zeros past the table), the rotated k and v written into the caches `kc`,
+/// `vc` at row p where p < SC. Returns (q, k cache, v cache).
+#[allow(clippy::too_many_arguments)]
+fn rope_append(
+    c: &Case,
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    cos: &[f64],
+    sin: &[f64],
+    mut kc: Vec<f64>,
+    mut vc: Vec<f64>,
+    pos: &[f64],
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let [b, s, h, hk, d, sc] = [0, 1, 2, 3, 4, 5].map(|i| c.dims[i] as usize);
+    let half = d / 2;
+    let mut qo = q.to_vec();
+    let zeros = vec![0.0; half];
+    for (bi, &start) in pos.iter().enumerate().take(b) {
+        for si in 0..s {
+            let p = start as usize + si;
+            let (cs, sn) = if p < sc {
+                (&cos[p * half..(p + 1) * half], &sin[p * half..(p + 1) * half])
+            } else {
+                (&zeros[..], &zeros[..])
+            };
+            for hh in 0..h {
+                let o = ((bi * s + si) * h + hh) * d;
+                qo[o..o + d].copy_from_slice(&reference::rope(&q[o..o + d], cs, sn));
+            }
+            if p >= sc {
+                continue;
+            }
+            for hh in 0..hk {
+                let (src, dst) = (((bi * s + si) * hk + hh) * d, ((bi * hk + hh) * sc + p) * d);
+                kc[dst..dst + d].copy_from_slice(&reference::rope(&k[src..src + d], cs, sn));
+                vc[dst..dst + d].copy_from_slice(&v[src..src + d]);
+            }
+        }
+    }
+    (qo, kc, vc)
+}
+
+/// Inputs of the rope/append specs: the new rows (`new` makes each of q, k, v), the tables of
+/// SC positions, the caches of -3, and the positions — in which the last sequence's tail falls
+/// off the cache (rows not written, q rotated by the zeros past the table).
+fn rope_append_inputs(
+    c: &Case,
+    rng: &mut rand::rngs::StdRng,
+    new: &mut dyn FnMut(&mut rand::rngs::StdRng, &[i64]) -> Arg,
+) -> Vec<Arg> {
+    let [b, s, h, hk, d, sc] = c.dims[..] else { return vec![] };
+    let half = d / 2;
+    let angle = |i: i64| (i / half) as f64 * 10000f64.powf(-((i % half) as f64) / half as f64);
+    let cos: Vec<f64> = (0..sc * half).map(|i| angle(i).cos()).collect();
+    let sin: Vec<f64> = (0..sc * half).map(|i| angle(i).sin()).collect();
+    let pos: Vec<f64> =
+        (0..b).map(|i| if i == b - 1 && b > 1 { (sc - 1) as f64 } else { rng.gen_range(0..=sc - s) as f64 }).collect();
+    vec![
+        new(rng, &[b, s, h, d]),
+        new(rng, &[b, s, hk, d]),
+        new(rng, &[b, s, hk, d]),
+        tensor(c.dtype, &[sc, half], &cos),
+        tensor(c.dtype, &[sc, half], &sin),
+        tensor(c.dtype, &[b, hk, sc, d], &vec![-3.0; (b * hk * sc * d) as usize]),
+        tensor(c.dtype, &[b, hk, sc, d], &vec![-3.0; (b * hk * sc * d) as usize]),
+        tensor(DType::I32, &[b], &pos),
+    ]
+}
+
+/// The case of the rope/append specs' dims `[B, S, H, HK, D, SC]`, or why not.
+fn rope_append_case(name: &str, dims: &[i64], dtype: DType) -> Result<Case, String> {
+    match dims {
+        [b, s, h, hk, d, sc]
+            if [*b, *s, *h, *hk, *sc].iter().all(|x| *x >= 1)
+                && [8, 16, 64, 128].contains(d)
+                && s <= sc
+                && *h <= 256
+                && *hk <= 256
+                && dtype.is_float()
+                && !dtype.is_storage_only() =>
+        {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!(
+            "{name} takes BxSxHxHKxDxSC (S <= SC, D 8, 16, 64 or 128) in a float dtype, not {dims:?} {dtype}"
+        )),
+    }
+}
+
 /// RoPE fused with the KV-cache append (kernels/rope.tile's `rope_kv_append`). Dims
 /// `[B, S, H, HK, D, SC]`: S new positions of B sequences, H query and HK KV heads, a cache of
 /// SC rows (and a table of SC positions).
@@ -429,59 +575,12 @@ pub const ROPE_KV_APPEND: Spec = Spec {
             ("HALF".to_string(), ConstArg::Int(c.dims[4] / 2)),
         ])
     },
-    inputs: |c, rng| {
-        let [b, s, h, hk, d, sc] = c.dims[..] else { return vec![] };
-        let half = d / 2;
-        let angle = |i: i64| (i / half) as f64 * 10000f64.powf(-((i % half) as f64) / half as f64);
-        let cos: Vec<f64> = (0..sc * half).map(|i| angle(i).cos()).collect();
-        let sin: Vec<f64> = (0..sc * half).map(|i| angle(i).sin()).collect();
-        // Positions where the new rows fit, and for the last sequence one whose tail falls off
-        // the cache (rows not written, q rotated by the zeros past the table).
-        let pos: Vec<f64> = (0..b)
-            .map(|i| if i == b - 1 && b > 1 { (sc - 1) as f64 } else { rng.gen_range(0..=sc - s) as f64 })
-            .collect();
-        vec![
-            normal_tensor(rng, c.dtype, &[b, s, h, d], 1.0),
-            normal_tensor(rng, c.dtype, &[b, s, hk, d], 1.0),
-            normal_tensor(rng, c.dtype, &[b, s, hk, d], 1.0),
-            tensor(c.dtype, &[sc, half], &cos),
-            tensor(c.dtype, &[sc, half], &sin),
-            tensor(c.dtype, &[b, hk, sc, d], &vec![-3.0; (b * hk * sc * d) as usize]),
-            tensor(c.dtype, &[b, hk, sc, d], &vec![-3.0; (b * hk * sc * d) as usize]),
-            tensor(DType::I32, &[b], &pos),
-        ]
-    },
+    inputs: |c, rng| rope_append_inputs(c, rng, &mut |rng, shape| normal_tensor(rng, c.dtype, shape, 1.0)),
     outputs: &[0, 1, 5, 6],
     exact: &[1, 6],
     reference: |c, a| {
-        let [b, s, h, hk, d, sc] = [0, 1, 2, 3, 4, 5].map(|i| c.dims[i] as usize);
-        let half = d / 2;
-        let (q, k, v, cos, sin, pos) =
-            (values(a, 0), values(a, 1), values(a, 2), values(a, 3), values(a, 4), values(a, 7));
-        let (mut qo, mut kc, mut vc) = (q.clone(), values(a, 5), values(a, 6));
-        let zeros = vec![0.0; half];
-        for (bi, &start) in pos.iter().enumerate().take(b) {
-            for si in 0..s {
-                let p = start as usize + si;
-                let (cs, sn) = if p < sc {
-                    (&cos[p * half..(p + 1) * half], &sin[p * half..(p + 1) * half])
-                } else {
-                    (&zeros[..], &zeros[..])
-                };
-                for hh in 0..h {
-                    let o = ((bi * s + si) * h + hh) * d;
-                    qo[o..o + d].copy_from_slice(&reference::rope(&q[o..o + d], cs, sn));
-                }
-                if p >= sc {
-                    continue;
-                }
-                for hh in 0..hk {
-                    let (src, dst) = (((bi * s + si) * hk + hh) * d, ((bi * hk + hh) * sc + p) * d);
-                    kc[dst..dst + d].copy_from_slice(&reference::rope(&k[src..src + d], cs, sn));
-                    vc[dst..dst + d].copy_from_slice(&v[src..src + d]);
-                }
-            }
-        }
+        let [q, k, v, cos, sin, kc, vc, pos] = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| values(a, i));
+        let (qo, kc, vc) = rope_append(c, &q, &k, &v, &cos, &sin, kc, vc, &pos);
         vec![qo, k, kc, vc]
     },
     tolerance: storage_tolerance,
@@ -491,21 +590,52 @@ pub const ROPE_KV_APPEND: Spec = Spec {
         (b * s * (2 * h + 4 * hk) * d + b * s * d) as f64 * f64::from(c.dtype.bytes())
     },
     flops: None,
-    case_for: |dims, dtype| match dims {
-        [b, s, h, hk, d, sc]
-            if [*b, *s, *h, *hk, *sc].iter().all(|x| *x >= 1)
-                && (*d == 64 || *d == 128 || *d == 16 || *d == 8)
-                && s <= sc
-                && *h <= 256
-                && *hk <= 256
-                && dtype.is_float()
-                && !dtype.is_storage_only() =>
-        {
-            Ok(Case::new(dtype, dims))
-        }
-        _ => Err(format!(
-            "rope_kv_append takes BxSxHxHKxDxSC (S <= SC, D 8, 16, 64 or 128) in a float dtype, not {dims:?} {dtype}"
-        )),
-    },
+    case_for: |dims, dtype| rope_append_case("rope_kv_append", dims, dtype),
     peer_config: no_peer,
+};
+
+/// A decode step's Q/K/V epilogue (kernels/rope.tile's `acc_bias_rope_kv_append`): the f32
+/// accumulator plus the bias, rounded to T as `acc_bias` rounds it, then `rope_kv_append`'s
+/// work; the accumulator cleared. Dims `[B, S, H, HK, D, SC]`.
+pub const ACC_BIAS_ROPE_KV_APPEND: Spec = Spec {
+    name: "acc_bias_rope_kv_append",
+    kernel: "acc_bias_rope_kv_append",
+    interp_cases: || vec![Case::new(DType::F16, &[2, 3, 4, 2, 16, 5]), Case::new(DType::BF16, &[3, 1, 3, 1, 8, 4])],
+    inputs: |c, rng| {
+        let [_, _, h, hk, d, _] = c.dims[..] else { return vec![] };
+        let v = rope_append_inputs(c, rng, &mut |rng, shape| {
+            tensor(DType::F32, shape, &randn(rng, shape.iter().product::<i64>() as usize, 2.0))
+        });
+        let (acc, rest) = v.split_at(3);
+        let mut args = acc.to_vec();
+        for heads in [h, hk, hk] {
+            args.push(tensor(c.dtype, &[heads, d], &randn(rng, (heads * d) as usize, 1.0)));
+        }
+        let q_shape = [c.dims[0], c.dims[1], h, d];
+        args.push(poisoned(c.dtype, &q_shape));
+        args.extend_from_slice(rest);
+        args
+    },
+    outputs: &[0, 1, 2, 6, 9, 10],
+    exact: &[0, 1, 2, 10],
+    reference: |c, a| {
+        // y = acc + bias (the bias a row per head), in f32, then rounded to T.
+        let round = |x: f64| tilec_interp::round_to(tilec_interp::round_to(x, DType::F32), c.dtype);
+        let add = |acc: &[f64], bias: &[f64]| -> Vec<f64> {
+            acc.iter().enumerate().map(|(i, x)| round(x + bias[i % bias.len()])).collect()
+        };
+        let [aq, ak, av, bq, bk, bv] = [0, 1, 2, 3, 4, 5].map(|i| values(a, i));
+        let [cos, sin, kc, vc, pos] = [7, 8, 9, 10, 11].map(|i| values(a, i));
+        let (q, kc, vc) = rope_append(c, &add(&aq, &bq), &add(&ak, &bk), &add(&av, &bv), &cos, &sin, kc, vc, &pos);
+        let zeros = |x: &[f64]| vec![0.0; x.len()];
+        vec![zeros(&aq), zeros(&ak), zeros(&av), q, kc, vc]
+    },
+    bytes: |c| {
+        let [b, s, h, hk, d, _] = c.dims[..] else { return 0.0 };
+        let t = f64::from(c.dtype.bytes());
+        // The accumulator read and cleared, q and the cache rows written, biases and table rows read.
+        (b * s * (h + 2 * hk) * d) as f64 * (8.0 + t) + ((h + 2 * hk) * d + b * s * d) as f64 * t
+    },
+    case_for: |dims, dtype| rope_append_case("acc_bias_rope_kv_append", dims, dtype),
+    ..ROPE_KV_APPEND
 };

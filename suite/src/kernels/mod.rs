@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 58] = [
+pub(crate) static ALL: [&Spec; 60] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -33,6 +33,7 @@ pub(crate) static ALL: [&Spec; 58] = [
     &decoder::ACC_SWIGLU,
     &decoder::ACC_RESIDUAL_RMSNORM,
     &decoder::ROPE_KV_APPEND,
+    &decoder::ACC_BIAS_ROPE_KV_APPEND,
     &lang::BITS,
     &lang::INTS,
     &lang::MATH,
@@ -56,6 +57,7 @@ pub(crate) static ALL: [&Spec; 58] = [
     &lowp::QUANT_BLOCKWISE,
     &lowp::QUANT_BLOCK2D,
     &decoder::MATMUL_SPLITK,
+    &decoder::MATMUL_SWIGLU,
     &compute::BMM,
     &compute::GROUP_GEMM,
     &compute::FMHA,
