@@ -17,6 +17,19 @@ impl HostTensor {
         HostTensor::encoded(dtype, shape, values, |v, out| dtype.encode(*v, out))
     }
 
+    /// A contiguous row-major tensor of `n` values made by `next` in order and rounded to
+    /// `dtype` as they come (no f64 buffer of the whole tensor: for inputs of billions of
+    /// elements).
+    pub fn from_fn(dtype: DType, shape: &[i64], mut next: impl FnMut(usize) -> f64) -> HostTensor {
+        let n: usize = shape.iter().map(|&d| d.max(0) as usize).product();
+        let b = dtype.bytes() as usize;
+        let mut data = vec![0u8; n * b];
+        for (i, out) in data.chunks_mut(b).enumerate() {
+            dtype.encode(next(i), out);
+        }
+        HostTensor { dtype, shape: shape.to_vec(), strides: contiguous_strides(shape), data }
+    }
+
     /// A contiguous row-major tensor of `values`, each written into its bytes by `encode`.
     fn encoded<V>(dtype: DType, shape: &[i64], values: &[V], encode: impl Fn(&V, &mut [u8])) -> HostTensor {
         let b = dtype.bytes() as usize;

@@ -23,9 +23,21 @@ pub fn numel(shape: &[i64]) -> usize {
     shape.iter().map(|&d| d.max(0) as usize).product()
 }
 
-/// A tensor argument of normal samples times `scale`, rounded to `dtype`.
+/// Tensors past this many elements repeat a block of [`PERIOD`] normal samples instead of
+/// drawing each: the decode benchmarks' K/V caches (a billion elements at B64 L32k) would take
+/// minutes of Box–Muller and their f64 buffer tens of GB. No checked case is that large.
+pub const LARGE: usize = 1 << 27;
+/// The block a large tensor repeats (not a multiple of any row length the suite uses).
+pub const PERIOD: usize = (1 << 22) + 7;
+
+/// A tensor argument of normal samples times `scale`, rounded to `dtype` (see [`LARGE`]).
 pub fn normal_tensor(rng: &mut StdRng, dtype: DType, shape: &[i64], scale: f64) -> Arg {
-    Arg::Tensor(HostTensor::from_f64(dtype, shape, &randn(rng, numel(shape), scale)))
+    let n = numel(shape);
+    if n > LARGE {
+        let block = randn(rng, PERIOD, scale);
+        return Arg::Tensor(HostTensor::from_fn(dtype, shape, |i| block[i % PERIOD]));
+    }
+    Arg::Tensor(HostTensor::from_f64(dtype, shape, &randn(rng, n, scale)))
 }
 
 /// A tensor argument of the given values.

@@ -560,6 +560,16 @@ fn decode_gs(c: &Case, hq: i64, hkv: i64) -> i64 {
     c.konst("GS", ((hq / hkv.max(1)).max(1) as u64).next_power_of_two() as i64)
 }
 
+/// Issue 30's decode points, (B, L): B = 1, 4, 16, 64 by L = 1k, 4k, 16k, 32k, every sequence
+/// at the full length (bench/peers_tc.py's DECODE_POINTS and MLA_POINTS are the same list);
+/// `quick`: B1 and B16 at 4k.
+fn decode_points(quick: bool) -> Vec<(i64, i64)> {
+    if quick {
+        return vec![(1, 4096), (16, 4096)];
+    }
+    [1, 4, 16, 64].into_iter().flat_map(|b| [1024, 4096, 16384, 32768].map(|l| (b, l))).collect()
+}
+
 /// Grouped-query decode attention (kernels/attention_decode_grouped.tile). Case dims
 /// `[B, HQ, HKV, SMAX, D]`.
 pub const DECODE_GROUPED: Spec = Spec {
@@ -588,16 +598,11 @@ pub const DECODE_GROUPED: Spec = Spec {
         ]
     },
     // The peers' workload (bench/peers_tc.py's DECODE_POINTS): every sequence at the full
-    // length, B = 1 … 64 and L = 1k … 32k up to B·L = 16·16k.
+    // length, B = 1, 4, 16, 64 by L = 1k, 4k, 16k, 32k.
     bench_cases: |quick| {
         let mut v = vec![];
-        for b in [1, 4, 16, 64] {
-            for l in [1024, 4096, 16384, 32768] {
-                let keep = if quick { matches!((b, l), (1, 4096) | (16, 4096)) } else { b * l <= 16 * 16384 };
-                if keep {
-                    v.push(Case::new(DType::F16, &[b, 28, 4, l, 128]).full_lengths());
-                }
-            }
+        for (b, l) in decode_points(quick) {
+            v.push(Case::new(DType::F16, &[b, 28, 4, l, 128]).full_lengths());
         }
         v
     },
@@ -684,11 +689,9 @@ pub const PAGED_DECODE: Spec = Spec {
         ]
     },
     bench_cases: |quick| {
-        let points: &[(i64, i64)] =
-            if quick { &[(1, 4096), (16, 4096)] } else { &[(1, 4096), (1, 16384), (4, 4096), (16, 4096), (16, 8192)] };
-        points
-            .iter()
-            .map(|&(b, l)| Case::new(DType::F16, &[b, 28, 4, l, 128]).with("PAGE", 16).full_lengths())
+        decode_points(quick)
+            .into_iter()
+            .map(|(b, l)| Case::new(DType::F16, &[b, 28, 4, l, 128]).with("PAGE", 16).full_lengths())
             .collect()
     },
     consts: |c| {
@@ -764,12 +767,7 @@ pub const MLA_DECODE: Spec = Spec {
         ]
     },
     bench_cases: |quick| {
-        let points: &[(i64, i64)] = if quick {
-            &[(1, 4096), (16, 4096)]
-        } else {
-            &[(1, 4096), (1, 16384), (4, 4096), (4, 16384), (16, 4096), (16, 8192)]
-        };
-        points.iter().map(|&(b, l)| Case::new(DType::F16, &[b, 16, l, 512, 64]).full_lengths()).collect()
+        decode_points(quick).into_iter().map(|(b, l)| Case::new(DType::F16, &[b, 16, l, 512, 64]).full_lengths()).collect()
     },
     consts: |c| {
         let mut m = t_const(c);
