@@ -3,7 +3,7 @@
 use super::emit::{ICmp, Reg, Ty};
 use super::regs::Value;
 use super::{err, Lowering};
-use tilec_core::tir::OpKind;
+use tilec_core::tir::{walk_ops, OpKind};
 use tilec_core::Diagnostic;
 
 impl Lowering<'_> {
@@ -56,6 +56,18 @@ impl Lowering<'_> {
         let iv32 = self.em.convert("trunc", &ivn, Ty::I32);
         self.vals.insert(*iv, Value::Scalar(iv32));
         let before = self.smem_loop_begin();
+        // The body's global accesses of the previous iteration may still be pending at its
+        // top (no barrier is known to separate them): count them as pending from the start.
+        walk_ops(body, &mut |o| {
+            if let Some((t, r, w)) = super::global_access_of(&o.kind) {
+                if r {
+                    self.global_reads.insert(t);
+                }
+                if w {
+                    self.global_writes.insert(t);
+                }
+            }
+        });
         self.tmem_loop_top(kind);
         self.ops(body)?;
         self.smem_loop_end(before);
@@ -86,12 +98,17 @@ impl Lowering<'_> {
         // Both branches start from the shared reads pending here; after the join either
         // branch's may be pending.
         let entry = self.pending_reads.clone();
+        let global_entry = (self.global_reads.clone(), self.global_writes.clone());
         let crossed = self.barrier_crossed();
         self.em.label(&tb, &[]);
         self.ops(then_ops)?;
         let regs = self.flatten(then_yields)?;
         self.em.br(&join, &regs);
         let after_then = std::mem::replace(&mut self.pending_reads, entry);
+        let global_then = (
+            std::mem::replace(&mut self.global_reads, global_entry.0),
+            std::mem::replace(&mut self.global_writes, global_entry.1),
+        );
         let crossed_then = self.barrier_crossed();
         self.set_barrier_crossed(crossed);
         self.em.label(&eb, &[]);
@@ -99,6 +116,8 @@ impl Lowering<'_> {
         let regs = self.flatten(else_yields)?;
         self.em.br(&join, &regs);
         self.pending_reads.extend(after_then);
+        self.global_reads.extend(global_then.0);
+        self.global_writes.extend(global_then.1);
         // A barrier on one branch only is no barrier for what follows.
         let crossed_else = self.barrier_crossed();
         self.set_barrier_crossed(crossed_then && crossed_else);

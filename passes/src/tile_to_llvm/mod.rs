@@ -69,6 +69,13 @@
 //! (zero trips) with its body's end.
 //! - Gathers, scatters and element reads are one predicated scalar access per element
 //!   (every index compared unsigned with its extent: negative indices are out of bounds).
+//! - Global memory within a block: a tile's elements belong to threads by its layout (a
+//!   replicated element is loaded by every copy, stored by one), so a store to a tensor the
+//!   block read since its last barrier, and a load of one it wrote, get a barrier first (an
+//!   epilogue clearing the accumulator it read, RoPE in place); tensors only read never do,
+//!   two stores are left unordered, and a loop counts its own accesses as pending at its top.
+//!   Every kernel also opens with `griddepcontrol.wait` and `launch_dependents` (the
+//!   signature's `grid_dependency`).
 //!
 //! Guarantees: a module with one `llvm.func` marked `nvvm.kernel`, `nvvm.maxntid` set to the
 //! block size, and (with the `occupancy` option) `nvvm.minctasm`; shared memory is one
@@ -104,7 +111,7 @@ use crate::tile_warp_specialize::TURN_BARRIER;
 use emit::{Emitter, Reg, Ty};
 use ptx_asm::PtxAsm;
 use regs::{TensorArgs, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use tilec_core::layout::Layout;
 use tilec_core::target::Arch;
@@ -221,6 +228,14 @@ pub(crate) struct Lowering<'f> {
     plan: Option<Vec<i64>>,
     /// Shared ranges read since the last barrier (a write over one needs a barrier first).
     pending_reads: Vec<(i64, i64)>,
+    /// Tensors read and written through global memory since the last barrier: a block's
+    /// threads own a tile's elements by its layout (a load's replicated elements are read by
+    /// every copy, a store's written by one), so a store after a load of the same tensor (an
+    /// epilogue clearing its accumulator, RoPE in place) or a load after a store may meet an
+    /// element in different threads; a barrier orders them (`bar.sync` orders the
+    /// participating threads' global accesses too).
+    global_reads: BTreeSet<ValueId>,
+    global_writes: BTreeSet<ValueId>,
     /// Lines for `--report`.
     report: Vec<String>,
     /// The thread that issues TMA copies and acquires stages (the producer's first thread
@@ -618,6 +633,8 @@ fn lower_with<'f>(
         requests: vec![],
         plan,
         pending_reads: vec![],
+        global_reads: BTreeSet::new(),
+        global_writes: BTreeSet::new(),
         report: vec![],
         lane_bases: BTreeMap::new(),
         issuer: 0,
@@ -849,12 +866,19 @@ impl Lowering<'_> {
                 let ty = rty.ok_or_else(|| err("scan without result"))?;
                 self.scan(*sop, *axis as usize, *value, &ty)?
             }
-            OpKind::Load { .. } | OpKind::Store { .. } => match self.global_access(&op.kind, rty.as_ref())? {
-                Some(v) => v,
-                None => return Ok(()),
-            },
-            OpKind::Atomic { .. } => self.atomic(op, rty.as_ref())?,
+            OpKind::Load { .. } | OpKind::Store { .. } => {
+                self.global_hazard(&op.kind);
+                match self.global_access(&op.kind, rty.as_ref())? {
+                    Some(v) => v,
+                    None => return Ok(()),
+                }
+            }
+            OpKind::Atomic { .. } => {
+                self.global_hazard(&op.kind);
+                self.atomic(op, rty.as_ref())?
+            }
             OpKind::Gather { .. } | OpKind::Element { .. } | OpKind::Scatter { .. } => {
+                self.global_hazard(&op.kind);
                 match self.element_op(&op.kind, rty.as_ref())? {
                     Some(v) => v,
                     None => return Ok(()),
@@ -1162,8 +1186,31 @@ impl Lowering<'_> {
         self.full_barrier();
     }
 
+    /// Before a global access: a barrier where another thread of the block may still read
+    /// or write what it writes, or write what it reads (see `global_reads`). Tensors only
+    /// read (weights, tables) never need one.
+    fn global_hazard(&mut self, kind: &OpKind) {
+        let Some((tensor, reads, writes)) = global_access_of(kind) else { return };
+        // Two stores of one tensor are left unordered: the library's loops store disjoint tiles
+        // (a barrier an iteration would cost them), and an element stored twice is a
+        // kernel's own race.
+        let conflict =
+            (reads && self.global_writes.contains(&tensor)) || (writes && self.global_reads.contains(&tensor));
+        if conflict {
+            self.full_barrier();
+        }
+        if reads {
+            self.global_reads.insert(tensor);
+        }
+        if writes {
+            self.global_writes.insert(tensor);
+        }
+    }
+
     fn full_barrier(&mut self) {
         self.em.barrier();
+        self.global_reads.clear();
+        self.global_writes.clear();
         self.pending_reads.clear();
         if let Some(w) = self.loop_writes.last_mut() {
             w.crossed = true;
@@ -1214,6 +1261,18 @@ impl Lowering<'_> {
             outer.exposed.extend(writes.exposed);
         }
         self.pending_reads.extend(before);
+    }
+}
+
+/// The tensor a global access reads or writes: (tensor, reads, writes).
+pub(super) fn global_access_of(kind: &OpKind) -> Option<(ValueId, bool, bool)> {
+    match kind {
+        OpKind::Load { tensor, .. } | OpKind::Gather { tensor, .. } | OpKind::Element { tensor, .. } => {
+            Some((*tensor, true, false))
+        }
+        OpKind::Store { tensor, .. } | OpKind::Scatter { tensor, .. } => Some((*tensor, false, true)),
+        OpKind::Atomic { tensor, .. } => Some((*tensor, true, true)),
+        _ => None,
     }
 }
 

@@ -767,7 +767,10 @@ pub const MLA_DECODE: Spec = Spec {
         ]
     },
     bench_cases: |quick| {
-        decode_points(quick).into_iter().map(|(b, l)| Case::new(DType::F16, &[b, 16, l, 512, 64]).full_lengths()).collect()
+        decode_points(quick)
+            .into_iter()
+            .map(|(b, l)| Case::new(DType::F16, &[b, 16, l, 512, 64]).full_lengths())
+            .collect()
     },
     consts: |c| {
         let mut m = t_const(c);
