@@ -296,7 +296,10 @@ impl Jit {
     /// Runs `launches` with every launch through this Jit captured into a CUDA graph instead
     /// of run (see the module docs): compiled and validated now, run by [`Graph::replay`].
     /// Nothing else may be queued on the device while it runs (a copy or a synchronisation
-    /// is an error of the capture).
+    /// is an error of the capture). Bind or launch the kernels once before (a warm-up step,
+    /// as `examples/qwen2` does): a kernel compiled and loaded during the capture is only
+    /// as good as what the driver allows a capturing thread, and its compile time lands in
+    /// the capture.
     pub fn capture<E: From<JitError>>(&self, launches: impl FnOnce() -> Result<(), E>) -> Result<Graph, E> {
         {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
