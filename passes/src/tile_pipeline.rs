@@ -321,11 +321,10 @@ impl LoopInfo {
 /// The tensors the kernel writes anywhere (stores, atomics, scatters).
 fn written_tensors(func: &Func) -> std::collections::BTreeSet<ValueId> {
     let mut w = std::collections::BTreeSet::new();
-    walk_ops(&func.ops, &mut |o| match &o.kind {
-        OpKind::Store { tensor, .. } | OpKind::Atomic { tensor, .. } | OpKind::Scatter { tensor, .. } => {
-            w.insert(*tensor);
+    walk_ops(&func.ops, &mut |o| {
+        if let Some((tensor, _, true)) = o.kind.global_access() {
+            w.insert(tensor);
         }
-        _ => {}
     });
     w
 }

@@ -305,6 +305,20 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// The tensor this op reads or writes through global memory, as (tensor, reads, writes):
+    /// loads, gathers and element reads read, stores and scatters write, atomics do both.
+    /// Asynchronous copies into shared memory are not counted.
+    pub fn global_access(&self) -> Option<(ValueId, bool, bool)> {
+        match self {
+            OpKind::Load { tensor, .. } | OpKind::Gather { tensor, .. } | OpKind::Element { tensor, .. } => {
+                Some((*tensor, true, false))
+            }
+            OpKind::Store { tensor, .. } | OpKind::Scatter { tensor, .. } => Some((*tensor, false, true)),
+            OpKind::Atomic { tensor, .. } => Some((*tensor, true, true)),
+            _ => None,
+        }
+    }
+
     /// The values this op reads (region ops: their own operands and yields, not the ops of
     /// their regions), in a fixed order.
     pub fn operands(&self) -> Vec<ValueId> {

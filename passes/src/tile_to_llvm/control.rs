@@ -58,16 +58,7 @@ impl Lowering<'_> {
         let before = self.smem_loop_begin();
         // The body's global accesses of the previous iteration may still be pending at its
         // top (no barrier is known to separate them): count them as pending from the start.
-        walk_ops(body, &mut |o| {
-            if let Some((t, r, w)) = super::global_access_of(&o.kind) {
-                if r {
-                    self.global_reads.insert(t);
-                }
-                if w {
-                    self.global_writes.insert(t);
-                }
-            }
-        });
+        walk_ops(body, &mut |o| self.global_pending(&o.kind));
         self.tmem_loop_top(kind);
         self.ops(body)?;
         self.smem_loop_end(before);

@@ -1190,7 +1190,7 @@ impl Lowering<'_> {
     /// or write what it writes, or write what it reads (see `global_reads`). Tensors only
     /// read (weights, tables) never need one.
     fn global_hazard(&mut self, kind: &OpKind) {
-        let Some((tensor, reads, writes)) = global_access_of(kind) else { return };
+        let Some((tensor, reads, writes)) = kind.global_access() else { return };
         // Two stores of one tensor are left unordered: the library's loops store disjoint tiles
         // (a barrier an iteration would cost them), and an element stored twice is a
         // kernel's own race.
@@ -1199,11 +1199,18 @@ impl Lowering<'_> {
         if conflict {
             self.full_barrier();
         }
-        if reads {
-            self.global_reads.insert(tensor);
-        }
-        if writes {
-            self.global_writes.insert(tensor);
+        self.global_pending(kind);
+    }
+
+    /// Counts `kind`'s global access as pending until the next barrier.
+    fn global_pending(&mut self, kind: &OpKind) {
+        if let Some((tensor, reads, writes)) = kind.global_access() {
+            if reads {
+                self.global_reads.insert(tensor);
+            }
+            if writes {
+                self.global_writes.insert(tensor);
+            }
         }
     }
 
@@ -1261,18 +1268,6 @@ impl Lowering<'_> {
             outer.exposed.extend(writes.exposed);
         }
         self.pending_reads.extend(before);
-    }
-}
-
-/// The tensor a global access reads or writes: (tensor, reads, writes).
-pub(super) fn global_access_of(kind: &OpKind) -> Option<(ValueId, bool, bool)> {
-    match kind {
-        OpKind::Load { tensor, .. } | OpKind::Gather { tensor, .. } | OpKind::Element { tensor, .. } => {
-            Some((*tensor, true, false))
-        }
-        OpKind::Store { tensor, .. } | OpKind::Scatter { tensor, .. } => Some((*tensor, false, true)),
-        OpKind::Atomic { tensor, .. } => Some((*tensor, true, true)),
-        _ => None,
     }
 }
 
