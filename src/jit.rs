@@ -280,9 +280,14 @@ impl Jit {
         Ok(bound.info)
     }
 
+    /// Where launches go now (see `recording`).
+    fn recording(&self) -> std::sync::MutexGuard<'_, Option<Recording>> {
+        self.recording.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Launches on the device, or records the launch in the graph being captured or updated.
     fn issue(&self, kernel: &Arc<Kernel>, descs: &[ArgDesc]) -> Result<(), JitError> {
-        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        let mut recording = self.recording();
         match recording.as_mut() {
             None => self.device.launch(kernel, descs)?,
             Some(Recording::Capture(c)) => {
@@ -302,14 +307,14 @@ impl Jit {
     /// the capture.
     pub fn capture<E: From<JitError>>(&self, launches: impl FnOnce() -> Result<(), E>) -> Result<Graph, E> {
         {
-            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            let mut recording = self.recording();
             if recording.is_some() {
                 return Err(JitError::Launch(RuntimeError::Graph("a graph is already being recorded".into())).into());
             }
             *recording = Some(Recording::Capture(self.device.begin_capture().map_err(JitError::Launch)?));
         }
         let result = launches();
-        let taken = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let taken = self.recording().take();
         result?;
         match taken {
             Some(Recording::Capture(c)) => Ok(c.finish().map_err(JitError::Launch)?),
@@ -325,18 +330,17 @@ impl Jit {
         graph: &mut Graph,
         launches: impl FnOnce() -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut g = std::mem::replace(graph, Graph::placeholder());
-        g.begin_update();
         {
-            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            let mut recording = self.recording();
             if recording.is_some() {
-                *graph = g;
                 return Err(JitError::Launch(RuntimeError::Graph("a graph is already being recorded".into())).into());
             }
+            let mut g = std::mem::replace(graph, Graph::placeholder());
+            g.begin_update();
             *recording = Some(Recording::Update(g));
         }
         let result = launches();
-        let taken = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let taken = self.recording().take();
         let Some(Recording::Update(mut g)) = taken else {
             return Err(JitError::Launch(RuntimeError::Graph("the graph was lost during its update".into())).into());
         };
