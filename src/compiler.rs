@@ -177,6 +177,9 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         warp_specialize: opts.warp_specialize || el.hints.warp_specialize,
         no_pingpong: opts.no_pingpong,
         persistent: opts.persistent || el.hints.persistent,
+        // sm_121a's block-scaled products on a chip without them (the report says so).
+        emulate_block_scale: choice.has(tilec_core::target::Feature::BlockScaledMmaSync)
+            && !arch.has(tilec_core::target::Feature::BlockScaledMmaSync),
     };
     tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
     let steps = tilec_passes::pipeline(choice, el.hints.occupancy, &cfg);
@@ -226,14 +229,19 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         } else {
             String::new()
         };
+        let block_scaled = if choice.has(Feature::BlockScaledMmaSync) && !arch.has(Feature::BlockScaledMmaSync) {
+            format!("; {}'s block-scaled mma.sync (mma_scaled) emulated: fp8 mma.sync products (fp4 operands widened to e4m3 exactly) times the scale factors, read from the lanes and bytes the instruction reads them from (the tensor cores' own rounding is not)", choice.name)
+        } else {
+            String::new()
+        };
         let missing: Vec<String> = choice
             .features
             .iter()
-            .filter(|f| !arch.has(**f) && **f != Feature::Tcgen05)
+            .filter(|f| !arch.has(**f) && **f != Feature::Tcgen05 && **f != Feature::BlockScaledMmaSync)
             .map(|f| format!("{f:?}"))
             .collect();
         driver.facts.report.push(format!(
-            "emulation: {}'s by_target values, shared memory, pipeline and instructions, compiled for {}; {blocks} block(s) per SM as on {} (shared memory padded by {pad} bytes a block; registers not emulated){not_emulated}{}",
+            "emulation: {}'s by_target values, shared memory, pipeline and instructions, compiled for {}; {blocks} block(s) per SM as on {} (shared memory padded by {pad} bytes a block; registers not emulated){not_emulated}{block_scaled}{}",
             choice.name,
             arch.name,
             choice.name,

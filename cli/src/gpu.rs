@@ -149,6 +149,35 @@ pub fn prepare(
     Ok(Prepared { kernel, on_device, args, descs, report: compiled.report })
 }
 
+/// Why `spec`'s kernel does not lower for this device (with `variant`) at all — every error
+/// E0900, an instruction the target lacks (sm_121a's block-scaled products on an H100 without
+/// `--emulate sm_121a`) — or `None` when it lowers (or fails otherwise: the check says so).
+pub fn not_lowered_here(
+    dev: &Device,
+    kernels_dir: &Path,
+    spec: &Spec,
+    case: &Case,
+    variant: &Variant,
+) -> Option<String> {
+    let path = kernels_dir.join(spec.file);
+    let text = std::fs::read_to_string(&path).ok()?;
+    let source = Source::new(path.display().to_string(), text);
+    let target = dev.target().ok()?;
+    let opts = variant.apply(CompileOptions {
+        arch: target.name.to_string(),
+        kernel: Some(spec.kernel.to_string()),
+        consts: spec.constants(case),
+        until: Some(tilec::Stage::Tilegpu),
+        ..Default::default()
+    });
+    match compile(&source, &opts) {
+        Err(e) if !e.diagnostics.is_empty() && e.diagnostics.iter().all(|d| d.code == "E0900") => {
+            Some(e.diagnostics[0].message.clone())
+        }
+        _ => None,
+    }
+}
+
 /// The row of a case not run (yet): no errors measured, not passed.
 fn check_case_unrun(spec: &Spec, case: &Case) -> CheckRow {
     CheckRow {

@@ -20,10 +20,20 @@ pub enum DType {
     /// E5M2 is the upper byte of an f16.
     F8E4M3,
     F8E5M2,
+    /// Two OCP FP4 (E2M1) values packed in one byte, element 2i in the low nibble and 2i + 1
+    /// in the high one (PyTorch's `float4_e2m1fn_x2`): a tensor of K fp4 values along a
+    /// dim is K/2 of these. Storage only, moved as bytes (its value here is the byte); the
+    /// block-scaled `mma_scaled` reads it as fp4 pairs along K.
+    F4E2M1X2,
+    /// Block-scale factors: an unsigned 8-bit exponent, 2^(e - 127), 0xFF NaN, no zero
+    /// (MLIR's `f8E8M0FNU`); MXFP8's and MXFP4's scales.
+    UE8M0,
+    /// Block-scale factors: E4M3 without its sign bit (NVFP4's scales).
+    UE4M3,
 }
 
 impl DType {
-    pub const ALL: [DType; 12] = [
+    pub const ALL: [DType; 15] = [
         DType::I1,
         DType::I8,
         DType::I32,
@@ -36,6 +46,9 @@ impl DType {
         DType::U32,
         DType::F8E4M3,
         DType::F8E5M2,
+        DType::F4E2M1X2,
+        DType::UE8M0,
+        DType::UE4M3,
     ];
 
     /// The spelling in the tile language and the metadata JSON.
@@ -53,6 +66,9 @@ impl DType {
             DType::U32 => "u32",
             DType::F8E4M3 => "f8e4m3",
             DType::F8E5M2 => "f8e5m2",
+            DType::F4E2M1X2 => "f4e2m1x2",
+            DType::UE8M0 => "ue8m0",
+            DType::UE4M3 => "ue4m3",
         }
     }
 
@@ -63,6 +79,11 @@ impl DType {
             DType::U32 => "ui32",
             DType::F8E4M3 => "f8E4M3FN",
             DType::F8E5M2 => "f8E5M2",
+            DType::F4E2M1X2 => F4_PAIR_MLIR,
+            DType::UE8M0 => "f8E8M0FNU",
+            // MLIR has no unsigned E4M3: its (signed, IEEE-style) `f8E4M3` names it here —
+            // a spelling only, the tile IR never lets MLIR compute with it.
+            DType::UE4M3 => "f8E4M3",
             d => d.name(),
         }
     }
@@ -83,6 +104,9 @@ impl DType {
             "u32" | "uint32" | "ui32" => DType::U32,
             "f8e4m3" | "float8_e4m3fn" | "f8E4M3FN" => DType::F8E4M3,
             "f8e5m2" | "float8_e5m2" | "f8E5M2" => DType::F8E5M2,
+            "f4e2m1x2" | "float4_e2m1fn_x2" | F4_PAIR_MLIR => DType::F4E2M1X2,
+            "ue8m0" | "float8_e8m0fnu" | "f8E8M0FNU" => DType::UE8M0,
+            "ue4m3" | "f8E4M3" => DType::UE4M3,
             _ => return None,
         })
     }
@@ -94,7 +118,22 @@ impl DType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2)
+        matches!(
+            self,
+            DType::F16
+                | DType::BF16
+                | DType::F32
+                | DType::F64
+                | DType::F8E4M3
+                | DType::F8E5M2
+                | DType::UE8M0
+                | DType::UE4M3
+        )
+    }
+
+    /// The block-scale factor types of `mma_scaled`.
+    pub fn is_scale(self) -> bool {
+        matches!(self, DType::UE8M0 | DType::UE4M3)
     }
 
     pub fn is_int(self) -> bool {
@@ -102,18 +141,28 @@ impl DType {
     }
 
     pub fn is_unsigned(self) -> bool {
-        matches!(self, DType::U8 | DType::U32)
+        matches!(self, DType::U8 | DType::U32 | DType::F4E2M1X2)
     }
 
     /// Types the language only loads, stores and casts (arithmetic takes a cast first).
     pub fn is_storage_only(self) -> bool {
-        matches!(self, DType::U8 | DType::U32 | DType::F8E4M3 | DType::F8E5M2)
+        matches!(
+            self,
+            DType::U8 | DType::U32 | DType::F8E4M3 | DType::F8E5M2 | DType::F4E2M1X2 | DType::UE8M0 | DType::UE4M3
+        )
     }
 
     /// Storage size in bytes (i1 is stored as one byte).
     pub fn bytes(self) -> u32 {
         match self {
-            DType::I1 | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 1,
+            DType::I1
+            | DType::I8
+            | DType::U8
+            | DType::F8E4M3
+            | DType::F8E5M2
+            | DType::F4E2M1X2
+            | DType::UE8M0
+            | DType::UE4M3 => 1,
             DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
             DType::I64 | DType::F64 => 8,
@@ -135,6 +184,8 @@ impl DType {
             DType::F16 => u64::from(f32_to_f16_bits(to_f32_odd(v))),
             DType::BF16 => u64::from(f32_to_bf16_bits(to_f32_odd(v))),
             DType::F8E4M3 | DType::F8E5M2 => u64::from(to_fp8(v, self)),
+            DType::UE8M0 => u64::from(to_ue8m0(v)),
+            DType::UE4M3 => u64::from(to_ue4m3(v)),
             _ => v as i64 as u64,
         }
     }
@@ -148,9 +199,11 @@ impl DType {
             DType::F64 => out.copy_from_slice(&v.to_le_bytes()),
             DType::I32 | DType::U32 => out.copy_from_slice(&(wrap_int(v) as u32).to_le_bytes()),
             DType::I64 => out.copy_from_slice(&wrap_int(v).to_le_bytes()),
-            DType::I8 | DType::U8 => out[0] = wrap_int(v) as u8,
+            DType::I8 | DType::U8 | DType::F4E2M1X2 => out[0] = wrap_int(v) as u8,
             DType::I1 => out[0] = u8::from(v != 0.0),
             DType::F8E4M3 | DType::F8E5M2 => out[0] = to_fp8(v, self),
+            DType::UE8M0 => out[0] = to_ue8m0(v),
+            DType::UE4M3 => out[0] = to_ue4m3(v),
         }
     }
 
@@ -162,7 +215,7 @@ impl DType {
         Some(match self {
             DType::I1 => i64::from(b[0] != 0),
             DType::I8 => i64::from(b[0] as i8),
-            DType::U8 => i64::from(b[0]),
+            DType::U8 | DType::F4E2M1X2 => i64::from(b[0]),
             DType::I32 => i64::from(i32::from_le_bytes(w4(b))),
             DType::U32 => i64::from(u32::from_le_bytes(w4(b))),
             DType::I64 => i64::from_le_bytes(b.try_into().ok()?),
@@ -175,7 +228,7 @@ impl DType {
     pub fn encode_int(self, v: i64, out: &mut [u8]) {
         match self {
             DType::I1 => out[0] = u8::from(v != 0),
-            DType::I8 | DType::U8 => out[0] = v as u8,
+            DType::I8 | DType::U8 | DType::F4E2M1X2 => out[0] = v as u8,
             DType::I32 | DType::U32 => out.copy_from_slice(&(v as u32).to_le_bytes()),
             DType::I64 => out.copy_from_slice(&v.to_le_bytes()),
             d => d.encode(v as f64, out),
@@ -188,7 +241,7 @@ impl DType {
         match self {
             DType::I1 => i64::from(v != 0),
             DType::I8 => i64::from(v as i8),
-            DType::U8 => i64::from(v as u8),
+            DType::U8 | DType::F4E2M1X2 => i64::from(v as u8),
             DType::I32 => i64::from(v as i32),
             DType::U32 => i64::from(v as u32),
             _ => v,
@@ -208,9 +261,11 @@ impl DType {
             DType::U32 => f64::from(u32::from_le_bytes(w4(b))),
             DType::I64 => i64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as f64,
             DType::I8 => f64::from(b[0] as i8),
-            DType::U8 => f64::from(b[0]),
+            DType::U8 | DType::F4E2M1X2 => f64::from(b[0]),
             DType::I1 => f64::from(u8::from(b[0] != 0)),
             DType::F8E4M3 | DType::F8E5M2 => from_fp8(b[0], self),
+            DType::UE8M0 => from_ue8m0(b[0]),
+            DType::UE4M3 => from_fp8(b[0] & 0x7f, DType::F8E4M3),
         }
     }
 
@@ -233,6 +288,77 @@ impl DType {
             }
         }
     }
+}
+
+/// The MLIR spelling of [`DType::F4E2M1X2`]: a pair of fp4 values.
+const F4_PAIR_MLIR: &str = "vector<2xf4E2M1FN>";
+
+/// The value of ue8m0 bits: 2^(b - 127), NaN for 0xFF.
+pub fn from_ue8m0(b: u8) -> f64 {
+    if b == 0xff {
+        f64::NAN
+    } else {
+        2f64.powi(i32::from(b) - 127)
+    }
+}
+
+/// `v` as a ue8m0 scale, as `cvt.rz.satfinite.ue8m0x2.f32` converts an f32: the exponent of
+/// `v` rounded to f32, rounded down (2^⌊log2 v⌋), within [2^-127, 2^127]; zero, subnormal
+/// and tiny values give 2^-127, +inf 2^127, NaN and negative values NaN (0xFF).
+pub fn to_ue8m0(v: f64) -> u8 {
+    let f = v as f32;
+    if f.is_nan() || f.is_sign_negative() && f != 0.0 {
+        return 0xff;
+    }
+    let e = (f.to_bits() >> 23) & 0xff;
+    e.min(0xfe) as u8
+}
+
+/// `v` as a ue4m3 scale: E4M3 rounded to nearest even and saturating, negative values 0,
+/// NaN 0x7F.
+pub fn to_ue4m3(v: f64) -> u8 {
+    if v.is_nan() {
+        return 0x7f;
+    }
+    to_fp8(v.max(0.0), DType::F8E4M3) & 0x7f
+}
+
+/// The value of an FP4 E2M1 nibble (the low 4 bits of `n`): ±{0, 0.5, 1, 1.5, 2, 3, 4, 6}.
+pub fn from_fp4(n: u8) -> f64 {
+    const MAG: [f64; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+    let m = MAG[usize::from(n & 7)];
+    if n & 8 != 0 {
+        -m
+    } else {
+        m
+    }
+}
+
+/// `v` as an FP4 E2M1 nibble: nearest, ties to the even encoding, saturating to ±6 (PTX's
+/// `cvt.rn.satfinite.e2m1x2.f32`); E2M1 has no NaN: NaN gives +6.
+pub fn to_fp4(v: f64) -> u8 {
+    let sign = if v.is_sign_negative() { 8u8 } else { 0 };
+    if v.is_nan() {
+        return 7;
+    }
+    let a = v.abs();
+    // The midpoints between neighbouring magnitudes; at a tie the even encoding wins.
+    let mut best = 0u8;
+    for n in 1..8u8 {
+        let (lo, hi) = (from_fp4(n - 1), from_fp4(n));
+        let mid = (lo + hi) / 2.0;
+        if a > mid || a == mid && n % 2 == 0 {
+            best = n;
+        } else {
+            break;
+        }
+    }
+    sign | best
+}
+
+/// Two values as one [`DType::F4E2M1X2`] byte: `lo` in the low nibble.
+pub fn pack_fp4(lo: f64, hi: f64) -> u8 {
+    to_fp4(lo) | to_fp4(hi) << 4
 }
 
 /// 2^63, exactly.
@@ -339,7 +465,11 @@ impl std::fmt::Display for DType {
 pub fn convert(v: f64, from: DType, to: DType) -> f64 {
     if to.is_float() {
         // Through f32 to an fp8 type, as the GPU converts (`cvt.rn.satfinite.e4m3x2.f32`).
-        return if matches!(to, DType::F8E4M3 | DType::F8E5M2) { f64::from(v as f32) } else { v };
+        return if matches!(to, DType::F8E4M3 | DType::F8E5M2 | DType::UE8M0 | DType::UE4M3) {
+            f64::from(v as f32)
+        } else {
+            v
+        };
     }
     if !from.is_float() {
         return v;
@@ -455,6 +585,24 @@ mod tests {
     }
 
     #[test]
+    fn fp4_round_trips_every_nibble_and_rounds_to_nearest_even() {
+        for n in 0..16u8 {
+            let v = from_fp4(n);
+            // -0 keeps its sign bit.
+            assert_eq!(to_fp4(v), n, "{n:#x} = {v}");
+        }
+        // Ties go to the even encoding: 1.25 (between 1 = 0b010 and 1.5 = 0b011) → 1,
+        // 2.5 (between 2 = 0b100 and 3 = 0b101) → 2, 5 (between 4 = 0b110 and 6 = 0b111) → 4.
+        assert_eq!(from_fp4(to_fp4(1.25)), 1.0);
+        assert_eq!(from_fp4(to_fp4(2.5)), 2.0);
+        assert_eq!(from_fp4(to_fp4(5.0)), 4.0);
+        assert_eq!(from_fp4(to_fp4(0.25)), 0.0);
+        assert_eq!(from_fp4(to_fp4(0.26)), 0.5);
+        assert_eq!(from_fp4(to_fp4(-100.0)), -6.0);
+        assert_eq!(pack_fp4(1.0, -6.0), 0xf2);
+    }
+
+    #[test]
     fn names_round_trip() {
         for d in DType::ALL {
             assert_eq!(DType::parse(d.name()), Some(d));
@@ -487,6 +635,19 @@ mod tests {
         assert_eq!(DType::F8E4M3.round(0.3), 0.3125);
         assert_eq!(DType::F8E5M2.round(f64::MAX), 57344.0);
         assert_eq!(DType::F8E4M3.round(-1e300), -448.0);
+        // The scale types: powers of two rounded down, sign-less E4M3.
+        assert_eq!(DType::UE8M0.round(3.9), 2.0);
+        assert_eq!(DType::UE8M0.round(0.0), 2f64.powi(-127));
+        assert_eq!(DType::UE8M0.round(f64::INFINITY), 2f64.powi(127));
+        assert!(DType::UE8M0.round(-1.0).is_nan());
+        assert_eq!(DType::UE4M3.round(-3.0), 0.0);
+        assert_eq!(DType::UE4M3.round(1e9), 448.0);
+        for b in 0..=0xfeu8 {
+            assert_eq!(to_ue8m0(from_ue8m0(b)), b);
+        }
+        for b in 0..0x7fu8 {
+            assert_eq!(to_ue4m3(DType::UE4M3.decode(&[b])), b);
+        }
         // Integers wrap, unsigned ones too.
         assert_eq!(DType::U8.round(-1.0), 255.0);
         assert_eq!(DType::I8.round(200.0), -56.0);

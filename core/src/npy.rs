@@ -206,9 +206,10 @@ fn zip_entries(b: &[u8]) -> Result<Vec<ZipEntry>, String> {
 /// The `.npy` bytes of a tensor (C order).
 pub fn write(t: &HostTensor) -> Vec<u8> {
     let contiguous = t.strides == contiguous_strides(&t.shape) && t.data.len() == t.numel() * t.dtype.bytes() as usize;
-    // NumPy has no bfloat16 or fp8: those are written as float32 (exactly).
+    // NumPy has no bfloat16, fp8 or scale types: those are written as float32 (exactly);
+    // packed fp4 pairs as their bytes.
     let (descr, data) = match t.dtype {
-        DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => {
+        DType::BF16 | DType::F8E4M3 | DType::F8E5M2 | DType::UE8M0 | DType::UE4M3 => {
             ("<f4", HostTensor::from_f64(DType::F32, &t.shape, &t.to_f64()).data)
         }
         d => {
@@ -217,7 +218,7 @@ pub fn write(t: &HostTensor) -> Vec<u8> {
                 DType::F32 => "<f4",
                 DType::F64 => "<f8",
                 DType::I8 => "|i1",
-                DType::U8 => "|u1",
+                DType::U8 | DType::F4E2M1X2 => "|u1",
                 DType::I32 => "<i4",
                 DType::U32 => "<u4",
                 DType::I64 => "<i8",

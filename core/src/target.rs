@@ -24,6 +24,11 @@ pub enum Feature {
     Tcgen05,
     Fp8Mma,
     Fp4Mma,
+    /// Block-scaled `mma.sync` (`kind::mxf8f6f4`, `kind::mxf4`, `kind::mxf4nvf4` with
+    /// `.block_scale`; PTX ISA 8.7): sm_120a/sm_121a only — ptxas refuses it on sm_90a and
+    /// sm_103a ("mma with block scale not supported", `../shared/mlir22-examples` 06d), where
+    /// block scaling is `tcgen05.mma … block_scale` (sm_100a/sm_103a) or absent (sm_90a).
+    BlockScaledMmaSync,
     /// `griddepcontrol` (PTX 7.8, sm_90+): a kernel launched with programmatic stream
     /// serialization may start while the kernel before it finishes, and waits for it in
     /// `griddepcontrol.wait`.
@@ -159,7 +164,7 @@ pub const ARCHS: &[Arch] = &[
         // `setmaxnreg` target notes, as CCCL's `cuda::ptx::setmaxnreg_inc` lists them); ptxas
         // 13.0 assembles it for sm_121a. Warp specialization is there on request only (no
         // library kernel asks for it on sm_121a by default).
-        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Fp8Mma, Fp4Mma, GridDepControl],
+        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Fp8Mma, Fp4Mma, BlockScaledMmaSync, GridDepControl],
     },
 ];
 

@@ -725,7 +725,45 @@ impl Machine<'_> {
                 }
                 self.set(op, V::Tile(out))
             }
-            OpKind::Mma { a, b, acc } => {
+            OpKind::Mma { a, b, acc, scales: Some((sa, sb)) } => {
+                // (a · sa)(b · sb) + acc: the products exact, summed over the whole K in f64,
+                // one rounding to f32 (the caller's); packed fp4 elements are two K elements.
+                let (ta, tsa) = (self.ty(*a).clone(), self.ty(*sa).clone());
+                let (m, ka, n, ks) = (
+                    ta.shape()[0] as usize,
+                    ta.shape()[1] as usize,
+                    self.ty(*b).shape()[1] as usize,
+                    tsa.shape()[1] as usize,
+                );
+                let pack = if ta.dtype() == DType::F4E2M1X2 { 2 } else { 1 };
+                let k = ka * pack;
+                let block = k / ks.max(1);
+                self.budget.spend((m * n * k.saturating_sub(1)) as u64)?;
+                let (xa, xb, xc) = (self.tile(*a)?, self.tile(*b)?, self.tile(*acc)?);
+                let (ya, yb) = (self.tile(*sa)?, self.tile(*sb)?);
+                // The value of K element `kk` of an operand element.
+                let val = |x: N, kk: usize| match x {
+                    N::I(byte) => tilec_core::dtype::from_fp4((byte as u8) >> (4 * (kk % 2))),
+                    N::F(v) => v,
+                };
+                let mut out = xc.to_vec();
+                for i in 0..m {
+                    for j in 0..n {
+                        let s: f64 = (0..k)
+                            .map(|kk| {
+                                let (e, q) = (kk / pack, kk / block);
+                                val(xa[i * ka + e], kk)
+                                    * ya[i * ks + q].f()
+                                    * val(xb[e * n + j], kk)
+                                    * yb[q * n + j].f()
+                            })
+                            .sum();
+                        out[i * n + j] = N::F(xc[i * n + j].f() + s);
+                    }
+                }
+                self.set(op, V::Tile(out))
+            }
+            OpKind::Mma { a, b, acc, scales: None } => {
                 let (sa, sb) = (self.ty(*a).shape().to_vec(), self.ty(*b).shape().to_vec());
                 let (m, k, n) = (sa[0] as usize, sa[1] as usize, sb[1] as usize);
                 // The multiply-adds beyond the M·N the result's binding counts.
@@ -1121,7 +1159,11 @@ fn convert(v: N, to: DType) -> N {
     match v {
         _ if to == DType::I1 => N::I(i64::from(v.truthy())),
         N::F(x) if to.is_float() => {
-            N::F(if matches!(to, DType::F8E4M3 | DType::F8E5M2) { f64::from(x as f32) } else { x })
+            N::F(if matches!(to, DType::F8E4M3 | DType::F8E5M2 | DType::UE8M0 | DType::UE4M3) {
+                f64::from(x as f32)
+            } else {
+                x
+            })
         }
         N::I(i) if to.is_float() => N::F(int_to_float(i, to)),
         N::F(x) => N::I(match to {

@@ -452,7 +452,16 @@ impl Reader<'_> {
                 }
                 "tile.mma" => {
                     arity(3)?;
-                    OpKind::Mma { a: operands[0], b: operands[1], acc: operands[2] }
+                    OpKind::Mma { a: operands[0], b: operands[1], acc: operands[2], scales: None }
+                }
+                "tile.mma_scaled" => {
+                    arity(5)?;
+                    OpKind::Mma {
+                        a: operands[0],
+                        b: operands[2],
+                        acc: operands[4],
+                        scales: Some((operands[1], operands[3])),
+                    }
                 }
                 "arith.cmpi" | "arith.cmpf" => {
                     arity(2)?;

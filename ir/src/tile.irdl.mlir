@@ -299,6 +299,17 @@ irdl.dialect @tile {
     irdl.results(result: %r)
   }
   // [0, 1, ..., N-1].
+  // mma_scaled: (a · a_scale) · (b · b_scale) + acc, each scale applied to its block of K.
+  irdl.operation @mma_scaled {
+    %a = irdl.base "!builtin.tensor"
+    %sa = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    %sb = irdl.base "!builtin.tensor"
+    %acc = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(a: %a, a_scale: %sa, b: %b, b_scale: %sb, acc: %acc)
+    irdl.results(result: %r)
+  }
   irdl.operation @arange {
     %r = irdl.base "!builtin.tensor"
     irdl.results(result: %r)

@@ -283,6 +283,12 @@ pub const PASSES: &[PassInfo] = &[
                 default: "",
                 check: check_bool,
             },
+            PassOption {
+                name: "emulate-block-scale",
+                doc: "run the block-scaled mma.sync of sm_121a as fp8 mma.sync products times the scale factors the instruction would read, on a chip without it (--emulate sm_121a on an H100; default: false)",
+                default: "",
+                check: check_bool,
+            },
         ],
         run: driver::run_tile_to_llvm,
     },
@@ -325,6 +331,8 @@ pub struct PipelineConfig {
     pub no_pingpong: bool,
     /// The kernel's `persistent` hint or `--persistent`: `tile-persistent` runs.
     pub persistent: bool,
+    /// Lower block-scaled products to an emulation the executing chip runs (`--emulate`).
+    pub emulate_block_scale: bool,
 }
 
 /// The passes every kernel needs: without them there is no code.
@@ -425,7 +433,13 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
                 }
                 o
             }
-            "tile-to-llvm" => vec![("arch", arch.name), ("occupancy", &occ), ("fp-fusion", fusion)],
+            "tile-to-llvm" => {
+                let mut o = vec![("arch", arch.name), ("occupancy", &occ), ("fp-fusion", fusion)];
+                if cfg.emulate_block_scale {
+                    o.push(("emulate-block-scale", "true"));
+                }
+                o
+            }
             _ => vec![],
         };
         steps.push(driver::Step::tilec(p, &opts));

@@ -158,7 +158,7 @@ fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]
         *uses.entry(*y).or_default() += 1;
     }
     body.iter().find_map(|op| {
-        let (OpKind::Mma { a, b, acc }, Some(r)) = (&op.kind, op.result) else { return None };
+        let (OpKind::Mma { a, b, acc, scales: None }, Some(r)) = (&op.kind, op.result) else { return None };
         let layout = func.ty(r).layout();
         let tcgen05 = layout.is_some_and(tilec_core::layout::Layout::is_tcgen05);
         let wgmma = layout.is_some_and(tilec_core::layout::Layout::is_wgmma);

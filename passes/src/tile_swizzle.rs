@@ -35,6 +35,9 @@
 //! extra wavefronts on both sides — `every_chosen_swizzle_is_conflict_free` checks it over
 //! every kernel and target.
 //!
+//! Block-scale factor buffers (`mma_scaled`'s) stay unswizzled: every lane reads its own
+//! bytes, no `ldmatrix`.
+//!
 //! Options: `arch` (every target has the same 32 banks of 4 bytes; the target decides only
 //! whether async-copied buffers take TMA's layouts).
 
@@ -77,6 +80,13 @@ pub fn run(func: &mut Func, tma: bool) -> SwizzleReport {
     for (b, writer) in bufs {
         let Type::Smem { shape, dtype, layout } = func.ty(b).clone() else { continue };
         let bytes = i64::from(dtype.bytes());
+        if dtype.is_scale() {
+            // Block-scale factors: each lane reads its few bytes itself, not by ldmatrix.
+            report.lines.push(format!(
+                "buffer {shape:?} {dtype}, written by {writer}, read byte by byte by mma_scaled: unswizzled"
+            ));
+            continue;
+        }
         if let Some(sb) = layout.nvmma_bytes() {
             // Chosen by `tile-layout` for a wgmma or tcgen05 product, which reads it through a
             // descriptor.

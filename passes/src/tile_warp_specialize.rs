@@ -363,7 +363,7 @@ pub(crate) fn warpgroup_local_buffers(func: &Func) -> BTreeSet<ValueId> {
         for v in o.kind.operands() {
             let Some(buf) = loads.get(&v) else { continue };
             let ok = match (&o.kind, o.result) {
-                (OpKind::Mma { a, b, acc }, Some(r)) => {
+                (OpKind::Mma { a, b, acc, scales: None }, Some(r)) => {
                     *a == v
                         && *b != v
                         && *acc != v

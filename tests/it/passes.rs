@@ -152,8 +152,12 @@ fn pipelined_kernels_interpret_like_their_references() {
         .iter()
         .map(|n| Step::tilec(tilec_passes::PASSES.iter().find(|p| p.name == *n).unwrap(), &[]))
         .collect();
-    let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
-        let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
+    // The passes follow the module's target; the block-scaled GEMM lays out for sm_121a only
+    // (the others refuse its product).
+    let lower_on = |f: &tilec_core::tir::Func, target: &str| -> Result<tilec_core::tir::Func, String> {
+        let mut f = f.clone();
+        f.target = target.to_string();
+        let mut d = Driver::new(&mlir, Ir::Tile(f));
         for s in &steps {
             d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
         }
@@ -163,6 +167,8 @@ fn pipelined_kernels_interpret_like_their_references() {
         }
         mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
     };
+    let lower = |f: &tilec_core::tir::Func| lower_on(f, "sm_90a");
+    let lower_121 = |f: &tilec_core::tir::Func| lower_on(f, "sm_121a");
     // The GEMMs' and MLA's own interpreter cases use tiles too small for 16-byte async
     // copies (register loads, not pipelined): these use tiles that are, with K and the
     // sequence ragged (the last tile zero-filled; the prefetches run past the end).
@@ -176,13 +182,19 @@ fn pipelined_kernels_interpret_like_their_references() {
             "mla" => [1, 0]
                 .map(|c| Case::new(DType::BF16, &[1, 2, 200, 64, 32]).with("TILE_M", 64).with("CAUSAL", c))
                 .to_vec(),
+            "matmul_mx" => vec![
+                Case::new(DType::F4E2M1X2, &[80, 72, 300]).with("TILE_M", 64).with("TILE_N", 64).with("TILE_K", 128),
+                Case::new(DType::F8E4M3, &[80, 72, 200]).with("TILE_M", 64).with("TILE_N", 64).with("TILE_K", 64),
+            ],
             _ => vec![],
         }
     };
     let (mut ran, mut failures) = (vec![], vec![]);
     for spec in tilec_suite::all() {
         for (i, case) in (spec.interp_cases)().iter().chain(&extra(spec.name)).enumerate() {
-            match tilec_suite::run_on_interp_with(spec, case, &kernels, 100 + i as u64, &lower) {
+            let lowered: &dyn Fn(&tilec_core::tir::Func) -> Result<tilec_core::tir::Func, String> =
+                if spec.name == "matmul_mx" { &lower_121 } else { &lower };
+            match tilec_suite::run_on_interp_with(spec, case, &kernels, 100 + i as u64, lowered) {
                 Ok(c) if c.pass => ran.push(spec.name),
                 Ok(c) => failures.push(format!("{} {}: rel L2 {:.3e} {}", spec.name, case.label(), c.rel_l2, c.note)),
                 Err(e) if e == "not pipelined" => {}
@@ -192,7 +204,9 @@ fn pipelined_kernels_interpret_like_their_references() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     ran.dedup();
-    for k in ["matmul", "bmm", "fmha", "mla", "attention_decode_grouped", "mla_decode", "fmha_step5_latency"] {
+    for k in
+        ["matmul", "bmm", "fmha", "mla", "attention_decode_grouped", "mla_decode", "fmha_step5_latency", "matmul_mx"]
+    {
         assert!(ran.contains(&k), "{k} was not pipelined and checked: {ran:?}");
     }
 }

@@ -370,3 +370,55 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     insta::assert_snapshot!("sass_summary", table);
 }
+
+/// The block-scaled products (`mma_scaled`, `kernels/matmul_mx.tile`): every microscaling
+/// format assembles for sm_121a to its native block-scaled instruction — `OMMA.SF` for packed
+/// fp4 (kind::mxf4nvf4, kind::mxf4), `QMMA.SF` for fp8 (kind::mxf8f6f4) — with no local memory,
+/// and sm_90a and sm_103a refuse it with E0900 (no block-scaled mma.sync there; sm_103a's
+/// tcgen05 block scaling is not emitted). None of this runs on a GPU here: the scale
+/// registers are checked against the instruction's model (`layout::blockscale`'s tests) and
+/// the numerics on the interpreter (the suite's `matmul_mx` cases).
+#[test]
+fn block_scaled_products_assemble_to_their_native_instruction_on_sm_121a() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul_mx.tile");
+    let d = |s: &str| ConstArg::DType(tilec_core::DType::parse(s).unwrap());
+    let formats = [
+        (
+            "f4e2m1x2",
+            "ue4m3",
+            16,
+            2,
+            256,
+            "kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3",
+            "OMMA.SF",
+        ),
+        ("f4e2m1x2", "ue8m0", 32, 2, 256, "kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0", "OMMA.SF"),
+        ("f8e4m3", "ue8m0", 32, 1, 128, "kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.f32.ue8m0", "QMMA.SF"),
+        ("f8e5m2", "ue8m0", 32, 1, 128, "kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e5m2.e5m2.f32.ue8m0", "QMMA.SF"),
+    ];
+    for (t, s, block, pack, tile_k, ptx_form, sass) in formats {
+        let consts = std::collections::BTreeMap::from([
+            ("T".to_string(), d(t)),
+            ("S".to_string(), d(s)),
+            ("BLOCK".to_string(), ConstArg::Int(block)),
+            ("PACK".to_string(), ConstArg::Int(pack)),
+            ("TILE_K".to_string(), ConstArg::Int(tile_k)),
+        ]);
+        let name = format!("matmul_mx {t} {s} {block}");
+        let o = CompileOptions { consts: consts.clone(), ..opts("sm_121a") };
+        let c = compile(&source(&path), &o).unwrap_or_else(|e| panic!("{name}:\n{}", e.render()));
+        assert!(c.ptx().contains(ptx_form), "{name}: no {ptx_form}");
+        let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!((r.spill_stores, r.spill_loads, r.stack_bytes), (0, 0, 0), "{name}");
+        let text = tilec_backend::sass(&r.cubin).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert!(text.contains(sass), "{name}: no {sass} in the SASS");
+        assert!(!text.contains("LDL") && !text.contains("STL"), "{name}: local memory");
+        for t in ["sm_90a", "sm_103a"] {
+            let e = compile(&source(&path), &CompileOptions { consts: consts.clone(), ..opts(t) })
+                .err()
+                .unwrap_or_else(|| panic!("{name} compiles for {t}"));
+            assert!(e.diagnostics.iter().all(|d| d.code == "E0900"), "{name} {t}: {}", e.render());
+            assert!(e.render().contains("block-scaled"), "{name} {t}: {}", e.render());
+        }
+    }
+}

@@ -38,7 +38,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
     out::err(&format!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1));
     let mut rows: Vec<CheckRow> = vec![];
     for spec in specs {
-        for (i, case) in (spec.gpu_cases)().iter().enumerate() {
+        let cases = (spec.gpu_cases)();
+        if let Some(why) = cases.first().and_then(|c| gpu::not_lowered_here(&dev, &a.kernels_dir, spec, c, &a.variant))
+        {
+            out::err(&format!("skipped {}: not lowered for this device: {why}", spec.name));
+            continue;
+        }
+        for (i, case) in cases.iter().enumerate() {
             if a.max_ref_work.is_some_and(|m| gpu::ref_work(spec, case) > m) {
                 out::err(&format!(
                     "skipped {} {} {}: the CPU reference is over --max-ref-work",

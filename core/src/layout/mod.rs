@@ -18,6 +18,7 @@
 //! (the bits they use are disjoint, [`LinearLayout::check`]). The lowering relies on this
 //! split: addresses are one base pointer per thread plus constant offsets.
 
+pub mod blockscale;
 mod descriptor;
 mod linear;
 mod mma;

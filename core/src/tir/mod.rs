@@ -85,16 +85,14 @@ impl Type {
                 shared.or_else(|| inner.split_once(", #tilegpu.nvmma_shared").map(|(s, l)| (s, "nvmma_shared", l)));
             if let Some((shape, kind, layout)) = shared {
                 let layout = SwizzledShared::parse(&format!("#tilegpu.{kind}{layout}"))?;
-                let mut dims: Vec<&str> = shape.split('x').collect();
-                let dtype = DType::parse(dims.pop()?)?;
+                let (dims, dtype) = dims_and_dtype(shape)?;
                 let shape =
                     dims.iter().map(|d| d.parse::<i64>().ok().filter(|n| *n > 0)).collect::<Option<Vec<_>>>()?;
                 // M×N, or S×M×N for a ring of S stages.
                 return (shape.len() == 2 || shape.len() == 3).then_some(Type::Smem { shape, dtype, layout });
             }
             let (shape, _strides) = inner.split_once(", strided<")?;
-            let mut dims: Vec<&str> = shape.split('x').collect();
-            let dtype = DType::parse(dims.pop()?)?;
+            let (dims, dtype) = dims_and_dtype(shape)?;
             return dims.iter().all(|d| *d == "?").then_some(Type::Tensor { dtype, rank: dims.len() });
         }
         if let Some(inner) = text.strip_prefix("tensor<").and_then(|t| t.strip_suffix('>')) {
@@ -102,8 +100,7 @@ impl Type {
                 Some((s, l)) => (s, Some(crate::layout::parse_layout(l)?)),
                 None => (inner, None),
             };
-            let mut dims: Vec<&str> = shape.split('x').collect();
-            let dtype = DType::parse(dims.pop()?)?;
+            let (dims, dtype) = dims_and_dtype(shape)?;
             let shape = dims.iter().map(|d| d.parse::<i64>().ok().filter(|n| *n > 0)).collect::<Option<Vec<_>>>()?;
             return Some(Type::Tile { shape, dtype, layout });
         }
@@ -320,6 +317,17 @@ pub fn float_literal(v: f64) -> String {
     } else {
         format!("{s}.0")
     }
+}
+
+/// The dims and the element type of a shaped type's `4x8xf16` (the element type may be a
+/// vector, `4x8xvector<2xf4E2M1FN>`: split at its `vector<` first).
+fn dims_and_dtype(shape: &str) -> Option<(Vec<&str>, DType)> {
+    let (dims, elem) = match shape.find("vector<") {
+        Some(i) => (shape[..i].strip_suffix('x').unwrap_or(""), &shape[i..]),
+        None => shape.rsplit_once('x').unwrap_or(("", shape)),
+    };
+    let dims = if dims.is_empty() { vec![] } else { dims.split('x').collect() };
+    Some((dims, DType::parse(elem)?))
 }
 
 #[cfg(test)]

@@ -103,11 +103,16 @@ pub enum OpKind {
         index: Vec<ValueId>,
         tile: ValueId,
     },
-    /// `a · b + acc` (a: M×K, b: K×N, acc: M×N).
+    /// `a · b + acc` (a: M×K, b: K×N, acc: M×N). With `scales` (`mma_scaled`: a_scale
+    /// M×(K/V), b_scale (K/V)×N, the block V = K / K_s), each element of `a` and `b` is
+    /// multiplied by its scale first: `Σ_k a[i,k]·sa[i,k/V]·b[k,j]·sb[k/V,j] + acc[i,j]`.
+    /// Packed fp4 operands (`f4e2m1x2`) hold two K elements an element: their tile's K
+    /// extent is half the product's.
     Mma {
         a: ValueId,
         b: ValueId,
         acc: ValueId,
+        scales: Option<(ValueId, ValueId)>,
     },
     /// `[0, 1, …, N-1]` as an i32 tile.
     Arange,
@@ -350,7 +355,8 @@ impl OpKind {
             OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![*a, *b],
             OpKind::Select { cond, a, b } => vec![*cond, *a, *b],
             OpKind::Fma { a, b, c } => vec![*a, *b, *c],
-            OpKind::Mma { a, b, acc } => vec![*a, *b, *acc],
+            OpKind::Mma { a, b, acc, scales: None } => vec![*a, *b, *acc],
+            OpKind::Mma { a, b, acc, scales: Some((sa, sb)) } => vec![*a, *sa, *b, *sb, *acc],
             OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
             OpKind::AsyncWait { .. } | OpKind::StagesAlloc | OpKind::Turn { .. } => vec![],
             OpKind::Stage { buf, index } => vec![*buf, *index],

@@ -266,9 +266,22 @@ impl Printer<'_> {
                 };
                 format!("{name}({args}) {attrs} : ({tys}) -> {rty}")
             }
-            OpKind::Mma { a, b, acc } => {
+            OpKind::Mma { a, b, acc, scales: None } => {
                 format!("\"tile.mma\"({}, {}, {}) : ({}, {}, {}) -> {rty}", n(a), n(b), n(acc), t(a), t(b), t(acc))
             }
+            OpKind::Mma { a, b, acc, scales: Some((sa, sb)) } => format!(
+                "\"tile.mma_scaled\"({}, {}, {}, {}, {}) : ({}, {}, {}, {}, {}) -> {rty}",
+                n(a),
+                n(sa),
+                n(b),
+                n(sb),
+                n(acc),
+                t(a),
+                t(sa),
+                t(b),
+                t(sb),
+                t(acc)
+            ),
             OpKind::Arange => format!("\"tile.arange\"() : () -> {rty}"),
             OpKind::Element { tensor, index } => {
                 let mut args = vec![n(tensor)];

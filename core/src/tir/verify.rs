@@ -421,7 +421,18 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a scatter into a {d} tensor of another dtype"));
             }
         }
-        OpKind::Mma { a, b, acc } => {
+        OpKind::Mma { a, b, acc, scales: Some((sa, sb)) } => {
+            let [ta, tsa, tb, tsb, tc] = [u(*a)?, u(*sa)?, u(*b)?, u(*sb)?, u(*acc)?];
+            let shapes = [ta.shape(), tsa.shape(), tb.shape(), tsb.shape(), tc.shape()];
+            let types = [ta.dtype(), tsa.dtype(), tb.dtype(), tsb.dtype(), tc.dtype()];
+            if let Err(e) = crate::layout::blockscale::scaled_mma_form(shapes, types) {
+                return fail(e);
+            }
+            if !same(&tc, &r) {
+                return fail(format!("mma_scaled into {} to {}", tc.to_mlir(), r.to_mlir()));
+            }
+        }
+        OpKind::Mma { a, b, acc, scales: None } => {
             let (ta, tb, tc) = (u(*a)?, u(*b)?, u(*acc)?);
             let ok = match (shape_of(&ta), shape_of(&tb), shape_of(&tc)) {
                 (Some([m, k]), Some([k2, n]), Some([m2, n2])) => m == m2 && k == k2 && n == n2,

@@ -652,6 +652,15 @@ impl Cx<'_> {
                 if ty.dtype() == d {
                     return Ok(v);
                 }
+                // A packed fp4 pair has no one value: its bits move as a byte.
+                let from = ty.dtype();
+                if (from == DType::F4E2M1X2 || d == DType::F4E2M1X2) && !matches!(from, DType::U8 | DType::F4E2M1X2)
+                    || (from == DType::F4E2M1X2 && d != DType::U8)
+                {
+                    return Err(Diagnostic::error("E0008", format!("a cast from {from} to {d}"))
+                        .with_primary(span, "here")
+                        .with_note("f4e2m1x2 holds two fp4 values a byte (low nibble first): it is loaded, stored and multiplied by mma_scaled; `.astype(u8)` and back reinterpret its bits"));
+                }
                 if d == DType::I1 {
                     // A number is true when it is not 0 (NaN included).
                     let zero = if ty.dtype().is_float() { Val::Float(0.0) } else { Val::Int(0) };

@@ -133,6 +133,7 @@ pub(super) fn propagate(
     tcgen05: bool,
 ) -> Result<Vec<String>, Diagnostic> {
     let has_wgmma = arch.is_some_and(|a| a.has(tilec_core::target::Feature::Wgmma));
+    let block_scaled = arch.is_some_and(|a| a.has(tilec_core::target::Feature::BlockScaledMmaSync));
     let has_tcgen05 = tcgen05 && arch.is_some_and(|a| a.has(tilec_core::target::Feature::Tcgen05));
     // TMEM columns the tcgen05 accumulators chosen so far take (each product its own: an
     // upper bound of what the lowering allocates).
@@ -145,11 +146,28 @@ pub(super) fn propagate(
     let mut anchors: Vec<(ValueId, Layout)> = vec![];
     let mut bad: Option<Diagnostic> = None;
     func.walk(&mut |op| {
-        if let (OpKind::Mma { a, b, acc }, Some(r)) = (&op.kind, op.result) {
+        if let (OpKind::Mma { a, b, acc, scales }, Some(r)) = (&op.kind, op.result) {
             let (sa, sb) = (func.ty(*a).shape(), func.ty(*b).shape());
             let (m, k, n) = (sa[0], sa[1], sb[1]);
             let d = func.ty(*a).dtype();
-            let why = if !Mma::fits(m, n, k) {
+            // A block-scaled product is mma.sync's (sm_121a); its operands are read as fp8's.
+            let packed = d == tilec_core::DType::F4E2M1X2;
+            let why = if scales.is_some() && !block_scaled {
+                Some(format!(
+                    "mma_scaled on {}: the block-scaled mma.sync is sm_120a/sm_121a's; sm_103a's block scaling is tcgen05.mma … block_scale, which tilec does not emit yet, and sm_90a has none",
+                    arch.map_or("this target", |a| a.name)
+                ))
+            } else if scales.is_some() && !(k_contiguous(func, *a, 1) && k_contiguous(func, *b, 0)) {
+                Some(
+                    "an mma_scaled with an operand stored contiguous along M or N: the block-scaled products read both operands along K (no 8-bit ldmatrix.trans); load a K x N operand from an N x K tensor with order=(1, 0)".into(),
+                )
+            } else if scales.is_some() && !Mma::fits(m, n, 16) {
+                Some(format!(
+                    "an mma_scaled of [{m}, {n}]: the tensor-core path needs M >= 16 and N >= 8, powers of two"
+                ))
+            } else if scales.is_some() || packed {
+                None
+            } else if !Mma::fits(m, n, k) {
                 Some(format!(
                     "an mma of [{m}, {k}] x [{k}, {n}]: the tensor-core path needs M >= 16, N >= 8 and K >= 16, powers of two"
                 ))
@@ -178,7 +196,9 @@ pub(super) fn propagate(
             // The asynchronous families' fp8 forms are not built: fp8 runs on mma.sync.
             let fp8 = d.is_fp8();
             // tcgen05's kind::f8f6f4 reads fp8 operands K-major from shared memory, as wgmma's.
-            let tc = if has_tcgen05 {
+            let tc = if scales.is_some() {
+                None
+            } else if has_tcgen05 {
                 Mma::tcgen05(&[m, n], k, warps)
                     .filter(|_| tmem_cols + Mma::tmem_columns(&[m, n]) <= tilec_core::layout::TMEM_COLUMNS)
             } else {
@@ -188,7 +208,7 @@ pub(super) fn propagate(
                 tmem_cols += Mma::tmem_columns(&[m, n]);
             }
             // wgmma's fp8 form (k32) reads both operands K-major from shared memory.
-            let wg = if has_wgmma { Mma::wgmma(&[m, n], k, warps) } else { None };
+            let wg = if has_wgmma && scales.is_none() { Mma::wgmma(&[m, n], k, warps) } else { None };
             let grid = tc.or(wg).unwrap_or_else(|| {
                 if n_mma > 1 {
                     Mma::for_shape(&[m, n], warps)
@@ -197,6 +217,7 @@ pub(super) fn propagate(
                 }
             });
             lines.push(match (has_wgmma, wg) {
+                _ if scales.is_some() => format!("mma_scaled [{m}, {n}, {}]: block-scaled mma.sync", k * if packed { 2 } else { 1 }),
                 _ if tc.is_some() => format!(
                     "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 kind::{} m128n{n}k{}, {} block(s) of 128 rows, the accumulator in TMEM ({} columns), read out over {warps} warps ({} columns a thread)",
                     if fp8 { "f8f6f4" } else { "f16" },
@@ -347,13 +368,17 @@ pub(super) fn propagate(
 fn wanted(func: &Func, kind: &OpKind, result: Option<ValueId>) -> Vec<Option<Layout>> {
     let rl = result.and_then(|r| layout(func, r));
     match kind {
+        // A scale tile goes to shared memory as its operand does (the lowering reads each
+        // lane's factors from there).
         OpKind::Mma { .. } => match rl {
             Some(Layout::Mma(m)) => vec![
                 Some(Layout::DotOperand { op_idx: 0, parent: m }),
                 Some(Layout::DotOperand { op_idx: 1, parent: m }),
                 Some(Layout::Mma(m)),
+                Some(Layout::DotOperand { op_idx: 0, parent: m }),
+                Some(Layout::DotOperand { op_idx: 1, parent: m }),
             ],
-            _ => vec![None, None, None],
+            _ => vec![None; 5],
         },
         OpKind::Scatter { index, tile, .. } => vec![layout(func, *tile); index.len()],
         // A masked store's mask follows the stored tile.
@@ -364,7 +389,13 @@ fn wanted(func: &Func, kind: &OpKind, result: Option<ValueId>) -> Vec<Option<Lay
 
 fn operands_mut(kind: &mut OpKind) -> Vec<&mut ValueId> {
     match kind {
-        OpKind::Mma { a, b, acc } => vec![a, b, acc],
+        OpKind::Mma { a, b, acc, scales } => {
+            let mut v = vec![a, b, acc];
+            if let Some((sa, sb)) = scales {
+                v.extend([sa, sb]);
+            }
+            v
+        }
         OpKind::Scatter { index, .. } => index.iter_mut().collect(),
         OpKind::Store { mask: Some(m), .. } => vec![m],
         k => elementwise_operands(k),
@@ -418,7 +449,7 @@ fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, 
     };
     let ok = once(v)
         && aligned
-        && (eb == 2 || (eb == 1 && lt.dtype().is_fp8()))
+        && (eb == 2 || (eb == 1 && (lt.dtype().is_fp8() || lt.dtype() == tilec_core::DType::F4E2M1X2)))
         && b.size_per_thread[b.order[0]] == i64::from(16 / eb)
         && same(&Layout::Blocked(b.clone()), v);
     ok.then_some((load, lv, rv))
@@ -447,7 +478,9 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
             if !same
                 || (*op_idx == 1 && parent.family == MmaFamily::Wgmma)
                 || parent.family == MmaFamily::Tcgen05
-                || dtype.is_fp8() =>
+                || dtype.is_fp8()
+                || dtype.is_scale()
+                || dtype == tilec_core::DType::F4E2M1X2 =>
         {
             // Through a shared buffer swizzled for ldmatrix, in the operand's own order.
             let order = match ty.layout() {

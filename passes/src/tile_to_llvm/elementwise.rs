@@ -115,6 +115,48 @@ fn f32_to_fp8(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
     em.convert("trunc", &w, Ty::I8)
 }
 
+/// A ue8m0 byte as its f32 (`tilec_core::dtype::from_ue8m0`): the byte is the exponent
+/// field, 0 the subnormal 2^-127, 0xFF NaN.
+fn ue8m0_to_f32(em: &mut Emitter, x: &Reg) -> Reg {
+    let w = em.convert("zext", x, Ty::I32);
+    let sh = em.ci32(23);
+    let bits = em.shl(&w, &sh);
+    let (zero, ff) = (em.ci32(0), em.ci32(0xff));
+    let is0 = em.icmp(ICmp::Eq, &w, &zero);
+    let isff = em.icmp(ICmp::Eq, &w, &ff);
+    let (sub, nan) = (em.ci32(0x0040_0000), em.ci32(0x7fc0_0000));
+    let bits = em.select(&is0, &sub, &bits);
+    let bits = em.select(&isff, &nan, &bits);
+    em.bitcast(&bits, Ty::F32)
+}
+
+/// An f32 as ue8m0 (`tilec_core::dtype::to_ue8m0`): its exponent field, at most 0xFE; NaN
+/// and negative values 0xFF.
+fn f32_to_ue8m0(em: &mut Emitter, x: &Reg) -> Reg {
+    let bits = em.bitcast(x, Ty::I32);
+    let sh = em.ci32(23);
+    let e = em.lshr(&bits, &sh);
+    let ff = em.ci32(0xff);
+    let e = em.and(&e, &ff);
+    let fe = em.ci32(0xfe);
+    let big = em.icmp(ICmp::Ult, &fe, &e);
+    let e = em.select(&big, &fe, &e);
+    let z = em.cf32(0.0);
+    let bad = em.cmp(true, "ult", x, &z);
+    let e = em.select(&bad, &ff, &e);
+    em.convert("trunc", &e, Ty::I8)
+}
+
+/// An f32 as ue4m3 (`tilec_core::dtype::to_ue4m3`): E4M3 of the value, negative values 0.
+fn f32_to_ue4m3(em: &mut Emitter, x: &Reg) -> Reg {
+    let z = em.cf32(0.0);
+    let neg = em.cmp(true, "olt", x, &z);
+    let x = em.select(&neg, &z, x);
+    let b = f32_to_fp8(em, &x, DType::F8E4M3);
+    let m = em.cint(0x7f, Ty::I8);
+    em.and(&b, &m)
+}
+
 /// An fp8 byte as the f16 holding its value exactly (`cvt.rn.f16x2.{e4m3,e5m2}x2`).
 fn fp8_to_f16(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
     let kind = if d == DType::F8E4M3 { "e4m3x2" } else { "e5m2x2" };
@@ -135,6 +177,20 @@ fn fp8_to_f16(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
 pub(crate) fn cast(em: &mut Emitter, v: &Reg, from: DType, to: DType) -> Reg {
     let t = Ty::of(to);
     let fp8 = |d: DType| matches!(d, DType::F8E4M3 | DType::F8E5M2);
+    // The scale types: ue4m3 is E4M3's bits without the sign, ue8m0 an f32's exponent field.
+    if from == DType::UE4M3 {
+        let m = em.cint(0x7f, Ty::I8);
+        let b = em.and(v, &m);
+        return cast(em, &b, DType::F8E4M3, to);
+    }
+    if from == DType::UE8M0 {
+        let f = ue8m0_to_f32(em, v);
+        return if to == DType::F32 { f } else { cast(em, &f, DType::F32, to) };
+    }
+    if to.is_scale() {
+        let f = if from == DType::F32 { v.clone() } else { cast(em, v, from, DType::F32) };
+        return if to == DType::UE8M0 { f32_to_ue8m0(em, &f) } else { f32_to_ue4m3(em, &f) };
+    }
     if from == DType::I1 {
         if fp8(to) {
             let f = em.convert("uitofp", v, Ty::F32);

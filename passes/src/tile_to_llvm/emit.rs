@@ -55,7 +55,9 @@ impl Ty {
     pub fn of(d: DType) -> Ty {
         match d {
             DType::I1 => Ty::I1,
-            DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => Ty::I8,
+            DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 | DType::F4E2M1X2 | DType::UE8M0 | DType::UE4M3 => {
+                Ty::I8
+            }
             DType::I32 | DType::U32 => Ty::I32,
             DType::I64 => Ty::I64,
             DType::F16 => Ty::F16,

@@ -19,7 +19,7 @@ use super::emit::{Reg, Ty};
 use super::regs::Value;
 use super::{err, Lowering};
 use std::collections::BTreeMap;
-use tilec_core::layout::{Layout, SwizzledShared, MMA_K, MMA_M, MMA_N};
+use tilec_core::layout::{blockscale, Layout, SwizzledShared, MMA_K, MMA_M, MMA_N};
 use tilec_core::tir::{Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
@@ -590,12 +590,212 @@ impl Lowering<'_> {
         })
     }
 
-    /// `mma`: `acc + a · b` with `mma.sync.m16n8k16`.
+    /// The 32-bit scale register of every lane for one block-scaled instruction: the `vec`
+    /// factors (byte j: K block `first + j`) of row `line` of an A scale buffer (M × Ks,
+    /// `a_side`) or of column `line` of a B one (Ks × N), read byte by byte from shared memory.
+    /// Which row or column a lane supplies is `blockscale::{a_row_of_lane, b_col_of_lane}`
+    /// (the model its tests check against the instruction's selectors).
+    fn scale_register(
+        &mut self,
+        buf: &Value,
+        a_side: bool,
+        line: &Reg,
+        first: i64,
+        vec: i64,
+    ) -> Result<Reg, Diagnostic> {
+        let Value::SmemBuf { offset, ty: Type::Smem { shape, layout, .. }, ring: None } = buf else {
+            return Err(err("an mma_scaled scale that is not a shared buffer"));
+        };
+        let mut word = self.em.ci32(0);
+        for j in 0..vec {
+            let kb = self.em.ci32(first + j);
+            // Coordinates (dim 0, dim 1) of the factor, then (slow, fast) in the buffer's order.
+            let c = if a_side { [line.clone(), kb] } else { [kb, line.clone()] };
+            let (slow, fast) = (c[layout.order[1]].clone(), c[layout.order[0]].clone());
+            let addr = self.swizzled_addr(layout, shape, *offset, 1, &slow, 0, &fast, 0);
+            let byte = self.em.load(&addr, Ty::I8, 1);
+            let w = self.em.convert("zext", &byte, Ty::I32);
+            let sh = self.em.ci32(8 * j);
+            let w = self.em.shl(&w, &sh);
+            word = self.em.or(&word, &w);
+        }
+        Ok(word)
+    }
+
+    /// The lane's row of a 16-row A block and column of an 8-column B block whose scale
+    /// factors it supplies (i32 registers).
+    fn scale_lanes(&mut self) -> (Reg, Reg) {
+        let lane = self.lane.clone();
+        let two = self.em.ci32(2);
+        let g = self.em.lshr(&lane, &two);
+        let one = self.em.ci32(1);
+        let odd = self.em.and(&lane, &one);
+        let three = self.em.ci32(3);
+        let eight = self.em.shl(&odd, &three);
+        // blockscale::a_row_of_lane: lane / 4 + 8 (lane mod 2); b_col_of_lane: lane / 4.
+        (self.em.add(&g, &eight), g)
+    }
+
+    /// One block-scaled `mma.sync` (`form`) of 8-bit fragments (A four registers, B two, each
+    /// four bytes along K: four fp8 or eight packed fp4) into four f32 accumulators, the scale
+    /// registers read at selector (byte-id 0, thread-id 0).
+    #[allow(clippy::too_many_arguments)]
+    fn mma_block_scaled(
+        &mut self,
+        form: &blockscale::ScaledForm,
+        (ta, tb): (DType, DType),
+        a: &[Reg],
+        b: &[Reg],
+        c: &[Reg],
+        sa: &Reg,
+        sb: &Reg,
+    ) -> Vec<Reg> {
+        let mut asm = super::ptx_asm::PtxAsm::new();
+        let d: Vec<String> = c.iter().map(|r| asm.inout(r, "f")).collect();
+        let ai: Vec<String> = a.iter().map(|r| asm.input(r)).collect();
+        let bi: Vec<String> = b.iter().map(|r| asm.input(r)).collect();
+        let (s0, s1) = (asm.input(sa), asm.input(sb));
+        asm.push(&format!(
+            "{} {{{}}}, {{{}}}, {{{}}}, {{{}}}, {s0}, {{0, 0}}, {s1}, {{0, 0}};",
+            form.ptx(ta, tb),
+            d.join(", "),
+            ai.join(", "),
+            bi.join(", "),
+            d.join(", ")
+        ));
+        asm.emit(&mut self.em)
+    }
+
+    /// `shfl.sync.idx` of a 32-bit value from lane `src` (an i32 register) over the warp.
+    fn shfl_idx(&mut self, v: &Reg, src: &Reg) -> Reg {
+        let mut asm = super::ptx_asm::PtxAsm::new();
+        let o = asm.output(Ty::I32);
+        let (x, s) = (asm.input(v), asm.input(src));
+        asm.push(&format!("shfl.sync.idx.b32 {o}, {x}, {s}, 31, -1;"));
+        asm.emit(&mut self.em).pop().unwrap_or_else(|| v.clone())
+    }
+
+    /// Four packed fp4 values (bits 0–15 of `x`, element i in nibble i) as four e4m3 bytes
+    /// (byte i), exactly: the magnitudes through a `prmt` table of the eight E2M1 values'
+    /// E4M3 bytes, the signs through a second table.
+    fn fp4x4_to_e4m3(&mut self, x: &Reg) -> Reg {
+        let m = self.em.ci32(0x7777);
+        let sel = self.em.and(x, &m);
+        let three = self.em.ci32(3);
+        let s = self.em.lshr(x, &three);
+        let m1 = self.em.ci32(0x1111);
+        let ssel = self.em.and(&s, &m1);
+        // 0, 0.5, 1, 1.5 | 2, 3, 4, 6 in E4M3.
+        let (lo, hi) = (self.em.ci32(0x3C38_3000), self.em.ci32(0x4C48_4440));
+        let (sign, zero) = (self.em.ci32(0x8000), self.em.ci32(0));
+        let mut asm = super::ptx_asm::PtxAsm::new();
+        let o = asm.output(Ty::I32);
+        let (a, b, c) = (asm.input(&lo), asm.input(&hi), asm.input(&sel));
+        let (d, e, f) = (asm.input(&sign), asm.input(&zero), asm.input(&ssel));
+        asm.push(&format!(
+            "{{ .reg .b32 m, s; prmt.b32 m, {a}, {b}, {c}; prmt.b32 s, {d}, {e}, {f}; or.b32 {o}, m, s; }}"
+        ));
+        asm.emit(&mut self.em).pop().unwrap_or_else(|| x.clone())
+    }
+
+    /// [`Lowering::mma_block_scaled`] on a chip without the instruction (`--emulate sm_121a`
+    /// on sm_90a): per K block of the instruction, an fp8 `mma.sync` m16n8k32 of the block's
+    /// elements into zeros, times the factors, added to the accumulator. The factors come
+    /// from the lanes and bytes the instruction reads (`blockscale::scale_a_lane` /
+    /// `scale_b_lane` at thread-id 0: row g of the accumulator from lane 4g, row g + 8 from
+    /// lane 4g + 1, column n from lane 4n), so the emulation checks the scale registers'
+    /// placement as the hardware would. Packed fp4 operands are widened to e4m3 (exact); each
+    /// half of the k64 instruction (a0/a1/b0: K 0–31, a2/a3/b1: K 32–63) becomes one k32
+    /// product — thread t's eight fp4 of a register are K 8t…8t+7, its two e4m3 words the
+    /// k32 fragment's K 4t… and 16 + 4t…, the same permutation of K in A and B — and a
+    /// 16-element block is the half with the other block's A words zeroed (threads 2s, 2s + 1
+    /// hold block s of a half). The products round as fp8 mma.sync does, not as the
+    /// block-scaled tensor cores do.
+    fn mma_block_scaled_emulated(
+        &mut self,
+        form: &blockscale::ScaledForm,
+        (ta, tb): (DType, DType),
+        a: &[Reg],
+        b: &[Reg],
+        c: &[Reg],
+        (sa, sb): (&Reg, &Reg),
+    ) -> Vec<Reg> {
+        let lane = self.lane.clone();
+        let three = self.em.ci32(3);
+        let t = self.em.and(&lane, &three);
+        let quad = self.em.sub(&lane, &t);
+        // The lanes holding the factors of this thread's rows g, g + 8 and columns 2t, 2t + 1.
+        let one = self.em.ci32(1);
+        let four = self.em.ci32(4);
+        let row_hi = self.em.add(&quad, &one);
+        let col0 = self.em.shl(&t, &three);
+        let col1 = self.em.add(&col0, &four);
+        let sa0 = self.shfl_idx(sa, &quad);
+        let sa1 = self.shfl_idx(sa, &row_hi);
+        let sb0 = self.shfl_idx(sb, &col0);
+        let sb1 = self.shfl_idx(sb, &col1);
+        let factor = |me: &mut Self, w: &Reg, j: i64| {
+            let sh = me.em.ci32(8 * j);
+            let x = me.em.lshr(w, &sh);
+            let byte = me.em.convert("trunc", &x, Ty::I8);
+            super::elementwise::cast(&mut me.em, &byte, form.scale, DType::F32)
+        };
+        let packed = ta == DType::F4E2M1X2;
+        let e4m3 = |me: &mut Self, r: &Reg, high: bool| {
+            let x = if high {
+                let s = me.em.ci32(16);
+                me.em.lshr(r, &s)
+            } else {
+                r.clone()
+            };
+            me.fp4x4_to_e4m3(&x)
+        };
+        let mut d: Vec<Reg> = c.to_vec();
+        for j in 0..form.vec {
+            // This block's k32 operands: fp8 as they are; fp4 the half holding the block.
+            let (mut av, bv): (Vec<Reg>, Vec<Reg>) = if packed {
+                let h = (j * form.block / 32) as usize;
+                let av = vec![
+                    e4m3(self, &a[2 * h], false),
+                    e4m3(self, &a[2 * h + 1], false),
+                    e4m3(self, &a[2 * h], true),
+                    e4m3(self, &a[2 * h + 1], true),
+                ];
+                (av, vec![e4m3(self, &b[h], false), e4m3(self, &b[h], true)])
+            } else {
+                (a.to_vec(), b.to_vec())
+            };
+            if form.block == 16 {
+                // Block s of the half is held by threads 2s and 2s + 1 of each quad.
+                let s = self.em.ci32(j % 2);
+                let half = self.em.lshr(&t, &one);
+                let mine = self.em.icmp(super::emit::ICmp::Eq, &half, &s);
+                let zero = self.em.ci32(0);
+                av = av.iter().map(|r| self.em.select(&mine, r, &zero)).collect();
+            }
+            let zeros: Vec<Reg> = (0..4).map(|_| self.em.cf32(0.0)).collect();
+            let (fa, fb) = if packed { (DType::F8E4M3, DType::F8E4M3) } else { (ta, tb) };
+            let p = self.mma_fp8(&av, &bv, &zeros, fa, fb);
+            let (ra, rb) = (factor(self, &sa0, j), factor(self, &sa1, j));
+            let (ca, cb) = (factor(self, &sb0, j), factor(self, &sb1, j));
+            // Accumulator registers: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+            for (i, (r, col)) in [(&ra, &ca), (&ra, &cb), (&rb, &ca), (&rb, &cb)].into_iter().enumerate() {
+                let s = self.em.fmul(r, col);
+                let x = self.em.fmul(&p[i], &s);
+                d[i] = self.em.fadd(&d[i], &x);
+            }
+        }
+        d
+    }
+
+    /// `mma`: `acc + a · b` with `mma.sync.m16n8k16` (m16n8k32 for fp8); with `scales`, the
+    /// block-scaled `mma.sync` of `blockscale::ScaledForm`.
     pub(crate) fn mma(
         &mut self,
         a: ValueId,
         b: ValueId,
         acc: ValueId,
+        scales: Option<(ValueId, ValueId)>,
         rty: Option<&Type>,
         result: Option<ValueId>,
     ) -> Result<Value, Diagnostic> {
@@ -612,7 +812,17 @@ impl Lowering<'_> {
         let ks = self.func.ty(a).shape()[1];
         let dt = self.func.ty(a).dtype();
         let dtb = self.func.ty(b).dtype();
-        let fp8 = dt.is_fp8() && dtb.is_fp8();
+        let form = match scales {
+            Some((sa, sb)) => {
+                let t = |v: ValueId| self.func.ty(v);
+                let shapes = [t(a).shape(), t(sa).shape(), t(b).shape(), t(sb).shape(), ty.shape()];
+                let types = [dt, t(sa).dtype(), dtb, t(sb).dtype(), ty.dtype()];
+                Some((blockscale::scaled_mma_form(shapes, types).map_err(err)?, self.get(sa)?, self.get(sb)?))
+            }
+            None => None,
+        };
+        // Block-scaled operands are 8-bit fragments too (packed fp4: two K elements a byte).
+        let fp8 = dt.is_fp8() && dtb.is_fp8() || form.is_some();
         // fp8 fragments go as i32, as bf16 ones do.
         let bf16 = dt == DType::BF16 || fp8;
         if !matches!(dt, DType::F16 | DType::BF16) && !fp8 {
@@ -637,16 +847,31 @@ impl Lowering<'_> {
             }
             _ => "registers".to_string(),
         };
-        let line = format!(
-            "mma [{ms}, {ns}, {}] {dt}{}: warps {wm}x{wn}; per K step of {}: A {}, B {}, {} mma.sync{}; {k_steps} K steps",
-            if fp8 { 2 * ks } else { ks },
-            if fp8 && dtb != dt { format!(" x {dtb}") } else { String::new() },
-            if fp8 { 32 } else { 16 },
-            how(&ops[0], m_reps),
-            how(&ops[1], (n_reps + 1) / 2),
-            m_reps * n_reps,
-            if fp8 { " m16n8k32 (fp8 buffers read as byte pairs)" } else { "" }
-        );
+        let line = match &form {
+            Some((f, ..)) => format!(
+                "mma_scaled [{ms}, {ns}, {}] {dt}{} with {} every {}: warps {wm}x{wn}; per K step of {}: A {}, B {}, {} {} (operand buffers read as byte pairs; each lane's scale factors read from shared memory, {} byte(s) a row or column); {k_steps} K steps",
+                2 * ks * f.pack,
+                if dtb != dt { format!(" x {dtb}") } else { String::new() },
+                f.scale,
+                f.block,
+                f.k_step,
+                how(&ops[0], m_reps),
+                how(&ops[1], (n_reps + 1) / 2),
+                m_reps * n_reps,
+                f.ptx(dt, dtb),
+                f.vec
+            ),
+            None => format!(
+                "mma [{ms}, {ns}, {}] {dt}{}: warps {wm}x{wn}; per K step of {}: A {}, B {}, {} mma.sync{}; {k_steps} K steps",
+                if fp8 { 2 * ks } else { ks },
+                if fp8 && dtb != dt { format!(" x {dtb}") } else { String::new() },
+                if fp8 { 32 } else { 16 },
+                how(&ops[0], m_reps),
+                how(&ops[1], (n_reps + 1) / 2),
+                m_reps * n_reps,
+                if fp8 { " m16n8k32 (fp8 buffers read as byte pairs)" } else { "" }
+            ),
+        };
         self.report.push(line);
         for kk in 0..k_steps {
             let k0 = kk * MMA_K;
@@ -670,6 +895,24 @@ impl Lowering<'_> {
                 bfr.extend(f.chunks(2).map(<[Reg]>::to_vec));
                 nj += if two { 2 } else { 1 };
             }
+            // Each lane's scale registers of this K step: per M repetition its A row, per N
+            // repetition its B column (the warp's origin plus the repetition plus the lane's).
+            let mut sreg: (Vec<Reg>, Vec<Reg>) = (vec![], vec![]);
+            if let Some((f, sav, sbv)) = &form {
+                let (ar, bc) = self.scale_lanes();
+                for mi in 0..m_reps {
+                    let r = self.em.ci32(mi * MMA_M * wm);
+                    let row = self.em.add(&ops[0].origin[0], &r);
+                    let row = self.em.add(&row, &ar);
+                    sreg.0.push(self.scale_register(sav, true, &row, kk * f.vec, f.vec)?);
+                }
+                for nj in 0..bfr.len() as i64 {
+                    let c = self.em.ci32(nj * MMA_N * wn);
+                    let col = self.em.add(&ops[1].origin[1], &c);
+                    let col = self.em.add(&col, &bc);
+                    sreg.1.push(self.scale_register(sbv, false, &col, kk * f.vec, f.vec)?);
+                }
+            }
             for (mi, af) in afr.iter().enumerate() {
                 for (nj, bf) in bfr.iter().enumerate() {
                     let (r0, c0) = (mi as i64 * MMA_M * wm, nj as i64 * MMA_N * wn);
@@ -683,7 +926,14 @@ impl Lowering<'_> {
                         })
                         .collect::<Result<_, _>>()?;
                     let c: Vec<Reg> = idx.iter().map(|&i| accr[i].clone()).collect();
-                    let d = if fp8 {
+                    let d = if let Some((f, ..)) = &form {
+                        let f = *f;
+                        if self.emulate_block_scale {
+                            self.mma_block_scaled_emulated(&f, (dt, dtb), af, bf, &c, (&sreg.0[mi], &sreg.1[nj]))
+                        } else {
+                            self.mma_block_scaled(&f, (dt, dtb), af, bf, &c, &sreg.0[mi], &sreg.1[nj])
+                        }
+                    } else if fp8 {
                         self.mma_fp8(af, bf, &c, dt, dtb)
                     } else if bf16 {
                         self.em.mma_m16n8k16_bf16(af, bf, &c)
@@ -696,8 +946,9 @@ impl Lowering<'_> {
                 }
             }
         }
-        for op in &ops {
-            if let Value::SmemBuf { offset, ty, ring } = &op.val {
+        let scale_bufs: Vec<Value> = form.map(|(_, x, y)| vec![x, y]).unwrap_or_default();
+        for v in ops.iter().map(|o| &o.val).chain(scale_bufs.iter()) {
+            if let Value::SmemBuf { offset, ty, ring } = v {
                 // A stage's index is known at run time only: the read is of the whole ring.
                 self.smem_read_done(*offset, smem_bytes(buf_span(ty, ring)));
             }

@@ -188,6 +188,8 @@ pub(crate) struct Lowering<'f> {
     num_tiles: Option<Reg>,
     /// The target; family functions ask it what the chip has.
     arch: &'static Arch,
+    /// See [`Options::emulate_block_scale`].
+    emulate_block_scale: bool,
     em: Emitter,
     vals: BTreeMap<ValueId, Value>,
     /// For i32 tiles known to be affine in the register: register r = `base + c` with `base`
@@ -307,8 +309,12 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
                         w.readers.entry(r).or_default().push(root);
                     }
                 }
-                OpKind::Mma { a, b, .. } => {
-                    for x in [a, b] {
+                OpKind::Mma { a, b, scales, .. } => {
+                    let mut read = vec![a, b];
+                    if let Some((sa, sb)) = scales {
+                        read.extend([sa, sb]);
+                    }
+                    for x in read {
                         if let Some(bufs) = w.readers.get(x).cloned() {
                             for bf in bufs {
                                 w.uses.push((bf, here, w.loops.clone()));
@@ -468,11 +474,15 @@ pub struct Options {
     /// `qk · scale − m` is then one FFMA. Off: every product and sum rounds on its own, as
     /// on the interpreter.
     pub fp_fusion: bool,
+    /// Block-scaled products (`mma_scaled`) as fp8 `mma.sync` products times the scale
+    /// factors, read from the registers and lanes the block-scaled instruction would read
+    /// them from: sm_121a's code on a chip without the instruction (`--emulate sm_121a`).
+    pub emulate_block_scale: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { occupancy: None, fp_fusion: true }
+        Options { occupancy: None, fp_fusion: true, emulate_block_scale: false }
     }
 }
 
@@ -609,6 +619,7 @@ fn lower_with<'f>(
     }
     let mut lw = Lowering {
         func,
+        emulate_block_scale: opts.emulate_block_scale,
         last_sort: None,
         num_tiles,
         arch,
@@ -955,7 +966,7 @@ impl Lowering<'_> {
                 (v @ Value::SmemBuf { .. }, Some(Layout::DotOperand { .. })) => v,
                 _ => return Err(err("a shared-memory read into a layout other than #dot_operand is not lowered yet")),
             },
-            OpKind::Mma { a, b, acc } => self.mma(*a, *b, *acc, rty.as_ref(), op.result)?,
+            OpKind::Mma { a, b, acc, scales } => self.mma(*a, *b, *acc, *scales, rty.as_ref(), op.result)?,
             OpKind::MmaWait { value, pending } => match self.get(*value)? {
                 Value::Tmem { col } if *pending == 0 => self.tmem_chain_wait(op.result, col)?,
                 Value::Tmem { .. } => return Err(err("a tcgen05 chain waited for with products left pending")),

@@ -197,6 +197,153 @@ pub const MATMUL_FP8_BLOCKWISE: Spec = Spec {
     peer_config: |_| None,
 };
 
+/// The microscaling format of a `matmul_mx` case: the case dtype is the operands'
+/// (`f4e2m1x2` or fp8), the constant `BLOCK` the K elements a scale covers (fp4: 16 → NVFP4's
+/// ue4m3 scales, 32 → MXFP4's ue8m0; fp8: 32, MXFP8). Returns (scale dtype, BLOCK, PACK).
+fn mx_format(c: &Case) -> (DType, i64, i64) {
+    let packed = c.dtype == DType::F4E2M1X2;
+    let block = c.consts.iter().find(|(n, _)| n == "BLOCK").map_or(if packed { 16 } else { 32 }, |(_, v)| *v);
+    let scale = if packed && block == 16 { DType::UE4M3 } else { DType::UE8M0 };
+    (scale, block, if packed { 2 } else { 1 })
+}
+
+/// The K values of operand row `r` (K wide; packed fp4 unpacked, low nibble first).
+fn mx_row(v: &[f64], d: DType, r: usize, k: usize) -> Vec<f64> {
+    if d == DType::F4E2M1X2 {
+        (0..k).map(|x| tilec_core::dtype::from_fp4((v[r * k / 2 + x / 2] as u8) >> (4 * (x % 2)))).collect()
+    } else {
+        v[r * k..(r + 1) * k].to_vec()
+    }
+}
+
+/// The block-scaled GEMM of the microscaling formats (`kernels/matmul_mx.tile`), dims
+/// `[M, N, K]` (K in elements: even for fp4). No GPU here runs its block-scaled `mma.sync`
+/// (sm_120a/sm_121a only): it is checked by the interpreter against this reference, by
+/// `tilec_core::layout::blockscale`'s model of the instruction's scale registers, by ptxas
+/// and the SASS on sm_121a, and on an H100 by `tilec check --emulate sm_121a matmul_mx`
+/// (the GPU cases: sm_121a's code with the instruction emulated — fp8 products times the
+/// factors read from the lanes the instruction reads; elsewhere the check skips it, E0900).
+pub const MATMUL_MX: Spec = Spec {
+    name: "matmul_mx",
+    file: "matmul_mx.tile",
+    kernel: "matmul_mx",
+    class: Class::Gemm,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![
+            // NVFP4: ragged M, N, K (K not a multiple of the tile, its last scale block short).
+            Case::new(DType::F4E2M1X2, &[70, 90, 200])
+                .with("TILE_M", 32)
+                .with("TILE_N", 32)
+                .with("TILE_K", 64)
+                .with("GROUP_M", 2),
+            // MXFP4.
+            Case::new(DType::F4E2M1X2, &[33, 40, 256])
+                .with("BLOCK", 32)
+                .with("TILE_M", 32)
+                .with("TILE_N", 32)
+                .with("TILE_K", 64),
+            // MXFP8, e5m2.
+            Case::new(DType::F8E5M2, &[70, 90, 100]).with("TILE_M", 32).with("TILE_N", 32).with("TILE_K", 32),
+        ]
+    },
+    gpu_cases: || {
+        let fp4 = |d: &[i64]| Case::new(DType::F4E2M1X2, d);
+        vec![
+            fp4(&[1000, 1000, 1000]),
+            fp4(&[1, 4096, 4096]),
+            fp4(&[512, 256, 160]),
+            fp4(&[777, 333, 202]),
+            fp4(&[1000, 1000, 1000]).with("BLOCK", 32),
+            fp4(&[300, 200, 96]).with("BLOCK", 32),
+            Case::new(DType::F8E4M3, &[1000, 1000, 1000]),
+            Case::new(DType::F8E4M3, &[512, 256, 160]),
+            Case::new(DType::F8E5M2, &[70, 90, 100]),
+        ]
+    },
+    bench_cases: |_| vec![],
+    consts: |c| {
+        let (scale, block, pack) = mx_format(c);
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("S".to_string(), ConstArg::DType(scale)),
+            ("BLOCK".to_string(), ConstArg::Int(block)),
+            ("PACK".to_string(), ConstArg::Int(pack)),
+            // 128 bytes of each operand row a K step.
+            ("TILE_K".to_string(), ConstArg::Int(128 * pack)),
+            ("O".to_string(), ConstArg::DType(OUT)),
+        ])
+    },
+    inputs: |c, rng| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.dims[2]);
+        let (scale, block, pack) = mx_format(c);
+        let ks = (k + block - 1) / block;
+        let operand = |rng: &mut rand::rngs::StdRng, rows: i64| {
+            if pack == 2 {
+                let v: Vec<f64> = (0..rows * k / 2)
+                    .map(|_| {
+                        let (lo, hi) = (2.0 * crate::inputs::normal(rng), 2.0 * crate::inputs::normal(rng));
+                        f64::from(tilec_core::dtype::pack_fp4(lo, hi))
+                    })
+                    .collect();
+                tensor(DType::F4E2M1X2, &[rows, k / 2], &v)
+            } else {
+                normal_tensor(rng, c.dtype, &[rows, k], 1.0)
+            }
+        };
+        // Scale factors between 1/8 and 8: powers of two for ue8m0, any ue4m3 value.
+        let scales = |rng: &mut rand::rngs::StdRng, rows: i64| {
+            let v: Vec<f64> =
+                (0..rows * ks)
+                    .map(|_| {
+                        if scale == DType::UE8M0 {
+                            2f64.powi(rng.gen_range(-3..=3))
+                        } else {
+                            rng.gen_range(0.125..8.0)
+                        }
+                    })
+                    .collect();
+            tensor(scale, &[rows, ks], &v)
+        };
+        let (a, b) = (operand(rng, m), operand(rng, n));
+        let (sa, sb) = (scales(rng, m), scales(rng, n));
+        vec![a, b, sa, sb, poisoned(OUT, &[m, n])]
+    },
+    outputs: &[4],
+    exact: &[],
+    reference: |c, a| {
+        let (m, n, k) = mnk(c);
+        let (_, block, _) = mx_format(c);
+        let (block, ks) = (block as usize, k.div_ceil(block as usize));
+        let (av, bv, sa, sb) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3));
+        let rows_b: Vec<Vec<f64>> = (0..n).map(|j| mx_row(&bv, c.dtype, j, k)).collect();
+        let mut out = vec![0.0; m * n];
+        for i in 0..m {
+            let ra = mx_row(&av, c.dtype, i, k);
+            for (j, rb) in rows_b.iter().enumerate() {
+                out[i * n + j] = (0..k).map(|x| ra[x] * sa[i * ks + x / block] * rb[x] * sb[j * ks + x / block]).sum();
+            }
+        }
+        vec![out]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.dims[2]);
+        let (_, block, pack) = mx_format(c);
+        ((m + n) * (k / pack + k / block) + m * n * i64::from(OUT.bytes())) as f64
+    },
+    flops: Some(flops),
+    case_for: |dims, dtype| match dims {
+        [m, n, k] if *m >= 1 && *n >= 1 && *k >= 2 && (dtype.is_fp8() || dtype == DType::F4E2M1X2 && k % 2 == 0) => {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!(
+            "matmul_mx takes MxNxK (K even for f4e2m1x2) in f4e2m1x2, f8e4m3 or f8e5m2, not {dims:?} {dtype}"
+        )),
+    },
+    peer_config: |_| None,
+};
+
 /// The fp8 attention's case dims `[B, H, S, D]`; constants `CAUSAL` (0 or 1) and `GROUP`.
 fn fa_dims(c: &Case) -> (usize, usize, usize, usize, usize) {
     let g = c.konst("GROUP", 1).max(1) as usize;

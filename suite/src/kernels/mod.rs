@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 60] = [
+pub(crate) static ALL: [&Spec; 61] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -51,6 +51,7 @@ pub(crate) static ALL: [&Spec; 60] = [
     &lowp::MATMUL_FP8,
     &lowp::MATMUL_FP8_ROWWISE,
     &lowp::MATMUL_FP8_BLOCKWISE,
+    &lowp::MATMUL_MX,
     &lowp::FMHA_FP8,
     &lowp::MLA_FP8,
     &lowp::QUANT_ROWWISE,

@@ -1,4 +1,5 @@
-//! `mma(a, b, acc)`: the tensor-core product.
+//! `mma(a, b, acc)`: the tensor-core product; `mma_scaled(a, a_scale, b, b_scale, acc)`: the
+//! block-scaled one.
 
 use super::super::*;
 
@@ -9,6 +10,45 @@ pub(super) fn mma(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<V
         return Ok(Val::Poison);
     }
     cx.mma(&a, span)
+}
+
+/// `mma_scaled(a, a_scale, b, b_scale, acc)` (cuTile's order): `Σ_k a[i,k]·a_scale[i,k/V] ·
+/// b[k,j]·b_scale[k/V,j] + acc[i,j]`, V = K / Ks.
+pub(super) fn mma_scaled(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(
+        cx,
+        args,
+        &[("a", true), ("a_scale", true), ("b", true), ("b_scale", true), ("acc", true)],
+        name,
+        span,
+    )?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let mut ids = [ValueId(0); 5];
+    for (k, slot) in ids.iter_mut().enumerate() {
+        match a.get(k) {
+            Some(Val::Tile(id)) => *slot = *id,
+            other => {
+                return Err(Diagnostic::error(
+                    "E0006",
+                    format!("mma_scaled's operands are tiles, found {}", other.map(kind_name).unwrap_or("nothing")),
+                )
+                .with_primary(a.span(k), "here"))
+            }
+        }
+    }
+    let tys = ids.map(|i| cx.func.ty(i).clone());
+    let shapes = [tys[0].shape(), tys[1].shape(), tys[2].shape(), tys[3].shape(), tys[4].shape()];
+    let types = tys.each_ref().map(Type::dtype);
+    if let Err(e) = tilec_core::layout::blockscale::scaled_mma_form(shapes, types) {
+        return Err(Diagnostic::error("E0008", e).with_primary(span, "this mma_scaled").with_note(
+            "packed fp4 (f4e2m1x2) tiles hold two K elements an element: a K-wide product loads K/2 of them",
+        ));
+    }
+    let [x, sa, b, sb, acc] = ids;
+    let kind = OpKind::Mma { a: x, b, acc, scales: Some((sa, sb)) };
+    Ok(Val::Tile(cx.func.push(kind, tys[4].clone(), Some(span))))
 }
 
 impl Cx<'_> {
@@ -73,6 +113,6 @@ impl Cx<'_> {
             .with_primary(span, "here")
             .with_note("supported: f16/bf16 or fp8 (f8e4m3, f8e5m2, mixed) operands with an f32 accumulator, f16 into f16, f32 (tf32) into f32"));
         }
-        Ok(Val::Tile(self.func.push(OpKind::Mma { a: ids[0], b: ids[1], acc: ids[2] }, tc, Some(span))))
+        Ok(Val::Tile(self.func.push(OpKind::Mma { a: ids[0], b: ids[1], acc: ids[2], scales: None }, tc, Some(span))))
     }
 }

@@ -52,6 +52,7 @@ pub(crate) const BUILTINS: &[(&str, Handler)] = &[
     ("min", reduce::reduce),
     ("minimum", math::maximum),
     ("mma", mma::mma),
+    ("mma_scaled", mma::mma_scaled),
     ("next_pow2", misc::next_pow2),
     ("num_blocks", misc::num_blocks),
     ("permute", shape::permute),
