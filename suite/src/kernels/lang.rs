@@ -533,6 +533,70 @@ pub const HISTOGRAM: Spec = Spec {
     peer_config: no_peer,
 };
 
+/// FP4 packing (kernels/lang/fp4.tile): dims `[N]` pairs; `pack_fp4` and `unpack_fp4` bit for
+/// bit against `tilec_core::dtype`'s conversions, on inputs that include every midpoint
+/// between fp4 values (the ties), ±0, ±6, values past 6, ±inf and NaN.
+pub const FP4: Spec = Spec {
+    name: "lang_fp4",
+    file: "lang/fp4.tile",
+    kernel: "fp4_pack",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F32, &[300]), Case::new(DType::F32, &[7]).with("BLOCK", 4)],
+    gpu_cases: || vec![Case::new(DType::F32, &[1]), Case::new(DType::F32, &[300]), Case::new(DType::F32, &[100_003])],
+    bench_cases: no_bench,
+    consts: |_| BTreeMap::new(),
+    inputs: |c, rng| {
+        let n = c.dims[0];
+        const EDGES: [f64; 22] = [
+            0.0,
+            -0.0,
+            0.25,
+            -0.25,
+            0.75,
+            1.25,
+            -1.25,
+            1.75,
+            2.5,
+            -2.5,
+            3.5,
+            5.0,
+            -5.0,
+            6.0,
+            -6.0,
+            6.5,
+            100.0,
+            -1e30,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            0.2500001,
+        ];
+        let x: Vec<f64> = (0..2 * n as usize)
+            .map(|i| if i < EDGES.len() { EDGES[i] } else { 4.0 * crate::inputs::normal(rng) })
+            .collect();
+        vec![tensor(DType::F32, &[n, 2], &x), poisoned(DType::F4E2M1X2, &[n]), poisoned(DType::F32, &[n, 2])]
+    },
+    outputs: &[1, 2],
+    exact: &[1, 2],
+    reference: |_, a| {
+        use tilec_core::dtype::{from_fp4, pack_fp4, to_fp4};
+        // The kernel reads f32: the inputs as f32 (0.2500001 stays past the tie).
+        let x: Vec<f64> = values(a, 0).iter().map(|v| f64::from(*v as f32)).collect();
+        let q = x.chunks(2).map(|p| f64::from(pack_fp4(p[0], p[1]))).collect();
+        let y = x.iter().map(|v| from_fp4(to_fp4(*v))).collect();
+        vec![q, y]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| 9.0 * c.dims[0] as f64,
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [n] if *n >= 1 && dtype == DType::F32 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("lang_fp4 takes N (pairs) in f32, not {dims:?} {dtype}")),
+    },
+    peer_config: no_peer,
+};
+
 /// Tile slicing (kernels/lang/slices.tile): dims `[M, H]` (x is M × 2H), constant `ROWS`;
 /// every output is a copy (or an exact doubling) of input elements.
 pub const SLICES: Spec = Spec {

@@ -615,6 +615,163 @@ pub const QUANT_BLOCK2D: Spec = quant_spec!(
     vec![Case::new(DType::BF16, &[130, 200])]
 );
 
+/// The microscaling quantizers' format: `(scale type, BLOCK, DIV)` of a case (constant
+/// `BLOCK`: 16 → NVFP4's ue4m3 factors, 32 → MX's ue8m0; `MXFP8` marks quant_mxfp8's).
+fn mx_quant_format(c: &Case, fp8: bool) -> (DType, usize, f32) {
+    match (fp8, c.konst("BLOCK", if fp8 { 32 } else { 16 })) {
+        (true, b) => (DType::UE8M0, b as usize, 256.0),
+        (false, 16) => (DType::UE4M3, 16, 6.0),
+        (false, b) => (DType::UE8M0, b as usize, 4.0),
+    }
+}
+
+/// The microscaling quantization as the kernels compute it, in f32: per block of `block`
+/// elements of a row, `s = SF(absmax / (div · g))`, `q = x / (s · g)` (0 where s · g is 0)
+/// rounded by `elem` (fp4 codes or an fp8 value). Returns (q per element, s per block).
+fn mx_quantize(
+    x: &[f64],
+    (m, k): (usize, usize),
+    (sf, block, div): (DType, usize, f32),
+    g: f32,
+) -> (Vec<f64>, Vec<f64>) {
+    let ks = k.div_ceil(block);
+    let (mut q, mut s) = (vec![0.0; m * k], vec![0.0; m * ks]);
+    for i in 0..m {
+        for b in 0..ks {
+            let cols = b * block..((b + 1) * block).min(k);
+            let amax = cols.clone().fold(0f32, |a, j| a.max((x[i * k + j] as f32).abs()));
+            let f = sf.round(f64::from(amax / (div * g)));
+            s[i * ks + b] = f;
+            let sg = f as f32 * g;
+            for j in cols {
+                q[i * k + j] = if sg > 0.0 { f64::from(x[i * k + j] as f32 / sg) } else { 0.0 };
+            }
+        }
+    }
+    (q, s)
+}
+
+/// Inputs of a microscaling quantizer: X with per-row magnitudes 10^-1…10^1 (`[M, K/2, 2]`
+/// for fp4), Q and S poisoned, and for NVFP4 the per-tensor g = absmax / (6 · 448).
+fn mx_quant_inputs(c: &Case, rng: &mut rand::rngs::StdRng, fp8: bool) -> Vec<Arg> {
+    let (m, k) = (c.dims[0], c.dims[1]);
+    let (sf, block, _) = mx_quant_format(c, fp8);
+    let mut x = crate::inputs::randn(rng, (m * k) as usize, 1.0);
+    for (i, row) in x.chunks_mut(k as usize).enumerate() {
+        let mag = 10f64.powi((i % 3) as i32 - 1);
+        row.iter_mut().for_each(|v| *v *= mag);
+    }
+    let ks = (k + block as i64 - 1) / block as i64;
+    if fp8 {
+        return vec![tensor(c.dtype, &[m, k], &x), poisoned(DType::F8E4M3, &[m, k]), poisoned(sf, &[m, ks])];
+    }
+    let amax = x.iter().fold(0f64, |a, v| a.max(c.dtype.round(*v).abs()));
+    let g = if sf == DType::UE4M3 { (amax / (6.0 * 448.0)) as f32 } else { 1.0 };
+    vec![
+        tensor(c.dtype, &[m, k / 2, 2], &x),
+        poisoned(DType::F4E2M1X2, &[m, k / 2]),
+        poisoned(sf, &[m, ks]),
+        Arg::F32(g),
+    ]
+}
+
+fn mx_quant_case_for(dims: &[i64], dtype: DType) -> Result<Case, String> {
+    match dims {
+        [m, k] if *m >= 1 && *k >= 2 && k % 2 == 0 && matches!(dtype, DType::BF16 | DType::F16 | DType::F32) => {
+            Ok(Case::new(dtype, dims))
+        }
+        _ => Err(format!("the microscaling quantizers take MxK (K even) in bf16, f16 or f32, not {dims:?} {dtype}")),
+    }
+}
+
+fn mx_quant_gpu_cases() -> Vec<Case> {
+    vec![
+        Case::new(DType::BF16, &[1000, 1000]),
+        Case::new(DType::BF16, &[4096, 7168]),
+        Case::new(DType::F16, &[3, 130]),
+        Case::new(DType::BF16, &[1000, 1000]).with("BLOCK", 32),
+        Case::new(DType::F32, &[77, 4098]).with("BLOCK", 32),
+    ]
+}
+
+/// Packed-fp4 quantization (`quant_fp4` of `kernels/quant_mx.tile`): NVFP4 (ue4m3 per 16,
+/// with g) and, at `BLOCK` 32, MXFP4 (ue8m0). Dims `[M, K]`; bit for bit.
+pub const QUANT_FP4: Spec = Spec {
+    name: "quant_fp4",
+    file: "quant_mx.tile",
+    kernel: "quant_fp4",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::BF16, &[20, 300]), Case::new(DType::F16, &[5, 132]).with("BLOCK", 32)],
+    gpu_cases: mx_quant_gpu_cases,
+    bench_cases: |_| vec![Case::new(DType::BF16, &[8192, 7168])],
+    consts: |c| {
+        let (sf, block, div) = mx_quant_format(c, false);
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("SF".to_string(), ConstArg::DType(sf)),
+            ("BLOCK".to_string(), ConstArg::Int(block as i64)),
+            ("DIV".to_string(), ConstArg::Float(f64::from(div))),
+        ])
+    },
+    inputs: |c, rng| mx_quant_inputs(c, rng, false),
+    outputs: &[1, 2],
+    exact: &[1, 2],
+    reference: |c, a| {
+        let (m, k) = (c.dims[0] as usize, c.dims[1] as usize);
+        let g = match a.get(3) {
+            Some(Arg::F32(g)) => *g,
+            _ => f32::NAN,
+        };
+        let (q, s) = mx_quantize(&values(a, 0), (m, k), mx_quant_format(c, false), g);
+        let bytes = q.chunks(2).map(|p| f64::from(tilec_core::dtype::pack_fp4(p[0], p[1]))).collect();
+        vec![bytes, s]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| {
+        let n = (c.dims[0] * c.dims[1]) as f64;
+        n * f64::from(c.dtype.bytes()) + n / 2.0 + n / 16.0
+    },
+    flops: None,
+    case_for: mx_quant_case_for,
+    peer_config: |_| None,
+};
+
+/// MXFP8 quantization (`quant_mxfp8`): e4m3 elements, ue8m0 factors per 32. Bit for bit.
+pub const QUANT_MXFP8: Spec = Spec {
+    name: "quant_mxfp8",
+    file: "quant_mx.tile",
+    kernel: "quant_mxfp8",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::BF16, &[20, 300])],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::BF16, &[1000, 1000]),
+            Case::new(DType::BF16, &[4096, 7168]),
+            Case::new(DType::F16, &[3, 130]),
+        ]
+    },
+    bench_cases: |_| vec![Case::new(DType::BF16, &[8192, 7168])],
+    consts: |c| BTreeMap::from([("T".to_string(), ConstArg::DType(c.dtype))]),
+    inputs: |c, rng| mx_quant_inputs(c, rng, true),
+    outputs: &[1, 2],
+    exact: &[1, 2],
+    reference: |c, a| {
+        let (m, k) = (c.dims[0] as usize, c.dims[1] as usize);
+        let (q, s) = mx_quantize(&values(a, 0), (m, k), mx_quant_format(c, true), 1.0);
+        vec![q.iter().map(|v| DType::F8E4M3.round(*v)).collect(), s]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| {
+        let n = (c.dims[0] * c.dims[1]) as f64;
+        n * f64::from(c.dtype.bytes()) + n + n / 32.0
+    },
+    flops: None,
+    case_for: mx_quant_case_for,
+    peer_config: |_| None,
+};
+
 /// fp8 MLA prefill (`kernels/mla_fp8.tile`). Case dims `[B, H, S, D, DR]`; constant
 /// `CAUSAL` (default 1). V is given transposed (`[B, H, D, S]`); the reference quantizes P as
 /// [`fp8_attention`]'s does.

@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 61] = [
+pub(crate) static ALL: [&Spec; 64] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -52,6 +52,9 @@ pub(crate) static ALL: [&Spec; 61] = [
     &lowp::MATMUL_FP8_ROWWISE,
     &lowp::MATMUL_FP8_BLOCKWISE,
     &lowp::MATMUL_MX,
+    &lowp::QUANT_FP4,
+    &lowp::QUANT_MXFP8,
+    &lang::FP4,
     &lowp::FMHA_FP8,
     &lowp::MLA_FP8,
     &lowp::QUANT_ROWWISE,

@@ -2,6 +2,7 @@
 //! the candidates of "did you mean" notes; each handler checks its arguments and emits its
 //! ops (constants fold where every operand is known).
 
+mod fp4;
 mod math;
 mod memory;
 mod misc;
@@ -57,11 +58,13 @@ pub(crate) const BUILTINS: &[(&str, Handler)] = &[
     ("num_blocks", misc::num_blocks),
     ("permute", shape::permute),
     ("concat", shape::concat),
+    ("pack_fp4", fp4::pack_fp4),
     ("pow", math::pow),
     ("print", misc::print),
     ("rand", misc::rand),
     ("range", misc::range),
     ("reshape", shape::reshape),
+    ("unpack_fp4", fp4::unpack_fp4),
     ("rsqrt", math::unary),
     ("scan", reduce::scan),
     ("scatter", memory::scatter),

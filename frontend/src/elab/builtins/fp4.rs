@@ -1,0 +1,128 @@
+//! `pack_fp4(lo, hi)` and `unpack_fp4(x, half)`: float tiles into packed FP4 pairs
+//! (`f4e2m1x2`) and one half of a pair back to f32.
+//!
+//! Both are built from integer and float ops the IR already has (comparisons, selects,
+//! shifts, casts) — none of the targets' fp4 conversions exists on sm_90a (`cvt … e2m1x2` is
+//! sm_100a/sm_120a's), and this way the interpreter and every target compute the same bits.
+//! The rounding is `tilec_core::dtype::to_fp4`'s: nearest, ties to the even encoding,
+//! saturating to ±6, NaN to +6, −0 to +0.
+
+use super::super::*;
+
+/// The E2M1 magnitude code of |v| (0..=7) is the number of these midpoints it passes; at a
+/// midpoint (`true`: the upper code is the even one) the tie goes up.
+const MIDPOINTS: [(f64, bool); 7] =
+    [(0.25, false), (0.75, true), (1.25, false), (1.75, true), (2.5, false), (3.5, true), (5.0, false)];
+
+/// `pack_fp4(lo, hi)`: two float tiles of one shape as one `f4e2m1x2` tile, `lo` in the low
+/// nibbles.
+pub(super) fn pack_fp4(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(cx, args, &[("lo", true), ("hi", true)], name, span)?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let mut nibbles = vec![];
+    for i in 0..2 {
+        let v = a.get(i).cloned().unwrap_or(Val::Poison);
+        let Val::Tile(id) = v else {
+            return Err(Diagnostic::error("E0006", format!("pack_fp4 packs tiles, found {}", kind_name(&v)))
+                .with_primary(a.span(i), "here"));
+        };
+        let d = cx.func.ty(id).dtype();
+        if !d.is_float() || d.is_storage_only() {
+            return Err(Diagnostic::error("E0008", format!("pack_fp4 of {d} values"))
+                .with_primary(a.span(i), format!("{d}"))
+                .with_note("pack_fp4 takes f16, bf16, f32 or f64 tiles: cast others with .astype(f32)"));
+        }
+        let f = cx.cast(v, DType::F32, a.span(i))?;
+        nibbles.push(cx.fp4_nibble(f, a.span(i))?);
+    }
+    let (lo, hi) = (nibbles[0].clone(), nibbles[1].clone());
+    let (ty_lo, ty_hi) = (cx.func.ty(cx.value_id(&lo)).clone(), cx.func.ty(cx.value_id(&hi)).clone());
+    if ty_lo.shape() != ty_hi.shape() {
+        return Err(Diagnostic::error(
+            "E0007",
+            format!("pack_fp4 of a {:?} and a {:?} tile: the halves have one shape", ty_lo.shape(), ty_hi.shape()),
+        )
+        .with_primary(span, "here"));
+    }
+    let up = cx.binary(AB::Shl, hi, Val::Int(4), span, span, span)?;
+    let byte = cx.binary(AB::BitOr, lo, up, span, span, span)?;
+    let byte = cx.cast(byte, DType::U8, span)?;
+    cx.cast(byte, DType::F4E2M1X2, span)
+}
+
+/// `unpack_fp4(x, half)`: the fp4 values of one half (0: the low nibbles) of an `f4e2m1x2`
+/// tile, as f32 (exact).
+pub(super) fn unpack_fp4(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(cx, args, &[("x", true), ("half", true)], name, span)?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let half = a.const_int(cx, 1)?;
+    if !(0..=1).contains(&half) {
+        return Err(Diagnostic::error("E0006", format!("unpack_fp4's half is 0 or 1, not {half}"))
+            .with_primary(a.span(1), "0: the low nibbles, 1: the high ones"));
+    }
+    let x = a.get(0).cloned().unwrap_or(Val::Poison);
+    let ok = matches!(&x, Val::Tile(id) if cx.func.ty(*id).dtype() == DType::F4E2M1X2);
+    if !ok {
+        return Err(Diagnostic::error("E0008", "unpack_fp4 reads an f4e2m1x2 tile")
+            .with_primary(a.span(0), "here")
+            .with_note("pack float tiles with pack_fp4(lo, hi)"));
+    }
+    let s = a.span(0);
+    let bits = cx.cast(x, DType::U8, s)?;
+    let bits = cx.cast(bits, DType::I32, s)?;
+    let n = cx.binary(AB::Shr, bits, Val::Int(4 * half), s, s, span)?;
+    let n = cx.binary(AB::BitAnd, n, Val::Int(15), s, s, span)?;
+    let m = cx.binary(AB::BitAnd, n.clone(), Val::Int(7), s, s, span)?;
+    // Codes 0 and 1 are 0 and 0.5 (m / 2); code m ≥ 2 is (2 + m mod 2) · 2^(m / 2 − 2).
+    let mf = cx.cast(m.clone(), DType::F32, s)?;
+    let small = cx.binary(AB::Mul, mf, Val::Float(0.5), s, s, span)?;
+    let odd = cx.binary(AB::BitAnd, m.clone(), Val::Int(1), s, s, span)?;
+    let odd = cx.cast(odd, DType::F32, s)?;
+    let mant = cx.binary(AB::Add, odd, Val::Float(2.0), s, s, span)?;
+    let q = cx.binary(AB::Shr, m.clone(), Val::Int(1), s, s, span)?;
+    let is1 = cx.binary(AB::Eq, q.clone(), Val::Int(1), s, s, span)?;
+    let is2 = cx.binary(AB::Eq, q, Val::Int(2), s, s, span)?;
+    let pow = cx.select(is1, Val::Float(0.5), Val::Float(2.0), [s; 3], span)?;
+    let pow = cx.select(is2, Val::Float(1.0), pow, [s; 3], span)?;
+    let big = cx.binary(AB::Mul, mant, pow, s, s, span)?;
+    let lt2 = cx.binary(AB::Lt, m, Val::Int(2), s, s, span)?;
+    let mag = cx.select(lt2, small, big, [s; 3], span)?;
+    let neg = cx.binary(AB::Ge, n, Val::Int(8), s, s, span)?;
+    let minus = cx.unary(UnaryOp::Neg, mag.clone(), s)?;
+    cx.select(neg, minus, mag, [s; 3], span)
+}
+
+impl Cx<'_> {
+    /// The E2M1 nibble (an i32 tile) of an f32 tile: magnitude code plus 8 for a negative
+    /// value.
+    fn fp4_nibble(&mut self, v: Val, s: Span) -> R<Val> {
+        let id = self.value_id(&v);
+        let ty = self.func.ty(id).clone();
+        let abs = wrap(
+            &v,
+            self.func.push(OpKind::Unary { op: UnOp::Abs, value: id, flags: MathFlags::default() }, ty, Some(s)),
+        );
+        let mut code = Val::Int(0);
+        for (mid, up) in MIDPOINTS {
+            let past = self.binary(if up { AB::Ge } else { AB::Gt }, abs.clone(), Val::Float(mid), s, s, s)?;
+            let past = self.cast(past, DType::I32, s)?;
+            code = match code {
+                Val::Int(0) => past,
+                c => self.binary(AB::Add, c, past, s, s, s)?,
+            };
+        }
+        // NaN passes no comparison: it saturates to 6 (code 7), as E2M1 has no NaN.
+        let nan = self.binary(AB::Ne, abs.clone(), abs, s, s, s)?;
+        let nan = self.cast(nan, DType::I32, s)?;
+        let seven = self.binary(AB::Mul, nan, Val::Int(7), s, s, s)?;
+        code = self.binary(AB::BitOr, code, seven, s, s, s)?;
+        let neg = self.binary(AB::Lt, v, Val::Float(0.0), s, s, s)?;
+        let neg = self.cast(neg, DType::I32, s)?;
+        let sign = self.binary(AB::Shl, neg, Val::Int(3), s, s, s)?;
+        self.binary(AB::BitOr, code, sign, s, s, s)
+    }
+}
