@@ -307,7 +307,7 @@ pub const MATMUL_MX: Spec = Spec {
         };
         let (a, b) = (operand(rng, m), operand(rng, n));
         let (sa, sb) = (scales(rng, m), scales(rng, n));
-        vec![a, b, sa, sb, poisoned(OUT, &[m, n])]
+        vec![a, b, sa, sb, poisoned(OUT, &[m, n]), Arg::F32(rng.gen_range(0.5..2.0))]
     },
     outputs: &[4],
     exact: &[],
@@ -316,12 +316,17 @@ pub const MATMUL_MX: Spec = Spec {
         let (_, block, _) = mx_format(c);
         let (block, ks) = (block as usize, k.div_ceil(block as usize));
         let (av, bv, sa, sb) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3));
+        let alpha = match a.get(5) {
+            Some(Arg::F32(x)) => f64::from(*x),
+            _ => f64::NAN,
+        };
         let rows_b: Vec<Vec<f64>> = (0..n).map(|j| mx_row(&bv, c.dtype, j, k)).collect();
         let mut out = vec![0.0; m * n];
         for i in 0..m {
             let ra = mx_row(&av, c.dtype, i, k);
             for (j, rb) in rows_b.iter().enumerate() {
-                out[i * n + j] = (0..k).map(|x| ra[x] * sa[i * ks + x / block] * rb[x] * sb[j * ks + x / block]).sum();
+                let dot: f64 = (0..k).map(|x| ra[x] * sa[i * ks + x / block] * rb[x] * sb[j * ks + x / block]).sum();
+                out[i * n + j] = alpha * dot;
             }
         }
         vec![out]
