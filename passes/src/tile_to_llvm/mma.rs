@@ -498,19 +498,26 @@ impl Lowering<'_> {
     /// bytes along K) into four f32 accumulators.
     fn mma_fp8(&mut self, a: &[Reg], b: &[Reg], c: &[Reg], ta: DType, tb: DType) -> Vec<Reg> {
         let kind = |d: DType| if d == DType::F8E5M2 { "e5m2" } else { "e4m3" };
+        let instr = format!("mma.sync.aligned.m16n8k32.row.col.f32.{}.{}.f32", kind(ta), kind(tb));
+        self.mma_sync_asm(&instr, [a, b, c], None)
+    }
+
+    /// One `mma.sync` `instr` as inline PTX: D = C in place (f32), A and B as 32-bit words,
+    /// and a block-scaled form's two scale registers at selector (byte-id 0, thread-id 0).
+    fn mma_sync_asm(&mut self, instr: &str, [a, b, c]: [&[Reg]; 3], scales: Option<(&Reg, &Reg)>) -> Vec<Reg> {
         let mut asm = super::ptx_asm::PtxAsm::new();
         let d: Vec<String> = c.iter().map(|r| asm.inout(r, "f")).collect();
         let ai: Vec<String> = a.iter().map(|r| asm.input(r)).collect();
         let bi: Vec<String> = b.iter().map(|r| asm.input(r)).collect();
-        asm.push(&format!(
-            "mma.sync.aligned.m16n8k32.row.col.f32.{}.{}.f32 {{{}}}, {{{}}}, {{{}}}, {{{}}};",
-            kind(ta),
-            kind(tb),
-            d.join(", "),
-            ai.join(", "),
-            bi.join(", "),
-            d.join(", ")
-        ));
+        let tail = match scales {
+            Some((sa, sb)) => {
+                let (s0, s1) = (asm.input(sa), asm.input(sb));
+                format!(", {s0}, {{0, 0}}, {s1}, {{0, 0}}")
+            }
+            None => String::new(),
+        };
+        let (d, ai, bi) = (d.join(", "), ai.join(", "), bi.join(", "));
+        asm.push(&format!("{instr} {{{d}}}, {{{ai}}}, {{{bi}}}, {{{d}}}{tail};"));
         asm.emit(&mut self.em)
     }
 
@@ -637,33 +644,15 @@ impl Lowering<'_> {
     }
 
     /// One block-scaled `mma.sync` (`form`) of 8-bit fragments (A four registers, B two, each
-    /// four bytes along K: four fp8 or eight packed fp4) into four f32 accumulators, the scale
-    /// registers read at selector (byte-id 0, thread-id 0).
-    #[allow(clippy::too_many_arguments)]
+    /// four bytes along K: four fp8 or eight packed fp4) into four f32 accumulators.
     fn mma_block_scaled(
         &mut self,
         form: &blockscale::ScaledForm,
         (ta, tb): (DType, DType),
-        a: &[Reg],
-        b: &[Reg],
-        c: &[Reg],
-        sa: &Reg,
-        sb: &Reg,
+        [a, b, c]: [&[Reg]; 3],
+        scales: (&Reg, &Reg),
     ) -> Vec<Reg> {
-        let mut asm = super::ptx_asm::PtxAsm::new();
-        let d: Vec<String> = c.iter().map(|r| asm.inout(r, "f")).collect();
-        let ai: Vec<String> = a.iter().map(|r| asm.input(r)).collect();
-        let bi: Vec<String> = b.iter().map(|r| asm.input(r)).collect();
-        let (s0, s1) = (asm.input(sa), asm.input(sb));
-        asm.push(&format!(
-            "{} {{{}}}, {{{}}}, {{{}}}, {{{}}}, {s0}, {{0, 0}}, {s1}, {{0, 0}};",
-            form.ptx(ta, tb),
-            d.join(", "),
-            ai.join(", "),
-            bi.join(", "),
-            d.join(", ")
-        ));
-        asm.emit(&mut self.em)
+        self.mma_sync_asm(&form.ptx(ta, tb), [a, b, c], Some(scales))
     }
 
     /// `shfl.sync.idx` of a 32-bit value from lane `src` (an i32 register) over the warp.
@@ -715,9 +704,7 @@ impl Lowering<'_> {
         &mut self,
         form: &blockscale::ScaledForm,
         (ta, tb): (DType, DType),
-        a: &[Reg],
-        b: &[Reg],
-        c: &[Reg],
+        [a, b, c]: [&[Reg]; 3],
         (sa, sb): (&Reg, &Reg),
     ) -> Vec<Reg> {
         let lane = self.lane.clone();
@@ -929,9 +916,9 @@ impl Lowering<'_> {
                     let d = if let Some((f, ..)) = &form {
                         let f = *f;
                         if self.emulate_block_scale {
-                            self.mma_block_scaled_emulated(&f, (dt, dtb), af, bf, &c, (&sreg.0[mi], &sreg.1[nj]))
+                            self.mma_block_scaled_emulated(&f, (dt, dtb), [af, bf, &c], (&sreg.0[mi], &sreg.1[nj]))
                         } else {
-                            self.mma_block_scaled(&f, (dt, dtb), af, bf, &c, &sreg.0[mi], &sreg.1[nj])
+                            self.mma_block_scaled(&f, (dt, dtb), [af, bf, &c], (&sreg.0[mi], &sreg.1[nj]))
                         }
                     } else if fp8 {
                         self.mma_fp8(af, bf, &c, dt, dtb)

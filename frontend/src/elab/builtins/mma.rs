@@ -12,6 +12,24 @@ pub(super) fn mma(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<V
     cx.mma(&a, span)
 }
 
+/// The first N arguments of a product, every one a tile.
+fn tile_operands<const N: usize>(a: &Args, what: &str) -> R<[ValueId; N]> {
+    let mut ids = [ValueId(0); N];
+    for (k, slot) in ids.iter_mut().enumerate() {
+        match a.get(k) {
+            Some(Val::Tile(id)) => *slot = *id,
+            other => {
+                return Err(Diagnostic::error(
+                    "E0006",
+                    format!("{what}'s operands are tiles, found {}", other.map(kind_name).unwrap_or("nothing")),
+                )
+                .with_primary(a.span(k), "here"))
+            }
+        }
+    }
+    Ok(ids)
+}
+
 /// `mma_scaled(a, a_scale, b, b_scale, acc)` (cuTile's order): `Σ_k a[i,k]·a_scale[i,k/V] ·
 /// b[k,j]·b_scale[k/V,j] + acc[i,j]`, V = K / Ks.
 pub(super) fn mma_scaled(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
@@ -25,19 +43,7 @@ pub(super) fn mma_scaled(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span)
     if a.any_poison() {
         return Ok(Val::Poison);
     }
-    let mut ids = [ValueId(0); 5];
-    for (k, slot) in ids.iter_mut().enumerate() {
-        match a.get(k) {
-            Some(Val::Tile(id)) => *slot = *id,
-            other => {
-                return Err(Diagnostic::error(
-                    "E0006",
-                    format!("mma_scaled's operands are tiles, found {}", other.map(kind_name).unwrap_or("nothing")),
-                )
-                .with_primary(a.span(k), "here"))
-            }
-        }
-    }
+    let ids: [ValueId; 5] = tile_operands(&a, name)?;
     let tys = ids.map(|i| cx.func.ty(i).clone());
     let shapes = [tys[0].shape(), tys[1].shape(), tys[2].shape(), tys[3].shape(), tys[4].shape()];
     let types = tys.each_ref().map(Type::dtype);
@@ -53,19 +59,7 @@ pub(super) fn mma_scaled(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span)
 
 impl Cx<'_> {
     pub(crate) fn mma(&mut self, a: &Args, span: Span) -> R<Val> {
-        let mut ids = [ValueId(0); 3];
-        for (k, slot) in ids.iter_mut().enumerate() {
-            match a.get(k) {
-                Some(Val::Tile(id)) => *slot = *id,
-                other => {
-                    return Err(Diagnostic::error(
-                        "E0006",
-                        format!("mma's operands are tiles, found {}", other.map(kind_name).unwrap_or("nothing")),
-                    )
-                    .with_primary(a.span(k), "here"))
-                }
-            }
-        }
+        let ids: [ValueId; 3] = tile_operands(a, "mma")?;
         let [ta, tb, tc] = ids.map(|i| self.func.ty(i).clone());
         if ta.shape().len() != 2 || tb.shape().len() != 2 || tc.shape().len() != 2 {
             return Err(Diagnostic::error(
