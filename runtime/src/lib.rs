@@ -184,7 +184,7 @@ impl TensorMapRequest {
             DType::BF16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
             DType::F32 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
             // Bytes are bytes to the copy engine (fp8 operands of the tensor cores).
-            DType::F8E4M3 | DType::F8E5M2 | DType::U8 | DType::I8 => {
+            DType::F8E4M3 | DType::F8E5M2 | DType::F4E2M1X2 | DType::UE8M0 | DType::UE4M3 | DType::U8 | DType::I8 => {
                 sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8
             }
             d => return Err(RuntimeError::Driver(format!("no tensor map for {d} elements"))),

@@ -15,8 +15,13 @@ const MIDPOINTS: [(f64, bool); 7] =
     [(0.25, false), (0.75, true), (1.25, false), (1.75, true), (2.5, false), (3.5, true), (5.0, false)];
 
 /// `pack_fp4(lo, hi)`: two float tiles of one shape as one `f4e2m1x2` tile, `lo` in the low
-/// nibbles.
+/// nibbles; `pack_fp4(x)`: the pairs along `x`'s last axis (extent 2) — the codes weighted
+/// 1 and 16 and summed over that axis, so that where a thread holds both halves of a pair
+/// (a `[…, W, 2]` tile loaded as such) the pack stays in its registers.
 pub(super) fn pack_fp4(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    if args.len() == 1 {
+        return pack_pairs(cx, name, args, span);
+    }
     let a = Args::new(cx, args, &[("lo", true), ("hi", true)], name, span)?;
     if a.any_poison() {
         return Ok(Val::Poison);
@@ -49,6 +54,60 @@ pub(super) fn pack_fp4(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -
     let up = cx.binary(AB::Shl, hi, Val::Int(4), span, span, span)?;
     let byte = cx.binary(AB::BitOr, lo, up, span, span, span)?;
     let byte = cx.cast(byte, DType::U8, span)?;
+    cx.cast(byte, DType::F4E2M1X2, span)
+}
+
+/// `pack_fp4(x)` of a `[…, W, 2]` float tile: an `f4e2m1x2` tile `[…, W]`.
+fn pack_pairs(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    let a = Args::new(cx, args, &[("x", true)], name, span)?;
+    if a.any_poison() {
+        return Ok(Val::Poison);
+    }
+    let v = a.get(0).cloned().unwrap_or(Val::Poison);
+    let s = a.span(0);
+    let shape = match &v {
+        Val::Tile(id) if cx.func.ty(*id).dtype().is_float() && !cx.func.ty(*id).dtype().is_storage_only() => {
+            cx.func.ty(*id).shape().to_vec()
+        }
+        other => {
+            return Err(Diagnostic::error("E0008", format!("pack_fp4 packs a float tile, found {}", kind_name(other)))
+                .with_primary(s, "here"))
+        }
+    };
+    let rank = shape.len();
+    if rank < 2 || shape[rank - 1] != 2 {
+        return Err(Diagnostic::error(
+            "E0007",
+            format!("pack_fp4 of one {shape:?} tile: its last axis holds the pairs (extent 2)"),
+        )
+        .with_primary(s, "here")
+        .with_note("reshape to (…, W, 2) first, or pass the halves: pack_fp4(lo, hi)"));
+    }
+    let f = cx.cast(v, DType::F32, s)?;
+    let codes = cx.fp4_nibble(f, s)?;
+    // Weights 1 (low nibble) and 16 along the pairs' axis.
+    let mut wshape = vec![1i64; rank];
+    wshape[rank - 1] = 2;
+    let idx = cx.func.push(OpKind::Arange, Type::tile(vec![2], DType::I32), Some(s));
+    let mut idx = cx.func.push(OpKind::Reshape(idx), Type::tile(wshape.clone(), DType::I32), Some(s));
+    // Broadcast one dim at a time (what the lowering takes), innermost first.
+    for d in (0..rank - 1).rev() {
+        wshape[d] = shape[d];
+        idx = cx.as_tile(idx, &wshape, s)?;
+    }
+    let weight = cx.binary(AB::Mul, Val::Tile(idx), Val::Int(15), s, s, span)?;
+    let weight = cx.binary(AB::Add, weight, Val::Int(1), s, s, span)?;
+    let weighted = cx.binary(AB::Mul, codes, weight, s, s, span)?;
+    let wid = cx.value_id(&weighted);
+    let mut rshape = shape.clone();
+    rshape[rank - 1] = 1;
+    let sum = cx.func.push(
+        OpKind::Reduce { kind: ReduceKind::Sum, axis: (rank - 1) as u32, value: wid },
+        Type::tile(rshape, DType::I32),
+        Some(span),
+    );
+    let out = cx.func.push(OpKind::Reshape(sum), Type::tile(shape[..rank - 1].to_vec(), DType::I32), Some(span));
+    let byte = cx.cast(Val::Tile(out), DType::U8, span)?;
     cx.cast(byte, DType::F4E2M1X2, span)
 }
 
