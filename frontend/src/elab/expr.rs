@@ -659,7 +659,7 @@ impl Cx<'_> {
                 {
                     return Err(Diagnostic::error("E0008", format!("a cast from {from} to {d}"))
                         .with_primary(span, "here")
-                        .with_note("f4e2m1x2 holds two fp4 values a byte (low nibble first): it is loaded, stored and multiplied by mma_scaled; `.astype(u8)` and back reinterpret its bits"));
+                        .with_note("f4e2m1x2 holds two fp4 values a byte (low nibble first): unpack_fp4(x, 0 or 1) reads them as f32, pack_fp4 makes them; `.astype(u8)` and back reinterpret its bits"));
                 }
                 if d == DType::I1 {
                     // A number is true when it is not 0 (NaN included).

@@ -9,6 +9,9 @@
 //!   values and `if` results, and backward into producers that are free to take any layout
 //!   (splats, broadcasts, comparisons and elementwise ops used only by `#mma` tiles: a causal
 //!   mask built from `arange` is computed directly in the accumulator's layout);
+//! - a block-scaled `mma` (`mma_scaled`) is `mma.sync`'s, on targets with the block-scaled
+//!   form only (sm_121a; E0900 elsewhere); its two scale tiles become shared buffers as its
+//!   operands do (each lane reads its factors from there);
 //! - an `mma` operand in another layout becomes a shared buffer (`local_alloc`, unswizzled
 //!   until `tile-swizzle`) read as a `#dot_operand` (`local_load`), inserted right after the operand is
 //!   defined (Q, loaded once before the loop, is written to shared memory once); an operand
@@ -165,8 +168,10 @@ pub(super) fn propagate(
                 Some(format!(
                     "an mma_scaled of [{m}, {n}]: the tensor-core path needs M >= 16 and N >= 8, powers of two"
                 ))
-            } else if scales.is_some() || packed {
+            } else if scales.is_some() {
                 None
+            } else if packed {
+                Some("an mma of f4e2m1x2 operands: packed fp4 is multiplied by mma_scaled, with its block scales".into())
             } else if !Mma::fits(m, n, k) {
                 Some(format!(
                     "an mma of [{m}, {k}] x [{k}, {n}]: the tensor-core path needs M >= 16, N >= 8 and K >= 16, powers of two"

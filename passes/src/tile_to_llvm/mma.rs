@@ -14,6 +14,15 @@
 //! Operands already in registers (P, the accumulator of the previous product) are packed two
 //! 16-bit elements per register. `ldmatrix`, the f16 `mma.sync` and the asynchronous copies
 //! are upstream `nvgpu` ops on memref views of the buffers ([`Lowering::smem_view`]).
+//!
+//! 8-bit operands (fp8, and packed fp4 for the block-scaled products) are read from their
+//! buffers as byte pairs (`pair_view`): the k32 fragment of bytes is the k16 fragment of
+//! 16-bit elements. A block-scaled product (`mma_scaled`, sm_121a) per K step also builds
+//! each lane's two scale registers from the scale buffers (`scale_register`: the row and
+//! column `tilec_core::layout::blockscale` says the lane supplies, K block j in byte j) and
+//! issues `mma.sync … block_scale`; with `emulate_block_scale` (`--emulate sm_121a` on a chip
+//! without it) the instruction becomes fp8 products times the factors taken from the lanes
+//! the instruction reads.
 
 use super::emit::{Reg, Ty};
 use super::regs::Value;
