@@ -194,7 +194,7 @@ pub(super) fn propagate(
             if let (Some(w), None) = (why, &bad) {
                 let mut dg = Diagnostic::error("E0900", w);
                 if let Some(s) = op.span {
-                    dg = dg.with_primary(s, "this mma");
+                    dg = dg.with_primary(s, if scales.is_some() { "this mma_scaled" } else { "this mma" });
                 }
                 bad = Some(dg);
             }
