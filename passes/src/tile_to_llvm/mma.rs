@@ -622,6 +622,24 @@ impl Lowering<'_> {
         let Value::SmemBuf { offset, ty: Type::Smem { shape, layout, .. }, ring: None } = buf else {
             return Err(err("an mma_scaled scale that is not a shared buffer"));
         };
+        // The K-block dim contiguous in an unswizzled buffer whose rows and region keep `vec`
+        // bytes aligned: the factors are one little-endian load (block first + j in byte j).
+        let kd = usize::from(a_side);
+        let cols = shape[layout.order[0]];
+        if vec > 1
+            && layout.order[0] == kd
+            && layout.max_phase == 1
+            && layout.atom == 0
+            && cols % vec == 0
+            && offset % vec == 0
+        {
+            let kb = self.em.ci32(first);
+            let c = if a_side { [line.clone(), kb] } else { [kb, line.clone()] };
+            let (slow, fast) = (c[layout.order[1]].clone(), c[layout.order[0]].clone());
+            let addr = self.swizzled_addr(layout, shape, *offset, 1, &slow, 0, &fast, 0);
+            let w = self.em.load(&addr, Ty::int(8 * vec as u32), vec);
+            return Ok(if vec == 4 { w } else { self.em.convert("zext", &w, Ty::I32) });
+        }
         let mut word = self.em.ci32(0);
         for j in 0..vec {
             let kb = self.em.ci32(first + j);
