@@ -10,6 +10,8 @@ use tilec_core::DType;
 use tilec_frontend::ConstArg;
 use tilec_interp::reference;
 
+use super::membound::RMS_EPS;
+
 fn no_peer(_: &Case) -> Option<String> {
     None
 }
@@ -394,8 +396,6 @@ pub const ACC_SWIGLU: Spec = Spec {
     case_for: |dims, dtype| mn(dims, dtype, "acc_swiglu"),
     peer_config: no_peer,
 };
-
-const RMS_EPS: f32 = 1e-6;
 
 /// Split-K epilogue fused with the next RMSNorm: `y = acc + residual; normed = rmsnorm(y) · w;
 /// acc = 0` (kernels/splitk_epilogue.tile). Dims `[M, N]`.

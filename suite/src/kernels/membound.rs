@@ -267,8 +267,8 @@ pub const SWIGLU: Spec = Spec {
     ..SILU_MUL
 };
 
-/// The epsilon of the RMSNorm tests (as anchors.py).
-const RMS_EPS: f32 = 1e-6;
+/// The epsilon of the RMSNorm tests (as anchors.py), the fused ones' too.
+pub(crate) const RMS_EPS: f32 = 1e-6;
 
 /// RMSNorm (kernels/rmsnorm.tile), ROWS rows per block.
 pub const RMSNORM: Spec = Spec {
