@@ -1158,13 +1158,8 @@ fn int_unop(u: UnOp, i: i64) -> N {
 fn convert(v: N, to: DType) -> N {
     match v {
         _ if to == DType::I1 => N::I(i64::from(v.truthy())),
-        N::F(x) if to.is_float() => {
-            N::F(if matches!(to, DType::F8E4M3 | DType::F8E5M2 | DType::UE8M0 | DType::UE4M3) {
-                f64::from(x as f32)
-            } else {
-                x
-            })
-        }
+        // Float → float is core's rule (through f32 to the 8-bit floats, as the GPU converts).
+        N::F(x) if to.is_float() => N::F(tilec_core::dtype::convert(x, DType::F32, to)),
         N::I(i) if to.is_float() => N::F(int_to_float(i, to)),
         N::F(x) => N::I(match to {
             DType::I8 => i64::from(x as i8),
