@@ -35,6 +35,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if opts.no_tcgen05 {
         pipeline.push_str(" tcgen05=false");
     }
+    if opts.no_tma_store {
+        pipeline.push_str(" tma_store=false");
+    }
     if opts.wgmma_wait_at_once {
         pipeline.push_str(" wgmma_in_flight=false");
     }

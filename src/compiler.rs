@@ -36,6 +36,9 @@ pub struct CompileOptions {
     pub no_tma: bool,
     /// Keep sm_103a's products on mma.sync (`--no-tcgen05`; the ablation).
     pub no_tcgen05: bool,
+    /// Store epilogue tiles from registers rather than through TMA (`--no-tma-store`; the
+    /// ablation; `no_tma` implies it).
+    pub no_tma_store: bool,
     /// Wait for every wgmma where it is issued (`--wgmma-wait-at-once`; the ablation).
     pub wgmma_wait_at_once: bool,
     /// Release TMA ring stages on empty mbarriers (`--empty-barriers`; an experiment).
@@ -169,6 +172,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         fast_math: opts.fast_math,
         no_fp_fusion: opts.no_fp_fusion,
         no_tma: opts.no_tma || el.hints.no_tma,
+        no_tma_store: opts.no_tma_store,
         // An emulated target's tcgen05 products run as mma.sync where the chip lacks it (the
         // emulation's report line says so).
         no_tcgen05: opts.no_tcgen05 || !arch.has(tilec_core::target::Feature::Tcgen05),

@@ -411,6 +411,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
         occupancy: step.option("occupancy").parse::<u32>().ok(),
         fp_fusion: step.option("fp-fusion") != "false",
         emulate_block_scale: step.option("emulate-block-scale") == "true",
+        tma_store: step.option("tma-store") != "false",
     };
     let low = crate::tile_to_llvm::run(&func, arch, &opts)?;
     d.facts.report.push(format!(

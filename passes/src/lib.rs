@@ -289,6 +289,12 @@ pub const PASSES: &[PassInfo] = &[
                 default: "",
                 check: check_bool,
             },
+            PassOption {
+                name: "tma-store",
+                doc: "stage an epilogue's accumulator tile in shared memory and store it with TMA bulk tensor stores, where the target has TMA (default: true)",
+                default: "",
+                check: check_bool,
+            },
         ],
         run: driver::run_tile_to_llvm,
     },
@@ -333,6 +339,9 @@ pub struct PipelineConfig {
     pub persistent: bool,
     /// Lower block-scaled products to an emulation the executing chip runs (`--emulate`).
     pub emulate_block_scale: bool,
+    /// `--no-tma-store`: epilogue stores stay direct register stores (`tile-to-llvm`'s
+    /// `tma-store=false`), for the ablation; `--no-tma` implies it.
+    pub no_tma_store: bool,
 }
 
 /// The passes every kernel needs: without them there is no code.
@@ -437,6 +446,9 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
                 let mut o = vec![("arch", arch.name), ("occupancy", &occ), ("fp-fusion", fusion)];
                 if cfg.emulate_block_scale {
                     o.push(("emulate-block-scale", "true"));
+                }
+                if cfg.no_tma || cfg.no_tma_store {
+                    o.push(("tma-store", "false"));
                 }
                 o
             }

@@ -299,7 +299,7 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
         ("fmha_fp8", "fmha_fp8"),
     ];
     let mut table = String::from(
-        "kernel target | regs smem | HMMA QMMA HGMMA QGMMA UTCHMMA UTCQMMA LDTM STTM UTMALDG LDSM BAR LDL STL\n",
+        "kernel target | regs smem | HMMA QMMA HGMMA QGMMA UTCHMMA UTCQMMA LDTM STTM UTMALDG UTMASTG LDSM BAR LDL STL\n",
     );
     let mut wrong = vec![];
     for (file, kernel) in kernels {
@@ -326,7 +326,8 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
                 ("UTCHMMA", ptx.contains("tcgen05.mma.cta_group::1.kind::f16")),
                 ("UTCQMMA", ptx.contains("tcgen05.mma.cta_group::1.kind::f8f6f4")),
                 ("LDTM", ptx.contains("tcgen05.ld")),
-                ("UTMALDG", ptx.contains("cp.async.bulk.tensor")),
+                ("UTMALDG", ptx.contains("cp.async.bulk.tensor") && ptx.contains(".shared::cluster.global")),
+                ("UTMASTG", ptx.contains(".global.shared::cta.tile.bulk_group")),
                 ("HMMA", f16 || (f8 && t != "sm_121a")),
                 ("QMMA", f8 && t == "sm_121a"),
             ];
@@ -348,7 +349,7 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
                 wrong.push(format!("{name}: tcgen05 off sm_103a"));
             }
             table.push_str(&format!(
-                "{kernel} {t} | {} {} | {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
+                "{kernel} {t} | {} {} | {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
                 r.registers,
                 r.shared_bytes,
                 count("HMMA"),
@@ -360,6 +361,7 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
                 count("LDTM"),
                 count("STTM"),
                 count("UTMALDG"),
+                count("UTMASTG"),
                 count("LDSM"),
                 count("BAR"),
                 count("LDL"),

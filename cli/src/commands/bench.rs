@@ -109,6 +109,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
             no_fp_fusion: false,
             no_tma: switches.contains(&"no-tma"),
             no_tcgen05: false,
+            no_tma_store: false,
             wgmma_wait_at_once: switches.contains(&"wgmma-wait-0"),
             empty_barriers: switches.contains(&"empty-barriers"),
             warp_specialize: switches.contains(&"warp-specialize"),

@@ -186,6 +186,10 @@ pub struct VariantArgs {
     /// ablation (and what `--emulate sm_103a` does on a chip without tcgen05).
     #[arg(long)]
     pub no_tcgen05: bool,
+    /// Store GEMM and attention epilogues from registers instead of staging them in shared
+    /// memory for TMA bulk stores: the ablation of TMA stores (`--no-tma` implies it).
+    #[arg(long)]
+    pub no_tma_store: bool,
     /// Wait for every wgmma where it is issued (wait depth 0): the ablation of keeping a
     /// GEMM's products in flight across K steps.
     #[arg(long)]
@@ -223,6 +227,7 @@ impl VariantArgs {
             no_fp_fusion: self.no_fp_fusion,
             no_tma: self.no_tma,
             no_tcgen05: self.no_tcgen05,
+            no_tma_store: self.no_tma_store,
             wgmma_wait_at_once: self.wgmma_wait_at_once,
             empty_barriers: self.empty_barriers,
             warp_specialize: self.warp_specialize,
@@ -249,6 +254,9 @@ impl VariantArgs {
         }
         if self.no_tcgen05 {
             v.push("-tcgen05".into());
+        }
+        if self.no_tma_store {
+            v.push("-tma-store".into());
         }
         if self.wgmma_wait_at_once {
             v.push("wgmma-wait-0".into());

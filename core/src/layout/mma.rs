@@ -131,6 +131,25 @@ impl Mma {
         shape[1] * (shape[0] / TCGEN05_M).max(1)
     }
 
+    /// Whether a tcgen05 product with this accumulator reads its A operand — an `[M, K]`
+    /// tile of `dtype` laid out as `a` — from Tensor Memory rather than through a shared
+    /// buffer: A is 16-bit and already in registers in this very layout (FlashAttention-4's
+    /// P, which comes out of the first product's `tcgen05.ld` one row a thread), so each thread
+    /// stores its row's elements two to a 32-bit column with `tcgen05.st.32x32b` where the
+    /// instruction reads them (`super::tmem::a_operand_cell`), with no shared memory and no
+    /// layout change. `bf16`/`f16` only (the instruction's `kind::f16`), K a power of two (the
+    /// warp columns then hold whole contiguous K ranges, as the stores assume).
+    pub fn reads_a_from_tmem(&self, a: Option<&super::Layout>, a_shape: &[i64], a_16bit: bool) -> bool {
+        self.family == MmaFamily::Tcgen05
+            && a == Some(&super::Layout::Mma(*self))
+            && a_16bit
+            && a_shape.len() == 2
+            && a_shape[0] % TCGEN05_M == 0
+            && a_shape[1] % MMA_K == 0
+            && a_shape[1] & (a_shape[1] - 1) == 0
+            && (a_shape[1] / self.warps_per_cta[1]) % 2 == 0
+    }
+
     /// The warp grid for a lone product (a GEMM): warps split M and N so that each warp's
     /// share is as square as the instruction allows (Triton's rule for mma v2), which
     /// minimises the operand fragments each warp reads from shared memory.

@@ -110,10 +110,21 @@ pub fn accumulator_cell(base: i64, n: i64, row: i64, col: i64) -> (i64, i64) {
     (row % 128, base + (row / 128) * n + col)
 }
 
+/// Where element (`row`, `k`) of a 16-bit A operand of `k_extent` columns that `tcgen05.mma`
+/// reads from Tensor Memory at column `base` lives: (lane, 32-bit column, half — 0 the low 16
+/// bits). A in TMEM is row-major (Table "Major-ness for different matrices"), its rows the
+/// lanes as D's (data path layout D for M = 128), and sub-word elements of A are packed
+/// contiguously in a 32-bit word ("Packing formats"), so two consecutive K elements share a
+/// column, the even one in the low half. Each 128-row block starts `k_extent / 2` columns
+/// after the previous one, and a K step of 16 elements reads 8 consecutive columns.
+pub fn a_operand_cell(base: i64, k_extent: i64, row: i64, k: i64) -> (i64, i64, i64) {
+    (row % 128, base + (row / 128) * (k_extent / 2) + k / 2, k % 2)
+}
+
 /// What register `reg` of the thread in lane `lane` of warp `warp` holds after
 /// `tcgen05.ld.sync.aligned.32x32b.xN.b32` at TMEM address (`at_lane`, `at_col`): (lane,
 /// column), or why the access is not allowed (a warp outside its lane quarter, an address not
-/// at a quarter's first lane).
+/// at a quarter's first lane). `tcgen05.st.32x32b.xN` writes register `reg` to the same cell.
 pub fn ld_32x32b(warp: i64, lane: i64, at_lane: i64, at_col: i64, reg: i64) -> Result<(i64, i64), String> {
     let quarter = 32 * (warp % 4);
     if at_lane != quarter {

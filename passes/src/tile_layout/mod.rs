@@ -28,7 +28,9 @@
 //! Then per value ([`tensor_core`]): ordered loads get vectors along their contiguous dim;
 //! `mma` results are `#mma` and the layout propagates (forward through elementwise ops,
 //! reductions, broadcasts, loops; backward into free producers); `mma` operands become
-//! swizzled shared buffers read as `#dot_operand` (or move nothing when already placed so);
+//! swizzled shared buffers read as `#dot_operand` (or move nothing when already placed so;
+//! a tcgen05 product's 16-bit A operand already in its accumulator's layout stays in
+//! registers, for the lowering to store into Tensor Memory: FlashAttention-4's P);
 //! every other mismatch gets one conversion after the value's definition (shared per value
 //! and layout, so a value converted for several uses is converted once).
 //!

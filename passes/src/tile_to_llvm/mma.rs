@@ -53,10 +53,6 @@ impl Lowering<'_> {
     /// `local_alloc`: writes the tile into its shared buffer.
     pub(crate) fn local_alloc(&mut self, op: &Op, x: ValueId, rty: Option<&Type>) -> Result<Value, Diagnostic> {
         let ty = rty.ok_or_else(|| err("local_alloc without result"))?.clone();
-        let Type::Smem { shape, dtype, layout: sl } = &ty else { return Err(err("local_alloc to a non-buffer")) };
-        let xty = self.func.ty(x).clone();
-        let l = xty.layout().ok_or_else(|| err("local_alloc of a tile without layout"))?.clone();
-        let bytes = i64::from(dtype.bytes());
         let (region, total) = self.buffer_region(op, &ty)?;
         // A buffer only its writers' warpgroups read: a warpgroup's previous reads of it are
         // its own products, waited for before it writes again, so they need no barrier, and
@@ -70,6 +66,28 @@ impl Lowering<'_> {
         } else {
             self.smem_write_begin(region, total);
         }
+        self.write_tile_to_smem(x, &ty, region)?;
+        self.fence_async_proxy();
+        if local {
+            // Warpgroup g's barrier: its 128 threads wrote the rows its products read.
+            let wg = self.warpgroup();
+            let (base, n) = (self.em.ci32(crate::tile_warp_specialize::WARPGROUP_BARRIER), self.em.ci32(128));
+            let id = self.em.add(&base, &wg);
+            self.em.line(format!("nvvm.barrier id = {id} number_of_threads = {n}"));
+        } else {
+            self.smem_written();
+        }
+        self.report_buffer(&ty, region, if local { "registers (a warpgroup barrier)" } else { "registers" });
+        Ok(Value::SmemBuf { offset: region, ty, ring: None })
+    }
+
+    /// This thread's registers of tile `x` stored into the buffer of type `ty` at `region`
+    /// (its swizzle), in vectors as wide as the registers and the swizzle allow.
+    pub(crate) fn write_tile_to_smem(&mut self, x: ValueId, ty: &Type, region: i64) -> Result<(), Diagnostic> {
+        let Type::Smem { shape, dtype, layout: sl } = ty else { return Err(err("a register store to a non-buffer")) };
+        let xty = self.func.ty(x).clone();
+        let l = xty.layout().ok_or_else(|| err("a shared store of a tile without layout"))?.clone();
+        let bytes = i64::from(dtype.bytes());
         let map = l.to_linear(shape);
         let cd = sl.order[0];
         let contiguous = map.contiguous_reg_bits(cd);
@@ -92,18 +110,7 @@ impl Lowering<'_> {
             }
             r += chunk;
         }
-        self.fence_async_proxy();
-        if local {
-            // Warpgroup g's barrier: its 128 threads wrote the rows its products read.
-            let wg = self.warpgroup();
-            let (base, n) = (self.em.ci32(crate::tile_warp_specialize::WARPGROUP_BARRIER), self.em.ci32(128));
-            let id = self.em.add(&base, &wg);
-            self.em.line(format!("nvvm.barrier id = {id} number_of_threads = {n}"));
-        } else {
-            self.smem_written();
-        }
-        self.report_buffer(&ty, region, if local { "registers (a warpgroup barrier)" } else { "registers" });
-        Ok(Value::SmemBuf { offset: region, ty, ring: None })
+        Ok(())
     }
 
     /// A `--report` line for a shared buffer: size, place, swizzle, how it is filled, and the

@@ -82,8 +82,15 @@
 //! `@__tilec_smem` array: static up to 48 KiB, dynamic above (sized at launch, at most the
 //! target's `smem_per_block`, else E0020 listing the requests). The parameter ABI is that of `tilec_core::abi`.
 //!
+//! - TMA stores: an epilogue's store of an accumulator tile at the kernel's top level, on a
+//!   target with TMA, is staged in an NVMMA-swizzled shared buffer and leaves in bulk tensor
+//!   stores issued by thread 0 (`tma::tma_store_plan` says which stores; the buffer's tensor
+//!   map is in the signature's `tma` after the copies').
+//!
 //! Options: `arch` (default: the module's `tile.target`), `occupancy`, `fp-fusion` (default
-//! true: the source's float `+ - *` may contract into `fma`, see [`Options::fp_fusion`]).
+//! true: the source's float `+ - *` may contract into `fma`, see [`Options::fp_fusion`]),
+//! `emulate-block-scale` ([`Options::emulate_block_scale`]), `tma-store` (default true,
+//! [`Options::tma_store`]).
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
@@ -369,6 +376,8 @@ struct AsyncFacts {
     tma: Vec<tilec_core::abi::TmaParam>,
     /// The rings TMA fills.
     tma_rings: std::collections::BTreeSet<ValueId>,
+    /// The stores that go out through TMA, by their tile value (`tma::tma_stores`).
+    tma_stores: BTreeMap<ValueId, tma::TmaStore>,
     /// The rings whose stages are released on empty mbarriers (`stage_release`).
     released_rings: std::collections::BTreeSet<ValueId>,
     /// Where the tcgen05 accumulators live in Tensor Memory.
@@ -390,9 +399,11 @@ struct AsyncFacts {
 }
 
 impl AsyncFacts {
-    fn of(func: &Func) -> Result<AsyncFacts, Diagnostic> {
+    fn of(func: &Func, tma_stores: bool) -> Result<AsyncFacts, Diagnostic> {
+        let tma_stores = tma::tma_stores(func, tma_stores);
         let mut f = AsyncFacts {
-            tma: tma::tma_params(func)?,
+            tma: tma::tma_params(func, &tma_stores)?,
+            tma_stores,
             tma_rings: tma::tma_rings(func),
             tmem: tcgen05::TmemPlan::of(func)?,
             warpgroup_local: crate::tile_warp_specialize::warpgroup_local_buffers(func),
@@ -478,11 +489,14 @@ pub struct Options {
     /// factors, read from the registers and lanes the block-scaled instruction would read
     /// them from: sm_121a's code on a chip without the instruction (`--emulate sm_121a`).
     pub emulate_block_scale: bool,
+    /// Epilogue stores of accumulator tiles go out through TMA where the target has it
+    /// (`tma::tma_store_plan`); off: `tma-store=false`, `--no-tma-store`, `--no-tma`.
+    pub tma_store: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { occupancy: None, fp_fusion: true, emulate_block_scale: false }
+        Options { occupancy: None, fp_fusion: true, emulate_block_scale: false, tma_store: true }
     }
 }
 
@@ -502,7 +516,7 @@ pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, 
     }
     // The first lowering places shared memory one request after the other; only when the
     // liveness packing chooses other offsets does the kernel lower again with them.
-    let facts = AsyncFacts::of(func)?;
+    let facts = AsyncFacts::of(func, opts.tma_store && arch.has(tilec_core::target::Feature::Tma))?;
     let (first, requests) = lower_with(func, arch, opts, &facts, None)?;
     let plan = pack_requests(&requests);
     let low =
@@ -877,6 +891,11 @@ impl Lowering<'_> {
                 let ty = rty.ok_or_else(|| err("scan without result"))?;
                 self.scan(*sop, *axis as usize, *value, &ty)?
             }
+            OpKind::Store { tile, .. } if self.facts.tma_stores.contains_key(tile) => {
+                self.global_hazard(&op.kind);
+                self.tma_store(&op.kind)?;
+                return Ok(());
+            }
             OpKind::Load { .. } | OpKind::Store { .. } => {
                 self.global_hazard(&op.kind);
                 match self.global_access(&op.kind, rty.as_ref())? {
@@ -903,6 +922,12 @@ impl Lowering<'_> {
             {
                 // The same elements in the same registers (FlashAttention-2's P): no move.
                 self.get(*value)?
+            }
+            // A reshape only a TMA store reads: the store writes the reshape's operand.
+            OpKind::Reshape(_)
+                if op.result.is_some_and(|r| self.facts.tma_stores.get(&r).is_some_and(|s| s.reshape == Some(r))) =>
+            {
+                return Ok(());
             }
             OpKind::Reshape(_)
             | OpKind::ConvertLayout { .. }

@@ -13,6 +13,15 @@
 //! start — warp 0 allocates and gives up the allocation permit, the address goes through
 //! shared memory — and frees them at its end.
 //!
+//! A from TMEM: a 16-bit A operand already in registers in the accumulator's layout
+//! (`Mma::reads_a_from_tmem`: FlashAttention-4's P, the softmax of the scores one
+//! `tcgen05.ld` brought out one row a thread) is not staged through shared memory — the layout
+//! pass leaves it in registers and each thread stores its row's elements, two to a 32-bit
+//! column, into the region [`TmemPlan::a_region`] with `tcgen05.st.32x32b`; the product reads
+//! A there (`tcgen05.mma … [d], [a], b-desc`, 8 columns a K step). The stores are ordered
+//! before the issue as any TMEM access is (below). `a_operand_stores_follow_the_layout`
+//! checks the stores against `tilec_core::layout::tmem::a_operand_cell`.
+//!
 //! Registers: `tcgen05.ld/st.32x32b` — warp `w` reaches TMEM lanes `32 (w % 4) …` only, each
 //! thread one lane (one accumulator row) and consecutive columns: the `#tilegpu.tcgen05`
 //! register map (`Mma::tcgen05`; `tmem_addresses_follow_the_layout` checks the addresses
@@ -58,6 +67,10 @@ pub(crate) struct TmemPlan {
     /// The column of the region the other products share, and its width.
     pub scratch: i64,
     pub scratch_cols: i64,
+    /// The column of the region the A operands read from TMEM share (see
+    /// [`reads_a_from_tmem`]), and its width: 16-bit elements, two a column.
+    pub a_region: i64,
+    pub a_cols: i64,
     /// Columns allocated (0: no tcgen05 product).
     pub columns: i64,
     /// Splats of 0.0: an accumulator that is one is not stored, the product ignores D.
@@ -83,6 +96,13 @@ fn is_tcgen05(func: &Func, v: ValueId) -> bool {
     func.ty(v).layout().is_some_and(Layout::is_tcgen05)
 }
 
+/// Whether the tcgen05 product of `a` into an accumulator laid out as `m` reads A from
+/// Tensor Memory (`Mma::reads_a_from_tmem`: the layout pass left A in registers for it).
+pub(crate) fn reads_a_from_tmem(func: &Func, a: ValueId, m: &Mma) -> bool {
+    let t = func.ty(a);
+    m.reads_a_from_tmem(t.layout(), t.shape(), t.dtype().bytes() == 2)
+}
+
 /// Whether `op` is a product of the tcgen05 family.
 fn is_tcgen05_product(func: &Func, op: &tilec_core::tir::Op) -> bool {
     matches!((&op.kind, op.result), (OpKind::Mma { .. }, Some(r)) if is_tcgen05(func, r))
@@ -100,6 +120,7 @@ impl TmemPlan {
         let mut consts: BTreeMap<ValueId, f64> = BTreeMap::new();
         let mut products: Vec<(ValueId, i64)> = vec![];
         let mut next = 0i64;
+        let mut a_cols = 0i64;
         // A chain loop's result → the product yielding it; stage reads → their rings.
         let mut yielded_by: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         let mut ring_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
@@ -131,6 +152,11 @@ impl TmemPlan {
             }
             (OpKind::Mma { a, b, .. }, Some(r)) if is_tcgen05(func, r) => {
                 products.push((r, Mma::tmem_columns(func.ty(r).shape())));
+                if let Some(Layout::Mma(m)) = func.ty(r).layout() {
+                    if reads_a_from_tmem(func, *a, m) {
+                        a_cols = a_cols.max(Mma::tmem_columns(func.ty(*a).shape()) / 2);
+                    }
+                }
                 operands.push((r, [*a, *b]));
             }
             (OpKind::For { iters, yields, results, body, .. }, _) => {
@@ -162,7 +188,10 @@ impl TmemPlan {
         let scratch = products.iter().filter(|(r, _)| !p.kept.contains_key(r)).map(|(_, c)| *c).max().unwrap_or(0);
         p.scratch = next;
         p.scratch_cols = scratch;
-        let total = next + scratch;
+        // The A region at a multiple of 32 columns, after the accumulators.
+        p.a_region = (next + scratch + 31) / 32 * 32;
+        p.a_cols = a_cols;
+        let total = if a_cols > 0 { p.a_region + a_cols } else { next + scratch };
         if total > TMEM_COLUMNS {
             return Err(err(format!(
                 "the kernel's tcgen05 accumulators need {total} columns of Tensor Memory; a block has {TMEM_COLUMNS}"
@@ -204,6 +233,18 @@ impl TmemPlan {
 pub(crate) fn ld_origin(shape: &[i64], wn: i64, base: i64, warp: i64, block: i64) -> (i64, i64) {
     let cols = shape[1] / wn;
     (32 * (warp % 4), base + block * shape[1] + (warp / 4) * cols)
+}
+
+/// Where a warp's first register of a 128-row block of a TMEM tile is: (shape, warp columns,
+/// base column, warp, block) → (lane, column). [`ld_origin`] and [`a_origin`].
+type TmemOrigin = fn(&[i64], i64, i64, i64, i64) -> (i64, i64);
+
+/// The TMEM address (lane, column) where warp `warp` stores the first packed register of
+/// 128-row block `block` of an A operand of `shape` read from TMEM at column `base`, over
+/// `wn` warp columns: its lane quarter, and its K range two elements a column
+/// (`tmem::a_operand_cell`).
+pub(crate) fn a_origin(shape: &[i64], wn: i64, base: i64, warp: i64, block: i64) -> (i64, i64) {
+    (32 * (warp % 4), base + (block * shape[1] + (warp / 4) * (shape[1] / wn)) / 2)
 }
 
 /// The bits of a tcgen05 shared-memory descriptor besides the start address.
@@ -259,9 +300,15 @@ impl Lowering<'_> {
         asm.push(&format!("ld.shared.b32 {out}, [{s}];"));
         let addr = asm.emit(&mut self.em).pop().ok_or_else(|| err("the TMEM address load has no result"))?;
         self.tmem = Some((addr, bar));
+        let t = &self.facts.tmem;
+        let a = if t.a_cols > 0 {
+            format!(", {} for A operands read from TMEM at column {}", t.a_cols, t.a_region)
+        } else {
+            String::new()
+        };
         self.report.push(format!(
-            "tmem: {cols} columns allocated ({} for accumulators kept across loops, {} shared by the other products); its address and the products' mbarrier at shared {off}",
-            self.facts.tmem.scratch, self.facts.tmem.scratch_cols
+            "tmem: {cols} columns allocated ({} for accumulators kept across loops, {} shared by the other products{a}); its address and the products' mbarrier at shared {off}",
+            t.scratch, t.scratch_cols
         ));
         Ok(())
     }
@@ -304,14 +351,22 @@ impl Lowering<'_> {
         self.tmem.clone().ok_or_else(|| err("a tcgen05 product in a kernel without TMEM"))
     }
 
-    /// This thread's TMEM address for block `block` of an accumulator of `shape` at `col`.
-    fn tmem_thread_addr(&mut self, m: Mma, shape: &[i64], col: i64, block: i64) -> Result<Reg, Diagnostic> {
+    /// This thread's TMEM address for block `block` of a tile of `shape` at `col`, placed by
+    /// `origin` ([`ld_origin`] for an accumulator, [`a_origin`] for an A operand).
+    fn tmem_thread_addr(
+        &mut self,
+        m: Mma,
+        shape: &[i64],
+        col: i64,
+        block: i64,
+        origin: TmemOrigin,
+    ) -> Result<Reg, Diagnostic> {
         let (addr, _) = self.tmem_base()?;
         let wn = m.warps_per_cta[1];
-        // Linear in the warp's two fields (see `ld_origin`): lane quarter · 2^16 + column range.
-        let (l0, c0) = ld_origin(shape, wn, col, 0, block);
-        let (l1, _) = ld_origin(shape, wn, col, 1, block);
-        let c4 = if wn > 1 { ld_origin(shape, wn, col, 4, block).1 } else { c0 };
+        // Linear in the warp's two fields: lane quarter · 2^16 + column range.
+        let (l0, c0) = origin(shape, wn, col, 0, block);
+        let (l1, _) = origin(shape, wn, col, 1, block);
+        let c4 = if wn > 1 { origin(shape, wn, col, 4, block).1 } else { c0 };
         let warp = self.warp.clone();
         let (c3, c2) = (self.em.ci32(3), self.em.ci32(2));
         let q = self.em.and(&warp, &c3);
@@ -337,7 +392,7 @@ impl Lowering<'_> {
     ) -> Result<(), Diagnostic> {
         let cols = shape[1] / m.warps_per_cta[1];
         for blk in 0..(shape[0] / TCGEN05_M) {
-            let at = self.tmem_thread_addr(m, shape, col, blk)?;
+            let at = self.tmem_thread_addr(m, shape, col, blk, ld_origin)?;
             for c0 in (0..cols).step_by(CHUNK as usize) {
                 let a = if c0 == 0 {
                     at.clone()
@@ -386,6 +441,49 @@ impl Lowering<'_> {
             asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
             asm.emit(&mut lw.em);
         })?;
+        self.em.line("nvvm.tcgen05.wait #nvvm.tcgen05_wait<store>");
+        self.tmem_dirty = true;
+        Ok(())
+    }
+
+    /// `tcgen05.st` of this thread's registers `regs` of a 16-bit A operand of `shape`
+    /// (`dtype`) where the product reads it from TMEM, at column `col`: each pair of
+    /// consecutive K elements of the thread's row packed into one 32-bit column.
+    fn tmem_store_a(&mut self, m: Mma, shape: &[i64], col: i64, regs: &[Reg], dtype: DType) -> Result<(), Diagnostic> {
+        let per = shape[1] / m.warps_per_cta[1];
+        let blocks = shape[0] / TCGEN05_M;
+        if regs.len() as i64 != per * blocks || per % 2 != 0 {
+            return Err(err("the registers of an A operand read from TMEM do not match its layout"));
+        }
+        let half = if dtype == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+        for blk in 0..blocks {
+            let at = self.tmem_thread_addr(m, shape, col, blk, a_origin)?;
+            let mut words = vec![];
+            for j in 0..per / 2 {
+                let r = (blk * per + 2 * j) as usize;
+                let v = self.em.undef(Ty::Vector(2, Box::new(half.clone())));
+                let v = self.em.insertelement(&v, &regs[r], 0);
+                let v = self.em.insertelement(&v, &regs[r + 1], 1);
+                words.push(self.em.bitcast(&v, Ty::I32));
+            }
+            // `.xN` takes powers of two: the row in the widest such pieces.
+            let mut c0 = 0usize;
+            while c0 < words.len() {
+                let n = 1usize << (words.len() - c0).min(CHUNK as usize).ilog2();
+                let a = if c0 == 0 {
+                    at.clone()
+                } else {
+                    let o = self.em.ci32(c0 as i64);
+                    self.em.add(&at, &o)
+                };
+                let mut asm = PtxAsm::new();
+                let ai = asm.input(&a);
+                let ins: Vec<String> = words[c0..c0 + n].iter().map(|r| asm.input(r)).collect();
+                asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
+                asm.emit(&mut self.em);
+                c0 += n;
+            }
+        }
         self.em.line("nvvm.tcgen05.wait #nvvm.tcgen05_wait<store>");
         self.tmem_dirty = true;
         Ok(())
@@ -442,7 +540,8 @@ impl Lowering<'_> {
         if m.family != MmaFamily::Tcgen05 {
             return Err(err("a tcgen05 product without a tcgen05 accumulator"));
         }
-        let aop = self.shared_operand(a, 0, true)?;
+        // A from TMEM (FlashAttention-4's P) or through a descriptor of its shared buffer.
+        let aop = if reads_a_from_tmem(self.func, a, &m) { None } else { Some(self.shared_operand(a, 0, true)?) };
         let bop = self.shared_operand(b, 1, true)?;
         let kept = result.and_then(|r| self.facts.tmem.kept.get(&r).copied());
         // Where D is, and whether the first K step reads it.
@@ -462,14 +561,15 @@ impl Lowering<'_> {
                 (s, true, "stored from registers")
             }
         };
-        if fp8 && !(aop.k_major && bop.k_major) {
+        let a_k_major = aop.as_ref().is_none_or(|o| o.k_major);
+        if fp8 && !(a_k_major && bop.k_major) {
             return Err(err("tcgen05's fp8 form reads both operands K-major here"));
         }
         let idesc = InstrDescriptor {
             d_f32: true,
             a: fa,
             b: fb,
-            a_mn_major: !aop.k_major,
+            a_mn_major: !a_k_major,
             b_mn_major: !bop.k_major,
             n: ns,
             m: TCGEN05_M,
@@ -486,10 +586,17 @@ impl Lowering<'_> {
                 o.layout.nvmma_bytes().unwrap_or(0)
             )
         };
+        let a_col = self.facts.tmem.a_region;
+        let a_how = match &aop {
+            Some(o) => major(o, "M"),
+            None => format!(
+                "from TMEM column {a_col} (its registers stored by tcgen05.st 32x32b, two elements a column; no shared buffer)"
+            ),
+        };
         self.report.push(format!(
             "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::{} m128n{ns}k{kstep} issued by one thread, {blocks} block(s) of 128 rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}",
             fa.kind(),
-            major(&aop, "M"),
+            a_how,
             major(&bop, "N"),
             match (kept.is_some(), in_flight) {
                 (true, true) => "kept in TMEM, in flight across iterations (each stage released by tcgen05.commit)",
@@ -497,6 +604,10 @@ impl Lowering<'_> {
                 _ => "loaded into registers (tcgen05.ld 32x32b)",
             }
         ));
+        if aop.is_none() {
+            let regs = self.tile(a)?;
+            self.tmem_store_a(m, self.func.ty(a).shape(), a_col, &regs, dt)?;
+        }
         if self.tmem_dirty {
             self.tmem_thread_sync();
         }
@@ -505,7 +616,14 @@ impl Lowering<'_> {
         let mut issues = vec![];
         for blk in 0..blocks {
             for kk in 0..k_steps {
-                let ad = self.descriptor_at(&aop, [blk * TCGEN05_M, kk * kstep]);
+                let ad = match &aop {
+                    Some(o) => self.descriptor_at(o, [blk * TCGEN05_M, kk * kstep]),
+                    // 16-bit elements two a column: a K step of 16 is 8 columns.
+                    None => {
+                        let c = self.em.ci32(a_col + blk * (ks / 2) + kk * kstep / 2);
+                        self.em.add(&tbase, &c)
+                    }
+                };
                 let bd = self.descriptor_at(&bop, [kk * kstep, 0]);
                 let c = self.em.ci32(col + blk * ns);
                 let d = self.em.add(&tbase, &c);
@@ -514,6 +632,7 @@ impl Lowering<'_> {
             }
         }
         let kind = fa.kind();
+        let a_arg = |ai: &str| if aop.is_some() { ai.to_string() } else { format!("[{ai}]") };
         if in_flight {
             // A stage it reads is free again only at the commit onto its empty mbarrier,
             // which the refill waits for; a buffer made before the loop is not written
@@ -534,7 +653,8 @@ impl Lowering<'_> {
                 let (di, ai, bi, ei, ii) =
                     (asm.input(d), asm.input(ad), asm.input(bd), asm.input(en), asm.input(&id));
                 asm.push(&format!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::{kind} [{di}], {ai}, {bi}, {ii}, p; }}"
+                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::{kind} [{di}], {}, {bi}, {ii}, p; }}",
+                    a_arg(&ai)
                 ));
                 asm.emit(&mut lw.em);
             }
@@ -543,7 +663,7 @@ impl Lowering<'_> {
             }
             Ok(())
         })?;
-        for (off, bytes) in [aop.span, bop.span] {
+        for (off, bytes) in aop.iter().map(|o| o.span).chain([bop.span]) {
             self.smem_read_done(off, bytes);
         }
         if in_flight {
@@ -649,6 +769,58 @@ mod tests {
                                 assert_eq!(got, tmem::accumulator_cell(base, n, c[0], c[1]), "{shape:?} {warps} warps");
                                 checked += 1;
                             }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
+
+    /// For every A operand shape and warp count the family reads from Tensor Memory, each
+    /// packed register a thread stores (`tcgen05.st.32x32b` at the address `a_origin` gives,
+    /// plus the register's index) holds two elements its register layout says are
+    /// consecutive along K of one row — the even one in the low half — and lands in the
+    /// TMEM cell where the instruction reads that pair (`tmem::a_operand_cell`); each K step's
+    /// address (the lowering's `a_region + block · K/2 + step · 8`) is the column of the
+    /// step's first element of the block's first row.
+    #[test]
+    fn a_operand_stores_follow_the_layout() {
+        let mut checked = 0;
+        for m in [128i64, 256] {
+            for k in (16i64..=256).step_by(16) {
+                for warps in [4i64, 8, 16] {
+                    let Some(mma) = Mma::tcgen05(&[m, 128], k, warps) else { continue };
+                    let shape = [m, k];
+                    let a = Layout::Mma(mma);
+                    if !mma.reads_a_from_tmem(Some(&a), &shape, true) {
+                        continue;
+                    }
+                    let l = a.to_linear(&shape);
+                    let per = k / mma.warps_per_cta[1];
+                    let base = 96;
+                    for warp in 0..warps {
+                        for lane in 0..32 {
+                            for j in 0..l.num_regs() / 2 {
+                                let (lo, hi) = (l.coord(warp, lane, 2 * j), l.coord(warp, lane, 2 * j + 1));
+                                assert_eq!((lo[0], lo[1] % 2, hi[0], hi[1]), (hi[0], 0, lo[0], lo[1] + 1), "{shape:?}");
+                                let (blk, r) = ((2 * j) / per, ((2 * j) % per) / 2);
+                                let (al, ac) = a_origin(&shape, mma.warps_per_cta[1], base, warp, blk);
+                                let (lane_at, col_at) = tmem::ld_32x32b(warp, lane, al, ac, r).unwrap();
+                                assert_eq!(
+                                    (lane_at, col_at, 0),
+                                    tmem::a_operand_cell(base, k, lo[0], lo[1]),
+                                    "{shape:?} {warps} w{warp} l{lane} j{j} {lo:?}"
+                                );
+                                assert_eq!((lane_at, col_at, 1), tmem::a_operand_cell(base, k, hi[0], hi[1]));
+                                checked += 1;
+                            }
+                        }
+                    }
+                    for blk in 0..m / TCGEN05_M {
+                        for step in 0..k / MMA_K {
+                            let at = base + blk * (k / 2) + step * MMA_K / 2;
+                            assert_eq!(tmem::a_operand_cell(base, k, blk * TCGEN05_M, step * MMA_K), (0, at, 0));
                         }
                     }
                 }

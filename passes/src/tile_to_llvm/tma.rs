@@ -56,9 +56,95 @@ fn tma_box(kind: &OpKind, bty: &Type) -> Option<(Vec<u32>, u32, usize)> {
     Some((boxes, u32::try_from(swizzle).ok()?, contiguous))
 }
 
+/// How a `store` goes out through TMA: the register tile written into an NVMMA-swizzled
+/// shared buffer, then one bulk tensor store per swizzle atom (see [`Lowering::tma_store`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct TmaStore {
+    /// The registers written: the stored tile, or the tile a reshape that only adds leading
+    /// unit dims made it from (that reshape is then not lowered: it would move the tile
+    /// through shared memory into a blocked layout only for the store to stage it again).
+    pub src: ValueId,
+    pub reshape: Option<ValueId>,
+    /// The staging buffer: the tile's last two dims, NVMMA-swizzled along the contiguous one.
+    pub buf: Type,
+    /// The tensor map's box (innermost first: one atom's width, the rows, then 1s) and
+    /// swizzle.
+    pub map: TmaParam,
+}
+
+/// Whether the `store` `kind` at the kernel's top level goes out through TMA, and how: an
+/// unmasked store of a whole tile whose registers are an MMA accumulator's (a GEMM's or
+/// attention's epilogue: stored directly, each thread writes a few bytes per row, scattered
+/// over the rows; staged, the tile leaves in whole 128-byte lines and out-of-bounds rows and
+/// columns are clipped by the hardware), into a tensor parameter specialised as 16-byte
+/// aligned, the tile's leading dims 1, its rows a multiple of 8 up to 256 (the box), its
+/// contiguous dim whole swizzle atoms. Stores under an `if` or in a loop stay direct: the
+/// staging needs a block-wide barrier.
+/// `src` is the tile whose registers are written (see [`TmaStore::src`]).
+pub(crate) fn tma_store_plan(func: &Func, kind: &OpKind, src: ValueId) -> Option<TmaStore> {
+    let OpKind::Store { tensor, tile, mask: None, .. } = kind else { return None };
+    let param = func.params.iter().position(|p| p.value == *tensor && p.divisibility >= 16)?;
+    let (shape, dtype) = match func.ty(src) {
+        Type::Tile { shape, dtype, layout: Some(tilec_core::layout::Layout::Mma(_)) } if shape.len() == 2 => {
+            (shape, *dtype)
+        }
+        _ => return None,
+    };
+    let stored = func.ty(*tile).shape();
+    let rank = stored.len();
+    let eb = i64::from(dtype.bytes());
+    let unit_lead = rank >= 2 && stored[..rank - 2].iter().all(|&d| d == 1) && stored[rank - 2..] == shape[..];
+    if !unit_lead || rank > 5 || dtype == tilec_core::DType::I1 {
+        return None;
+    }
+    let (rows, cols) = (shape[0], shape[1]);
+    if rows % 8 != 0 || rows > 256 {
+        return None;
+    }
+    let sl = tilec_core::layout::SwizzledShared::nvmma_for(cols, eb, [1, 0])?;
+    let swizzle = u32::try_from(sl.nvmma_bytes()?).ok()?;
+    let mut box_dims = vec![u32::try_from(sl.atom).ok()?, u32::try_from(rows).ok()?];
+    box_dims.resize(rank, 1);
+    let buf = Type::Smem { shape: vec![rows, cols], dtype, layout: sl };
+    Some(TmaStore { src, reshape: (src != *tile).then_some(*tile), buf, map: TmaParam { param, box_dims, swizzle } })
+}
+
+/// The TMA stores of a kernel (`stores`: the target has TMA and it is not switched off):
+/// the stores at its top level that [`tma_store_plan`] takes, by their tile value.
+pub(crate) fn tma_stores(func: &Func, stores: bool) -> std::collections::BTreeMap<ValueId, TmaStore> {
+    let mut out = std::collections::BTreeMap::new();
+    if !stores {
+        return out;
+    }
+    // A warp-specialized kernel's top level is its ops; the roles are split at lowering.
+    let uses = func.use_counts();
+    let reshaped: std::collections::BTreeMap<ValueId, ValueId> = func
+        .ops
+        .iter()
+        .filter_map(|o| match (&o.kind, o.result) {
+            (OpKind::Reshape(x), Some(r)) if uses.get(&r) == Some(&1) => Some((r, *x)),
+            _ => None,
+        })
+        .collect();
+    for op in &func.ops {
+        let OpKind::Store { tile, .. } = &op.kind else { continue };
+        let plan = reshaped
+            .get(tile)
+            .and_then(|&x| tma_store_plan(func, &op.kind, x))
+            .or_else(|| tma_store_plan(func, &op.kind, *tile));
+        if let Some(plan) = plan {
+            out.insert(*tile, plan);
+        }
+    }
+    out
+}
+
 /// The tensor maps a kernel takes, in order: one per distinct (tensor parameter, box,
-/// swizzle) of its TMA copies.
-pub(crate) fn tma_params(func: &Func) -> Result<Vec<TmaParam>, Diagnostic> {
+/// swizzle) of its TMA copies, then of its TMA stores.
+pub(crate) fn tma_params(
+    func: &Func,
+    stores: &std::collections::BTreeMap<ValueId, TmaStore>,
+) -> Result<Vec<TmaParam>, Diagnostic> {
     let mut out: Vec<TmaParam> = vec![];
     let mut bad = None;
     func.walk(&mut |op| {
@@ -78,10 +164,15 @@ pub(crate) fn tma_params(func: &Func) -> Result<Vec<TmaParam>, Diagnostic> {
             }
         }
     });
-    match bad {
-        Some(m) => Err(err(m)),
-        None => Ok(out),
+    if let Some(m) = bad {
+        return Err(err(m));
     }
+    for s in stores.values() {
+        if !out.contains(&s.map) {
+            out.push(s.map.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// The rings some TMA copy fills.
@@ -107,7 +198,12 @@ impl Lowering<'_> {
     /// Runs `f` in the thread that issues TMA copies only (a branch around it): thread 0, or
     /// the producer's first thread in a warp-specialized kernel.
     pub(super) fn on_issuer(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
-        let z = self.em.ci32(self.issuer);
+        self.on_thread(self.issuer, f)
+    }
+
+    /// Runs `f` in thread `t` of the block only.
+    fn on_thread(&mut self, t: i64, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+        let z = self.em.ci32(t);
         let tid = self.tid.clone();
         let is0 = self.em.icmp(ICmp::Eq, &tid, &z);
         let (then, join) = (self.em.new_block(), self.em.new_block());
@@ -266,6 +362,82 @@ impl Lowering<'_> {
             }
             Ok(())
         })?;
+        Ok(())
+    }
+
+    /// A store [`tma_store_plan`] takes: the tile written into its staging buffer (a region
+    /// live only here), the writes fenced for the async proxy and published by a barrier,
+    /// then thread 0 — a consumer in a warp-specialized kernel, where the tile is — issues one
+    /// `cp.async.bulk.tensor … .global.shared::cta` per swizzle atom (elements out of the
+    /// tensor's bounds are not written), commits them as one bulk group and waits until the
+    /// buffer has been read (`wait_group.read`: the global writes complete on their own).
+    /// The barrier analysis counts those reads, so the next writer of the region waits for
+    /// a barrier after them.
+    pub(crate) fn tma_store(&mut self, kind: &OpKind) -> Result<(), Diagnostic> {
+        let OpKind::Store { tensor, index, tile, .. } = kind else { return Err(err("a TMA store of a non-store")) };
+        let plan = self.facts.tma_stores.get(tile).cloned().ok_or_else(|| err("a TMA store without its plan"))?;
+        let Type::Smem { shape, dtype, layout } = &plan.buf else { return Err(err("a TMA store without a buffer")) };
+        let k = self
+            .facts
+            .tma
+            .iter()
+            .position(|t| *t == plan.map)
+            .ok_or_else(|| err("a TMA store without its tensor map"))?;
+        let tmap = Reg::new(format!("%tmap{k}"), Ty::Ptr(0));
+        let total = super::mma::smem_bytes(&plan.buf);
+        let swizzle = i64::from(plan.map.swizzle);
+        let region = self.smem_alloc(total, self.pos, 8 * swizzle)?;
+        self.smem_write_begin(region, total);
+        self.write_tile_to_smem(plan.src, &plan.buf, region)?;
+        self.em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
+        self.smem_written();
+        let tshape = self.func.ty(*tile).shape().to_vec();
+        let rank = tshape.len();
+        // Element coordinates of the tile's origin, innermost first.
+        let mut coord = vec![];
+        for d in (0..rank).rev() {
+            let i = self.scalar(index[d])?;
+            let ext = self.em.ci32(tshape[d]);
+            coord.push(self.em.mul(&i, &ext));
+        }
+        let (rows, cols) = (shape[0], shape[1]);
+        let atoms = cols / layout.atom;
+        let eb = i64::from(dtype.bytes());
+        let base = self.smem_address();
+        let r = self.em.ci32(region);
+        let src0 = self.em.add(&base, &r);
+        self.on_thread(0, |lw| {
+            for j in 0..atoms {
+                let off = lw.em.ci32(j * rows * layout.atom * eb);
+                let src = lw.em.add(&src0, &off);
+                let c0 = if j == 0 {
+                    coord[0].clone()
+                } else {
+                    let o = lw.em.ci32(j * layout.atom);
+                    lw.em.add(&coord[0], &o)
+                };
+                let mut asm = PtxAsm::new();
+                let (s, m) = (asm.input(&src), asm.input(&tmap));
+                let cs: Vec<String> = std::iter::once(&c0).chain(&coord[1..]).map(|c| asm.input(c)).collect();
+                asm.push(&format!(
+                    "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [{m}, {{{}}}], [{s}];",
+                    cs.join(", ")
+                ));
+                asm.emit(&mut lw.em);
+            }
+            let mut asm = PtxAsm::new();
+            asm.push("cp.async.bulk.commit_group; cp.async.bulk.wait_group.read 0;");
+            asm.emit(&mut lw.em);
+            Ok(())
+        })?;
+        self.smem_read_done(region, total);
+        let name = self.func.params.iter().find(|p| p.value == *tensor).map_or("?", |p| p.name.as_str()).to_string();
+        self.report.push(format!(
+            "store of {name}: TMA — the tile written into a {}-byte-swizzled buffer {:?} {dtype} ({total} B at {region}), {atoms} bulk tensor store(s) of {}x{rows} by thread 0",
+            plan.map.swizzle,
+            [rows, cols],
+            layout.atom
+        ));
         Ok(())
     }
 
