@@ -172,7 +172,8 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         fast_math: opts.fast_math,
         no_fp_fusion: opts.no_fp_fusion,
         no_tma: opts.no_tma || el.hints.no_tma,
-        no_tma_store: opts.no_tma_store,
+        // The kernel's `tma = false` hint is about its rings; `--no-tma` switches TMA off whole.
+        no_tma_store: opts.no_tma_store || opts.no_tma,
         // An emulated target's tcgen05 products run as mma.sync where the chip lacks it (the
         // emulation's report line says so).
         no_tcgen05: opts.no_tcgen05 || !arch.has(tilec_core::target::Feature::Tcgen05),

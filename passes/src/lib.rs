@@ -317,8 +317,8 @@ pub struct PipelineConfig {
     /// `--no-fp-fusion`: every float product and sum rounds on its own (`tile-to-llvm`'s
     /// `fp-fusion=false`), as on the interpreter.
     pub no_fp_fusion: bool,
-    /// `--no-tma`: rings stay `cp.async` where TMA could fill them (`tile-pipeline`'s
-    /// `tma=false`), for the ablation.
+    /// `--no-tma` or the kernel's `tma = false` hint: rings stay `cp.async` where TMA could
+    /// fill them (`tile-pipeline`'s `tma=false`).
     pub no_tma: bool,
     /// `--no-tcgen05` (or an emulation on a chip without it): products stay off tcgen05
     /// (`tile-layout`'s `tcgen05=false`).
@@ -339,8 +339,9 @@ pub struct PipelineConfig {
     pub persistent: bool,
     /// Lower block-scaled products to an emulation the executing chip runs (`--emulate`).
     pub emulate_block_scale: bool,
-    /// `--no-tma-store`: epilogue stores stay direct register stores (`tile-to-llvm`'s
-    /// `tma-store=false`), for the ablation; `--no-tma` implies it.
+    /// `--no-tma-store` (or `--no-tma`): epilogue stores stay direct register stores
+    /// (`tile-to-llvm`'s `tma-store=false`), for the ablation. A kernel's `tma = false` hint
+    /// sets [`PipelineConfig::no_tma`] only: it is about the rings.
     pub no_tma_store: bool,
 }
 
@@ -447,7 +448,7 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
                 if cfg.emulate_block_scale {
                     o.push(("emulate-block-scale", "true"));
                 }
-                if cfg.no_tma || cfg.no_tma_store {
+                if cfg.no_tma_store {
                     o.push(("tma-store", "false"));
                 }
                 o
