@@ -804,6 +804,21 @@ fn an_epilogue_leaves_through_tma_bulk_stores() {
     };
     let (tma, direct) = (bmm(false), bmm(true));
     assert!(tma.contains("cp.async.bulk.tensor.3d.global.shared::cta"));
+    // C += A·B reads C: its store stays a register store (a bulk store's writes would be
+    // the async proxy's, complete only later).
+    let src = "kernel gemm_acc(A: tensor<f16, [M, K]>, B: tensor<f16, [K, N]>, C: tensor<f16, [M, N]>)
+    grid = (cdiv(A.shape[0], 128), cdiv(B.shape[1], 128))
+    hints { num_warps = 8 }
+{
+    let acc = load(C, index=(bid(0), bid(1)), shape=(128, 128)).astype(f32);
+    for k in range(0, cdiv(A.shape[1], 64)) {
+        acc = mma(load(A, index=(bid(0), k), shape=(128, 64)), load(B, index=(k, bid(1)), shape=(64, 128)), acc);
+    }
+    store(C, index=(bid(0), bid(1)), tile=acc.astype(f16));
+}";
+    let o = tilec::CompileOptions { kernel: None, ..o };
+    let c = tilec::compile(&tilec::Source::new("gemm_acc", src.to_string()), &o).unwrap();
+    assert!(c.ptx().contains("st.global") && !c.ptx().contains(".global.shared::cta"));
     // The exchange would read the tile back from shared memory; the staging only writes it.
     assert!(direct.contains("ld.shared"));
     assert!(!tma.contains("ld.shared"), "the reshape's exchange through shared memory is still there");

@@ -110,7 +110,8 @@ pub(crate) fn tma_store_plan(func: &Func, kind: &OpKind, src: ValueId) -> Option
 }
 
 /// The TMA stores of a kernel (`stores`: the target has TMA and it is not switched off):
-/// the stores at its top level that [`tma_store_plan`] takes, by their tile value.
+/// the stores at its top level that [`tma_store_plan`] takes, of tensors it does not read,
+/// by their tile value.
 pub(crate) fn tma_stores(func: &Func, stores: bool) -> std::collections::BTreeMap<ValueId, TmaStore> {
     let mut out = std::collections::BTreeMap::new();
     if !stores {
@@ -126,8 +127,25 @@ pub(crate) fn tma_stores(func: &Func, stores: bool) -> std::collections::BTreeMa
             _ => None,
         })
         .collect();
+    // A tensor the kernel also reads is stored directly: a bulk store's global writes are
+    // the async proxy's and complete after thread 0 moves on (it waits for the buffer's
+    // reads only), so a later read of them would need a wait for the writes and a fence.
+    let mut read = std::collections::BTreeSet::new();
+    func.walk(&mut |op| match &op.kind {
+        OpKind::AsyncCopy { tensor, .. } => {
+            read.insert(*tensor);
+        }
+        k => {
+            if let Some((t, true, _)) = k.global_access() {
+                read.insert(t);
+            }
+        }
+    });
     for op in &func.ops {
-        let OpKind::Store { tile, .. } = &op.kind else { continue };
+        let OpKind::Store { tile, tensor, .. } = &op.kind else { continue };
+        if read.contains(tensor) {
+            continue;
+        }
         let plan = reshaped
             .get(tile)
             .and_then(|&x| tma_store_plan(func, &op.kind, x))
