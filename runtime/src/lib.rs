@@ -436,12 +436,15 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
     if sig.block_threads == 0 || sig.block_threads > 1024 {
         return Err(RuntimeError::BadGrid(format!("block of {} threads", sig.block_threads)));
     }
+    // An empty grid launches nothing: its tensors' maps are not encoded (an extent of 0 has
+    // none — an empty output of a GEMM whose epilogue is a TMA store).
+    let empty = grid.contains(&0);
     // A persistent kernel's tile count, then the tensor maps, after the parameters.
     if sig.persistent {
         let x = i32::try_from(grid[0]).map_err(|_| RuntimeError::BadGrid(format!("{} tiles along x", grid[0])))?;
         words.push(Word::I32(x));
     }
-    for m in &sig.tma {
+    for m in sig.tma.iter().filter(|_| !empty) {
         let Some(ArgDesc::Tensor(t)) = args.get(m.param) else {
             return Err(RuntimeError::BadArgument {
                 index: m.param,
@@ -462,7 +465,7 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
         shared_bytes: sig.shared_bytes,
         dynamic_shared_bytes: sig.dynamic_shared_bytes(),
         words,
-        empty: grid.contains(&0),
+        empty,
     })
 }
 
@@ -998,6 +1001,19 @@ mod tests {
         let y = TensorDesc { strides: vec![12, 1], ..x.clone() };
         assert!(TensorMapRequest::new(&y, &[64, 16], 128).unwrap_err().contains("16 bytes"));
         assert!(TensorMapRequest::new(&x, &[64], 128).is_err());
+    }
+
+    /// A tensor with an extent of 0 has no tensor map; a launch over an empty grid (which runs
+    /// nothing) does not ask for one, a launch that runs blocks says why it cannot.
+    #[test]
+    fn an_empty_launch_encodes_no_tensor_map() {
+        let mut s = sig();
+        s.tma = vec![tilec_core::abi::TmaParam { param: 0, box_dims: vec![64, 128], swizzle: 128 }];
+        let args = [t(vec![0, 512], 4096), t(vec![0, 512], 1 << 20)];
+        let p = validate(&s, &args, Some([0, 1, 1])).unwrap();
+        assert!(p.empty && !p.words.iter().any(|w| matches!(w, Word::TensorMap(_))));
+        let e = validate(&s, &args, Some([1, 1, 1])).unwrap_err();
+        assert!(e.to_string().contains("1 to 2^32 - 1"), "{e}");
     }
 
     #[test]
