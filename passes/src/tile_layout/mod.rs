@@ -39,6 +39,18 @@
 
 mod tensor_core;
 
+/// Whether the tcgen05 product of `a` into an accumulator laid out as `m` reads A from
+/// Tensor Memory (`Mma::reads_a_from_tmem` of A's type): this pass then leaves A in
+/// registers, and `tile-to-llvm` stores it there.
+pub(crate) fn reads_a_from_tmem(
+    func: &tilec_core::tir::Func,
+    a: tilec_core::tir::ValueId,
+    m: &tilec_core::layout::Mma,
+) -> bool {
+    let t = func.ty(a);
+    m.reads_a_from_tmem(t.layout(), t.shape(), t.dtype().bytes() == 2)
+}
+
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout};
 use tilec_core::tir::{Func, Op, OpKind, Type, ValueId};

@@ -378,14 +378,7 @@ fn wanted(func: &Func, kind: &OpKind, result: Option<ValueId>) -> Vec<Option<Lay
         OpKind::Mma { a, scales, .. } => match rl {
             // A 16-bit A operand already in the accumulator's tcgen05 layout stays in
             // registers: the lowering stores it into Tensor Memory for the product.
-            Some(Layout::Mma(m))
-                if scales.is_none()
-                    && m.reads_a_from_tmem(
-                        layout(func, *a).as_ref(),
-                        func.ty(*a).shape(),
-                        func.ty(*a).dtype().bytes() == 2,
-                    ) =>
-            {
+            Some(Layout::Mma(m)) if scales.is_none() && super::reads_a_from_tmem(func, *a, &m) => {
                 vec![None, Some(Layout::DotOperand { op_idx: 1, parent: m }), Some(Layout::Mma(m))]
             }
             Some(Layout::Mma(m)) => vec![

@@ -631,6 +631,14 @@ impl Lowering<'_> {
         };
         // The K-block dim contiguous in an unswizzled buffer whose rows and region keep `vec`
         // bytes aligned: the factors are one little-endian load (block first + j in byte j).
+        // The shared address of the factor of K block `kb`: its coordinates (dim 0, dim 1),
+        // then (slow, fast) in the buffer's order.
+        let addr_of = |me: &mut Self, kb: i64| {
+            let kb = me.em.ci32(kb);
+            let c = if a_side { [line.clone(), kb] } else { [kb, line.clone()] };
+            let (slow, fast) = (c[layout.order[1]].clone(), c[layout.order[0]].clone());
+            me.swizzled_addr(layout, shape, *offset, 1, &slow, 0, &fast, 0)
+        };
         let kd = usize::from(a_side);
         let cols = shape[layout.order[0]];
         if vec > 1
@@ -640,20 +648,13 @@ impl Lowering<'_> {
             && cols % vec == 0
             && offset % vec == 0
         {
-            let kb = self.em.ci32(first);
-            let c = if a_side { [line.clone(), kb] } else { [kb, line.clone()] };
-            let (slow, fast) = (c[layout.order[1]].clone(), c[layout.order[0]].clone());
-            let addr = self.swizzled_addr(layout, shape, *offset, 1, &slow, 0, &fast, 0);
+            let addr = addr_of(self, first);
             let w = self.em.load(&addr, Ty::int(8 * vec as u32), vec);
             return Ok(if vec == 4 { w } else { self.em.convert("zext", &w, Ty::I32) });
         }
         let mut word = self.em.ci32(0);
         for j in 0..vec {
-            let kb = self.em.ci32(first + j);
-            // Coordinates (dim 0, dim 1) of the factor, then (slow, fast) in the buffer's order.
-            let c = if a_side { [line.clone(), kb] } else { [kb, line.clone()] };
-            let (slow, fast) = (c[layout.order[1]].clone(), c[layout.order[0]].clone());
-            let addr = self.swizzled_addr(layout, shape, *offset, 1, &slow, 0, &fast, 0);
+            let addr = addr_of(self, first + j);
             let byte = self.em.load(&addr, Ty::I8, 1);
             let w = self.em.convert("zext", &byte, Ty::I32);
             let sh = self.em.ci32(8 * j);

@@ -1213,8 +1213,14 @@ impl Lowering<'_> {
     /// `fence.proxy.async.shared::cta` orders the writes before those reads.
     fn fence_async_proxy(&mut self) {
         if self.facts.async_proxy {
-            self.em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
+            self.async_proxy_fence();
         }
+    }
+
+    /// `fence.proxy.async.shared::cta`: this thread's shared-memory writes so far ordered
+    /// before the async proxy's reads of them (a TMA store of the buffer).
+    fn async_proxy_fence(&mut self) {
+        self.em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
     }
 
     /// After every thread's writes, before anyone reads them.

@@ -52,6 +52,7 @@ use super::emit::{Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::Value;
 use super::{err, Lowering};
+use crate::tile_layout::reads_a_from_tmem;
 use std::collections::{BTreeMap, BTreeSet};
 use tilec_core::layout::tmem::{Format, InstrDescriptor};
 use tilec_core::layout::{Layout, Mma, MmaFamily, MMA_K, TCGEN05_M, TMEM_COLUMNS};
@@ -94,13 +95,6 @@ pub(crate) struct TmemPlan {
 
 fn is_tcgen05(func: &Func, v: ValueId) -> bool {
     func.ty(v).layout().is_some_and(Layout::is_tcgen05)
-}
-
-/// Whether the tcgen05 product of `a` into an accumulator laid out as `m` reads A from
-/// Tensor Memory (`Mma::reads_a_from_tmem`: the layout pass left A in registers for it).
-pub(crate) fn reads_a_from_tmem(func: &Func, a: ValueId, m: &Mma) -> bool {
-    let t = func.ty(a);
-    m.reads_a_from_tmem(t.layout(), t.shape(), t.dtype().bytes() == 2)
 }
 
 /// Whether `op` is a product of the tcgen05 family.

@@ -27,7 +27,7 @@
 //!
 //! Shared addresses are 32-bit (`shared::cta` addresses are valid `shared::cluster` ones).
 
-use super::emit::{ICmp, Reg, Ty};
+use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::Value;
 use super::{err, Lowering};
@@ -157,6 +157,27 @@ pub(crate) fn tma_stores(func: &Func, stores: bool) -> std::collections::BTreeMa
     out
 }
 
+/// Atom `j` of a TMA box whose atoms lie one after the other from shared address `start`
+/// (`rows` rows of `atom` elements of `eb` bytes each): its shared address and its element
+/// coordinates, innermost first — the tile origin `coord` moved `j` atoms along the
+/// contiguous dim.
+fn atom_box(
+    em: &mut Emitter,
+    start: &Reg,
+    coord: &[Reg],
+    j: i64,
+    (rows, atom, eb): (i64, i64, i64),
+) -> (Reg, Vec<Reg>) {
+    let off = em.ci32(j * rows * atom * eb);
+    let addr = em.add(start, &off);
+    let mut c = coord.to_vec();
+    if j > 0 {
+        let o = em.ci32(j * atom);
+        c[0] = em.add(&coord[0], &o);
+    }
+    (addr, c)
+}
+
 /// The tensor maps a kernel takes, in order: one per distinct (tensor parameter, box,
 /// swizzle) of its TMA copies, then of its TMA stores.
 pub(crate) fn tma_params(
@@ -217,6 +238,30 @@ impl Lowering<'_> {
     /// the producer's first thread in a warp-specialized kernel.
     pub(super) fn on_issuer(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
         self.on_thread(self.issuer, f)
+    }
+
+    /// The kernel parameter holding tensor map `want` (`what` names the op for the error).
+    fn tensor_map(&self, want: &TmaParam, what: &str) -> Result<Reg, Diagnostic> {
+        let k = self
+            .facts
+            .tma
+            .iter()
+            .position(|t| t == want)
+            .ok_or_else(|| err(format!("{what} without its tensor map")))?;
+        Ok(Reg::new(format!("%tmap{k}"), Ty::Ptr(0)))
+    }
+
+    /// Element coordinates of a tile's origin, innermost tensor dim first: tile dim `t`, at
+    /// tile index `index[t]` of extent `tile[t]`, views tensor dim `order[t]`.
+    fn tile_origin(&mut self, index: &[ValueId], tile: &[i64], order: &[u32]) -> Result<Vec<Reg>, Diagnostic> {
+        let rank = tile.len();
+        let mut coord: Vec<Reg> = vec![self.em.ci32(0); rank];
+        for (t, &e) in order.iter().enumerate() {
+            let i = self.scalar(index[t])?;
+            let ext = self.em.ci32(tile[t]);
+            coord[rank - 1 - e as usize] = self.em.mul(&i, &ext);
+        }
+        Ok(coord)
     }
 
     /// Runs `f` in thread `t` of the block only.
@@ -312,10 +357,7 @@ impl Lowering<'_> {
             .iter()
             .position(|p| p.value == *tensor)
             .ok_or_else(|| err("a TMA copy of a value that is not a tensor parameter"))?;
-        let want = TmaParam { param, box_dims, swizzle };
-        let k =
-            self.facts.tma.iter().position(|t| *t == want).ok_or_else(|| err("a TMA copy without its tensor map"))?;
-        let tmap = Reg::new(format!("%tmap{k}"), Ty::Ptr(0));
+        let tmap = self.tensor_map(&TmaParam { param, box_dims, swizzle }, "a TMA copy")?;
         let eb = i64::from(dtype.bytes());
         let stage_elems: i64 = shape.iter().product();
         let ring_bytes = super::mma::smem_bytes(&ring.ty);
@@ -327,13 +369,7 @@ impl Lowering<'_> {
             self.smem_write_begin(*region, ring_bytes);
         }
         let rank = tile.len();
-        // Element coordinates of the tile's origin, per tensor dim (row-major order).
-        let mut coord: Vec<Reg> = vec![self.em.ci32(0); rank];
-        for (t, &e) in order.iter().enumerate() {
-            let i = self.scalar(index[t])?;
-            let ext = self.em.ci32(tile[t]);
-            coord[e as usize] = self.em.mul(&i, &ext);
-        }
+        let coord = self.tile_origin(index, tile, order)?;
         let rows = shape[layout.order[1]];
         let atoms = tile[contiguous] / layout.atom;
         let bar = self.stage_barrier(*region, &ring.slot, false)?;
@@ -346,7 +382,6 @@ impl Lowering<'_> {
             self.em.add(&a, &f)
         };
         let bytes = self.em.ci32(stage_elems * eb);
-        let contiguous_dim = rank - 1;
         self.on_issuer(|lw| {
             let mut asm = PtxAsm::new();
             let (b, n) = (asm.input(&bar), asm.input(&bytes));
@@ -355,22 +390,11 @@ impl Lowering<'_> {
             asm.push(&format!("{{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [{b}], {n}; }}"));
             asm.emit(&mut lw.em);
             for j in 0..atoms {
-                let off = lw.em.ci32(j * rows * layout.atom * eb);
-                let dst = lw.em.add(&stage_off, &off);
+                let (dst, c) = atom_box(&mut lw.em, &stage_off, &coord, j, (rows, layout.atom, eb));
                 let mut asm = PtxAsm::new();
                 let d = asm.input(&dst);
                 let m = asm.input(&tmap);
-                // Coordinates innermost first.
-                let mut cs = vec![];
-                for e in (0..rank).rev() {
-                    let c = if e == contiguous_dim && j > 0 {
-                        let o = lw.em.ci32(j * layout.atom);
-                        lw.em.add(&coord[e], &o)
-                    } else {
-                        coord[e].clone()
-                    };
-                    cs.push(asm.input(&c));
-                }
+                let cs: Vec<String> = c.iter().map(|x| asm.input(x)).collect();
                 let b = asm.input(&bar);
                 asm.push(&format!(
                     "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{}}}], [{b}];",
@@ -395,29 +419,18 @@ impl Lowering<'_> {
         let OpKind::Store { tensor, index, tile, .. } = kind else { return Err(err("a TMA store of a non-store")) };
         let plan = self.facts.tma_stores.get(tile).cloned().ok_or_else(|| err("a TMA store without its plan"))?;
         let Type::Smem { shape, dtype, layout } = &plan.buf else { return Err(err("a TMA store without a buffer")) };
-        let k = self
-            .facts
-            .tma
-            .iter()
-            .position(|t| *t == plan.map)
-            .ok_or_else(|| err("a TMA store without its tensor map"))?;
-        let tmap = Reg::new(format!("%tmap{k}"), Ty::Ptr(0));
+        let tmap = self.tensor_map(&plan.map, "a TMA store")?;
         let total = super::mma::smem_bytes(&plan.buf);
         let swizzle = i64::from(plan.map.swizzle);
         let region = self.smem_alloc(total, self.pos, 8 * swizzle)?;
         self.smem_write_begin(region, total);
         self.write_tile_to_smem(plan.src, &plan.buf, region)?;
-        self.em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
+        self.async_proxy_fence();
         self.smem_written();
         let tshape = self.func.ty(*tile).shape().to_vec();
         let rank = tshape.len();
-        // Element coordinates of the tile's origin, innermost first.
-        let mut coord = vec![];
-        for d in (0..rank).rev() {
-            let i = self.scalar(index[d])?;
-            let ext = self.em.ci32(tshape[d]);
-            coord.push(self.em.mul(&i, &ext));
-        }
+        let identity: Vec<u32> = (0..rank as u32).collect();
+        let coord = self.tile_origin(index, &tshape, &identity)?;
         let (rows, cols) = (shape[0], shape[1]);
         let atoms = cols / layout.atom;
         let eb = i64::from(dtype.bytes());
@@ -426,17 +439,10 @@ impl Lowering<'_> {
         let src0 = self.em.add(&base, &r);
         self.on_thread(0, |lw| {
             for j in 0..atoms {
-                let off = lw.em.ci32(j * rows * layout.atom * eb);
-                let src = lw.em.add(&src0, &off);
-                let c0 = if j == 0 {
-                    coord[0].clone()
-                } else {
-                    let o = lw.em.ci32(j * layout.atom);
-                    lw.em.add(&coord[0], &o)
-                };
+                let (src, c) = atom_box(&mut lw.em, &src0, &coord, j, (rows, layout.atom, eb));
                 let mut asm = PtxAsm::new();
                 let (s, m) = (asm.input(&src), asm.input(&tmap));
-                let cs: Vec<String> = std::iter::once(&c0).chain(&coord[1..]).map(|c| asm.input(c)).collect();
+                let cs: Vec<String> = c.iter().map(|x| asm.input(x)).collect();
                 asm.push(&format!(
                     "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [{m}, {{{}}}], [{s}];",
                     cs.join(", ")
