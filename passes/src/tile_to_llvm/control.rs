@@ -1,6 +1,7 @@
 //! `for` and run-time `if` as blocks, with the carried registers as block arguments.
 
 use super::emit::{ICmp, Reg, Ty};
+use super::ptx_asm::PtxAsm;
 use super::regs::Value;
 use super::{err, Lowering};
 use tilec_core::tir::{walk_ops, OpKind};
@@ -32,10 +33,23 @@ impl Lowering<'_> {
         );
         let (hdr, body_b, exit) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
         let mut init_vals = vec![];
-        for (i, it) in init.iter().zip(iters) {
-            init_vals.push(match self.facts.tmem.kept.get(it) {
-                Some(&col) => self.tmem_chain_init(*i, col)?,
-                None => self.get(*i)?,
+        for ((i, it), res) in init.iter().zip(iters).zip(results) {
+            init_vals.push(match (self.facts.tmem.kept.get(it), self.get(*i)?) {
+                (Some(&col), _) => self.tmem_chain_init(*i, col)?,
+                // The initial registers of a wgmma chain kept in flight pass through an
+                // opaque identity: otherwise LLVM sees a constant (a zero accumulator) flowing
+                // into the loop's block argument and rematerialises it on the back edge's
+                // other side, so ptxas meets the accumulator registers defined outside the
+                // asynchronous chain and serialises it (C7515: "wgmma … serialized").
+                (None, Value::Tile(regs)) if self.facts.in_flight.contains(res) => {
+                    let mut asm = PtxAsm::new();
+                    for r in &regs {
+                        asm.inout(r, "f");
+                    }
+                    asm.push("// the accumulator enters its wgmma chain");
+                    Value::Tile(asm.emit(&mut self.em))
+                }
+                (None, v) => v,
             });
         }
         // TMEM accesses before the loop complete before its first product, once, not in
