@@ -40,6 +40,13 @@ irdl.dialect @tilegpu {
     %w = irdl.base "#builtin.array"
     irdl.parameters(warps_per_cta: %w)
   }
+  // #tilegpu.tcgen05_m64<[M / 16, wn]>: a tcgen05 accumulator of 16, 32 or 64 rows, computed by
+  // the M = 64 instruction (data path layout F) and brought out by tcgen05.ld 16x32bx2: lanes
+  // 0-15 the rows of the warp's 16-row block, lane 16 the second half of its columns.
+  irdl.attribute @tcgen05_m64 {
+    %w = irdl.base "#builtin.array"
+    irdl.parameters(warps_per_cta: %w)
+  }
   // #tilegpu.dot_operand<op_idx : i32, #tilegpu.mma<...>, wgmma<...> or tcgen05<...>>: operand A (0) or B (1).
   irdl.attribute @dot_operand {
     %i = irdl.base "#builtin.integer"

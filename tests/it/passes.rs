@@ -778,6 +778,37 @@ fn tcgen05_attention_reads_p_from_tensor_memory() {
     assert!(!report.contains("filled by registers"), "P still goes through a shared buffer:\n{report}");
 }
 
+/// A decode's products of 16 query rows on sm_103a: one M = 64 `tcgen05.mma` each K step
+/// (instruction descriptor M field 64 >> 4 = 4), the queries' buffer written four times over
+/// (64 rows), the accumulators read out with `tcgen05.ld.16x32bx2` — 128 keys over 4 warps,
+/// 16 columns a lane, half-split at 16 — and no `mma.sync` left.
+#[test]
+fn a_decodes_sixteen_rows_go_through_tcgen05() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/attention_decode_grouped.tile");
+    let o = tilec::CompileOptions { arch: "sm_103a".into(), ..Default::default() };
+    let src = tilec::Source::new("attention_decode_grouped", std::fs::read_to_string(p).unwrap());
+    let c = tilec::compile(&src, &o).unwrap();
+    let ptx = c.ptx();
+    assert!(!ptx.contains("mma.sync"), "an mma.sync left");
+    let products = ptx.lines().filter(|l| l.contains("tcgen05.mma.cta_group::1.kind::f16")).count();
+    // Q·Kᵀ: 8 K steps over D = 128; P·V: 8 over 128 keys.
+    assert_eq!(products, 16);
+    assert!(ptx.contains("tcgen05.ld.sync.aligned.16x32bx2.x16.b32"), "no 16x32bx2 load");
+    assert!(ptx.contains("], 16;"), "the half-split offset of 16 columns");
+    let report = c.report.join("\n");
+    assert!(report.contains("m64n128k16"), "{report}");
+    assert!(report.contains("buffer [64, 128] f16: 16384 B"), "{report}");
+    // A split-K GEMM's 16-row A keeps its TMA ring; each stage's rows are copied four times
+    // into a ring of replicas (as many stages) that the product reads.
+    let sk = tilec::CompileOptions { kernel: Some("matmul_splitk".into()), ..o };
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul_splitk.tile");
+    let c = tilec::compile(&tilec::Source::new("matmul_splitk", std::fs::read_to_string(p).unwrap()), &sk).unwrap();
+    let report = c.report.join("\n");
+    assert!(report.contains("load of A: no hint, target default → distance 2, 4 stages × 2048 B, TMA"), "{report}");
+    assert!(report.contains("buffer [64, 64] f16 x 4 stage(s): 32768 B"), "{report}");
+    assert!(!c.ptx().contains("mma.sync"));
+}
+
 /// A GEMM's epilogue on a target with TMA: the tile is staged in a 128-byte-swizzled buffer
 /// and leaves in one bulk tensor store per 64-column atom (128×256 f16: four), issued by one
 /// thread that then waits only for the buffer's reads; no register store to global memory is

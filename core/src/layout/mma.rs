@@ -39,6 +39,13 @@ pub enum MmaFamily {
 /// lane `i`, its column `j` TMEM column `j`, 32-bit each — the PTX ISA's "Matrix fragments for
 /// tcgen05.mma", data path layout for M = 128).
 pub const TCGEN05_M: i64 = 128;
+/// Rows of the `cta_group::1` instruction that computes a tile of fewer than 128 rows (16, 32
+/// or 64): M = 64, data path layout F — rows `16g … 16g + 15` in TMEM lanes `32g … 32g + 15`,
+/// each warp's quarter half used. A tile of M < 64 rows is multiplied with its A operand's
+/// rows held `64 / M` times in the shared buffer (rows `r`, `r + M`, … alike: the buffer's
+/// `replicas`), so every quarter holds the whole product and each warp reads its own columns
+/// from its own quarter ([`Mma::tcgen05`]).
+pub const TCGEN05_M_SMALL: i64 = 64;
 /// TMEM lanes and 32-bit columns a block may allocate (PTX ISA, "Tensor Memory").
 pub const TMEM_LANES: i64 = 128;
 pub const TMEM_COLUMNS: i64 = 512;
@@ -55,6 +62,10 @@ pub const TMEM_COLUMNS: i64 = 512;
 pub struct Mma {
     pub warps_per_cta: [i64; 2],
     pub family: MmaFamily,
+    /// A tcgen05 accumulator of fewer than 128 rows, computed by the M = 64 instruction
+    /// ([`TCGEN05_M_SMALL`]; `#tilegpu.tcgen05_m64`). Part of the layout, not read from a
+    /// shape: a broadcast's slice of it is laid out over a degenerate shape.
+    pub m64: bool,
 }
 
 /// Instruction shape.
@@ -83,7 +94,7 @@ impl Mma {
     pub fn for_shape(shape: &[i64], warps: i64) -> Mma {
         let wm = warps.min((shape[0] / MMA_M).max(1));
         let wm = 1 << log2(wm);
-        Mma { warps_per_cta: [wm, (warps / wm).max(1)], family: MmaFamily::MmaSync }
+        Mma { warps_per_cta: [wm, (warps / wm).max(1)], family: MmaFamily::MmaSync, m64: false }
     }
 
     /// The wgmma accumulator of an `[M, N]` product over `warps` warps, when the instruction
@@ -100,35 +111,82 @@ impl Mma {
             && n % 8 == 0
             && k % MMA_K == 0
             && k >= MMA_K;
-        ok.then_some(Mma { warps_per_cta: [warps, 1], family: MmaFamily::Wgmma })
+        ok.then_some(Mma { warps_per_cta: [warps, 1], family: MmaFamily::Wgmma, m64: false })
     }
 
     /// The tcgen05 accumulator of an `[M, N]` product over `warps` warps, when the instruction
-    /// can compute it: M a multiple of 128 (one `cta_group::1` instruction per 128-row block, at
-    /// TMEM columns `N · block`), N a multiple of 16 from 16 to 256, K a multiple of 16, the
-    /// warps whole warpgroups. Its registers are what `tcgen05.ld.32x32b` returns: warp `w` may
-    /// read only TMEM lanes `32 (w % 4) …` (its quarter of the data path), so warp bits 0-1
-    /// walk the rows 32 at a time, lane `l` holds row `32 (w % 4) + l` — a whole row a thread,
-    /// so row reductions need no shuffle — and the higher warp bits split N into `warps / 4`
-    /// column ranges.
+    /// can compute it: N a multiple of 16 from 16 to 256, K a multiple of 16, the warps whole
+    /// warpgroups, and M either a multiple of 128 or 16, 32 or 64 (a decode's query rows).
+    ///
+    /// M a multiple of 128: one `cta_group::1` instruction per 128-row block, at TMEM columns
+    /// `N · block`; its registers are what `tcgen05.ld.32x32b` returns: warp `w` may read only
+    /// TMEM lanes `32 (w % 4) …` (its quarter of the data path), so warp bits 0-1 walk the rows
+    /// 32 at a time, lane `l` holds row `32 (w % 4) + l` — a whole row a thread, so row
+    /// reductions need no shuffle — and the higher warp bits split N into `warps / 4` column
+    /// ranges (`warps_per_cta` = `[4, warps / 4]`).
+    ///
+    /// M of 16, 32 or 64: one M = 64 instruction ([`TCGEN05_M_SMALL`]), quarter `q` holding
+    /// rows `16q …` of the replicated A, i.e. the tile's rows `16 (q mod M/16) …`. Its
+    /// registers are what `tcgen05.ld.16x32bx2` returns: lane `l` row `l % 16` of its warp's
+    /// 16, and of the warp's column range, the half `l / 16` — so all 32 lanes hold data. The
+    /// first `log2(M / 16)` warp bits pick the 16-row block, the others split N into column
+    /// ranges (`warps_per_cta` = `[M / 16, warps · 16 / M]`), each at least two columns. N
+    /// may pass 256 in whole blocks of 256 ([`Mma::tcgen05_n_blocks`]): one product after the
+    /// other through the same 256 TMEM columns, each warp holding its column range of every
+    /// block (the block the highest register bits) — a latent-attention decode's 512 columns,
+    /// which would otherwise take all of TMEM.
     pub fn tcgen05(shape: &[i64], k: i64, warps: i64) -> Option<Mma> {
         let (m, n) = (shape[0], shape[1]);
-        let wn = warps / 4;
+        let rows = if m % TCGEN05_M == 0 { 4 } else { m / MMA_M };
+        let wn = warps / rows;
+        let m_ok = m % TCGEN05_M == 0 || matches!(m, 16 | 32 | 64);
+        let bn = n / Self::tcgen05_n_blocks(shape);
         let ok = warps >= 4
             && warps % 4 == 0
-            && m % TCGEN05_M == 0
-            && (16..=256).contains(&n)
+            && m_ok
+            && ((16..=256).contains(&n) || (m < TCGEN05_M && n % 256 == 0))
             && n % 16 == 0
             && wn & (wn - 1) == 0
             && wn <= n
+            && (m >= TCGEN05_M || bn / wn >= 2)
             && k % MMA_K == 0
             && k >= MMA_K;
-        ok.then_some(Mma { warps_per_cta: [4, wn], family: MmaFamily::Tcgen05 })
+        ok.then_some(Mma { warps_per_cta: [rows, wn], family: MmaFamily::Tcgen05, m64: m < TCGEN05_M })
     }
 
-    /// TMEM columns the accumulator of an `[M, N]` product takes (32-bit each).
+    /// How many products of 256 columns compute an `[M, N]` tcgen05 accumulator of fewer than
+    /// 128 rows and N past 256 (else 1).
+    pub fn tcgen05_n_blocks(shape: &[i64]) -> i64 {
+        if shape[0] < TCGEN05_M && shape[1] > 256 {
+            shape[1] / 256
+        } else {
+            1
+        }
+    }
+
+    /// Rows of the instruction that computes an `[M, N]` tcgen05 accumulator.
+    pub fn tcgen05_m(m: i64) -> i64 {
+        if m >= TCGEN05_M {
+            TCGEN05_M
+        } else {
+            TCGEN05_M_SMALL
+        }
+    }
+
+    /// How many times the shared buffer of the A operand of a tcgen05 product with `m` rows
+    /// holds its rows (`64 / M` below 64 rows, else 1): see [`TCGEN05_M_SMALL`].
+    pub fn tcgen05_a_replicas(m: i64) -> i64 {
+        if m < TCGEN05_M_SMALL {
+            TCGEN05_M_SMALL / m.max(1)
+        } else {
+            1
+        }
+    }
+
+    /// TMEM columns the accumulator of an `[M, N]` product takes (32-bit each): N-blocks
+    /// ([`Mma::tcgen05_n_blocks`]) take turns in the same 256.
     pub fn tmem_columns(shape: &[i64]) -> i64 {
-        shape[1] * (shape[0] / TCGEN05_M).max(1)
+        shape[1] / Self::tcgen05_n_blocks(shape) * (shape[0] / TCGEN05_M).max(1)
     }
 
     /// Whether a tcgen05 product with this accumulator reads its A operand — an `[M, K]`
@@ -166,7 +224,7 @@ impl Mma {
                 wn *= 2;
             }
         }
-        Mma { warps_per_cta: [wm, wn], family: MmaFamily::MmaSync }
+        Mma { warps_per_cta: [wm, wn], family: MmaFamily::MmaSync, m64: false }
     }
 
     pub fn num_warps(&self) -> i64 {
@@ -209,6 +267,23 @@ impl Mma {
     /// column ranges.
     fn tmem_linear(&self, shape: &[i64]) -> LinearLayout {
         let wn = self.warps_per_cta[1];
+        if self.m64 {
+            // Half the warp's columns of each 256-column block a lane; lanes 0-15 the rows,
+            // lane bit 4 the half; warp bits the 16-row blocks, then the column ranges; the
+            // highest register bits the blocks.
+            let blocks = Self::tcgen05_n_blocks(shape);
+            let bn = shape[1] / blocks;
+            let cols = (bn / wn).max(2);
+            let half = cols / 2;
+            let mut regs: Vec<Vec<i64>> = (0..log2(half)).map(|k| basis(shape, 1, 1 << k)).collect();
+            regs.extend((0..log2(blocks)).map(|k| basis(shape, 1, bn << k)));
+            let mut lanes: Vec<Vec<i64>> = (0..4).map(|k| basis(shape, 0, 1 << k)).collect();
+            lanes.push(basis(shape, 1, half));
+            let mut warps: Vec<Vec<i64>> =
+                (0..log2(self.warps_per_cta[0])).map(|k| basis(shape, 0, MMA_M << k)).collect();
+            warps.extend((0..log2(wn)).map(|k| basis(shape, 1, cols << k)));
+            return LinearLayout { shape: shape.to_vec(), regs, lanes, warps };
+        }
         let cols = (shape[1] / wn).max(1);
         let mut regs: Vec<Vec<i64>> = (0..log2(cols)).map(|k| basis(shape, 1, 1 << k)).collect();
         regs.extend((0..log2(shape[0] / TCGEN05_M)).map(|k| basis(shape, 0, TCGEN05_M << k)));

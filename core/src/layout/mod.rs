@@ -29,7 +29,7 @@ pub mod tmem;
 
 pub use descriptor::MatrixDescriptor;
 pub use linear::{DimTerms, LinearLayout, Run};
-pub use mma::{Mma, MmaFamily, MMA_K, MMA_M, MMA_N, TCGEN05_M, TMEM_COLUMNS, TMEM_LANES};
+pub use mma::{Mma, MmaFamily, MMA_K, MMA_M, MMA_N, TCGEN05_M, TCGEN05_M_SMALL, TMEM_COLUMNS, TMEM_LANES};
 pub use shared::Shared;
 pub use swizzle::SwizzledShared;
 pub use text::{parse_layout, split_top};

@@ -363,6 +363,33 @@ proptest! {
             }
         }
     }
+
+    // A tcgen05 accumulator of 16, 32 or 64 rows (the M = 64 instruction) covers its tile
+    // exactly once, no lane idle: lanes 0-15 the rows of the warp's 16-row block, lane 16 the
+    // second half of the warp's columns, the warp bits past the row blocks the column ranges.
+    #[test]
+    fn small_tcgen05_accumulator_covers_the_tile_with_every_lane(n in 4u32..9, wgs in 1i64..5, rows in 0u32..3) {
+        let n = 1i64 << n;
+        let warps = 4 * wgs;
+        let m = 16i64 << rows;
+        let Some(mma) = Mma::tcgen05(&[m, n], 64, warps) else { return Ok(()) };
+        prop_assert_eq!(mma.warps_per_cta, [m / 16, warps * 16 / m]);
+        let l = Layout::Mma(mma);
+        prop_assert_eq!(parse_layout(&l.to_mlir()), Some(l.clone()));
+        let acc = l.to_linear(&[m, n]);
+        check_cover(&acc)?;
+        prop_assert_eq!(acc.replicated_lanes(), 0);
+        let cols = n / mma.warps_per_cta[1];
+        for w in 0..warps {
+            for lane in 0..32 {
+                for r in 0..acc.num_regs() {
+                    let c = acc.coord(w, lane, r);
+                    prop_assert_eq!(c[0], 16 * (w % (m / 16)) + lane % 16);
+                    prop_assert_eq!(c[1], (w / (m / 16)) * cols + (lane / 16) * (cols / 2) + r);
+                }
+            }
+        }
+    }
 }
 
 /// The bytes of the mma.m16n8k32 fp8 fragments (PTX ISA, "Matrix fragments for mma.m16n8k32"

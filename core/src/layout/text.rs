@@ -31,6 +31,7 @@ fn mma_text(m: &Mma) -> String {
     let name = match m.family {
         MmaFamily::MmaSync => "mma",
         MmaFamily::Wgmma => "wgmma",
+        MmaFamily::Tcgen05 if m.m64 => "tcgen05_m64",
         MmaFamily::Tcgen05 => "tcgen05",
     };
     format!("#tilegpu.{name}<[{}, {}]>", m.warps_per_cta[0], m.warps_per_cta[1])
@@ -38,9 +39,13 @@ fn mma_text(m: &Mma) -> String {
 
 fn parse_mma(text: &str) -> Option<Mma> {
     let text = text.trim();
+    let mut m64 = false;
     let (family, inner) = if let Some(i) = text.strip_prefix("#tilegpu.mma<") {
         (MmaFamily::MmaSync, i)
     } else if let Some(i) = text.strip_prefix("#tilegpu.tcgen05<") {
+        (MmaFamily::Tcgen05, i)
+    } else if let Some(i) = text.strip_prefix("#tilegpu.tcgen05_m64<") {
+        m64 = true;
         (MmaFamily::Tcgen05, i)
     } else {
         (MmaFamily::Wgmma, text.strip_prefix("#tilegpu.wgmma<")?)
@@ -49,13 +54,15 @@ fn parse_mma(text: &str) -> Option<Mma> {
     match int_list(inner)?.as_slice() {
         [wm, wn] if *wm >= 1 && *wn >= 1 && (wm & (wm - 1)) == 0 && (wn & (wn - 1)) == 0 && wm * wn <= 32 => {
             // A warpgroup is four warps; one wgmma covers the tile's N. The four warps along M
-            // of a tcgen05 accumulator are TMEM's four 32-lane quarters.
+            // of a tcgen05 accumulator are TMEM's four 32-lane quarters (1, 2 or 4 16-row
+            // blocks for the M = 64 instruction, see `Mma::tcgen05`).
             let ok = match family {
                 MmaFamily::MmaSync => true,
                 MmaFamily::Wgmma => *wm >= 4 && *wn == 1,
+                MmaFamily::Tcgen05 if m64 => *wm <= 4,
                 MmaFamily::Tcgen05 => *wm == 4,
             };
-            ok.then_some(Mma { warps_per_cta: [*wm, *wn], family })
+            ok.then_some(Mma { warps_per_cta: [*wm, *wn], family, m64 })
         }
         _ => None,
     }
@@ -79,7 +86,10 @@ pub fn parse_layout(text: &str) -> Option<Layout> {
         let same = b.threads_per_warp.len() == rank && b.warps_per_cta.len() == rank && b.order.len() == rank;
         return same.then_some(Layout::Blocked(b));
     }
-    if ["#tilegpu.mma<", "#tilegpu.wgmma<", "#tilegpu.tcgen05<"].iter().any(|p| text.starts_with(p)) {
+    if ["#tilegpu.mma<", "#tilegpu.wgmma<", "#tilegpu.tcgen05<", "#tilegpu.tcgen05_m64<"]
+        .iter()
+        .any(|p| text.starts_with(p))
+    {
         return parse_mma(text).map(Layout::Mma);
     }
     if let Some(inner) = text.strip_prefix("#tilegpu.dot_operand<").and_then(|t| t.strip_suffix('>')) {

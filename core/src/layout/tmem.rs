@@ -110,6 +110,29 @@ pub fn accumulator_cell(base: i64, n: i64, row: i64, col: i64) -> (i64, i64) {
     (row % 128, base + (row / 128) * n + col)
 }
 
+/// The TMEM cells that hold element (`row`, `col`) of an accumulator of M = 16, 32 or 64 rows
+/// placed at column `base`: the M = 64 instruction's data path layout F puts its row `R` in
+/// lane `32 (R / 16) + R % 16` (the first half of each quarter), column `base + col`, and its
+/// A operand holds the tile's rows `64 / M` times (row `R` is the tile's row `R mod M`), so the
+/// element is in every quarter `q` with `16 q mod M = 16 (row / 16)`.
+pub fn small_accumulator_cells(base: i64, m: i64, row: i64, col: i64) -> Vec<(i64, i64)> {
+    (0..4).filter(|q| (16 * q) % m == 16 * (row / 16)).map(|q| (32 * q + row % 16, base + col)).collect()
+}
+
+/// What register `reg` of the thread in lane `lane` of warp `warp` holds after
+/// `tcgen05.ld.sync.aligned.16x32bx2.xN.b32 … [at_lane, at_col], half` (PTX ISA, "Matrix
+/// fragments for tcgen05.ld", shape 16x32bx2: two 16-lane accesses, lanes 0-15 of the warp
+/// reading TMEM lanes `at_lane …` from column `at_col`, lanes 16-31 the same TMEM lanes from
+/// column `at_col + half`; `.xN` repeats along the columns): (lane, column), or why the access
+/// is not allowed (outside the warp's quarter, or not at its first lane).
+pub fn ld_16x32bx2(warp: i64, lane: i64, at_lane: i64, at_col: i64, half: i64, reg: i64) -> Result<(i64, i64), String> {
+    let quarter = 32 * (warp % 4);
+    if at_lane != quarter {
+        return Err(format!("warp {warp} reads from lane {at_lane}: its quarter starts at lane {quarter}"));
+    }
+    Ok((at_lane + lane % 16, at_col + (lane / 16) * half + reg))
+}
+
 /// Where element (`row`, `k`) of a 16-bit A operand of `k_extent` columns that `tcgen05.mma`
 /// reads from Tensor Memory at column `base` lives: (lane, 32-bit column, half — 0 the low 16
 /// bits). A in TMEM is row-major (Table "Major-ness for different matrices"), its rows the

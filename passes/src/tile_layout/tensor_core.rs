@@ -223,6 +223,19 @@ pub(super) fn propagate(
             });
             lines.push(match (has_wgmma, wg) {
                 _ if scales.is_some() => format!("mma_scaled [{m}, {n}, {}]: block-scaled mma.sync", k * if packed { 2 } else { 1 }),
+                _ if tc.is_some() && m < tilec_core::layout::TCGEN05_M => format!(
+                    "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 kind::{} m64n{}k{}{}, A's {m} rows held {} time(s) in its buffer so that each TMEM quarter holds the product, the accumulator in TMEM ({} columns), read out with 16x32bx2 over {warps} warps ({} columns a thread)",
+                    if fp8 { "f8f6f4" } else { "f16" },
+                    Mma::tmem_columns(&[m, n]),
+                    if fp8 { 32 } else { 16 },
+                    match Mma::tcgen05_n_blocks(&[m, n]) {
+                        1 => String::new(),
+                        b => format!(" x {b} column blocks one after the other"),
+                    },
+                    Mma::tcgen05_a_replicas(m),
+                    Mma::tmem_columns(&[m, n]),
+                    n * m / 16 / warps / 2
+                ),
                 _ if tc.is_some() => format!(
                     "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 kind::{} m128n{n}k{}, {} block(s) of 128 rows, the accumulator in TMEM ({} columns), read out over {warps} warps ({} columns a thread)",
                     if fp8 { "f8f6f4" } else { "f16" },
@@ -233,7 +246,7 @@ pub(super) fn propagate(
                 ),
                 _ if fp8 && wg.is_none() => format!("mma [{m}, {n}, {k}] fp8: mma.sync m16n8k32"),
                 _ if has_tcgen05 => format!(
-                    "mma [{m}, {n}, {k}]: mma.sync (tcgen05 needs M a multiple of 128, N a multiple of 16 from 16 to 256, K a multiple of 16, warps in whole warpgroups, and its accumulators within TMEM's {} columns; {tmem_cols} taken)",
+                    "mma [{m}, {n}, {k}]: mma.sync (tcgen05 needs M 16, 32, 64 or a multiple of 128, N a multiple of 16 from 16 to 256, K a multiple of 16, warps in whole warpgroups, and its accumulators within TMEM's {} columns; {tmem_cols} taken)",
                     tilec_core::layout::TMEM_COLUMNS
                 ),
                 (_, Some(_)) => format!(
@@ -431,6 +444,8 @@ struct Ctx {
     spans: BTreeMap<ValueId, tilec_core::Span>,
     uses: BTreeMap<ValueId, usize>,
     warps: i64,
+    /// Values the kernel's top level defines (outside every loop and branch).
+    top: std::collections::BTreeSet<ValueId>,
 }
 
 /// A load that can fill an operand buffer with `cp.async` instead of registers: `v` is the
@@ -506,7 +521,16 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
                 if want.reads_by_descriptor() { SwizzledShared::nvmma_for(shape[order[0]], eb, order) } else { None };
             let sl = nvmma.unwrap_or_else(|| SwizzledShared::plain(eb, order));
             let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
-            match async_source(func, ctx, v) {
+            // The A operand of a tcgen05 product of fewer than 64 rows is held several times
+            // over (`Mma::tcgen05_a_replicas`): registers write every copy; a copy from global
+            // memory fills one, which the lowering copies whole 8-row atoms of where a product
+            // reads it — so only in a loop, whose copies become a ring (outside, registers
+            // write the copies once), and K-major (along M the copies would change the
+            // buffer's swizzle).
+            let replicated = matches!(want, Layout::DotOperand { op_idx: 0, parent }
+                if parent.family == MmaFamily::Tcgen05 && Mma::tcgen05_a_replicas(shape[0]) > 1);
+            let copyable = !replicated || (order == [1, 0] && !ctx.top.contains(&v));
+            match async_source(func, ctx, v).filter(|_| copyable) {
                 Some((OpKind::Load { tensor, index, padding, order, latency }, lv, rv)) => {
                     // Global → shared without registers, then wait (`tile-pipeline` moves the
                     // copy ahead when it is in a loop).
@@ -539,7 +563,8 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
 /// Inserts the conversions the uses of tensor-core-era layouts need (elementwise operands,
 /// `mma` operands, gather/rand indices), each right after its operand's definition.
 pub(super) fn insert_conversions(func: &mut Func, warps: i64) -> Result<usize, Diagnostic> {
-    let mut ctx = Ctx { defs: BTreeMap::new(), spans: BTreeMap::new(), uses: func.use_counts(), warps };
+    let top = func.ops.iter().filter_map(|o| o.result).collect();
+    let mut ctx = Ctx { defs: BTreeMap::new(), spans: BTreeMap::new(), uses: func.use_counts(), warps, top };
     func.walk(&mut |op| {
         if let Some(r) = op.result {
             ctx.defs.insert(r, op.kind.clone());

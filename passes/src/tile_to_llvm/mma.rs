@@ -52,7 +52,13 @@ pub(crate) struct Operand {
 impl Lowering<'_> {
     /// `local_alloc`: writes the tile into its shared buffer.
     pub(crate) fn local_alloc(&mut self, op: &Op, x: ValueId, rty: Option<&Type>) -> Result<Value, Diagnostic> {
-        let ty = rty.ok_or_else(|| err("local_alloc without result"))?.clone();
+        let mut ty = rty.ok_or_else(|| err("local_alloc without result"))?.clone();
+        // The A operand of a tcgen05 product of fewer than 64 rows: its rows several times.
+        if let (Some(&reps), Type::Smem { shape, .. }) =
+            (op.result.and_then(|r| self.facts.tmem.replicated.get(&r)), &mut ty)
+        {
+            shape[0] *= reps;
+        }
         let (region, total) = self.buffer_region(op, &ty)?;
         // A buffer only its writers' warpgroups read: a warpgroup's previous reads of it are
         // its own products, waited for before it writes again, so they need no barrier, and
@@ -82,33 +88,43 @@ impl Lowering<'_> {
     }
 
     /// This thread's registers of tile `x` stored into the buffer of type `ty` at `region`
-    /// (its swizzle), in vectors as wide as the registers and the swizzle allow.
+    /// (its swizzle), in vectors as wide as the registers and the swizzle allow. A buffer of
+    /// more rows (dim 0) than the tile holds it that many times over, one copy after another.
     pub(crate) fn write_tile_to_smem(&mut self, x: ValueId, ty: &Type, region: i64) -> Result<(), Diagnostic> {
         let Type::Smem { shape, dtype, layout: sl } = ty else { return Err(err("a register store to a non-buffer")) };
         let xty = self.func.ty(x).clone();
         let l = xty.layout().ok_or_else(|| err("a shared store of a tile without layout"))?.clone();
         let bytes = i64::from(dtype.bytes());
-        let map = l.to_linear(shape);
+        let rows = xty.shape().first().copied().unwrap_or(1);
+        let copies = if shape.len() == 2 && xty.shape().len() == 2 && rows > 0 { shape[0] / rows } else { 1 };
+        if copies > 1 && shape[0] != rows * copies {
+            return Err(err(format!("a tile of {rows} rows in a buffer of {} rows", shape[0])));
+        }
+        let tshape = if copies > 1 { xty.shape().to_vec() } else { shape.clone() };
+        let map = l.to_linear(&tshape);
         let cd = sl.order[0];
         let contiguous = map.contiguous_reg_bits(cd);
         let chunk = (1i64 << contiguous).min(sl.vec).min(16 / bytes).max(1);
-        let (row_t, col_t) = (self.thread_base(&l, shape, sl.order[1]), self.thread_base(&l, shape, cd));
+        let (row_t, col_t) = (self.thread_base(&l, &tshape, sl.order[1]), self.thread_base(&l, &tshape, cd));
         let ety = Ty::of(*dtype);
         let regs = self.tile(x)?;
-        let mut r = 0;
-        while r < regs.len() as i64 {
-            let off = map.reg_offset(r);
-            let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd]);
-            if chunk == 1 {
-                self.em.store(&regs[r as usize], &addr, bytes);
-            } else {
-                let mut v = self.em.undef(Ty::Vector(chunk as u32, Box::new(ety.clone())));
-                for e in 0..chunk {
-                    v = self.em.insertelement(&v, &regs[(r + e) as usize], e);
+        for copy in 0..copies {
+            let mut r = 0;
+            while r < regs.len() as i64 {
+                let mut off = map.reg_offset(r);
+                off[0] += copy * rows;
+                let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd]);
+                if chunk == 1 {
+                    self.em.store(&regs[r as usize], &addr, bytes);
+                } else {
+                    let mut v = self.em.undef(Ty::Vector(chunk as u32, Box::new(ety.clone())));
+                    for e in 0..chunk {
+                        v = self.em.insertelement(&v, &regs[(r + e) as usize], e);
+                    }
+                    self.em.store(&v, &addr, chunk * bytes);
                 }
-                self.em.store(&v, &addr, chunk * bytes);
+                r += chunk;
             }
-            r += chunk;
         }
         Ok(())
     }

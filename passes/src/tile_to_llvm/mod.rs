@@ -254,6 +254,9 @@ pub(crate) struct Lowering<'f> {
     tmem: Option<(Reg, Reg)>,
     /// Whether a thread loaded or stored TMEM since the last product (the next one waits).
     tmem_dirty: bool,
+    /// The buffers holding the replicated rows of copied A operands of products of fewer
+    /// than 64 rows (`Lowering::replicated_a`), by the offset of the buffer (or ring) copied.
+    a_replicas: BTreeMap<i64, i64>,
     /// Per-lane `ldmatrix` row indices computed once in the prologue (see
     /// `Lowering::ldmatrix_blocks`), by buffer, swizzle, warp origin and block pattern.
     lane_bases: BTreeMap<String, Reg>,
@@ -647,6 +650,7 @@ fn lower_with<'f>(
         tid,
         facts,
         tma_bars: BTreeMap::new(),
+        a_replicas: BTreeMap::new(),
         smem: 0,
         smem_align: 16,
         smem_ptr: None,

@@ -91,6 +91,9 @@ pub(crate) struct TmemPlan {
     /// The rings those products read: each `stage_release` of one is a `tcgen05.commit` onto
     /// the stage's empty mbarrier (one arrival), not the warps' arrivals.
     pub committed_rings: BTreeSet<ValueId>,
+    /// The buffers (`local_alloc` results) of the A operands of products of fewer than 64
+    /// rows, and how many times each holds its rows (`Mma::tcgen05_a_replicas`).
+    pub replicated: BTreeMap<ValueId, i64>,
 }
 
 fn is_tcgen05(func: &Func, v: ValueId) -> bool {
@@ -119,6 +122,7 @@ impl TmemPlan {
         let mut yielded_by: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         let mut ring_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         let mut operands: Vec<(ValueId, [ValueId; 2])> = vec![];
+        let mut loaded_from: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         func.walk(&mut |op| match (&op.kind, op.result) {
             (OpKind::Stage { buf, .. }, Some(r)) => {
                 ring_of.insert(r, *buf);
@@ -127,6 +131,7 @@ impl TmemPlan {
                 if let Some(&ring) = ring_of.get(buf) {
                     ring_of.insert(r, ring);
                 }
+                loaded_from.insert(r, *buf);
             }
             (OpKind::MmaWait { value, .. }, Some(r)) => {
                 if let (Some(&col), Some(&y)) = (p.kept.get(value), yielded_by.get(value)) {
@@ -146,6 +151,10 @@ impl TmemPlan {
             }
             (OpKind::Mma { a, b, .. }, Some(r)) if is_tcgen05(func, r) => {
                 products.push((r, Mma::tmem_columns(func.ty(r).shape())));
+                let reps = Mma::tcgen05_a_replicas(func.ty(r).shape()[0]);
+                if let (true, Some(&buf)) = (reps > 1, loaded_from.get(a)) {
+                    p.replicated.insert(buf, reps);
+                }
                 if let Some(Layout::Mma(m)) = func.ty(r).layout() {
                     if reads_a_from_tmem(func, *a, m) {
                         a_cols = a_cols.max(Mma::tmem_columns(func.ty(*a).shape()) / 2);
@@ -160,7 +169,9 @@ impl TmemPlan {
                             && o.result == Some(*y)
                             && is_tcgen05(func, *y)
                     });
-                    if chained && uses.get(it) == Some(&1) && uses.get(y) == Some(&1) {
+                    // (Products of several 256-column blocks take turns in the scratch region.)
+                    let whole = Mma::tcgen05_n_blocks(func.ty(*y).shape()) == 1;
+                    if chained && whole && uses.get(it) == Some(&1) && uses.get(y) == Some(&1) {
                         for v in [*it, *y, *res] {
                             p.kept.insert(v, next);
                         }
@@ -227,6 +238,26 @@ impl TmemPlan {
 pub(crate) fn ld_origin(shape: &[i64], wn: i64, base: i64, warp: i64, block: i64) -> (i64, i64) {
     let cols = shape[1] / wn;
     (32 * (warp % 4), base + block * shape[1] + (warp / 4) * cols)
+}
+
+/// The TMEM address (lane, column) where warp `warp` loads its first register of an
+/// accumulator of fewer than 128 rows (`Mma::tcgen05`: M = 64 instruction) of `shape` at
+/// column `base`: the first lane of its quarter, and its column range — the warp bits past
+/// the `M / 16` row blocks count the ranges.
+pub(crate) fn small_origin(shape: &[i64], m: Mma, base: i64, warp: i64) -> (i64, i64) {
+    let cols = shape[1] / m.warps_per_cta[1];
+    (32 * (warp % 4), base + (warp >> m.warps_per_cta[0].trailing_zeros()) * cols)
+}
+
+/// The `tcgen05.ld/st` shape of an accumulator's registers and the operand that follows the
+/// address: `32x32b` (a lane a thread) for 128-row blocks; `16x32bx2` and its half-split
+/// offset (lanes 16-31 read the same TMEM lanes that many columns on) below 128 rows.
+fn ld_form(m: Mma, shape: &[i64]) -> (&'static str, String) {
+    if m.m64 {
+        ("16x32bx2", format!(", {}", shape[1] / m.warps_per_cta[1] / 2))
+    } else {
+        ("32x32b", String::new())
+    }
 }
 
 /// Where a warp's first register of a 128-row block of a TMEM tile is: (shape, warp columns,
@@ -385,6 +416,34 @@ impl Lowering<'_> {
         mut f: impl FnMut(&mut Self, Reg, usize, i64),
     ) -> Result<(), Diagnostic> {
         let cols = shape[1] / m.warps_per_cta[1];
+        if m.m64 {
+            // 16x32bx2: the thread's half of its warp's column range, from the warp's quarter.
+            let (l0, c0) = small_origin(shape, m, col, 0);
+            let warp = self.warp.clone();
+            let (c3, lg) = (self.em.ci32(3), self.em.ci32(i64::from(m.warps_per_cta[0].trailing_zeros())));
+            let q = self.em.and(&warp, &c3);
+            let per_q = self.em.ci32(32 << 16);
+            let qo = self.em.mul(&q, &per_q);
+            let range = self.em.lshr(&warp, &lg);
+            let per_range = self.em.ci32(cols);
+            let ro = self.em.mul(&range, &per_range);
+            let (addr, _) = self.tmem_base()?;
+            let k = self.em.ci32((l0 << 16) + c0);
+            let at = self.em.add(&addr, &k);
+            let at = self.em.add(&at, &qo);
+            let at = self.em.add(&at, &ro);
+            let half = cols / 2;
+            for c0 in (0..half).step_by(CHUNK as usize) {
+                let a = if c0 == 0 {
+                    at.clone()
+                } else {
+                    let o = self.em.ci32(c0);
+                    self.em.add(&at, &o)
+                };
+                f(self, a, c0 as usize, CHUNK.min(half));
+            }
+            return Ok(());
+        }
         for blk in 0..(shape[0] / TCGEN05_M) {
             let at = self.tmem_thread_addr(m, shape, col, blk, ld_origin)?;
             for c0 in (0..cols).step_by(CHUNK as usize) {
@@ -407,7 +466,8 @@ impl Lowering<'_> {
             let mut asm = PtxAsm::new();
             let outs: Vec<String> = (0..n).map(|_| asm.output(Ty::I32)).collect();
             let ai = asm.input(&a);
-            asm.push(&format!("tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {{{}}}, [{ai}];", outs.join(", ")));
+            let (form, half) = ld_form(m, shape);
+            asm.push(&format!("tcgen05.ld.sync.aligned.{form}.x{n}.b32 {{{}}}, [{ai}]{half};", outs.join(", ")));
             regs.extend(asm.emit(&mut lw.em));
         })?;
         // The registers pass through the wait, so no use moves above it.
@@ -424,15 +484,17 @@ impl Lowering<'_> {
     /// `tcgen05.st` of this thread's registers `regs` of an accumulator of `shape` at `col`.
     fn tmem_store(&mut self, m: Mma, shape: &[i64], col: i64, regs: &[Reg]) -> Result<(), Diagnostic> {
         let cols = shape[1] / m.warps_per_cta[1];
-        if regs.len() as i64 != cols * (shape[0] / TCGEN05_M) {
+        let per_thread = if m.m64 { cols / 2 } else { cols * (shape[0] / TCGEN05_M) };
+        if regs.len() as i64 != per_thread {
             return Err(err("tcgen05 accumulator registers do not match its layout"));
         }
         let bits: Vec<Reg> = regs.iter().map(|r| self.em.bitcast(r, Ty::I32)).collect();
+        let (form, half) = ld_form(m, shape);
         self.each_tmem_chunk(m, shape, col, |lw, a, first, n| {
             let mut asm = PtxAsm::new();
             let ai = asm.input(&a);
             let ins: Vec<String> = bits[first..first + n as usize].iter().map(|r| asm.input(r)).collect();
-            asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
+            asm.push(&format!("tcgen05.st.sync.aligned.{form}.x{n}.b32 [{ai}]{half}, {{{}}};", ins.join(", ")));
             asm.emit(&mut lw.em);
         })?;
         self.em.line("nvvm.tcgen05.wait #nvvm.tcgen05_wait<store>");
@@ -534,10 +596,23 @@ impl Lowering<'_> {
         if m.family != MmaFamily::Tcgen05 {
             return Err(err("a tcgen05 product without a tcgen05 accumulator"));
         }
-        // A from TMEM (FlashAttention-4's P) or through a descriptor of its shared buffer.
-        let aop = if reads_a_from_tmem(self.func, a, &m) { None } else { Some(self.shared_operand(a, 0, true)?) };
+        // A from TMEM (FlashAttention-4's P) or through a descriptor of its shared buffer (of
+        // its rows held several times over, for fewer than 64).
+        let aop = if reads_a_from_tmem(self.func, a, &m) {
+            None
+        } else if m.m64 {
+            Some(self.replicated_a(a, Mma::tcgen05_m(ms))?)
+        } else {
+            Some(self.shared_operand(a, 0, true)?)
+        };
         let bop = self.shared_operand(b, 1, true)?;
         let kept = result.and_then(|r| self.facts.tmem.kept.get(&r).copied());
+        if Mma::tcgen05_n_blocks(&shape) > 1 {
+            let (Some(aop), None) = (aop, kept) else {
+                return Err(err("a tcgen05 product of several 256-column blocks kept in TMEM or reading A from it"));
+            };
+            return self.tcgen05_mma_n_blocks(&aop, &bop, acc, m, &shape, ks, [fa, fb]);
+        }
         // Where D is, and whether the first K step reads it.
         let (col, read_d, how) = match (self.get(acc)?, kept) {
             (Value::Tmem { col }, Some(k)) if col == k => (col, true, "in place (kept in TMEM across the loop)"),
@@ -559,6 +634,14 @@ impl Lowering<'_> {
         if fp8 && !(a_k_major && bop.k_major) {
             return Err(err("tcgen05's fp8 form reads both operands K-major here"));
         }
+        // Below 128 rows one M = 64 instruction, A's buffer 64 rows (its rows repeated).
+        let im = Mma::tcgen05_m(ms);
+        if let Some(o) = aop.as_ref().filter(|o| m.m64 && o.shape[0] != im) {
+            return Err(err(format!(
+                "the A operand of a tcgen05 product of {ms} rows is a buffer of {} rows: the M = {im} instruction reads {im} (a copy from global memory fills one copy of its rows; registers write every one)",
+                o.shape[0]
+            )));
+        }
         let idesc = InstrDescriptor {
             d_f32: true,
             a: fa,
@@ -566,9 +649,9 @@ impl Lowering<'_> {
             a_mn_major: !a_k_major,
             b_mn_major: !bop.k_major,
             n: ns,
-            m: TCGEN05_M,
+            m: im,
         };
-        let blocks = ms / TCGEN05_M;
+        let blocks = (ms / TCGEN05_M).max(1);
         let in_flight = result.is_some_and(|r| self.facts.tmem.in_flight.contains(&r));
         // A K step is 32 bytes of each operand row: 16 16-bit elements, 32 fp8 ones.
         let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
@@ -588,13 +671,14 @@ impl Lowering<'_> {
             ),
         };
         self.report.push(format!(
-            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::{} m128n{ns}k{kstep} issued by one thread, {blocks} block(s) of 128 rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}",
+            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::{} m{im}n{ns}k{kstep} issued by one thread, {blocks} block(s) of {im} rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}",
             fa.kind(),
             a_how,
             major(&bop, "N"),
             match (kept.is_some(), in_flight) {
                 (true, true) => "kept in TMEM, in flight across iterations (each stage released by tcgen05.commit)",
                 (true, false) => "kept in TMEM, waited for at once",
+                _ if m.m64 => "loaded into registers (tcgen05.ld 16x32bx2, each warp its columns from its quarter)",
                 _ => "loaded into registers (tcgen05.ld 32x32b)",
             }
         ));
@@ -625,8 +709,6 @@ impl Lowering<'_> {
                 issues.push((d, ad, bd, en));
             }
         }
-        let kind = fa.kind();
-        let a_arg = |ai: &str| if aop.is_some() { ai.to_string() } else { format!("[{ai}]") };
         if in_flight {
             // A stage it reads is free again only at the commit onto its empty mbarrier,
             // which the refill waits for; a buffer made before the loop is not written
@@ -641,22 +723,7 @@ impl Lowering<'_> {
                 }
             }
         }
-        self.on_issuer(|lw| {
-            for (d, ad, bd, en) in &issues {
-                let mut asm = PtxAsm::new();
-                let (di, ai, bi, ei, ii) =
-                    (asm.input(d), asm.input(ad), asm.input(bd), asm.input(en), asm.input(&id));
-                asm.push(&format!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::{kind} [{di}], {}, {bi}, {ii}, p; }}",
-                    a_arg(&ai)
-                ));
-                asm.emit(&mut lw.em);
-            }
-            if !in_flight {
-                lw.tmem_commit(&bar);
-            }
-            Ok(())
-        })?;
+        self.issue_products(&issues, &id, fa.kind(), aop.is_none(), (!in_flight).then_some(&bar))?;
         for (off, bytes) in aop.iter().map(|o| o.span).chain([bop.span]) {
             self.smem_read_done(off, bytes);
         }
@@ -668,6 +735,241 @@ impl Lowering<'_> {
             return Ok(Value::Tmem { col });
         }
         Ok(Value::Tile(self.tmem_load(m, &shape, col)?))
+    }
+
+    /// The A operand of a product of the M = 64 instruction: its buffer as it is when it holds
+    /// `rows` rows (64 rows, or registers wrote every copy: `local_alloc`); else a copy from
+    /// global memory filled one copy of its M rows (a stage of a ring, or an async buffer),
+    /// and every thread copies its whole 8-row atoms `rows / M` times into a buffer — for a
+    /// ring, a ring of as many stages, the same stage's slot — published to the async proxy
+    /// by a fence and a barrier. A K-major NVMMA buffer is its K atom columns one after the
+    /// other, each the rows' atoms in order, the swizzle a function of the address within an
+    /// atom: the copies' atoms are the source's bytes (`tile-layout` makes copies only of
+    /// K-major A operands). A slot is written again only after its ring's stage was refilled,
+    /// which waited for the products that read the stage, so in-flight products need nothing
+    /// more.
+    fn replicated_a(&mut self, a: ValueId, rows: i64) -> Result<super::wgmma::SharedOperand, Diagnostic> {
+        let buf = self.get(a)?;
+        let Value::SmemBuf { offset, ty: Type::Smem { shape, dtype, layout }, ring } = buf.clone() else {
+            return Err(err("a tcgen05 A operand that is not a shared buffer"));
+        };
+        let m = shape[shape.len() - 2];
+        if m == rows {
+            return self.shared_operand_of(buf, 0, true);
+        }
+        let (Some(sb), 1) = (layout.nvmma_bytes(), layout.order[0]) else {
+            return Err(err("a copied tcgen05 A operand of fewer than 64 rows that is not a K-major NVMMA buffer"));
+        };
+        let k = shape[shape.len() - 1];
+        let elem = i64::from(dtype.bytes());
+        let (reps, atom, groups) = (rows / m, 8 * sb, m / 8);
+        let stage_bytes = m * k * elem;
+        let stages = ring.as_ref().map_or(1, |r| r.ty.shape()[0]);
+        let total = stages * stage_bytes * reps;
+        let region = match self.a_replicas.get(&offset) {
+            Some(&r) => r,
+            None => {
+                let r = self.smem_alloc(total, u32::MAX, atom)?;
+                self.a_replicas.insert(offset, r);
+                self.report.push(format!(
+                    "buffer [{rows}, {k}] {dtype} x {stages} stage(s): {total} B at {region_at}, the rows of the A operand copied at {offset} held {reps} times for the M = {rows} tcgen05.mma (whole 8-row atoms copied after each fill)",
+                    region_at = r
+                ));
+                r
+            }
+        };
+        // This stage's byte offsets in the copied buffer and in the replicas.
+        let (mut src, mut dst) = (self.em.ci32(offset), self.em.ci32(region));
+        if let Some(r) = &ring {
+            let (eb, er) = (self.em.ci32(elem), self.em.ci32(elem * reps));
+            let (s, d) = (self.em.mul(&r.first, &eb), self.em.mul(&r.first, &er));
+            src = self.em.add(&src, &s);
+            dst = self.em.add(&dst, &d);
+        }
+        self.smem_write_begin(region, total);
+        let base = self.smem_base();
+        let threads = i64::from(self.func.num_warps) * 32;
+        let chunks = stage_bytes / 16;
+        let lg = |x: i64| x.max(1).trailing_zeros();
+        let tid = self.tid.clone();
+        let mut it = 0;
+        while it * threads < chunks {
+            let guarded = (it + 1) * threads > chunks;
+            let c = self.em.ci32(it * threads);
+            let ch = self.em.add(&tid, &c);
+            // The last round's threads past the stage's chunks skip it.
+            let skip = guarded.then(|| {
+                let n = self.em.ci32(chunks);
+                let inside = self.em.icmp(super::emit::ICmp::Slt, &ch, &n);
+                let (body, skip) = (self.em.new_block(), self.em.new_block());
+                self.em.cond_br(&inside, &body, &skip);
+                self.em.label(&body, &[]);
+                skip
+            });
+            // Byte b of the stage: atom b / atom (column kc, row group g), byte b % atom.
+            let c4 = self.em.ci32(4);
+            let b = self.em.shl(&ch, &c4);
+            let (sa, sg) = (self.em.ci32(i64::from(lg(atom))), self.em.ci32(i64::from(lg(groups))));
+            let at = self.em.lshr(&b, &sa);
+            let within_mask = self.em.ci32(atom - 1);
+            let within = self.em.and(&b, &within_mask);
+            let kc = self.em.lshr(&at, &sg);
+            let gmask = self.em.ci32(groups - 1);
+            let g = self.em.and(&at, &gmask);
+            let so = self.em.add(&src, &b);
+            let sp = self.em.gep(&base, &so, &Ty::I8);
+            let v = self.em.load(&sp, Ty::Vector(4, Box::new(Ty::I32)), 16);
+            // Destination atom kc · (rows / 8) + copy · (M / 8) + g.
+            let per_col = self.em.ci32(rows / 8);
+            let col0 = self.em.mul(&kc, &per_col);
+            let a0 = self.em.add(&col0, &g);
+            for copy in 0..reps {
+                let o = self.em.ci32(copy * groups);
+                let da = self.em.add(&a0, &o);
+                let db = self.em.shl(&da, &sa);
+                let db = self.em.add(&db, &within);
+                let dof = self.em.add(&dst, &db);
+                let dp = self.em.gep(&base, &dof, &Ty::I8);
+                self.em.store(&v, &dp, 16);
+            }
+            if let Some(skip) = skip {
+                self.em.br(&skip, &[]);
+                self.em.label(&skip, &[]);
+            }
+            it += 1;
+        }
+        self.fence_async_proxy();
+        self.smem_written();
+        let ring = ring.map(|r| {
+            let er = self.em.ci32(reps);
+            let first = self.em.mul(&r.first, &er);
+            let Type::Smem { shape: rs, dtype, layout } = &r.ty else { return r };
+            let mut rs = rs.clone();
+            rs[1] *= reps;
+            Box::new(super::regs::Ring {
+                ty: Type::Smem { shape: rs, dtype: *dtype, layout: layout.clone() },
+                first,
+                slot: r.slot,
+            })
+        });
+        let mut rshape = shape.clone();
+        let n = rshape.len();
+        rshape[n - 2] = rows;
+        self.shared_operand_of(
+            Value::SmemBuf { offset: region, ty: Type::Smem { shape: rshape, dtype, layout }, ring },
+            0,
+            true,
+        )
+    }
+
+    /// A product of fewer than 128 rows and N past 256 (`Mma::tcgen05_n_blocks`): one block
+    /// of 256 columns after the other in the scratch region — each warp stores its columns of
+    /// the block's accumulator, the issuing thread runs the block's K steps (B's descriptor
+    /// `256 · block` columns on), the block is waited for and each warp loads its columns back;
+    /// the registers come out block after block, as the layout orders them.
+    #[allow(clippy::too_many_arguments)]
+    fn tcgen05_mma_n_blocks(
+        &mut self,
+        aop: &super::wgmma::SharedOperand,
+        bop: &super::wgmma::SharedOperand,
+        acc: ValueId,
+        m: Mma,
+        shape: &[i64],
+        ks: i64,
+        [fa, fb]: [Format; 2],
+    ) -> Result<Value, Diagnostic> {
+        let (ms, ns) = (shape[0], shape[1]);
+        let blocks = Mma::tcgen05_n_blocks(shape);
+        let bn = ns / blocks;
+        let bshape = [ms, bn];
+        let im = Mma::tcgen05_m(ms);
+        if aop.shape[0] != im {
+            return Err(err(format!(
+                "the A operand of a tcgen05 product of {ms} rows is a buffer of {} rows",
+                aop.shape[0]
+            )));
+        }
+        let fp8 = fa.kind() == "f8f6f4";
+        if fp8 && !(aop.k_major && bop.k_major) {
+            return Err(err("tcgen05's fp8 form reads both operands K-major here"));
+        }
+        let idesc = InstrDescriptor {
+            d_f32: true,
+            a: fa,
+            b: fb,
+            a_mn_major: !aop.k_major,
+            b_mn_major: !bop.k_major,
+            n: bn,
+            m: im,
+        };
+        let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
+        let zero = self.facts.tmem.zero.contains(&acc);
+        let regs = if zero { vec![] } else { self.tile(acc)? };
+        let per = regs.len() / blocks as usize;
+        let col = self.facts.tmem.scratch;
+        let (tbase, bar) = self.tmem_base()?;
+        let id = self.em.ci32(i64::from(idesc.encode()));
+        self.report.push(format!(
+            "mma [{ms}, {ns}, {ks}]: tcgen05.mma.cta_group::1.kind::{} m{im}n{bn}k{kstep} issued by one thread, {blocks} blocks of {bn} columns one after the other at TMEM column {col} x {} K steps; A {}-major, B {}-major descriptors; D {}",
+            fa.kind(),
+            ks / kstep,
+            if aop.k_major { "K" } else { "M" },
+            if bop.k_major { "K" } else { "N" },
+            if zero { "zero (not read)" } else { "stored from registers block by block" }
+        ));
+        let mut out = vec![];
+        for nb in 0..blocks {
+            if !zero {
+                self.tmem_store(m, &bshape, col, &regs[nb as usize * per..(nb as usize + 1) * per])?;
+            }
+            if self.tmem_dirty {
+                self.tmem_thread_sync();
+            }
+            let mut issues = vec![];
+            for kk in 0..ks / kstep {
+                let ad = self.descriptor_at(aop, [0, kk * kstep]);
+                let bd = self.descriptor_at(bop, [kk * kstep, nb * bn]);
+                let c = self.em.ci32(col);
+                let d = self.em.add(&tbase, &c);
+                let en = self.em.ci32(i64::from(!zero || kk > 0));
+                issues.push((d, ad, bd, en));
+            }
+            self.issue_products(&issues, &id, fa.kind(), false, Some(&bar))?;
+            self.tmem_arrive_wait(&bar);
+            out.extend(self.tmem_load(m, &bshape, col)?);
+        }
+        for (off, bytes) in [aop.span, bop.span] {
+            self.smem_read_done(off, bytes);
+        }
+        Ok(Value::Tile(out))
+    }
+
+    /// In the issuing thread: `tcgen05.mma` of `kind` with instruction descriptor `id` for each
+    /// (D address, A descriptor — or A's TMEM address when `a_in_tmem` —, B descriptor,
+    /// whether D is read), then the commit onto `commit` if one is given.
+    fn issue_products(
+        &mut self,
+        issues: &[(Reg, Reg, Reg, Reg)],
+        id: &Reg,
+        kind: &str,
+        a_in_tmem: bool,
+        commit: Option<&Reg>,
+    ) -> Result<(), Diagnostic> {
+        self.on_issuer(|lw| {
+            for (d, ad, bd, en) in issues {
+                let mut asm = PtxAsm::new();
+                let (di, ai, bi, ei, ii) = (asm.input(d), asm.input(ad), asm.input(bd), asm.input(en), asm.input(id));
+                let ai = if a_in_tmem { format!("[{ai}]") } else { ai };
+                asm.push(&format!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::{kind} [{di}], {ai}, {bi}, {ii}, p; }}"
+                ));
+                asm.emit(&mut lw.em);
+            }
+            if let Some(bar) = commit {
+                lw.tmem_commit(bar);
+            }
+            Ok(())
+        })
     }
 
     /// In the issuing thread: the products it issued so far arrive on the mbarrier `bar`
@@ -771,6 +1073,88 @@ mod tests {
         assert!(checked > 100_000, "{checked}");
     }
 
+    /// The same for accumulators of 16, 32 and 64 rows: each register is what
+    /// `tcgen05.ld.16x32bx2` returns from the address the lowering computes (`small_origin`,
+    /// the register's chunk of 32 and the half-split offset `ld_form` writes), and that TMEM
+    /// cell is one where the M = 64 product over the replicated A put the element.
+    #[test]
+    fn small_tmem_addresses_follow_the_layout() {
+        let mut checked = 0;
+        for m in [16i64, 32, 64] {
+            for n in [16i64, 32, 64, 128, 256, 512, 1024] {
+                for warps in [4i64, 8, 16] {
+                    let Some(mma) = Mma::tcgen05(&[m, n], 64, warps) else { continue };
+                    let shape = [m, n];
+                    let l = Layout::Mma(mma).to_linear(&shape);
+                    // Blocks of 256 columns take turns in the same TMEM columns, the block the
+                    // highest register bits (`tcgen05_mma_n_blocks` loads them in order).
+                    let bn = n / Mma::tcgen05_n_blocks(&shape);
+                    let bshape = [m, bn];
+                    let per = l.num_regs() / Mma::tcgen05_n_blocks(&shape);
+                    let (_, half) = ld_form(mma, &bshape);
+                    let half: i64 = half.trim_start_matches(", ").parse().unwrap();
+                    let base = 32;
+                    for warp in 0..warps {
+                        for lane in 0..32 {
+                            for reg in 0..l.num_regs() {
+                                let c = l.coord(warp, lane, reg);
+                                let (nb, r) = (reg / per, reg % per);
+                                let (al, ac) = small_origin(&bshape, mma, base, warp);
+                                let chunk = r / CHUNK * CHUNK;
+                                let got = tmem::ld_16x32bx2(warp, lane, al, ac + chunk, half, r - chunk).unwrap();
+                                let cells = tmem::small_accumulator_cells(base, m, c[0], c[1] - nb * bn);
+                                assert!(
+                                    cells.contains(&got),
+                                    "{shape:?} {warps} w{warp} l{lane} r{reg}: {got:?} {cells:?}"
+                                );
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
+
+    /// `replicated_a`'s atom copies: for every K-major NVMMA buffer of 16 or 32 rows (16-bit
+    /// and 8-bit elements, each swizzle), the byte the copy loop moves for element (r, k) —
+    /// source atom `kc · M/8 + g` to destination atom `kc · 8 + copy · M/8 + g`, same byte in
+    /// the atom — is where the 64-row buffer the descriptor reads holds element
+    /// (r + copy · M, k).
+    #[test]
+    fn copied_a_atoms_hold_every_row_copy() {
+        use tilec_core::layout::SwizzledShared;
+        let mut checked = 0;
+        for elem in [1i64, 2] {
+            for sb in [32i64, 64, 128] {
+                for m in [16i64, 32] {
+                    for k in [16i64, 32, 64, 128, 256, 512].into_iter().filter(|k| (k * elem) % sb == 0) {
+                        let l = SwizzledShared::nvmma(sb, elem, [1, 0]);
+                        let (atom, groups) = (8 * sb, m / 8);
+                        for r in 0..m {
+                            for kk in 0..k {
+                                let b = l.offset(&[m, k], &[r, kk]) * elem;
+                                let (a, within) = (b / atom, b % atom);
+                                let (kc, g) = (a / groups, a % groups);
+                                for copy in 0..64 / m {
+                                    let dst = (kc * 8 + copy * groups + g) * atom + within;
+                                    assert_eq!(
+                                        dst,
+                                        l.offset(&[64, k], &[r + copy * m, kk]) * elem,
+                                        "{elem} {sb} {m} {k}"
+                                    );
+                                    checked += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
+
     /// For every A operand shape and warp count the family reads from Tensor Memory, each
     /// packed register a thread stores (`tcgen05.st.32x32b` at the address `a_origin` gives,
     /// plus the register's index) holds two elements its register layout says are
@@ -829,16 +1213,25 @@ mod tests {
     #[test]
     fn tcgen05_descriptors_address_the_bytes_the_layout_holds() {
         // A: 128-row blocks; B: the whole N of the tile.
-        let cases =
-            [(0u32, [256i64, 128i64], TCGEN05_M), (1, [128, 256], 256), (1, [64, 64], 64), (0, [128, 128], TCGEN05_M)];
+        // (The 64-row A buffers are the M = 64 instruction's: a decode's replicated rows.)
+        let cases = [
+            (0u32, [256i64, 128i64], TCGEN05_M),
+            (1, [128, 256], 256),
+            (1, [64, 64], 64),
+            (0, [128, 128], TCGEN05_M),
+            (0, [64, 128], 64),
+            (0, [64, 512], 64),
+        ];
         let decode = |b: u64| MatrixDescriptor::decode_tcgen05(b).unwrap();
         let checked = super::super::wgmma::check_descriptor_addresses(&cases, descriptor_bits, decode);
         assert!(checked > 100_000, "{checked}");
         for n in (16..=256).step_by(16) {
             for (a, am, bm) in [(Format::BF16, false, false), (Format::F16, false, true), (Format::E4M3, false, false)]
             {
-                let d = InstrDescriptor { d_f32: true, a, b: a, a_mn_major: am, b_mn_major: bm, n, m: TCGEN05_M };
-                assert_eq!(InstrDescriptor::decode(d.encode(), a.kind()), Ok(d));
+                for m in [TCGEN05_M, Mma::tcgen05_m(16)] {
+                    let d = InstrDescriptor { d_f32: true, a, b: a, a_mn_major: am, b_mn_major: bm, n, m };
+                    assert_eq!(InstrDescriptor::decode(d.encode(), a.kind()), Ok(d));
+                }
             }
         }
     }

@@ -91,7 +91,18 @@ impl Lowering<'_> {
         op_idx: u32,
         tcgen05: bool,
     ) -> Result<SharedOperand, Diagnostic> {
-        let Value::SmemBuf { offset, ty, ring } = self.get(v)? else {
+        let buf = self.get(v)?;
+        self.shared_operand_of(buf, op_idx, tcgen05)
+    }
+
+    /// [`Lowering::shared_operand`] of a buffer value.
+    pub(super) fn shared_operand_of(
+        &mut self,
+        buf: Value,
+        op_idx: u32,
+        tcgen05: bool,
+    ) -> Result<SharedOperand, Diagnostic> {
+        let Value::SmemBuf { offset, ty, ring } = buf else {
             return Err(err("a wgmma operand that is neither a shared buffer nor registers"));
         };
         let Type::Smem { shape, dtype, layout } = ty.clone() else {
