@@ -47,16 +47,20 @@ TARGETS = {
     "sm_103a": {
         "chip": "B300 (HGX)",
         "tensor_tflops": 2250.0,
+        # Dense tensor peaks by operand precision (the same table: FP8 4,500, FP4 13,125).
+        "peaks": {"16-bit": 2250.0, "fp8": 4500.0, "fp4": 13125.0},
         "dram_tbps": 8.0,
         "sms": 148,
         "sources": [
             "NVIDIA HGX B300 datasheet figures as tabulated at glennklockwood.com/garden/processors/B300 "
-            "(dense FP16/BF16 2,250 TFLOP/s, 8 TB/s HBM3e)",
+            "(dense FP16/BF16 2,250 TFLOP/s, FP8 4,500, FP4 13,125; 8 TB/s HBM3e)",
         ],
     },
     "sm_121a": {
         "chip": "GB10 (DGX Spark)",
         "tensor_tflops": 125.0,
+        # 1 PFLOP/s FP4 with sparsity: 500 dense FP4, 250 FP8, 125 BF16.
+        "peaks": {"16-bit": 125.0, "fp8": 250.0, "fp4": 500.0},
         "dram_tbps": 0.273,
         "sms": 48,
         "sources": [
@@ -74,8 +78,14 @@ SFU_PER_CLK_PER_SM = 16
 # (t_wait0 - t_inflight) / (4 waves x 64 steps).
 H100_WAIT_US = ((2 * 4096**3 / 585.9e12) - (2 * 4096**3 / 669.6e12)) / (4 * 64) * 1e6
 
+# (kernel file, kernel) → cases. GEMM-like kernels: M, N, K (and a batch), the operands'
+# precision class and bytes an element; attention: B, H, S, D.
 SHAPES = {
     "matmul": [("GEMM 4096³ bf16", {"M": 4096, "N": 4096, "K": 4096}), ("GEMM 8192³ bf16", {"M": 8192, "N": 8192, "K": 8192})],
+    "bmm": [("BMM 16 x 1024³ bf16", {"M": 1024, "N": 1024, "K": 1024, "batch": 16})],
+    "matmul_fp8": [("GEMM 8192³ e4m3, per-tensor scales", {"M": 8192, "N": 8192, "K": 8192, "prec": "fp8", "elem": 1})],
+    "matmul_mx": [("GEMM 8192³ NVFP4 (ue4m3 every 16)", {"M": 8192, "N": 8192, "K": 8192, "prec": "fp4", "elem": 0.5})],
+    "fmha_fp8": [("FMHA fp8 B4 H32 S8192 D128", {"B": 4, "H": 32, "S": 8192, "D": 128, "causal": False, "prec": "fp8", "elem": 1})],
     "fmha": [
         ("FMHA B4 H32 S8192 D128", {"B": 4, "H": 32, "S": 8192, "D": 128, "causal": False}),
         ("FMHA B4 H32 S8192 D128 causal", {"B": 4, "H": 32, "S": 8192, "D": 128, "causal": True}),
@@ -84,8 +94,13 @@ SHAPES = {
 }
 
 
+GEMMS = ("matmul", "bmm", "matmul_fp8", "matmul_mx")
+# Constants of each kernel's cases besides its defaults.
+CONSTS = {"matmul": {"T": "bf16"}, "bmm": {"T": "bf16"}, "fmha": {"T": "bf16"}}
+
+
 def report(tilec, kernel, arch, consts):
-    args = [tilec, "compile", f"kernels/{kernel}.tile", "--arch", arch, "--report", "-o", "/dev/null"]
+    args = [tilec, "compile", f"kernels/{kernel}.tile", "--kernel", kernel, "--arch", arch, "--report", "-o", "/dev/null"]
     for k, v in consts.items():
         args += ["--const", f"{k}={v}"]
     out = subprocess.run(args, capture_output=True, text=True)
@@ -97,26 +112,35 @@ def report(tilec, kernel, arch, consts):
 def products(rep):
     """(M, N, K, family, K steps, kept in flight) of each product the lowering reports."""
     found = []
-    for m in re.finditer(r"tile-to-llvm: mma \[(\d+), (\d+), (\d+)\] \w+: (\S+)[^\n]*?(\d+) K steps([^\n]*)", rep):
-        fam = "tcgen05" if m.group(4).startswith("tcgen05") else "mma.sync"
-        in_flight = "in flight across iterations" in m.group(6)
-        found.append((int(m.group(1)), int(m.group(2)), int(m.group(3)), fam, int(m.group(5)), in_flight))
+    pat = r"tile-to-llvm: (mma|mma_scaled) \[(\d+), (\d+), (\d+)\] [^:\n]*: (\S+)[^\n]*?(\d+) K steps([^\n]*)"
+    for m in re.finditer(pat, rep):
+        fam = "tcgen05" if m.group(5).startswith("tcgen05") else "mma.sync"
+        in_flight = "in flight across iterations" in m.group(7)
+        # K in elements (a block-scaled mma.sync's line says so; the others give a packed
+        # fp4 tile's K in bytes, which `estimate` converts).
+        k = int(m.group(4))
+        found.append((int(m.group(2)), int(m.group(3)), k, fam, int(m.group(6)), in_flight, m.group(1) == "mma_scaled"))
     return found
 
 
 def estimate(kernel, shape, arch, prods):
     t = TARGETS[arch]
-    per_sm_flops = t["tensor_tflops"] * 1e12 / t["sms"]
+    peak = t["peaks"][shape.get("prec", "16-bit")]
+    elem = shape.get("elem", 2)
+    per_sm_flops = peak * 1e12 / t["sms"]
     # mma.sync is synchronous per warp: other warps (and GB10's second block) cover its
     # latency, so no wait term; the asynchronous family waits for each product group.
     fam0 = prods[0][3]
     wait = H100_WAIT_US * 1e-6 if fam0 == "tcgen05" else 0.0
-    if kernel == "matmul":
-        M, N, K = shape["M"], shape["N"], shape["K"]
-        flops = 2 * M * N * K
-        bytes_ = 2 * (M * K + K * N + M * N)
-        (bm, bn, bk, fam, _, in_flight) = prods[0]
-        tiles = (M // bm) * (N // bn)
+    if kernel in GEMMS:
+        M, N, K, batch = shape["M"], shape["N"], shape["K"], shape.get("batch", 1)
+        flops = 2 * M * N * K * batch
+        # Operands at their precision, the output in 16 bits.
+        bytes_ = batch * (elem * (M * K + K * N) + 2 * M * N)
+        (bm, bn, bk, fam, _, in_flight, in_elements) = prods[0]
+        # (The report gives a packed fp4 tile's K in bytes.)
+        bk = int(bk / elem) if elem < 1 and not in_elements else bk
+        tiles = (M // bm) * (N // bn) * batch
         steps = K // bk
         t_step = 2 * bm * bn * bk / per_sm_flops
         if in_flight:
@@ -136,8 +160,8 @@ def estimate(kernel, shape, arch, prods):
         B, H, S, D = shape["B"], shape["H"], shape["S"], shape["D"]
         frac = 0.5 if shape["causal"] else 1.0
         flops = 4 * B * H * S * S * D * frac
-        bytes_ = 2 * 4 * B * H * S * D
-        (bm, bn, _, fam, _, _) = prods[0]
+        bytes_ = elem * 4 * B * H * S * D
+        (bm, bn, _, fam, _, _, _) = prods[0]
         tiles = B * H * (S // bm)
         steps = int(S // bn * frac + 0.5) if shape["causal"] else S // bn
         t_step = 4 * bm * bn * D / per_sm_flops
@@ -150,7 +174,7 @@ def estimate(kernel, shape, arch, prods):
             "tensor_us_per_step": t_step * 1e6,
             "softmax_exp2_us_per_step": t_exp * 1e6,
         }
-    roof = max(flops / (t["tensor_tflops"] * 1e12), bytes_ / (t["dram_tbps"] * 1e12))
+    roof = max(flops / (peak * 1e12), bytes_ / (t["dram_tbps"] * 1e12))
     waves = -(-tiles // t["sms"])
     t_est = max(roof, waves * per_tile)
     return {
@@ -158,7 +182,8 @@ def estimate(kernel, shape, arch, prods):
         "dram_bytes": bytes_,
         "roofline_tflops": flops / roof / 1e12,
         "estimate_tflops": flops / t_est / 1e12,
-        "estimate_of_peak": flops / t_est / 1e12 / t["tensor_tflops"],
+        "peak_tflops": peak,
+        "estimate_of_peak": flops / t_est / 1e12 / peak,
         "tiles": tiles,
         "waves": waves,
         "serialisation": serial,
@@ -175,8 +200,8 @@ def main():
     for arch in TARGETS:
         for kernel, shapes in SHAPES.items():
             for label, shape in shapes:
-                consts = {"T": "bf16"}
-                if kernel == "fmha":
+                consts = dict(CONSTS.get(kernel, {}))
+                if kernel in ("fmha", "fmha_fp8"):
                     consts.update({"TILE_D": shape["D"], "CAUSAL": str(shape["causal"]).lower()})
                 prods = products(report(tilec, kernel, arch, consts))
                 if not prods:
@@ -196,7 +221,7 @@ def main():
         "# Roofline estimates for B300 (sm_103a) and DGX Spark (sm_121a) — ESTIMATES, not measurements",
         "",
         f"Written by `python3 bench/estimates.py target/release/tilec {out}` from tilec's `--report` of each",
-        "kernel at its defaults (bf16) and the model in the script's docstring. Nothing here ran on a B300 or a",
+        "kernel at its defaults (bf16 for the 16-bit ones) and the model in the script's docstring. Nothing here ran on a B300 or a",
         "GB10; the measured figures of this project are in the other folders and are never mixed with these.",
         "",
         "Published peaks used:",
@@ -208,13 +233,13 @@ def main():
         f"- the wait after each product group waited for at once: {H100_WAIT_US:.3f} µs, measured on the H100 (wgmma waited at every K step against in flight, bench/results/2026-11-24-h100-wgmma/ablation.md).",
         f"- a GEMM tile whose products stay in flight: its first fill, {TMA_FILL_US:.1f} µs (assumed: one DRAM round trip), and its epilogue's store at the SM's share of DRAM bandwidth, not overlapped.",
         "",
-        "| target | kernel | case | family, tile | roofline TFLOP/s | estimate TFLOP/s | of peak |",
-        "|---|---|---|---|---:|---:|---:|",
+        "| target | kernel | case | family, tile | peak TFLOP/s | roofline TFLOP/s | estimate TFLOP/s | of peak |",
+        "|---|---|---|---|---:|---:|---:|---:|",
     ]
     for r in rows:
         s = r["serialisation"]
         md.append(
-            f"| {r['target']} | {r['kernel']} | {r['case']} | {s['family']} {'x'.join(map(str, s['tile']))} | {r['roofline_tflops']:.0f} | {r['estimate_tflops']:.0f} | {r['estimate_of_peak']:.2f} |"
+            f"| {r['target']} | {r['kernel']} | {r['case']} | {s['family']} {'x'.join(map(str, s['tile']))} | {r['peak_tflops']:.0f} | {r['roofline_tflops']:.0f} | {r['estimate_tflops']:.0f} | {r['estimate_of_peak']:.2f} |"
         )
     md += [
         "",
@@ -229,6 +254,15 @@ def main():
         "with them — FlashAttention-4's overlap of softmax and products is the missing part (issue 28). The",
         "sm_121a rows are upper bounds (mma.sync has no wait term; DRAM traffic is the compulsory bytes,",
         "L2 misses beyond them are not modelled).",
+        "",
+        "The other tensor-core kernels at the precision of their operands: the batched GEMM's 1024³ products",
+        "are 16 K steps a tile, so each tile's fill and epilogue weigh four times what they do in the 4096³",
+        "GEMM; the fp8 GEMM keeps its products in flight as the bf16 one does; the block-scaled NVFP4 GEMM",
+        "waits for each K tile's products on sm_103a because its scale factors for the next tile go to the",
+        "same Tensor Memory columns (a ring of scale regions, as the operands have, would let them stay in",
+        "flight); fp8 FMHA has fp16 FMHA's serial softmax against twice the tensor rate. The decode kernels",
+        "(16-row products since this session's tcgen05 M = 64 path) and the split-K GEMMs are bound by DRAM",
+        "bandwidth; their roofline is bytes / bandwidth and no latency model of theirs is written here.",
     ]
     (out / "README.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))

@@ -375,13 +375,14 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
 
 /// The block-scaled products (`mma_scaled`, `kernels/matmul_mx.tile`): every microscaling
 /// format assembles for sm_121a to its native block-scaled instruction — `OMMA.SF` for packed
-/// fp4 (kind::mxf4nvf4, kind::mxf4), `QMMA.SF` for fp8 (kind::mxf8f6f4) — with no local memory,
-/// and sm_90a and sm_103a refuse it with E0900 (no block-scaled mma.sync there; sm_103a's
-/// tcgen05 block scaling is not emitted). None of this runs on a GPU here: the scale
-/// registers are checked against the instruction's model (`layout::blockscale`'s tests) and
-/// the numerics on the interpreter (the suite's `matmul_mx` cases).
+/// fp4 (kind::mxf4nvf4, kind::mxf4), `QMMA.SF` for fp8 (kind::mxf8f6f4) — with no local memory;
+/// for sm_103a to `tcgen05.mma … block_scale` of the same kind (`UTCOMMA` for fp4, `UTCQMMA`
+/// for fp8), the scales stored into Tensor Memory; sm_90a refuses it with E0900 (no
+/// block-scaled product there). None of this runs on a GPU here: the scale registers and
+/// Tensor Memory cells are checked against the instructions' models (`layout::blockscale`'s
+/// and `tcgen05`'s tests) and the numerics on the interpreter (the suite's `matmul_mx` cases).
 #[test]
-fn block_scaled_products_assemble_to_their_native_instruction_on_sm_121a() {
+fn block_scaled_products_assemble_to_their_native_instructions_on_sm_121a_and_sm_103a() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul_mx.tile");
     let d = |s: &str| ConstArg::DType(tilec_core::DType::parse(s).unwrap());
     let formats = [
@@ -393,12 +394,40 @@ fn block_scaled_products_assemble_to_their_native_instruction_on_sm_121a() {
             256,
             "kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3",
             "OMMA.SF",
+            "UTCOMMA",
         ),
-        ("f4e2m1x2", "ue8m0", 32, 2, 256, "kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0", "OMMA.SF"),
-        ("f8e4m3", "ue8m0", 32, 1, 128, "kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.f32.ue8m0", "QMMA.SF"),
-        ("f8e5m2", "ue8m0", 32, 1, 128, "kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e5m2.e5m2.f32.ue8m0", "QMMA.SF"),
+        (
+            "f4e2m1x2",
+            "ue8m0",
+            32,
+            2,
+            256,
+            "kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0",
+            "OMMA.SF",
+            "UTCOMMA",
+        ),
+        (
+            "f8e4m3",
+            "ue8m0",
+            32,
+            1,
+            128,
+            "kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.f32.ue8m0",
+            "QMMA.SF",
+            "UTCQMMA",
+        ),
+        (
+            "f8e5m2",
+            "ue8m0",
+            32,
+            1,
+            128,
+            "kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e5m2.e5m2.f32.ue8m0",
+            "QMMA.SF",
+            "UTCQMMA",
+        ),
     ];
-    for (t, s, block, pack, tile_k, ptx_form, sass) in formats {
+    for (t, s, block, pack, tile_k, ptx_form, sass, sass_103) in formats {
         let consts = std::collections::BTreeMap::from([
             ("T".to_string(), d(t)),
             ("S".to_string(), d(s)),
@@ -415,12 +444,22 @@ fn block_scaled_products_assemble_to_their_native_instruction_on_sm_121a() {
         let text = tilec_backend::sass(&r.cubin).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert!(text.contains(sass), "{name}: no {sass} in the SASS");
         assert!(!text.contains("LDL") && !text.contains("STL"), "{name}: local memory");
-        for t in ["sm_90a", "sm_103a"] {
-            let e = compile(&source(&path), &CompileOptions { consts: consts.clone(), ..opts(t) })
-                .err()
-                .unwrap_or_else(|| panic!("{name} compiles for {t}"));
-            assert!(e.diagnostics.iter().all(|d| d.code == "E0900"), "{name} {t}: {}", e.render());
-            assert!(e.render().contains("block-scaled"), "{name} {t}: {}", e.render());
-        }
+        // sm_103a: the same kind on tcgen05, 128-row tiles (the kernel's default there).
+        let c = compile(&source(&path), &CompileOptions { consts: consts.clone(), ..opts("sm_103a") })
+            .unwrap_or_else(|e| panic!("{name} sm_103a:\n{}", e.render()));
+        let kind = ptx_form.split(".f32").next().unwrap();
+        assert!(c.ptx().contains(&format!("tcgen05.mma.cta_group::1.{kind} [")), "{name}: no tcgen05 {kind}");
+        assert!(c.ptx().contains("tcgen05.st.sync.aligned.32x32b"), "{name}: the scales are not stored into TMEM");
+        assert!(!c.ptx().contains("mma.sync"), "{name}: an mma.sync on sm_103a");
+        let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|e| panic!("{name} sm_103a: {e:?}"));
+        assert_eq!((r.spill_stores, r.spill_loads, r.stack_bytes), (0, 0, 0), "{name} sm_103a");
+        let text = tilec_backend::sass(&r.cubin).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert!(text.contains(sass_103), "{name}: no {sass_103} in the sm_103a SASS");
+        assert!(!text.contains("LDL") && !text.contains("STL"), "{name} sm_103a: local memory");
+        let e = compile(&source(&path), &CompileOptions { consts: consts.clone(), ..opts("sm_90a") })
+            .err()
+            .unwrap_or_else(|| panic!("{name} compiles for sm_90a"));
+        assert!(e.diagnostics.iter().all(|d| d.code == "E0900"), "{name} sm_90a: {}", e.render());
+        assert!(e.render().contains("block-scaled"), "{name} sm_90a: {}", e.render());
     }
 }

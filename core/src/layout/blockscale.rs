@@ -65,6 +65,16 @@ impl ScaledForm {
         }
     }
 
+    /// The `.kind` name (`mxf8f6f4`, `mxf4`, `mxf4nvf4`), shared by `mma.sync` and
+    /// `tcgen05.mma`.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            ScaleKind::Mxf8f6f4 => "mxf8f6f4",
+            ScaleKind::Mxf4 => "mxf4",
+            ScaleKind::Mxf4Nvf4 => "mxf4nvf4",
+        }
+    }
+
     /// The PTX instruction (`mma.sync.aligned… block_scale…`) for operand types `a`, `b`.
     pub fn ptx(&self, a: DType, b: DType) -> String {
         let ty = |d: DType| match d {
@@ -72,11 +82,7 @@ impl ScaledForm {
             DType::F4E2M1X2 => "e2m1",
             _ => "e4m3",
         };
-        let kind = match self.kind {
-            ScaleKind::Mxf8f6f4 => "mxf8f6f4",
-            ScaleKind::Mxf4 => "mxf4",
-            ScaleKind::Mxf4Nvf4 => "mxf4nvf4",
-        };
+        let kind = self.kind_name();
         format!(
             "mma.sync.aligned.m16n8k{}.row.col.kind::{kind}.block_scale.scale_vec::{}X.f32.{}.{}.f32.{}",
             self.k_step,

@@ -183,6 +183,26 @@ impl Mma {
         }
     }
 
+    /// The register layouts a block-scaled tcgen05 product's scale tiles are stored into
+    /// Tensor Memory from (`tmem::scale_cell`): A's `[M, Ks]` and B's `[Ks, N]` with each
+    /// thread the factors of rows (columns) `lane + 32 c`, all `ks` K blocks, the blocks then
+    /// the row groups in register order, every one of `warps` warps a copy.
+    pub fn tcgen05_scale_layouts(ks: i64, warps: i64) -> [super::Blocked; 2] {
+        let a = super::Blocked {
+            size_per_thread: vec![1, ks],
+            threads_per_warp: vec![32, 1],
+            warps_per_cta: vec![1, warps],
+            order: vec![1, 0],
+        };
+        let b = super::Blocked {
+            size_per_thread: vec![ks, 1],
+            threads_per_warp: vec![1, 32],
+            warps_per_cta: vec![warps, 1],
+            order: vec![0, 1],
+        };
+        [a, b]
+    }
+
     /// TMEM columns the accumulator of an `[M, N]` product takes (32-bit each): N-blocks
     /// ([`Mma::tcgen05_n_blocks`]) take turns in the same 256.
     pub fn tmem_columns(shape: &[i64]) -> i64 {

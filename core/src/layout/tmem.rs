@@ -110,6 +110,89 @@ pub fn accumulator_cell(base: i64, n: i64, row: i64, col: i64) -> (i64, i64) {
     (row % 128, base + (row / 128) * n + col)
 }
 
+/// The 32-bit instruction descriptor of a block-scaled `tcgen05.mma` (`.kind::mxf8f6f4`,
+/// `.kind::mxf4`, `.kind::mxf4nvf4` with `.block_scale`), which differs from the dense one:
+/// bits 4-5 the B scale factor id (the byte of the scales' 32-bit column the instruction's
+/// first factor is in), 7-9 and 10-12 the operand formats (e4m3 0, e5m2 1 for mxf8f6f4;
+/// e2m1 1 for the fp4 kinds), 15/16 the transposes, 17-22 N >> 3, 23 the scale type (1
+/// ue8m0, 0 ue4m3), 27-28 M >> 7, 29-30 the A scale factor id; no accumulator format (f32).
+/// (Written from the PTX ISA's table as JAX's Mosaic GPU encodes it,
+/// `_create_scaled_instr_descriptor`.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScaledInstrDescriptor {
+    pub a_format: u32,
+    pub b_format: u32,
+    pub a_mn_major: bool,
+    pub b_mn_major: bool,
+    pub n: i64,
+    pub m: i64,
+    pub ue8m0: bool,
+    pub a_sf_id: u32,
+    pub b_sf_id: u32,
+}
+
+impl ScaledInstrDescriptor {
+    pub fn encode(&self) -> u32 {
+        ((self.b_sf_id & 3) << 4)
+            | ((self.a_format & 7) << 7)
+            | ((self.b_format & 7) << 10)
+            | (u32::from(self.a_mn_major) << 15)
+            | (u32::from(self.b_mn_major) << 16)
+            | (((self.n >> 3) as u32 & 0x3f) << 17)
+            | (u32::from(self.ue8m0) << 23)
+            | (((self.m >> 7) as u32 & 3) << 27)
+            | ((self.a_sf_id & 3) << 29)
+    }
+
+    /// The fields of `bits`, or why the instruction would not run it here: reserved bits set,
+    /// M not 128 (the only block-scaled `cta_group::1` shape tilec issues), N not a multiple
+    /// of 16 from 16 to 256.
+    pub fn decode(bits: u32) -> Result<ScaledInstrDescriptor, String> {
+        let field = |lo: u32, w: u32| (bits >> lo) & ((1 << w) - 1);
+        if field(0, 4) != 0 || field(6, 1) != 0 || field(13, 2) != 0 || field(24, 3) != 0 || field(31, 1) != 0 {
+            return Err(format!("{bits:#010x}: sparsity, negation or reserved bits set"));
+        }
+        let d = ScaledInstrDescriptor {
+            a_format: field(7, 3),
+            b_format: field(10, 3),
+            a_mn_major: field(15, 1) == 1,
+            b_mn_major: field(16, 1) == 1,
+            n: i64::from(field(17, 6)) << 3,
+            m: i64::from(field(27, 2)) << 7,
+            ue8m0: field(23, 1) == 1,
+            a_sf_id: field(29, 2),
+            b_sf_id: field(4, 2),
+        };
+        if d.m != 128 || d.n % 16 != 0 || !(16..=256).contains(&d.n) {
+            return Err(format!("{bits:#010x}: M = {} N = {} is not a block-scaled cta_group::1 shape here", d.m, d.n));
+        }
+        Ok(d)
+    }
+}
+
+/// Where the scale factor of row `row` (of the A or B operand: M or N rows), K block `kb` of
+/// a tile whose scales Tensor Memory holds from column `base` lives: (lane within a 32-lane
+/// quarter — every quarter holds the same, column, byte). The scales of `scale_vec::1X`
+/// (and of the 2X/4X forms, four bytes a column all the same) as JAX's Mosaic GPU lays them
+/// out (`scales_layout`, the PTX ISA's "Scale factor A/B layout" figures, what
+/// `tcgen05.cp.32x128b.warpx4` fills): row `32 g + l` in lane `l` of every quarter, column
+/// `g`; the four K blocks of a column's bytes one after the other; a tile of more K blocks
+/// takes one such set of `rows / 32` columns per four blocks.
+pub fn scale_cell(base: i64, rows: i64, row: i64, kb: i64) -> (i64, i64, i64) {
+    (row % 32, base + (kb / 4) * (rows / 32) + row / 32, kb % 4)
+}
+
+/// Which scale bytes K step `step` of a block-scaled product reads for row `row`, with `vec`
+/// factors an instruction (`scale_vec::{vec}X`): the column its scale address plus the row's
+/// group gives (the address of the step's set), and bytes `sf_id … sf_id + vec - 1` — the
+/// id the lowering puts in the instruction descriptor.
+pub fn scale_step_cells(base: i64, rows: i64, row: i64, step: i64, vec: i64) -> Vec<(i64, i64, i64)> {
+    let per_set = 4 / vec;
+    let (set, sf_id) = (step / per_set, (step % per_set) * vec);
+    let addr = base + set * (rows / 32);
+    (0..vec).map(|t| (row % 32, addr + row / 32, sf_id + t)).collect()
+}
+
 /// The TMEM cells that hold element (`row`, `col`) of an accumulator of M = 16, 32 or 64 rows
 /// placed at column `base`: the M = 64 instruction's data path layout F puts its row `R` in
 /// lane `32 (R / 16) + R % 16` (the first half of each quarter), column `base + col`, and its
@@ -185,6 +268,44 @@ mod tests {
         assert!(InstrDescriptor::decode(InstrDescriptor { n: 24, ..d }.encode(), "f16").is_err());
         assert!(InstrDescriptor::decode(InstrDescriptor { m: 96, ..d }.encode(), "f16").is_err());
         assert!(InstrDescriptor::decode(d.encode() | 1 << 13, "f16").is_err());
+    }
+
+    /// The block-scaled descriptor: fields round-trip, the bits sit where JAX's Mosaic GPU
+    /// puts them, and shapes other than M 128 are refused.
+    #[test]
+    fn scaled_instruction_descriptor_fields_round_trip() {
+        for (af, ue8m0) in [(0u32, true), (1, true), (1, false)] {
+            for n in (16..=256).step_by(16) {
+                for sf in 0..4 {
+                    let d = ScaledInstrDescriptor {
+                        a_format: af,
+                        b_format: af,
+                        a_mn_major: false,
+                        b_mn_major: false,
+                        n,
+                        m: 128,
+                        ue8m0,
+                        a_sf_id: sf,
+                        b_sf_id: sf,
+                    };
+                    assert_eq!(ScaledInstrDescriptor::decode(d.encode()), Ok(d));
+                }
+            }
+        }
+        let d = ScaledInstrDescriptor {
+            a_format: 0,
+            b_format: 0,
+            a_mn_major: false,
+            b_mn_major: false,
+            n: 128,
+            m: 128,
+            ue8m0: true,
+            a_sf_id: 2,
+            b_sf_id: 3,
+        };
+        assert_eq!(d.encode(), (3 << 4) | (16 << 17) | (1 << 23) | (1 << 27) | (2 << 29));
+        assert!(ScaledInstrDescriptor::decode(ScaledInstrDescriptor { m: 256, ..d }.encode()).is_err());
+        assert!(ScaledInstrDescriptor::decode(d.encode() | 1 << 24).is_err());
     }
 
     #[test]

@@ -155,9 +155,17 @@ pub(super) fn propagate(
             let d = func.ty(*a).dtype();
             // A block-scaled product is mma.sync's (sm_121a); its operands are read as fp8's.
             let packed = d == tilec_core::DType::F4E2M1X2;
-            let why = if scales.is_some() && !block_scaled {
+            // sm_103a's block scaling is tcgen05.mma … block_scale: 128-row tiles, the scales of
+            // B in whole 32-row groups of TMEM lanes.
+            let scaled_tc = scales.is_some() && has_tcgen05 && m == tilec_core::layout::TCGEN05_M && n % 32 == 0;
+            let why = if scales.is_some() && has_tcgen05 && !scaled_tc {
                 Some(format!(
-                    "mma_scaled on {}: the block-scaled mma.sync is sm_120a/sm_121a's; sm_103a's block scaling is tcgen05.mma … block_scale, which tilec does not emit yet, and sm_90a has none",
+                    "an mma_scaled of [{m}, {n}] on {}: tcgen05.mma … block_scale takes tiles of 128 rows and N a multiple of 32",
+                    arch.map_or("this target", |a| a.name)
+                ))
+            } else if scales.is_some() && !block_scaled && !scaled_tc {
+                Some(format!(
+                    "mma_scaled on {}: the block-scaled products are sm_120a/sm_121a's mma.sync and sm_100a/sm_103a's tcgen05.mma; sm_90a has none",
                     arch.map_or("this target", |a| a.name)
                 ))
             } else if scales.is_some() && !(k_contiguous(func, *a, 1) && k_contiguous(func, *b, 0)) {
@@ -201,7 +209,7 @@ pub(super) fn propagate(
             // The asynchronous families' fp8 forms are not built: fp8 runs on mma.sync.
             let fp8 = d.is_fp8();
             // tcgen05's kind::f8f6f4 reads fp8 operands K-major from shared memory, as wgmma's.
-            let tc = if scales.is_some() {
+            let tc = if scales.is_some() && !scaled_tc {
                 None
             } else if has_tcgen05 {
                 Mma::tcgen05(&[m, n], k, warps)
@@ -222,6 +230,10 @@ pub(super) fn propagate(
                 }
             });
             lines.push(match (has_wgmma, wg) {
+                _ if scales.is_some() && tc.is_some() => format!(
+                    "mma_scaled [{m}, {n}, {}]: tcgen05.mma cta_group::1 block_scale, the accumulator in TMEM ({n} columns), the scales stored into TMEM (32 lanes a quarter, a column a 32-row group, four K blocks a column)",
+                    k * if packed { 2 } else { 1 }
+                ),
                 _ if scales.is_some() => format!("mma_scaled [{m}, {n}, {}]: block-scaled mma.sync", k * if packed { 2 } else { 1 }),
                 _ if tc.is_some() && m < tilec_core::layout::TCGEN05_M => format!(
                     "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 kind::{} m64n{}k{}{}, A's {m} rows held {} time(s) in its buffer so that each TMEM quarter holds the product, the accumulator in TMEM ({} columns), read out with 16x32bx2 over {warps} warps ({} columns a thread)",
@@ -393,6 +405,20 @@ fn wanted(func: &Func, kind: &OpKind, result: Option<ValueId>) -> Vec<Option<Lay
             // registers: the lowering stores it into Tensor Memory for the product.
             Some(Layout::Mma(m)) if scales.is_none() && super::reads_a_from_tmem(func, *a, &m) => {
                 vec![None, Some(Layout::DotOperand { op_idx: 1, parent: m }), Some(Layout::Mma(m))]
+            }
+            // tcgen05's scales go to Tensor Memory from registers: each thread the factors of
+            // rows `lane`, `lane + 32`, … (A; columns of B), all of the tile's K blocks
+            // (`tilec_core::layout::tmem::scale_cell`), every warp a copy.
+            Some(Layout::Mma(m)) if m.family == MmaFamily::Tcgen05 && scales.is_some() => {
+                let ks = scales.map_or(1, |(sa, _)| func.ty(sa).shape()[1]);
+                let [sa, sb] = Mma::tcgen05_scale_layouts(ks, m.num_warps());
+                vec![
+                    Some(Layout::DotOperand { op_idx: 0, parent: m }),
+                    Some(Layout::DotOperand { op_idx: 1, parent: m }),
+                    Some(Layout::Mma(m)),
+                    Some(Layout::Blocked(sa)),
+                    Some(Layout::Blocked(sb)),
+                ]
             }
             Some(Layout::Mma(m)) => vec![
                 Some(Layout::DotOperand { op_idx: 0, parent: m }),

@@ -840,7 +840,7 @@ impl Lowering<'_> {
         let ty = rty.ok_or_else(|| err("mma without result"))?.clone();
         let Some(Layout::Mma(m)) = ty.layout().cloned() else { return Err(err("mma result without #mma layout")) };
         if m.family == tilec_core::layout::MmaFamily::Tcgen05 {
-            return self.tcgen05_mma(a, b, acc, &ty, m, result);
+            return self.tcgen05_mma([a, b, acc], scales, &ty, m, result);
         }
         if m.family == tilec_core::layout::MmaFamily::Wgmma {
             let in_flight = result.is_some_and(|r| self.facts.in_flight.contains(&r));

@@ -54,7 +54,7 @@ use super::regs::Value;
 use super::{err, Lowering};
 use crate::tile_layout::reads_a_from_tmem;
 use std::collections::{BTreeMap, BTreeSet};
-use tilec_core::layout::tmem::{Format, InstrDescriptor};
+use tilec_core::layout::tmem::{Format, InstrDescriptor, ScaledInstrDescriptor};
 use tilec_core::layout::{Layout, Mma, MmaFamily, MMA_K, TCGEN05_M, TMEM_COLUMNS};
 use tilec_core::tir::{walk_ops, Func, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
@@ -72,6 +72,10 @@ pub(crate) struct TmemPlan {
     /// [`reads_a_from_tmem`]), and its width: 16-bit elements, two a column.
     pub a_region: i64,
     pub a_cols: i64,
+    /// The column of the region the scale factors of block-scaled products share (A's, then
+    /// B's: `tmem::scale_cell`), and its width.
+    pub scale_region: i64,
+    pub scale_cols: i64,
     /// Columns allocated (0: no tcgen05 product).
     pub columns: i64,
     /// Splats of 0.0: an accumulator that is one is not stored, the product ignores D.
@@ -123,6 +127,7 @@ impl TmemPlan {
         let mut ring_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         let mut operands: Vec<(ValueId, [ValueId; 2])> = vec![];
         let mut loaded_from: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+        let mut scale_cols = 0i64;
         func.walk(&mut |op| match (&op.kind, op.result) {
             (OpKind::Stage { buf, .. }, Some(r)) => {
                 ring_of.insert(r, *buf);
@@ -149,8 +154,12 @@ impl TmemPlan {
             (OpKind::Splat(s), Some(r)) if consts.get(s) == Some(&0.0) => {
                 p.zero.insert(r);
             }
-            (OpKind::Mma { a, b, .. }, Some(r)) if is_tcgen05(func, r) => {
+            (OpKind::Mma { a, b, scales, .. }, Some(r)) if is_tcgen05(func, r) => {
                 products.push((r, Mma::tmem_columns(func.ty(r).shape())));
+                if let Some((sa, _)) = scales {
+                    let (s, ks) = (func.ty(r).shape(), func.ty(*sa).shape()[1]);
+                    scale_cols = scale_cols.max(scale_columns(s[0], s[1], ks).iter().sum());
+                }
                 let reps = Mma::tcgen05_a_replicas(func.ty(r).shape()[0]);
                 if let (true, Some(&buf)) = (reps > 1, loaded_from.get(a)) {
                     p.replicated.insert(buf, reps);
@@ -197,6 +206,10 @@ impl TmemPlan {
         p.a_region = (next + scratch + 31) / 32 * 32;
         p.a_cols = a_cols;
         let total = if a_cols > 0 { p.a_region + a_cols } else { next + scratch };
+        // The scale factors at a multiple of 32 columns after everything else.
+        p.scale_region = (total + 31) / 32 * 32;
+        p.scale_cols = scale_cols;
+        let total = if scale_cols > 0 { p.scale_region + scale_cols } else { total };
         if total > TMEM_COLUMNS {
             return Err(err(format!(
                 "the kernel's tcgen05 accumulators need {total} columns of Tensor Memory; a block has {TMEM_COLUMNS}"
@@ -247,6 +260,25 @@ pub(crate) fn ld_origin(shape: &[i64], wn: i64, base: i64, warp: i64, block: i64
 pub(crate) fn small_origin(shape: &[i64], m: Mma, base: i64, warp: i64) -> (i64, i64) {
     let cols = shape[1] / m.warps_per_cta[1];
     (32 * (warp % 4), base + (warp >> m.warps_per_cta[0].trailing_zeros()) * cols)
+}
+
+/// One `tcgen05.mma` to issue: D's TMEM address, A's descriptor (or TMEM address), B's
+/// descriptor, whether D is read (a register: 0 or 1), the instruction descriptor, and a
+/// block-scaled one's scale addresses (A's, B's).
+pub(crate) struct Issue {
+    d: Reg,
+    a: Reg,
+    b: Reg,
+    en: Reg,
+    id: Reg,
+    scales: Option<(Reg, Reg)>,
+}
+
+/// TMEM columns the scale factors of a block-scaled product of `[m, n]` with `ks` K blocks
+/// take, A's and B's: a set of `rows / 32` columns per four K blocks (`tmem::scale_cell`).
+pub(crate) fn scale_columns(m: i64, n: i64, ks: i64) -> [i64; 2] {
+    let sets = (ks + 3) / 4;
+    [sets * (m / 32), sets * (n / 32)]
 }
 
 /// The `tcgen05.ld/st` shape of an accumulator's registers and the operand that follows the
@@ -326,11 +358,14 @@ impl Lowering<'_> {
         let addr = asm.emit(&mut self.em).pop().ok_or_else(|| err("the TMEM address load has no result"))?;
         self.tmem = Some((addr, bar));
         let t = &self.facts.tmem;
-        let a = if t.a_cols > 0 {
+        let mut a = if t.a_cols > 0 {
             format!(", {} for A operands read from TMEM at column {}", t.a_cols, t.a_region)
         } else {
             String::new()
         };
+        if t.scale_cols > 0 {
+            a += &format!(", {} for block scales at column {}", t.scale_cols, t.scale_region);
+        }
         self.report.push(format!(
             "tmem: {cols} columns allocated ({} for accumulators kept across loops, {} shared by the other products{a}); its address and the products' mbarrier at shared {off}",
             t.scratch, t.scratch_cols
@@ -545,6 +580,59 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// `tcgen05.st` of a block-scaled product's scale tile `v` — A's `[rows, Ks]` or B's
+    /// `[Ks, rows]`, laid out as `tile-layout` wants it (each thread the factors of rows
+    /// `lane + 32 c`, all K blocks, `c` then the block in register order) — at TMEM column
+    /// `col`: each thread writes its lane of its warp's quarter, one 32-bit word per row group
+    /// and set of four K blocks (`tmem::scale_cell`; a set past the tile's blocks is padded
+    /// with zero bytes). Every quarter gets the whole tile.
+    fn tmem_store_scales(&mut self, v: ValueId, rows: i64, col: i64) -> Result<(), Diagnostic> {
+        let t = self.func.ty(v).clone();
+        let ks = if t.shape()[0] == rows { t.shape()[1] } else { t.shape()[0] };
+        let regs = self.tile(v)?;
+        let groups = rows / 32;
+        if regs.len() as i64 != groups * ks {
+            return Err(err("the registers of a scale tile do not match the layout tcgen05 stores it from"));
+        }
+        let zero = self.em.cint(0, Ty::I8);
+        let mut words = vec![];
+        for set in 0..(ks + 3) / 4 {
+            for g in 0..groups {
+                let mut w = self.em.undef(Ty::Vector(4, Box::new(Ty::I8)));
+                for byte in 0..4 {
+                    let kb = 4 * set + byte;
+                    let r = if kb < ks { &regs[(g * ks + kb) as usize] } else { &zero };
+                    w = self.em.insertelement(&w, r, byte);
+                }
+                words.push(self.em.bitcast(&w, Ty::I32));
+            }
+        }
+        let (tbase, _) = self.tmem_base()?;
+        let warp = self.warp.clone();
+        let c3 = self.em.ci32(3);
+        let q = self.em.and(&warp, &c3);
+        let per_q = self.em.ci32(32 << 16);
+        let qo = self.em.mul(&q, &per_q);
+        let c = self.em.ci32(col);
+        let at = self.em.add(&tbase, &c);
+        let at = self.em.add(&at, &qo);
+        let mut c0 = 0usize;
+        while c0 < words.len() {
+            let n = 1usize << (words.len() - c0).min(CHUNK as usize).ilog2();
+            let o = self.em.ci32(c0 as i64);
+            let a = self.em.add(&at, &o);
+            let mut asm = PtxAsm::new();
+            let ai = asm.input(&a);
+            let ins: Vec<String> = words[c0..c0 + n].iter().map(|r| asm.input(r)).collect();
+            asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
+            asm.emit(&mut self.em);
+            c0 += n;
+        }
+        self.em.line("nvvm.tcgen05.wait #nvvm.tcgen05_wait<store>");
+        self.tmem_dirty = true;
+        Ok(())
+    }
+
     /// The TMEM accumulator a loop chain starts from: `init`'s registers stored at `col`.
     pub(crate) fn tmem_chain_init(&mut self, init: ValueId, col: i64) -> Result<Value, Diagnostic> {
         let ty = self.func.ty(init).clone();
@@ -568,9 +656,8 @@ impl Lowering<'_> {
     /// `mma` on the tcgen05 family: `acc + a · b`.
     pub(crate) fn tcgen05_mma(
         &mut self,
-        a: ValueId,
-        b: ValueId,
-        acc: ValueId,
+        [a, b, acc]: [ValueId; 3],
+        scales: Option<(ValueId, ValueId)>,
         ty: &Type,
         m: Mma,
         result: Option<ValueId>,
@@ -586,12 +673,24 @@ impl Lowering<'_> {
             DType::F8E5M2 => Some(Format::E5M2),
             _ => None,
         };
-        let (Some(fa), Some(fb)) = (format(dt), format(dtb)) else {
-            return Err(err(format!("tcgen05 of {dt} and {dtb} operands")));
+        // A block-scaled product: its form (`blockscale::ScaledForm`) and scale tiles; its
+        // operands are 8-bit (fp8, or packed fp4 two a byte) as kind::f8f6f4's.
+        let scaled = match scales {
+            Some((sa, sb)) => {
+                let t = |v: ValueId| self.func.ty(v);
+                let shapes = [t(a).shape(), t(sa).shape(), t(b).shape(), t(sb).shape(), ty.shape()];
+                let types = [dt, t(sa).dtype(), dtb, t(sb).dtype(), ty.dtype()];
+                let f = tilec_core::layout::blockscale::scaled_mma_form(shapes, types).map_err(err)?;
+                Some((f, sa, sb))
+            }
+            None => None,
         };
-        if fa.kind() != fb.kind() || (fa.kind() == "f16" && fa != fb) {
-            return Err(err(format!("tcgen05 of {dt} and {dtb} operands")));
-        }
+        let (fa, fb) = match (format(dt), format(dtb), &scaled) {
+            (Some(fa), Some(fb), None) if fa.kind() == fb.kind() && (fa.kind() != "f16" || fa == fb) => (fa, fb),
+            // (Unused by the block-scaled descriptor, which has its own formats.)
+            (_, _, Some(_)) => (Format::E4M3, Format::E4M3),
+            _ => return Err(err(format!("tcgen05 of {dt} and {dtb} operands"))),
+        };
         let fp8 = fa.kind() == "f8f6f4";
         if m.family != MmaFamily::Tcgen05 {
             return Err(err("a tcgen05 product without a tcgen05 accumulator"));
@@ -670,9 +769,13 @@ impl Lowering<'_> {
                 "from TMEM column {a_col} (its registers stored by tcgen05.st 32x32b, two elements a column; no shared buffer)"
             ),
         };
+        let kind = match &scaled {
+            Some((f, ..)) => format!("{}.block_scale.scale_vec::{}X", f.kind_name(), f.vec),
+            None => fa.kind().to_string(),
+        };
         self.report.push(format!(
-            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::{} m{im}n{ns}k{kstep} issued by one thread, {blocks} block(s) of {im} rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}",
-            fa.kind(),
+            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::{kind} m{im}n{ns}k{} issued by one thread, {blocks} block(s) of {im} rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}{}",
+            kstep * scaled.as_ref().map_or(1, |(f, ..)| f.pack),
             a_how,
             major(&bop, "N"),
             match (kept.is_some(), in_flight) {
@@ -680,20 +783,66 @@ impl Lowering<'_> {
                 (true, false) => "kept in TMEM, waited for at once",
                 _ if m.m64 => "loaded into registers (tcgen05.ld 16x32bx2, each warp its columns from its quarter)",
                 _ => "loaded into registers (tcgen05.ld 32x32b)",
+            },
+            match &scaled {
+                Some((f, ..)) => format!(
+                    "; {} scales every {} elements of K stored into TMEM at column {} (tcgen05.st 32x32b, every quarter a copy), each step's descriptor naming its bytes",
+                    f.scale, f.block, self.facts.tmem.scale_region
+                ),
+                None => String::new(),
             }
         ));
         if aop.is_none() {
             let regs = self.tile(a)?;
             self.tmem_store_a(m, self.func.ty(a).shape(), a_col, &regs, dt)?;
         }
+        // The scales into their TMEM region (A's, then B's), before the sync below.
+        let scale_cols = match &scaled {
+            Some((f, sa, sb)) => {
+                let [ca, _] = scale_columns(ms, ns, self.func.ty(*sa).shape()[1]);
+                let (col_a, col_b) = (self.facts.tmem.scale_region, self.facts.tmem.scale_region + ca);
+                self.tmem_store_scales(*sa, ms, col_a)?;
+                self.tmem_store_scales(*sb, ns, col_b)?;
+                Some((*f, col_a, col_b))
+            }
+            None => None,
+        };
         if self.tmem_dirty {
             self.tmem_thread_sync();
         }
         let (tbase, bar) = self.tmem_base()?;
-        let id = self.em.ci32(i64::from(idesc.encode()));
+        let dense_id = self.em.ci32(i64::from(idesc.encode()));
         let mut issues = vec![];
         for blk in 0..blocks {
             for kk in 0..k_steps {
+                // A block-scaled step: its descriptor names the bytes of its scales' column
+                // set (`tmem::scale_step_cells`), the addresses the set of its rows.
+                let (id, scale_at) = match &scale_cols {
+                    Some((f, col_a, col_b)) => {
+                        let per_set = 4 / f.vec;
+                        let (set, sf) = (kk / per_set, ((kk % per_set) * f.vec) as u32);
+                        let fmt = |d: DType| match d {
+                            DType::F8E5M2 | DType::F4E2M1X2 => 1,
+                            _ => 0,
+                        };
+                        let d = ScaledInstrDescriptor {
+                            a_format: fmt(dt),
+                            b_format: fmt(dtb),
+                            a_mn_major: false,
+                            b_mn_major: false,
+                            n: ns,
+                            m: TCGEN05_M,
+                            ue8m0: f.scale == DType::UE8M0,
+                            a_sf_id: sf,
+                            b_sf_id: sf,
+                        };
+                        let id = self.em.ci32(i64::from(d.encode()));
+                        let sa_c = self.em.ci32(col_a + set * (ms / 32) + blk * (TCGEN05_M / 32));
+                        let sb_c = self.em.ci32(col_b + set * (ns / 32));
+                        (id, Some((self.em.add(&tbase, &sa_c), self.em.add(&tbase, &sb_c))))
+                    }
+                    None => (dense_id.clone(), None),
+                };
                 let ad = match &aop {
                     Some(o) => self.descriptor_at(o, [blk * TCGEN05_M, kk * kstep]),
                     // 16-bit elements two a column: a K step of 16 is 8 columns.
@@ -706,7 +855,7 @@ impl Lowering<'_> {
                 let c = self.em.ci32(col + blk * ns);
                 let d = self.em.add(&tbase, &c);
                 let en = self.em.ci32(i64::from(read_d || kk > 0));
-                issues.push((d, ad, bd, en));
+                issues.push(Issue { d, a: ad, b: bd, en, id, scales: scale_at });
             }
         }
         if in_flight {
@@ -723,7 +872,7 @@ impl Lowering<'_> {
                 }
             }
         }
-        self.issue_products(&issues, &id, fa.kind(), aop.is_none(), (!in_flight).then_some(&bar))?;
+        self.issue_products(&issues, &kind, aop.is_none(), (!in_flight).then_some(&bar))?;
         for (off, bytes) in aop.iter().map(|o| o.span).chain([bop.span]) {
             self.smem_read_done(off, bytes);
         }
@@ -932,9 +1081,9 @@ impl Lowering<'_> {
                 let c = self.em.ci32(col);
                 let d = self.em.add(&tbase, &c);
                 let en = self.em.ci32(i64::from(!zero || kk > 0));
-                issues.push((d, ad, bd, en));
+                issues.push(Issue { d, a: ad, b: bd, en, id: id.clone(), scales: None });
             }
-            self.issue_products(&issues, &id, fa.kind(), false, Some(&bar))?;
+            self.issue_products(&issues, fa.kind(), false, Some(&bar))?;
             self.tmem_arrive_wait(&bar);
             out.extend(self.tmem_load(m, &bshape, col)?);
         }
@@ -944,24 +1093,28 @@ impl Lowering<'_> {
         Ok(Value::Tile(out))
     }
 
-    /// In the issuing thread: `tcgen05.mma` of `kind` with instruction descriptor `id` for each
-    /// (D address, A descriptor — or A's TMEM address when `a_in_tmem` —, B descriptor,
-    /// whether D is read), then the commit onto `commit` if one is given.
+    /// In the issuing thread: `tcgen05.mma` of `kind` for each [`Issue`] (A's TMEM address
+    /// rather than its descriptor when `a_in_tmem`), then the commit onto `commit` if one is
+    /// given.
     fn issue_products(
         &mut self,
-        issues: &[(Reg, Reg, Reg, Reg)],
-        id: &Reg,
+        issues: &[Issue],
         kind: &str,
         a_in_tmem: bool,
         commit: Option<&Reg>,
     ) -> Result<(), Diagnostic> {
         self.on_issuer(|lw| {
-            for (d, ad, bd, en) in issues {
+            for i in issues {
                 let mut asm = PtxAsm::new();
-                let (di, ai, bi, ei, ii) = (asm.input(d), asm.input(ad), asm.input(bd), asm.input(en), asm.input(id));
+                let (di, ai, bi, ei, ii) =
+                    (asm.input(&i.d), asm.input(&i.a), asm.input(&i.b), asm.input(&i.en), asm.input(&i.id));
                 let ai = if a_in_tmem { format!("[{ai}]") } else { ai };
+                let sc = match &i.scales {
+                    Some((sa, sb)) => format!(", [{}], [{}]", asm.input(sa), asm.input(sb)),
+                    None => String::new(),
+                };
                 asm.push(&format!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::{kind} [{di}], {ai}, {bi}, {ii}, p; }}"
+                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::{kind} [{di}], {ai}, {bi}, {ii}{sc}, p; }}"
                 ));
                 asm.emit(&mut lw.em);
             }
@@ -1115,6 +1268,61 @@ mod tests {
             }
         }
         assert!(checked > 100_000, "{checked}");
+    }
+
+    /// The block-scaled products' scales: for every tile of 128 or 256 rows, K blocks and
+    /// `scale_vec` width, the factor each thread holds in register `g · Ks + kb` (the layout
+    /// `tile-layout` wants: row `32 g + lane`, K block `kb`, every warp a copy) is the one
+    /// `tmem_store_scales` writes to word `set · rows/32 + g`, byte `kb % 4` of its lane —
+    /// `tmem::scale_cell` of that row and block — and each K step's descriptor id and scale
+    /// address (the lowering's `set`, `sf`) read exactly the blocks of that step's K
+    /// elements (`tmem::scale_step_cells`).
+    #[test]
+    fn block_scaled_scales_are_where_each_step_reads_them() {
+        let mut checked = 0;
+        for rows in [128i64, 256] {
+            for ks in [1i64, 2, 4, 8, 16] {
+                for warps in [4i64, 8] {
+                    // A's layout; B's is its transpose.
+                    let [sa, sb] = Mma::tcgen05_scale_layouts(ks, warps);
+                    let lb = Layout::Blocked(sb).to_linear(&[ks, rows]);
+                    let l = Layout::Blocked(sa).to_linear(&[rows, ks]);
+                    for (w, ln, r) in [(0, 0, 1), (3, 17, 2), (warps - 1, 31, l.num_regs() - 1)] {
+                        let (x, y) = (l.coord(w, ln, r), lb.coord(w, ln, r));
+                        assert_eq!(x, vec![y[1], y[0]]);
+                    }
+                    assert_eq!(l.num_regs(), rows / 32 * ks);
+                    let base = 160;
+                    for warp in 0..warps {
+                        for lane in 0..32 {
+                            for reg in 0..l.num_regs() {
+                                let c = l.coord(warp, lane, reg);
+                                let (g, kb) = (reg / ks, reg % ks);
+                                assert_eq!(c, vec![32 * g + lane, kb], "{rows} {ks} {warps}");
+                                let word = (kb / 4) * (rows / 32) + g;
+                                assert_eq!(tmem::scale_cell(base, rows, c[0], c[1]), (lane, base + word, kb % 4));
+                                checked += 1;
+                            }
+                        }
+                    }
+                    for vec in [1i64, 2, 4].into_iter().filter(|v| ks % v == 0) {
+                        for step in 0..ks / vec {
+                            let per_set = 4 / vec;
+                            let (set, sf) = (step / per_set, (step % per_set) * vec);
+                            for row in 0..rows {
+                                let read = tmem::scale_step_cells(base, rows, row, step, vec);
+                                let want: Vec<_> =
+                                    (0..vec).map(|t| tmem::scale_cell(base, rows, row, step * vec + t)).collect();
+                                assert_eq!(read, want);
+                                assert_eq!(read[0], (row % 32, base + set * (rows / 32) + row / 32, sf));
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
     }
 
     /// `replicated_a`'s atom copies: for every K-major NVMMA buffer of 16 or 32 rows (16-bit
