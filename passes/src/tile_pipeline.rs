@@ -40,7 +40,10 @@
 //! rings' stages are released (`stage_release` right after it, lowered to a `tcgen05.commit`
 //! onto the stage's empty mbarrier) and acquired before each refill, whatever
 //! `empty-barriers` says; `mma_wait {pending = 0}` on the loop's result; `d + 2` stages, so
-//! a refill waits for the products of two iterations back while the last ones run.
+//! a refill waits for the products of two iterations back while the last ones run. A
+//! block-scaled one (`mma_scaled`) too: the lowering stores its scale factors into a Tensor
+//! Memory region a stage of its A ring, so a stage's factors are rewritten only after the
+//! stage's refill, which waited for the products that read them.
 //!
 //! Guarantees: every ring and the kernel's other shared buffers fit the target's shared
 //! memory per block (counted without reuse, so an upper bound of what the lowering
@@ -111,7 +114,8 @@ impl Options {
 }
 
 /// Whether a copy into a buffer of type `bty` can be a TMA copy: an NVMMA buffer (a wgmma
-/// reads it; its atoms are the TMA boxes), 16-bit or fp8 elements, zero padding (TMA's out-of-bounds
+/// reads it; its atoms are the TMA boxes), 16-bit, fp8 or packed fp4 elements (bytes to the
+/// copy engine), zero padding (TMA's out-of-bounds
 /// fill), a tensor of rank at most 5 specialised as 16-byte aligned (the tensor map's base
 /// and strides), boxes of at most 256 along every dim.
 fn tma_copy(func: &Func, kind: &OpKind, bty: &Type) -> bool {
@@ -122,7 +126,7 @@ fn tma_copy(func: &Func, kind: &OpKind, bty: &Type) -> bool {
     };
     let aligned = func.params.iter().any(|p| p.value == *tensor && p.divisibility >= 16);
     layout.nvmma_bytes().is_some()
-        && (dtype.bytes() == 2 || dtype.is_fp8())
+        && (dtype.bytes() == 2 || dtype.is_fp8() || *dtype == tilec_core::DType::F4E2M1X2)
         && aligned
         && (1..=5).contains(&tile.len())
         && tile.iter().all(|&d| (1..=256).contains(&d))
@@ -158,9 +162,14 @@ fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]
         *uses.entry(*y).or_default() += 1;
     }
     body.iter().find_map(|op| {
-        let (OpKind::Mma { a, b, acc, scales: None }, Some(r)) = (&op.kind, op.result) else { return None };
+        let (OpKind::Mma { a, b, acc, scales }, Some(r)) = (&op.kind, op.result) else { return None };
         let layout = func.ty(r).layout();
         let tcgen05 = layout.is_some_and(tilec_core::layout::Layout::is_tcgen05);
+        // A block-scaled tcgen05 product's scales go to Tensor Memory before it is issued,
+        // one region a stage of its A ring (`tcgen05::TmemPlan::scale_slots`).
+        if scales.is_some() && !tcgen05 {
+            return None;
+        }
         let wgmma = layout.is_some_and(tilec_core::layout::Layout::is_wgmma);
         let iter = iters.iter().position(|i| i == acc)?;
         let only =

@@ -451,6 +451,13 @@ fn block_scaled_products_assemble_to_their_native_instructions_on_sm_121a_and_sm
         assert!(c.ptx().contains(&format!("tcgen05.mma.cta_group::1.{kind} [")), "{name}: no tcgen05 {kind}");
         assert!(c.ptx().contains("tcgen05.st.sync.aligned.32x32b"), "{name}: the scales are not stored into TMEM");
         assert!(!c.ptx().contains("mma.sync"), "{name}: an mma.sync on sm_103a");
+        // Its products stay in flight across K tiles (TMA rings released by commits), the
+        // scales in a Tensor Memory region a stage.
+        let report = c.report.join("\n");
+        assert!(report.contains("kept in TMEM, in flight across iterations"), "{name}:\n{report}");
+        // Four K blocks a column, a column a 32-row group of A's 128 rows and B's 256 columns.
+        let cols = (tile_k / block + 3) / 4 * (128 + 256) / 32;
+        assert!(report.contains(&format!("3 x {cols} for block scales")), "{name}:\n{report}");
         let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|e| panic!("{name} sm_103a: {e:?}"));
         assert_eq!((r.spill_stores, r.spill_loads, r.stack_bytes), (0, 0, 0), "{name} sm_103a");
         let text = tilec_backend::sass(&r.cubin).unwrap_or_else(|e| panic!("{name}: {e:?}"));

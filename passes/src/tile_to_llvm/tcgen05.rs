@@ -73,9 +73,13 @@ pub(crate) struct TmemPlan {
     pub a_region: i64,
     pub a_cols: i64,
     /// The column of the region the scale factors of block-scaled products share (A's, then
-    /// B's: `tmem::scale_cell`), and its width.
+    /// B's: `tmem::scale_cell`), and its width — one of `scale_slots` such regions, one a
+    /// stage of the A ring of a block-scaled product kept in flight (its factors for the
+    /// next stages are stored while it runs; a slot is written again only after its stage's
+    /// refill, which waited for the product), else one.
     pub scale_region: i64,
     pub scale_cols: i64,
+    pub scale_slots: i64,
     /// Columns allocated (0: no tcgen05 product).
     pub columns: i64,
     /// Splats of 0.0: an accumulator that is one is not stored, the product ignores D.
@@ -128,6 +132,7 @@ impl TmemPlan {
         let mut operands: Vec<(ValueId, [ValueId; 2])> = vec![];
         let mut loaded_from: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         let mut scale_cols = 0i64;
+        let mut scaled: Vec<(ValueId, ValueId)> = vec![];
         func.walk(&mut |op| match (&op.kind, op.result) {
             (OpKind::Stage { buf, .. }, Some(r)) => {
                 ring_of.insert(r, *buf);
@@ -159,6 +164,7 @@ impl TmemPlan {
                 if let Some((sa, _)) = scales {
                     let (s, ks) = (func.ty(r).shape(), func.ty(*sa).shape()[1]);
                     scale_cols = scale_cols.max(scale_columns(s[0], s[1], ks).iter().sum());
+                    scaled.push((r, *a));
                 }
                 let reps = Mma::tcgen05_a_replicas(func.ty(r).shape()[0]);
                 if let (true, Some(&buf)) = (reps > 1, loaded_from.get(a)) {
@@ -206,10 +212,17 @@ impl TmemPlan {
         p.a_region = (next + scratch + 31) / 32 * 32;
         p.a_cols = a_cols;
         let total = if a_cols > 0 { p.a_region + a_cols } else { next + scratch };
-        // The scale factors at a multiple of 32 columns after everything else.
+        // The scale factors at a multiple of 32 columns after everything else, a region a
+        // stage of an in-flight product's A ring.
         p.scale_region = (total + 31) / 32 * 32;
         p.scale_cols = scale_cols;
-        let total = if scale_cols > 0 { p.scale_region + scale_cols } else { total };
+        p.scale_slots = 1;
+        for (r, a) in &scaled {
+            if let (true, Some(ring)) = (p.in_flight.contains(r), ring_of.get(a)) {
+                p.scale_slots = p.scale_slots.max(func.ty(*ring).shape()[0]);
+            }
+        }
+        let total = if scale_cols > 0 { p.scale_region + scale_cols * p.scale_slots } else { total };
         if total > TMEM_COLUMNS {
             return Err(err(format!(
                 "the kernel's tcgen05 accumulators need {total} columns of Tensor Memory; a block has {TMEM_COLUMNS}"
@@ -364,7 +377,10 @@ impl Lowering<'_> {
             String::new()
         };
         if t.scale_cols > 0 {
-            a += &format!(", {} for block scales at column {}", t.scale_cols, t.scale_region);
+            a += &format!(
+                ", {} x {} for block scales at column {} (a region a stage of an in-flight product's A ring)",
+                t.scale_slots, t.scale_cols, t.scale_region
+            );
         }
         self.report.push(format!(
             "tmem: {cols} columns allocated ({} for accumulators kept across loops, {} shared by the other products{a}); its address and the products' mbarrier at shared {off}",
@@ -585,8 +601,8 @@ impl Lowering<'_> {
     /// `lane + 32 c`, all K blocks, `c` then the block in register order) — at TMEM column
     /// `col`: each thread writes its lane of its warp's quarter, one 32-bit word per row group
     /// and set of four K blocks (`tmem::scale_cell`; a set past the tile's blocks is padded
-    /// with zero bytes). Every quarter gets the whole tile.
-    fn tmem_store_scales(&mut self, v: ValueId, rows: i64, col: i64) -> Result<(), Diagnostic> {
+    /// with zero bytes), `slot` columns further on if given. Every quarter gets the whole tile.
+    fn tmem_store_scales(&mut self, v: ValueId, rows: i64, col: i64, slot: Option<&Reg>) -> Result<(), Diagnostic> {
         let t = self.func.ty(v).clone();
         let ks = if t.shape()[0] == rows { t.shape()[1] } else { t.shape()[0] };
         let regs = self.tile(v)?;
@@ -615,7 +631,10 @@ impl Lowering<'_> {
         let qo = self.em.mul(&q, &per_q);
         let c = self.em.ci32(col);
         let at = self.em.add(&tbase, &c);
-        let at = self.em.add(&at, &qo);
+        let mut at = self.em.add(&at, &qo);
+        if let Some(s) = slot {
+            at = self.em.add(&at, s);
+        }
         let mut c0 = 0usize;
         while c0 < words.len() {
             let n = 1usize << (words.len() - c0).min(CHUNK as usize).ilog2();
@@ -706,6 +725,7 @@ impl Lowering<'_> {
         };
         let bop = self.shared_operand(b, 1, true)?;
         let kept = result.and_then(|r| self.facts.tmem.kept.get(&r).copied());
+        let in_flight = result.is_some_and(|r| self.facts.tmem.in_flight.contains(&r));
         if Mma::tcgen05_n_blocks(&shape) > 1 {
             let (Some(aop), None) = (aop, kept) else {
                 return Err(err("a tcgen05 product of several 256-column blocks kept in TMEM or reading A from it"));
@@ -751,7 +771,6 @@ impl Lowering<'_> {
             m: im,
         };
         let blocks = (ms / TCGEN05_M).max(1);
-        let in_flight = result.is_some_and(|r| self.facts.tmem.in_flight.contains(&r));
         // A K step is 32 bytes of each operand row: 16 16-bit elements, 32 fp8 ones.
         let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
         let k_steps = ks / kstep;
@@ -796,14 +815,25 @@ impl Lowering<'_> {
             let regs = self.tile(a)?;
             self.tmem_store_a(m, self.func.ty(a).shape(), a_col, &regs, dt)?;
         }
-        // The scales into their TMEM region (A's, then B's), before the sync below.
+        // The scales into their TMEM region (A's, then B's), before the sync below; a product
+        // kept in flight uses the region of its A stage's slot.
         let scale_cols = match &scaled {
             Some((f, sa, sb)) => {
                 let [ca, _] = scale_columns(ms, ns, self.func.ty(*sa).shape()[1]);
                 let (col_a, col_b) = (self.facts.tmem.scale_region, self.facts.tmem.scale_region + ca);
-                self.tmem_store_scales(*sa, ms, col_a)?;
-                self.tmem_store_scales(*sb, ns, col_b)?;
-                Some((*f, col_a, col_b))
+                let slot = match (in_flight, self.get(a)?) {
+                    (true, Value::SmemBuf { ring: Some(r), .. }) => {
+                        let w = self.em.ci32(self.facts.tmem.scale_cols);
+                        Some(self.em.mul(&r.slot, &w))
+                    }
+                    (true, _) => {
+                        return Err(err("a block-scaled tcgen05 product kept in flight whose A is not a ring"))
+                    }
+                    _ => None,
+                };
+                self.tmem_store_scales(*sa, ms, col_a, slot.as_ref())?;
+                self.tmem_store_scales(*sb, ns, col_b, slot.as_ref())?;
+                Some((*f, col_a, col_b, slot))
             }
             None => None,
         };
@@ -818,7 +848,7 @@ impl Lowering<'_> {
                 // A block-scaled step: its descriptor names the bytes of its scales' column
                 // set (`tmem::scale_step_cells`), the addresses the set of its rows.
                 let (id, scale_at) = match &scale_cols {
-                    Some((f, col_a, col_b)) => {
+                    Some((f, col_a, col_b, slot)) => {
                         let per_set = 4 / f.vec;
                         let (set, sf) = (kk / per_set, ((kk % per_set) * f.vec) as u32);
                         let fmt = |d: DType| match d {
@@ -839,7 +869,12 @@ impl Lowering<'_> {
                         let id = self.em.ci32(i64::from(d.encode()));
                         let sa_c = self.em.ci32(col_a + set * (ms / 32) + blk * (TCGEN05_M / 32));
                         let sb_c = self.em.ci32(col_b + set * (ns / 32));
-                        (id, Some((self.em.add(&tbase, &sa_c), self.em.add(&tbase, &sb_c))))
+                        let (mut sa_at, mut sb_at) = (self.em.add(&tbase, &sa_c), self.em.add(&tbase, &sb_c));
+                        if let Some(s) = slot {
+                            sa_at = self.em.add(&sa_at, s);
+                            sb_at = self.em.add(&sb_at, s);
+                        }
+                        (id, Some((sa_at, sb_at)))
                     }
                     None => (dense_id.clone(), None),
                 };
