@@ -457,6 +457,41 @@ impl Lowering<'_> {
         Ok(self.em.add(&t, &go))
     }
 
+    /// This thread's TMEM address at column `col` of the first lane of its warp's quarter
+    /// (warp `w` reaches lanes `32 (w % 4) …` only).
+    fn tmem_quarter_addr(&mut self, col: i64) -> Result<Reg, Diagnostic> {
+        let (tbase, _) = self.tmem_base()?;
+        let warp = self.warp.clone();
+        let c3 = self.em.ci32(3);
+        let q = self.em.and(&warp, &c3);
+        let per_q = self.em.ci32(32 << 16);
+        let qo = self.em.mul(&q, &per_q);
+        let c = self.em.ci32(col);
+        let at = self.em.add(&tbase, &c);
+        Ok(self.em.add(&at, &qo))
+    }
+
+    /// `tcgen05.st.32x32b` of 32-bit `words` into this thread's lane from TMEM address `at` on,
+    /// one column each, in the widest power-of-two pieces `.xN` takes.
+    fn tmem_store_words(&mut self, at: &Reg, words: &[Reg]) {
+        let mut c0 = 0usize;
+        while c0 < words.len() {
+            let n = 1usize << (words.len() - c0).min(CHUNK as usize).ilog2();
+            let a = if c0 == 0 {
+                at.clone()
+            } else {
+                let o = self.em.ci32(c0 as i64);
+                self.em.add(at, &o)
+            };
+            let mut asm = PtxAsm::new();
+            let ai = asm.input(&a);
+            let ins: Vec<String> = words[c0..c0 + n].iter().map(|r| asm.input(r)).collect();
+            asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
+            asm.emit(&mut self.em);
+            c0 += n;
+        }
+    }
+
     /// Calls `f` with each `tcgen05.ld/st` chunk of this thread's registers of an accumulator
     /// of `shape` at `col`, in register order: (TMEM address, first register, registers).
     fn each_tmem_chunk(
@@ -471,17 +506,11 @@ impl Lowering<'_> {
             // 16x32bx2: the thread's half of its warp's column range, from the warp's quarter.
             let (l0, c0) = small_origin(shape, m, col, 0);
             let warp = self.warp.clone();
-            let (c3, lg) = (self.em.ci32(3), self.em.ci32(i64::from(m.warps_per_cta[0].trailing_zeros())));
-            let q = self.em.and(&warp, &c3);
-            let per_q = self.em.ci32(32 << 16);
-            let qo = self.em.mul(&q, &per_q);
+            let lg = self.em.ci32(i64::from(m.warps_per_cta[0].trailing_zeros()));
             let range = self.em.lshr(&warp, &lg);
             let per_range = self.em.ci32(cols);
             let ro = self.em.mul(&range, &per_range);
-            let (addr, _) = self.tmem_base()?;
-            let k = self.em.ci32((l0 << 16) + c0);
-            let at = self.em.add(&addr, &k);
-            let at = self.em.add(&at, &qo);
+            let at = self.tmem_quarter_addr((l0 << 16) + c0)?;
             let at = self.em.add(&at, &ro);
             let half = cols / 2;
             for c0 in (0..half).step_by(CHUNK as usize) {
@@ -573,23 +602,7 @@ impl Lowering<'_> {
                 let v = self.em.insertelement(&v, &regs[r + 1], 1);
                 words.push(self.em.bitcast(&v, Ty::I32));
             }
-            // `.xN` takes powers of two: the row in the widest such pieces.
-            let mut c0 = 0usize;
-            while c0 < words.len() {
-                let n = 1usize << (words.len() - c0).min(CHUNK as usize).ilog2();
-                let a = if c0 == 0 {
-                    at.clone()
-                } else {
-                    let o = self.em.ci32(c0 as i64);
-                    self.em.add(&at, &o)
-                };
-                let mut asm = PtxAsm::new();
-                let ai = asm.input(&a);
-                let ins: Vec<String> = words[c0..c0 + n].iter().map(|r| asm.input(r)).collect();
-                asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
-                asm.emit(&mut self.em);
-                c0 += n;
-            }
+            self.tmem_store_words(&at, &words);
         }
         self.em.line("nvvm.tcgen05.wait #nvvm.tcgen05_wait<store>");
         self.tmem_dirty = true;
@@ -623,30 +636,11 @@ impl Lowering<'_> {
                 words.push(self.em.bitcast(&w, Ty::I32));
             }
         }
-        let (tbase, _) = self.tmem_base()?;
-        let warp = self.warp.clone();
-        let c3 = self.em.ci32(3);
-        let q = self.em.and(&warp, &c3);
-        let per_q = self.em.ci32(32 << 16);
-        let qo = self.em.mul(&q, &per_q);
-        let c = self.em.ci32(col);
-        let at = self.em.add(&tbase, &c);
-        let mut at = self.em.add(&at, &qo);
+        let mut at = self.tmem_quarter_addr(col)?;
         if let Some(s) = slot {
             at = self.em.add(&at, s);
         }
-        let mut c0 = 0usize;
-        while c0 < words.len() {
-            let n = 1usize << (words.len() - c0).min(CHUNK as usize).ilog2();
-            let o = self.em.ci32(c0 as i64);
-            let a = self.em.add(&at, &o);
-            let mut asm = PtxAsm::new();
-            let ai = asm.input(&a);
-            let ins: Vec<String> = words[c0..c0 + n].iter().map(|r| asm.input(r)).collect();
-            asm.push(&format!("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [{ai}], {{{}}};", ins.join(", ")));
-            asm.emit(&mut self.em);
-            c0 += n;
-        }
+        self.tmem_store_words(&at, &words);
         self.em.line("nvvm.tcgen05.wait #nvvm.tcgen05_wait<store>");
         self.tmem_dirty = true;
         Ok(())
@@ -726,11 +720,36 @@ impl Lowering<'_> {
         let bop = self.shared_operand(b, 1, true)?;
         let kept = result.and_then(|r| self.facts.tmem.kept.get(&r).copied());
         let in_flight = result.is_some_and(|r| self.facts.tmem.in_flight.contains(&r));
-        if Mma::tcgen05_n_blocks(&shape) > 1 {
+        let a_k_major = aop.as_ref().is_none_or(|o| o.k_major);
+        if fp8 && !(a_k_major && bop.k_major) {
+            return Err(err("tcgen05's fp8 form reads both operands K-major here"));
+        }
+        // Below 128 rows one M = 64 instruction, A's buffer 64 rows (its rows repeated).
+        let im = Mma::tcgen05_m(ms);
+        if let Some(o) = aop.as_ref().filter(|o| m.m64 && o.shape[0] != im) {
+            return Err(err(format!(
+                "the A operand of a tcgen05 product of {ms} rows is a buffer of {} rows: the M = {im} instruction reads {im} (a copy from global memory fills one copy of its rows; registers write every one)",
+                o.shape[0]
+            )));
+        }
+        // (N past 256: one instruction a block of 256 columns.)
+        let n_blocks = Mma::tcgen05_n_blocks(&shape);
+        let idesc = InstrDescriptor {
+            d_f32: true,
+            a: fa,
+            b: fb,
+            a_mn_major: !a_k_major,
+            b_mn_major: !bop.k_major,
+            n: ns / n_blocks,
+            m: im,
+        };
+        // A K step is 32 bytes of each operand row: 16 16-bit elements, 32 fp8 ones.
+        let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
+        if n_blocks > 1 {
             let (Some(aop), None) = (aop, kept) else {
                 return Err(err("a tcgen05 product of several 256-column blocks kept in TMEM or reading A from it"));
             };
-            return self.tcgen05_mma_n_blocks(&aop, &bop, acc, m, &shape, ks, [fa, fb]);
+            return self.tcgen05_mma_n_blocks([&aop, &bop], acc, m, &shape, [ks, kstep], idesc);
         }
         // Where D is, and whether the first K step reads it.
         let (col, read_d, how) = match (self.get(acc)?, kept) {
@@ -749,30 +768,7 @@ impl Lowering<'_> {
                 (s, true, "stored from registers")
             }
         };
-        let a_k_major = aop.as_ref().is_none_or(|o| o.k_major);
-        if fp8 && !(a_k_major && bop.k_major) {
-            return Err(err("tcgen05's fp8 form reads both operands K-major here"));
-        }
-        // Below 128 rows one M = 64 instruction, A's buffer 64 rows (its rows repeated).
-        let im = Mma::tcgen05_m(ms);
-        if let Some(o) = aop.as_ref().filter(|o| m.m64 && o.shape[0] != im) {
-            return Err(err(format!(
-                "the A operand of a tcgen05 product of {ms} rows is a buffer of {} rows: the M = {im} instruction reads {im} (a copy from global memory fills one copy of its rows; registers write every one)",
-                o.shape[0]
-            )));
-        }
-        let idesc = InstrDescriptor {
-            d_f32: true,
-            a: fa,
-            b: fb,
-            a_mn_major: !a_k_major,
-            b_mn_major: !bop.k_major,
-            n: ns,
-            m: im,
-        };
         let blocks = (ms / TCGEN05_M).max(1);
-        // A K step is 32 bytes of each operand row: 16 16-bit elements, 32 fp8 ones.
-        let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
         let k_steps = ks / kstep;
         let major = |o: &super::wgmma::SharedOperand, mn: &str| {
             format!(
@@ -1050,43 +1046,22 @@ impl Lowering<'_> {
     /// of 256 columns after the other in the scratch region — each warp stores its columns of
     /// the block's accumulator, the issuing thread runs the block's K steps (B's descriptor
     /// `256 · block` columns on), the block is waited for and each warp loads its columns back;
-    /// the registers come out block after block, as the layout orders them.
-    #[allow(clippy::too_many_arguments)]
+    /// the registers come out block after block, as the layout orders them. `idesc` is a
+    /// block's instruction (N = 256), checked by [`Lowering::tcgen05_mma`].
     fn tcgen05_mma_n_blocks(
         &mut self,
-        aop: &super::wgmma::SharedOperand,
-        bop: &super::wgmma::SharedOperand,
+        [aop, bop]: [&super::wgmma::SharedOperand; 2],
         acc: ValueId,
         m: Mma,
         shape: &[i64],
-        ks: i64,
-        [fa, fb]: [Format; 2],
+        [ks, kstep]: [i64; 2],
+        idesc: InstrDescriptor,
     ) -> Result<Value, Diagnostic> {
         let (ms, ns) = (shape[0], shape[1]);
         let blocks = Mma::tcgen05_n_blocks(shape);
-        let bn = ns / blocks;
+        let (bn, im) = (idesc.n, idesc.m);
         let bshape = [ms, bn];
-        let im = Mma::tcgen05_m(ms);
-        if aop.shape[0] != im {
-            return Err(err(format!(
-                "the A operand of a tcgen05 product of {ms} rows is a buffer of {} rows",
-                aop.shape[0]
-            )));
-        }
-        let fp8 = fa.kind() == "f8f6f4";
-        if fp8 && !(aop.k_major && bop.k_major) {
-            return Err(err("tcgen05's fp8 form reads both operands K-major here"));
-        }
-        let idesc = InstrDescriptor {
-            d_f32: true,
-            a: fa,
-            b: fb,
-            a_mn_major: !aop.k_major,
-            b_mn_major: !bop.k_major,
-            n: bn,
-            m: im,
-        };
-        let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
+        let kind = idesc.a.kind();
         let zero = self.facts.tmem.zero.contains(&acc);
         let regs = if zero { vec![] } else { self.tile(acc)? };
         let per = regs.len() / blocks as usize;
@@ -1094,8 +1069,7 @@ impl Lowering<'_> {
         let (tbase, bar) = self.tmem_base()?;
         let id = self.em.ci32(i64::from(idesc.encode()));
         self.report.push(format!(
-            "mma [{ms}, {ns}, {ks}]: tcgen05.mma.cta_group::1.kind::{} m{im}n{bn}k{kstep} issued by one thread, {blocks} blocks of {bn} columns one after the other at TMEM column {col} x {} K steps; A {}-major, B {}-major descriptors; D {}",
-            fa.kind(),
+            "mma [{ms}, {ns}, {ks}]: tcgen05.mma.cta_group::1.kind::{kind} m{im}n{bn}k{kstep} issued by one thread, {blocks} blocks of {bn} columns one after the other at TMEM column {col} x {} K steps; A {}-major, B {}-major descriptors; D {}",
             ks / kstep,
             if aop.k_major { "K" } else { "M" },
             if bop.k_major { "K" } else { "N" },
@@ -1118,7 +1092,7 @@ impl Lowering<'_> {
                 let en = self.em.ci32(i64::from(!zero || kk > 0));
                 issues.push(Issue { d, a: ad, b: bd, en, id: id.clone(), scales: None });
             }
-            self.issue_products(&issues, fa.kind(), false, Some(&bar))?;
+            self.issue_products(&issues, kind, false, Some(&bar))?;
             self.tmem_arrive_wait(&bar);
             out.extend(self.tmem_load(m, &bshape, col)?);
         }
