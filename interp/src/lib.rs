@@ -554,8 +554,15 @@ impl Machine<'_> {
                 let t = self.tile(*x)?.to_vec();
                 self.set(op, V::Tile(t))
             }
-            OpKind::LocalLoad { buf } => {
-                let t = self.buffer(*buf)?;
+            OpKind::LocalLoad { buf, trans } => {
+                let mut t = self.buffer(*buf)?;
+                if *trans {
+                    let &[rows, cols] = self.ty(*buf).shape() else {
+                        return Err(ill("a transposed read of a buffer that is not 2-D"));
+                    };
+                    let (rows, cols) = (rows as usize, cols as usize);
+                    t = (0..rows * cols).map(|i| t[(i % rows) * cols + i / rows]).collect();
+                }
                 self.set(op, V::Tile(t))
             }
             OpKind::Item(x) => {

@@ -390,9 +390,9 @@ impl Reader<'_> {
                     arity(2)?;
                     OpKind::Stage { buf: operands[0], index: operands[1] }
                 }
-                "tilegpu.local_load" => {
+                "tilegpu.local_load" | "tilegpu.local_load_trans" => {
                     arity(1)?;
-                    OpKind::LocalLoad { buf: operands[0] }
+                    OpKind::LocalLoad { buf: operands[0], trans: name == "tilegpu.local_load_trans" }
                 }
                 "tile.arange" => OpKind::Arange,
                 "tile.load" => {

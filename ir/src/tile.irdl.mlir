@@ -183,6 +183,13 @@ irdl.dialect @tilegpu {
     irdl.operands(buf: %a)
     irdl.results(result: %r)
   }
+  // The same, of a 2-D buffer read with its dims swapped (the transposed tile, same bytes).
+  irdl.operation @local_load_trans {
+    %a = irdl.base "!builtin.memref"
+    %r = irdl.base "!builtin.tensor"
+    irdl.operands(buf: %a)
+    irdl.results(result: %r)
+  }
   // The same tile in another layout, through a shared-memory buffer laid out as `scratch`.
   irdl.operation @convert_layout {
     %a = irdl.base "!builtin.tensor"

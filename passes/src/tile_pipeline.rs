@@ -117,9 +117,10 @@ impl Options {
 /// reads it; its atoms are the TMA boxes), 16-bit, fp8 or packed fp4 elements (bytes to the
 /// copy engine), zero padding (TMA's out-of-bounds
 /// fill), a tensor of rank at most 5 specialised as 16-byte aligned (the tensor map's base
-/// and strides), boxes of at most 256 along every dim.
+/// and strides), boxes of at most 256 along every dim (the contiguous dim is copied one
+/// swizzle atom a box, so the tile may be wider there).
 fn tma_copy(func: &Func, kind: &OpKind, bty: &Type) -> bool {
-    let (OpKind::AsyncCopy { tensor, padding: Padding::Zero, tile, .. }, Type::Smem { layout, dtype, .. }) =
+    let (OpKind::AsyncCopy { tensor, padding: Padding::Zero, tile, order, .. }, Type::Smem { layout, dtype, .. }) =
         (kind, bty)
     else {
         return false;
@@ -129,7 +130,7 @@ fn tma_copy(func: &Func, kind: &OpKind, bty: &Type) -> bool {
         && (dtype.bytes() == 2 || dtype.is_fp8() || *dtype == tilec_core::DType::F4E2M1X2)
         && aligned
         && (1..=5).contains(&tile.len())
-        && tile.iter().all(|&d| (1..=256).contains(&d))
+        && tile.iter().zip(order).all(|(&d, &o)| d >= 1 && (d <= 256 || o as usize == tile.len() - 1))
 }
 
 /// A `wgmma` or `tcgen05` product of a loop body that may stay in flight across iterations
@@ -180,7 +181,7 @@ fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]
         let mut bufs = vec![];
         for x in [a, b] {
             // A register operand is read when the product runs, not when it is issued.
-            let OpKind::LocalLoad { buf } = defs.get(x)? else { return None };
+            let OpKind::LocalLoad { buf, .. } = defs.get(x)? else { return None };
             match defs.get(buf) {
                 None => {}
                 // A copy this pass turns into a ring (it is followed by its wait).
@@ -197,18 +198,26 @@ fn in_flight_mma(func: &Func, body: &[Op], iters: &[ValueId], yields: &[ValueId]
 /// `local_load`), when every reader is an op of the body itself (none in a nested region):
 /// after it the stage may be released.
 fn last_reader(body: &[Op], buf: ValueId) -> Option<ValueId> {
-    let load = body.iter().find_map(|o| match (&o.kind, o.result) {
-        (OpKind::LocalLoad { buf: b }, Some(r)) if *b == buf => Some(r),
-        _ => None,
-    })?;
+    // Every read of the buffer (a shared operand buffer is read both ways, see `LocalLoad`).
+    let loads: Vec<ValueId> = body
+        .iter()
+        .filter_map(|o| match (&o.kind, o.result) {
+            (OpKind::LocalLoad { buf: b, .. }, Some(r)) if *b == buf => Some(r),
+            _ => None,
+        })
+        .collect();
+    if loads.is_empty() {
+        return None;
+    }
+    let reads = |o: &Op| o.kind.operands().iter().filter(|v| loads.contains(v)).count();
     // Readers in nested regions: their uses outnumber the body's own.
     let mut all = 0;
-    walk_ops(body, &mut |o| all += o.kind.operands().iter().filter(|&&v| v == load).count());
-    let top: usize = body.iter().map(|o| o.kind.operands().iter().filter(|&&v| v == load).count()).sum();
+    walk_ops(body, &mut |o| all += reads(o));
+    let top: usize = body.iter().map(reads).sum();
     if all != top {
         return None;
     }
-    body.iter().rev().find(|o| o.kind.operands().contains(&load)).and_then(|o| o.result)
+    body.iter().rev().find(|o| reads(o) > 0).and_then(|o| o.result)
 }
 
 /// The iteration a copy fills: known in the prologue, a value in the body (made only where a

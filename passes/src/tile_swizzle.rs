@@ -103,7 +103,8 @@ pub fn run(func: &mut Func, tma: bool) -> SwizzleReport {
         let nvmma = SwizzledShared::nvmma_for(shape[layout.order[0]], bytes, layout.order)
             // 16-bit operands, and 8-bit ones (fp8, packed fp4), whose fragments are read as
             // 16-bit pairs of the same rows.
-            .filter(|_| tma && async_copied && (bytes == 2 || bytes == 1) && shape.iter().all(|&d| d <= 256))
+            // A TMA box spans one atom of the contiguous dim and at most 256 rows.
+            .filter(|_| tma && async_copied && (bytes == 2 || bytes == 1) && shape[layout.order[1]] <= 256)
             .filter(|n| n.conflicts(&shape, bytes) == (0, 0));
         if let Some(n) = nvmma {
             report.lines.push(format!(

@@ -355,7 +355,10 @@ pub(crate) fn warpgroup_local_buffers(func: &Func) -> BTreeSet<ValueId> {
     let mut loads: BTreeMap<ValueId, ValueId> = BTreeMap::new();
     let mut bad = BTreeSet::new();
     func.walk(&mut |o| {
-        if let (OpKind::LocalLoad { buf }, Some(r)) = (&o.kind, o.result) {
+        if let (OpKind::LocalLoad { buf, trans }, Some(r)) = (&o.kind, o.result) {
+            if *trans {
+                bad.insert(*buf);
+            }
             loads.insert(r, *buf);
         }
     });

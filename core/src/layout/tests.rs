@@ -434,3 +434,28 @@ fn fp8_k32_fragments_are_the_16bit_fragments_of_byte_pairs() {
         }
     }
 }
+
+/// A buffer read transposed (`local_load_trans`) is the same bytes: every element of the
+/// transposed view lies where the buffer put it, for the whole-row swizzles and the NVMMA
+/// atoms, either order.
+#[test]
+fn a_transposed_shared_buffer_addresses_the_same_bytes() {
+    use crate::tir::Type;
+    let shape = [16i64, 512];
+    let layouts = [
+        SwizzledShared::least_conflicts(&shape, 2, [1, 0]),
+        SwizzledShared::least_conflicts(&[512, 16], 2, [0, 1]),
+        SwizzledShared::nvmma(128, 2, [1, 0]),
+        SwizzledShared::nvmma(64, 2, [0, 1]),
+    ];
+    for l in layouts {
+        let buf = Type::Smem { shape: shape.to_vec(), dtype: crate::DType::F16, layout: l.clone() };
+        let Some(Type::Smem { shape: ts, layout: tl, .. }) = buf.smem_transposed() else { panic!("2-D") };
+        assert_eq!(ts, vec![512, 16]);
+        for i in 0..16 {
+            for j in 0..512 {
+                assert_eq!(l.offset(&shape, &[i, j]), tl.offset(&ts, &[j, i]), "{l:?} ({i}, {j})");
+            }
+        }
+    }
+}

@@ -66,6 +66,20 @@ impl Type {
         }
     }
 
+    /// A 2-D shared buffer seen with its dims swapped: the same bytes, the same swizzle
+    /// (`SwizzledShared` places an element by its row and column along `order`, which swap
+    /// with the dims). `None` for anything else.
+    pub fn smem_transposed(&self) -> Option<Type> {
+        match self {
+            Type::Smem { shape, dtype, layout } if shape.len() == 2 => Some(Type::Smem {
+                shape: vec![shape[1], shape[0]],
+                dtype: *dtype,
+                layout: SwizzledShared { order: [layout.order[1], layout.order[0]], ..layout.clone() },
+            }),
+            _ => None,
+        }
+    }
+
     pub fn with_dtype(&self, d: DType) -> Type {
         match self {
             Type::Tile { shape, layout, .. } => Type::Tile { shape: shape.clone(), dtype: d, layout: layout.clone() },

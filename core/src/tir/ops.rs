@@ -243,8 +243,13 @@ pub enum OpKind {
     /// a `#dot_operand` it is `ldmatrix` (`.trans` when the buffer's contiguous dim is not the
     /// operand's K for A / is K for B… see the lowering), issued per K step by the `mma` that
     /// uses it.
+    /// `trans` (`tilegpu.local_load_trans`): the 2-D buffer read with its dims swapped, the
+    /// same bytes seen as the transposed tile — one buffer filled once and read both ways
+    /// (`tile-layout`'s shared operand buffers: `mla_decode`'s latent tile is the B operand of
+    /// both of its products, K-major in one and N-major in the other).
     LocalLoad {
         buf: ValueId,
+        trans: bool,
     },
     Permute {
         value: ValueId,
@@ -345,7 +350,7 @@ impl OpKind {
             | OpKind::Scan { value: x, .. }
             | OpKind::ConvertLayout { value: x, .. }
             | OpKind::LocalAlloc { value: x }
-            | OpKind::LocalLoad { buf: x }
+            | OpKind::LocalLoad { buf: x, .. }
             | OpKind::MmaWait { value: x, .. }
             | OpKind::Permute { value: x, .. }
             | OpKind::Slice { value: x, .. }

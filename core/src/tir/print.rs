@@ -367,7 +367,12 @@ impl Printer<'_> {
             OpKind::MmaWait { value, pending } => {
                 format!("\"tilegpu.mma_wait\"({}) {{pending = {pending} : i32}} : ({}) -> {rty}", n(value), t(value))
             }
-            OpKind::LocalLoad { buf } => format!("\"tilegpu.local_load\"({}) : ({}) -> {rty}", n(buf), t(buf)),
+            OpKind::LocalLoad { buf, trans: false } => {
+                format!("\"tilegpu.local_load\"({}) : ({}) -> {rty}", n(buf), t(buf))
+            }
+            OpKind::LocalLoad { buf, trans: true } => {
+                format!("\"tilegpu.local_load_trans\"({}) : ({}) -> {rty}", n(buf), t(buf))
+            }
             OpKind::Concat { values, axis } => {
                 let args: Vec<String> = values.iter().map(n).collect();
                 let tys: Vec<String> = values.iter().map(t).collect();

@@ -568,9 +568,10 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("a wait for {} giving {}", a.to_mlir(), r.to_mlir()));
             }
         }
-        OpKind::LocalLoad { buf } => {
+        OpKind::LocalLoad { buf, trans } => {
             let a = u(*buf)?;
-            let ok = matches!(&a, Type::Smem { shape, dtype, .. } if shape_of(&r) == Some(&shape[..]) && r.dtype() == *dtype);
+            let seen = if *trans { a.smem_transposed() } else { Some(a.clone()) };
+            let ok = matches!(&seen, Some(Type::Smem { shape, dtype, .. }) if shape_of(&r) == Some(&shape[..]) && r.dtype() == *dtype);
             if !ok {
                 return fail(format!("a read of {} into {}", a.to_mlir(), r.to_mlir()));
             }

@@ -32,11 +32,14 @@
 //! a tcgen05 product's 16-bit A operand already in its accumulator's layout stays in
 //! registers, for the lowering to store into Tensor Memory: FlashAttention-4's P);
 //! every other mismatch gets one conversion after the value's definition (shared per value
-//! and layout, so a value converted for several uses is converted once).
+//! and layout, so a value converted for several uses is converted once). Two operands that
+//! are one tile of memory read both ways share one buffer, the second read transposed
+//! ([`shared_operands`]: `mla_decode`'s latent tile crosses from global memory once).
 //!
 //! Options: `num-warps` (default: the kernel's `tile.num_warps`); `tcgen05` (default true:
 //! products take the tcgen05 family where the target has it).
 
+mod shared_operands;
 mod tensor_core;
 
 /// Whether the tcgen05 product of `a` into an accumulator laid out as `m` reads A from

@@ -461,6 +461,8 @@ struct Plan {
     after: BTreeMap<ValueId, Vec<Op>>,
     /// Ops replaced by an async copy (a load and the reshape of its tile): not emitted.
     remove: std::collections::BTreeSet<ValueId>,
+    /// Operand buffers made, by the tile they hold (read by one or more `local_load`s).
+    bufs: BTreeMap<ValueId, ValueId>,
 }
 
 /// What the conversions need to know about the kernel.
@@ -472,6 +474,11 @@ struct Ctx {
     warps: i64,
     /// Values the kernel's top level defines (outside every loop and branch).
     top: std::collections::BTreeSet<ValueId>,
+    /// Operand tiles read transposed from another's buffer (`shared_operands::pairs`): the
+    /// tile → (the tile whose buffer holds it, the later of the two, after which it is read).
+    views: BTreeMap<ValueId, (ValueId, ValueId)>,
+    /// Tiles whose buffer some reader reads through a matrix descriptor (wgmma, tcgen05).
+    by_descriptor: std::collections::BTreeSet<ValueId>,
 }
 
 /// A load that can fill an operand buffer with `cp.async` instead of registers: `v` is the
@@ -506,6 +513,60 @@ fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, 
     ok.then_some((load, lv, rv))
 }
 
+/// The shared buffer holding `v` for the `mma` operand `want` (made once per tile, its ops
+/// recorded after `v`'s definition): filled by an async copy where `v` is a load that can be
+/// (the load then goes), else from registers.
+fn operand_buffer(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &Layout) -> ValueId {
+    if let Some(&b) = plan.bufs.get(&v) {
+        return b;
+    }
+    let ty = func.ty(v).clone();
+    let (shape, dtype) = (ty.shape().to_vec(), ty.dtype());
+    // Through a shared buffer swizzled for ldmatrix, in the operand's own order.
+    let order = match ty.layout() {
+        Some(Layout::Blocked(b)) if b.order.first() == Some(&0) => [0, 1],
+        _ => [1, 0],
+    };
+    // Unswizzled: `tile-swizzle` picks the swizzle from the buffer's writer and reader.
+    // wgmma and tcgen05 read it through a descriptor, which knows only the NVMMA
+    // layouts: the widest one its contiguous dim takes (`Mma::wgmma` and
+    // `Mma::tcgen05` keep every operand at 32 bytes or more), whatever passes follow.
+    let eb = i64::from(dtype.bytes());
+    let nvmma = if want.reads_by_descriptor() || ctx.by_descriptor.contains(&v) {
+        SwizzledShared::nvmma_for(shape[order[0]], eb, order)
+    } else {
+        None
+    };
+    let sl = nvmma.unwrap_or_else(|| SwizzledShared::plain(eb, order));
+    let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
+    // The A operand of a tcgen05 product of fewer than 64 rows is held several times
+    // over (`Mma::tcgen05_a_replicas`): registers write every copy; a copy from global
+    // memory fills one, which the lowering copies whole 8-row atoms of where a product
+    // reads it — so only in a loop, whose copies become a ring (outside, registers
+    // write the copies once), and K-major (along M the copies would change the
+    // buffer's swizzle).
+    let replicated = matches!(want, Layout::DotOperand { op_idx: 0, parent }
+        if parent.family == MmaFamily::Tcgen05 && Mma::tcgen05_a_replicas(shape[0]) > 1);
+    let copyable = !replicated || (order == [1, 0] && !ctx.top.contains(&v));
+    let mut ops = vec![];
+    match async_source(func, ctx, v).filter(|_| copyable) {
+        Some((OpKind::Load { tensor, index, padding, order, latency }, lv, rv)) => {
+            // Global → shared without registers, then wait (`tile-pipeline` moves the
+            // copy ahead when it is in a loop).
+            let tile = func.ty(lv).shape().to_vec();
+            let kind = OpKind::AsyncCopy { dst: None, tensor, index, padding, order, tile, latency, tma: false };
+            ops.push(Op { kind, result: Some(buf), span: ctx.spans.get(&lv).copied() });
+            ops.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
+            plan.remove.insert(lv);
+            plan.remove.extend(rv);
+        }
+        _ => ops.push(Op { kind: OpKind::LocalAlloc { value: v }, result: Some(buf), span: None }),
+    }
+    plan.after.entry(v).or_default().extend(ops);
+    plan.bufs.insert(v, buf);
+    buf
+}
+
 /// Makes a value of `v` laid out as `want`: returns the new value, the ops recorded in `plan`.
 fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &Layout) -> ValueId {
     let key = (v, want.to_mlir());
@@ -523,6 +584,24 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
             ops.push(Op { kind: OpKind::Splat(s), result: Some(nv), span: None });
             nv
         }
+        // Read transposed from the buffer of the tile it is the transpose of.
+        (_, Layout::DotOperand { .. }) if ctx.views.contains_key(&v) => {
+            let (x, after) = ctx.views[&v];
+            let buf = operand_buffer(func, plan, ctx, x, want);
+            let nv = func.new_value(tile(want.clone()));
+            plan.after.entry(after).or_default().push(Op {
+                kind: OpKind::LocalLoad { buf, trans: true },
+                result: Some(nv),
+                span: None,
+            });
+            // The load it replaces (and its reshape) go.
+            if let Some(OpKind::Reshape(l)) = ctx.defs.get(&v) {
+                plan.remove.insert(*l);
+            }
+            plan.remove.insert(v);
+            plan.made.insert(key, nv);
+            return nv;
+        }
         // wgmma reads B from shared memory only, whatever registers hold it; tcgen05 both;
         // an 8-bit operand too (its fragments are read from byte pairs in a buffer).
         (_, Layout::DotOperand { op_idx, parent })
@@ -531,47 +610,12 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
                 || parent.family == MmaFamily::Tcgen05
                 || dtype.is_fp8()
                 || dtype.is_scale()
-                || dtype == tilec_core::DType::F4E2M1X2 =>
+                || dtype == tilec_core::DType::F4E2M1X2
+                || ctx.views.values().any(|&(x, _)| x == v) =>
         {
-            // Through a shared buffer swizzled for ldmatrix, in the operand's own order.
-            let order = match ty.layout() {
-                Some(Layout::Blocked(b)) if b.order.first() == Some(&0) => [0, 1],
-                _ => [1, 0],
-            };
-            // Unswizzled: `tile-swizzle` picks the swizzle from the buffer's writer and reader.
-            // wgmma and tcgen05 read it through a descriptor, which knows only the NVMMA
-            // layouts: the widest one its contiguous dim takes (`Mma::wgmma` and
-            // `Mma::tcgen05` keep every operand at 32 bytes or more), whatever passes follow.
-            let eb = i64::from(dtype.bytes());
-            let nvmma =
-                if want.reads_by_descriptor() { SwizzledShared::nvmma_for(shape[order[0]], eb, order) } else { None };
-            let sl = nvmma.unwrap_or_else(|| SwizzledShared::plain(eb, order));
-            let buf = func.new_value(Type::Smem { shape: shape.clone(), dtype, layout: sl });
-            // The A operand of a tcgen05 product of fewer than 64 rows is held several times
-            // over (`Mma::tcgen05_a_replicas`): registers write every copy; a copy from global
-            // memory fills one, which the lowering copies whole 8-row atoms of where a product
-            // reads it — so only in a loop, whose copies become a ring (outside, registers
-            // write the copies once), and K-major (along M the copies would change the
-            // buffer's swizzle).
-            let replicated = matches!(want, Layout::DotOperand { op_idx: 0, parent }
-                if parent.family == MmaFamily::Tcgen05 && Mma::tcgen05_a_replicas(shape[0]) > 1);
-            let copyable = !replicated || (order == [1, 0] && !ctx.top.contains(&v));
-            match async_source(func, ctx, v).filter(|_| copyable) {
-                Some((OpKind::Load { tensor, index, padding, order, latency }, lv, rv)) => {
-                    // Global → shared without registers, then wait (`tile-pipeline` moves the
-                    // copy ahead when it is in a loop).
-                    let tile = func.ty(lv).shape().to_vec();
-                    let kind =
-                        OpKind::AsyncCopy { dst: None, tensor, index, padding, order, tile, latency, tma: false };
-                    ops.push(Op { kind, result: Some(buf), span: ctx.spans.get(&lv).copied() });
-                    ops.push(Op { kind: OpKind::AsyncWait { pending: 0 }, result: None, span: None });
-                    plan.remove.insert(lv);
-                    plan.remove.extend(rv);
-                }
-                _ => ops.push(Op { kind: OpKind::LocalAlloc { value: v }, result: Some(buf), span: None }),
-            }
+            let buf = operand_buffer(func, plan, ctx, v, want);
             let nv = func.new_value(tile(want.clone()));
-            ops.push(Op { kind: OpKind::LocalLoad { buf }, result: Some(nv), span: None });
+            ops.push(Op { kind: OpKind::LocalLoad { buf, trans: false }, result: Some(nv), span: None });
             nv
         }
         _ => {
@@ -590,12 +634,31 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
 /// `mma` operands, gather/rand indices), each right after its operand's definition.
 pub(super) fn insert_conversions(func: &mut Func, warps: i64) -> Result<usize, Diagnostic> {
     let top = func.ops.iter().filter_map(|o| o.result).collect();
-    let mut ctx = Ctx { defs: BTreeMap::new(), spans: BTreeMap::new(), uses: func.use_counts(), warps, top };
+    let mut ctx = Ctx {
+        defs: BTreeMap::new(),
+        spans: BTreeMap::new(),
+        uses: func.use_counts(),
+        warps,
+        top,
+        views: BTreeMap::new(),
+        by_descriptor: Default::default(),
+    };
     func.walk(&mut |op| {
         if let Some(r) = op.result {
             ctx.defs.insert(r, op.kind.clone());
             if let Some(s) = op.span {
                 ctx.spans.insert(r, s);
+            }
+        }
+    });
+    let views = super::shared_operands::pairs(func, &|x| async_source(func, &ctx, x).is_some());
+    ctx.views = views;
+    // A shared buffer is NVMMA-laid-out when any of its readers reads it by descriptor.
+    func.walk(&mut |op| {
+        let (OpKind::Mma { a, b, .. }, Some(r)) = (&op.kind, op.result) else { return };
+        if func.ty(r).layout().is_some_and(Layout::reads_by_descriptor) {
+            for x in [a, b] {
+                ctx.by_descriptor.insert(ctx.views.get(x).map_or(*x, |&(k, _)| k));
             }
         }
     });

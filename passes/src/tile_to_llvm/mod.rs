@@ -312,7 +312,7 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
                     let root = w.root(*d);
                     w.uses.push((root, here, w.loops.clone()));
                 }
-                OpKind::LocalLoad { buf } => {
+                OpKind::LocalLoad { buf, .. } => {
                     let root = w.root(*buf);
                     w.uses.push((root, here, w.loops.clone()));
                     if let Some(r) = op.result {
@@ -991,7 +991,14 @@ impl Lowering<'_> {
                 self.smem_written();
                 return Ok(());
             }
-            OpKind::LocalLoad { buf } => match (self.get(*buf)?, rty.as_ref().and_then(Type::layout)) {
+            OpKind::LocalLoad { buf, trans } => match (self.get(*buf)?, rty.as_ref().and_then(Type::layout)) {
+                (Value::SmemBuf { offset, ty, ring }, Some(Layout::DotOperand { .. })) if *trans => {
+                    // The same bytes seen transposed: the readers address them by the view's
+                    // order (`ldmatrix` with or without `.trans`, a descriptor K- or MN-major).
+                    let ty =
+                        ty.smem_transposed().ok_or_else(|| err("a transposed read of a buffer that is not 2-D"))?;
+                    Value::SmemBuf { offset, ty, ring }
+                }
                 (v @ Value::SmemBuf { .. }, Some(Layout::DotOperand { .. })) => v,
                 _ => return Err(err("a shared-memory read into a layout other than #dot_operand is not lowered yet")),
             },

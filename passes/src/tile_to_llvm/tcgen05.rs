@@ -137,7 +137,7 @@ impl TmemPlan {
             (OpKind::Stage { buf, .. }, Some(r)) => {
                 ring_of.insert(r, *buf);
             }
-            (OpKind::LocalLoad { buf }, Some(r)) => {
+            (OpKind::LocalLoad { buf, .. }, Some(r)) => {
                 if let Some(&ring) = ring_of.get(buf) {
                     ring_of.insert(r, ring);
                 }
