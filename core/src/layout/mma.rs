@@ -137,9 +137,17 @@ impl Mma {
     /// which would otherwise take all of TMEM.
     pub fn tcgen05(shape: &[i64], k: i64, warps: i64) -> Option<Mma> {
         let (m, n) = (shape[0], shape[1]);
+        let m_ok = m > 0 && (m % TCGEN05_M == 0 || matches!(m, 16 | 32 | 64));
+        if !m_ok {
+            // Fewer than 16 rows (or any other count) has no instruction: no warp split to
+            // compute either (8 rows would make it 0).
+            return None;
+        }
         let rows = if m % TCGEN05_M == 0 { 4 } else { m / MMA_M };
         let wn = warps / rows;
-        let m_ok = m % TCGEN05_M == 0 || matches!(m, 16 | 32 | 64);
+        if wn == 0 {
+            return None;
+        }
         let bn = n / Self::tcgen05_n_blocks(shape);
         let ok = warps >= 4
             && warps % 4 == 0

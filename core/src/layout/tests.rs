@@ -459,3 +459,15 @@ fn a_transposed_shared_buffer_addresses_the_same_bytes() {
         }
     }
 }
+
+/// Shapes no tcgen05 instruction computes are refused, never a division by zero: fewer
+/// than 16 rows (the fuzzer's `mla_decode` with HB = 8 on sm_103a), zero, odd counts.
+#[test]
+fn tcgen05_refuses_products_it_has_no_instruction_for() {
+    for m in [0, 1, 8, 24, 48, 96] {
+        for warps in [1, 4, 8] {
+            assert_eq!(Mma::tcgen05(&[m, 64], 64, warps), None, "m {m} warps {warps}");
+        }
+    }
+    assert!(Mma::tcgen05(&[16, 512], 64, 4).is_some());
+}

@@ -744,6 +744,13 @@ pub const PAGED_DECODE: Spec = Spec {
     ..DECODE_GROUPED
 };
 
+/// `mla_decode`'s groups of chunks for `p` splits (the kernel's `NG`: `GROUP`, 8 unless the
+/// case sets it, chunks a group).
+fn mla_decode_groups(c: &Case, p: i64) -> i64 {
+    let g = c.konst("GROUP", 8).max(1);
+    (p + g - 1) / g
+}
+
 /// MLA decode over the latent cache (kernels/mla_decode.tile). Case dims `[B, H, SMAX, DC, DR]`
 /// and the most splits `P` ([`decode_dims`]).
 pub const MLA_DECODE: Spec = Spec {
@@ -752,9 +759,11 @@ pub const MLA_DECODE: Spec = Spec {
     kernel: "mla_decode",
     class: Class::Decode,
     peer_kernel: "mla_decode",
-    // Split over the key length (3 chunks of one tile; lengths 0, 1, 17, 70).
+    // Split over the key length (3 chunks of one tile; lengths 0, 1, 17, 70), combined in one
+    // group and in two of 2 and 1 chunks.
     interp_cases: || {
-        vec![Case::new(DType::F16, &[4, 32, 70, 64, 16]).with("HB", 16).with("TILE_N", 32).with("MIN_TILES", 1)]
+        let case = Case::new(DType::F16, &[4, 32, 70, 64, 16]).with("HB", 16).with("TILE_N", 32).with("MIN_TILES", 1);
+        vec![case.clone(), case.with("GROUP", 2)]
     },
     // DeepSeek-V2-Lite: kv_lora_rank 512, rope dim 64, 16 heads; split into 4, 17 and 4
     // chunks, and not at all (a workspace of one split).
@@ -784,6 +793,7 @@ pub const MLA_DECODE: Spec = Spec {
         let Some([b, h, smax, dc, dr, p]) = decode_dims(c) else { return vec![] };
         let hb = c.konst("HB", 16);
         let nhb = (h + hb - 1) / hb.max(1);
+        let ng = mla_decode_groups(c, p);
         vec![
             normal_tensor(rng, c.dtype, &[b, h, dc], 1.0),
             normal_tensor(rng, c.dtype, &[b, h, dr], 1.0),
@@ -791,10 +801,11 @@ pub const MLA_DECODE: Spec = Spec {
             normal_tensor(rng, c.dtype, &[b, smax, dr], 1.0),
             tensor(DType::I32, &[b], &seq_lens_edges(c, b, smax)),
             poisoned(c.dtype, &[b, h, dc]),
-            // The workspace: whatever it holds on entry must not matter.
-            poisoned(DType::F32, &[b, nhb, p, hb, dc]),
-            poisoned(DType::F32, &[b, nhb, p, 2, hb]),
-            tensor(DType::I32, &[b, nhb], &vec![0.0; (b * nhb).max(0) as usize]),
+            // The workspace: whatever it holds on entry must not matter. The chunks' slots,
+            // then the groups'.
+            poisoned(DType::F32, &[b, nhb, p + ng, hb, dc]),
+            poisoned(DType::F32, &[b, nhb, p + ng, 2, hb]),
+            tensor(DType::I32, &[b, nhb, 1 + ng], &vec![0.0; (b * nhb * (1 + ng)).max(0) as usize]),
             Arg::F32(1.0 / ((dc + dr) as f32).sqrt()),
         ]
     },
@@ -824,7 +835,8 @@ pub const MLA_DECODE: Spec = Spec {
                 want.extend(reference::attention_split(qh, lat, lat, 1, n, dc, dc, scale, false, extra));
             }
         }
-        vec![want, vec![0.0; b * h.div_ceil(hb.max(1))]]
+        let ng = mla_decode_groups(c, dims[5]) as usize;
+        vec![want, vec![0.0; b * h.div_ceil(hb.max(1)) * (1 + ng)]]
     },
     tolerance: storage_tolerance,
     // The latent and rope rows the sequences hold, read once, plus q and the output.
