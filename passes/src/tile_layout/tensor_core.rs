@@ -461,8 +461,9 @@ struct Plan {
     after: BTreeMap<ValueId, Vec<Op>>,
     /// Ops replaced by an async copy (a load and the reshape of its tile): not emitted.
     remove: std::collections::BTreeSet<ValueId>,
-    /// Operand buffers made, by the tile they hold (read by one or more `local_load`s).
-    bufs: BTreeMap<ValueId, ValueId>,
+    /// Operand buffers made, by the tile they hold and the operand layout they were made for
+    /// (none for a tile another reads transposed: one buffer for both readers).
+    bufs: BTreeMap<(ValueId, String), ValueId>,
 }
 
 /// What the conversions need to know about the kernel.
@@ -517,7 +518,9 @@ fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, 
 /// recorded after `v`'s definition): filled by an async copy where `v` is a load that can be
 /// (the load then goes), else from registers.
 fn operand_buffer(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &Layout) -> ValueId {
-    if let Some(&b) = plan.bufs.get(&v) {
+    let shared = ctx.views.values().any(|&(x, _)| x == v);
+    let key = (v, if shared { String::new() } else { want.to_mlir() });
+    if let Some(&b) = plan.bufs.get(&key) {
         return b;
     }
     let ty = func.ty(v).clone();
@@ -563,7 +566,7 @@ fn operand_buffer(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want:
         _ => ops.push(Op { kind: OpKind::LocalAlloc { value: v }, result: Some(buf), span: None }),
     }
     plan.after.entry(v).or_default().extend(ops);
-    plan.bufs.insert(v, buf);
+    plan.bufs.insert(key, buf);
     buf
 }
 

@@ -744,15 +744,20 @@ pub const PAGED_DECODE: Spec = Spec {
     ..DECODE_GROUPED
 };
 
-/// `mla_decode`'s groups of chunks for `p` splits (the kernel's `NG`: `GROUP`, 8 unless the
-/// case sets it, chunks a group).
-fn mla_decode_groups(c: &Case, p: i64) -> i64 {
+/// `mla_decode`'s most splits (its `SPLITS`: the case's sixth dim, else the kernel's 64) and
+/// its groups of chunks (`NG`: `GROUP`, 8 unless the case sets it, chunks a group).
+fn mla_decode_splits(c: &Case) -> (i64, i64) {
+    let p = if c.dims.len() == 6 { c.dims[5] } else { 64 };
     let g = c.konst("GROUP", 8).max(1);
-    (p + g - 1) / g
+    (p, (p + g - 1) / g)
 }
 
+/// `mla_decode`'s workspace slots: twice the most SMs of the targets (B300's 148), enough
+/// for every target's `SMS` (the kernel requires `W >= 2 * SMS`).
+const MLA_DECODE_SLOTS: i64 = 2 * 148;
+
 /// MLA decode over the latent cache (kernels/mla_decode.tile). Case dims `[B, H, SMAX, DC, DR]`
-/// and the most splits `P` ([`decode_dims`]).
+/// and the most splits (a sixth dim: [`mla_decode_splits`]).
 pub const MLA_DECODE: Spec = Spec {
     name: "mla_decode",
     file: "mla_decode.tile",
@@ -765,13 +770,16 @@ pub const MLA_DECODE: Spec = Spec {
         let case = Case::new(DType::F16, &[4, 32, 70, 64, 16]).with("HB", 16).with("TILE_N", 32).with("MIN_TILES", 1);
         vec![case.clone(), case.with("GROUP", 2)]
     },
-    // DeepSeek-V2-Lite: kv_lora_rank 512, rope dim 64, 16 heads; split into 4, 17 and 4
-    // chunks, and not at all (a workspace of one split).
+    // DeepSeek-V2-Lite: kv_lora_rank 512, rope dim 64, 16 heads; split into 4, 17 (three
+    // groups), 8 and 64 (eight groups) chunks, 20 for each of four (head block, sequence)
+    // pairs (32 heads: two head blocks), and not at all (at most one split).
     gpu_cases: || {
         vec![
             Case::new(DType::F16, &[4, 16, 1000, 512, 64]),
             Case::new(DType::F16, &[1, 16, 4097, 512, 64]),
             Case::new(DType::BF16, &[16, 16, 2048, 512, 64]),
+            Case::new(DType::F16, &[1, 16, 16384, 512, 64]),
+            Case::new(DType::F16, &[2, 32, 5000, 512, 64]),
             Case::new(DType::F16, &[3, 16, 700, 512, 64, 1]),
         ]
     },
@@ -783,17 +791,17 @@ pub const MLA_DECODE: Spec = Spec {
     },
     consts: |c| {
         let mut m = t_const(c);
-        let Some([_, _, _, dc, dr, p]) = decode_dims(c) else { return m };
+        let Some([_, _, _, dc, dr, _]) = decode_dims(c) else { return m };
         m.insert("DC".into(), ConstArg::Int(dc));
         m.insert("DR".into(), ConstArg::Int(dr));
-        m.insert("SPLITS".into(), ConstArg::Int(p));
+        m.insert("SPLITS".into(), ConstArg::Int(mla_decode_splits(c).0));
         m
     },
     inputs: |c, rng| {
-        let Some([b, h, smax, dc, dr, p]) = decode_dims(c) else { return vec![] };
+        let Some([b, h, smax, dc, dr, _]) = decode_dims(c) else { return vec![] };
         let hb = c.konst("HB", 16);
         let nhb = (h + hb - 1) / hb.max(1);
-        let ng = mla_decode_groups(c, p);
+        let ng = mla_decode_splits(c).1;
         vec![
             normal_tensor(rng, c.dtype, &[b, h, dc], 1.0),
             normal_tensor(rng, c.dtype, &[b, h, dr], 1.0),
@@ -801,10 +809,9 @@ pub const MLA_DECODE: Spec = Spec {
             normal_tensor(rng, c.dtype, &[b, smax, dr], 1.0),
             tensor(DType::I32, &[b], &seq_lens_edges(c, b, smax)),
             poisoned(c.dtype, &[b, h, dc]),
-            // The workspace: whatever it holds on entry must not matter. The chunks' slots,
-            // then the groups'.
-            poisoned(DType::F32, &[b, nhb, p + ng, hb, dc]),
-            poisoned(DType::F32, &[b, nhb, p + ng, 2, hb]),
+            // The workspace: whatever it holds on entry must not matter.
+            poisoned(DType::F32, &[MLA_DECODE_SLOTS, hb, dc]),
+            poisoned(DType::F32, &[MLA_DECODE_SLOTS, 2, hb]),
             tensor(DType::I32, &[b, nhb, 1 + ng], &vec![0.0; (b * nhb * (1 + ng)).max(0) as usize]),
             Arg::F32(1.0 / ((dc + dr) as f32).sqrt()),
         ]
@@ -835,7 +842,7 @@ pub const MLA_DECODE: Spec = Spec {
                 want.extend(reference::attention_split(qh, lat, lat, 1, n, dc, dc, scale, false, extra));
             }
         }
-        let ng = mla_decode_groups(c, dims[5]) as usize;
+        let ng = mla_decode_splits(c).1 as usize;
         vec![want, vec![0.0; b * h.div_ceil(hb.max(1)) * (1 + ng)]]
     },
     tolerance: storage_tolerance,
