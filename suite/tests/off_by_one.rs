@@ -20,6 +20,7 @@ const FREE: &[(&str, &str, usize, i64, &str)] = &[
     ("kv_append", "new", 2, 0, "the tokens appended: one block each"),
     ("kv_append", "cache", 2, 0, "the cache's capacity (positions are data: pos[b] + N <= S is the caller's)"),
     ("lang_atomics", "x", 0, 0, "the rows summed into the column statistics"),
+    ("moe_route", "logits", 1, -1, "the experts: any count from TOPK up to EP (the padding is -inf)"),
     ("paged_attention_decode", "block_tables", 1, 0, "the table's width: pages a sequence may hold"),
     ("rope", "q", 2, -1, "the query heads: any count up to the tile's H (Qwen2's 28 in 32)"),
     ("rope", "k", 2, -1, "the key heads: any count up to the tile's HK"),

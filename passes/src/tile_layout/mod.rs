@@ -9,7 +9,9 @@
 //! stay inside a warp when there are enough rows); a tile smaller than the block is replicated
 //! over the lanes and warps it does not fill — and gives a keepdims reduction result the
 //! `#slice` of its operand's layout. A tile with extent-1 dims that is not a reduction result
-//! (a `full((R, 1), …)`, a row of cos values) takes the slice of a full shape it matches.
+//! (a `full((R, 1), …)`, a row of cos values) takes the layout the reductions of its shape
+//! have (so that it meets a row maximum without a conversion), else the slice of a full shape
+//! it matches.
 //! Every tile of one shape gets the same layout, loop-carried values and `if` results
 //! included, so elementwise ops never need a conversion, and reshapes that only add or drop
 //! unit dims move no data. When a row is broadcast to tiles of different heights whose
@@ -273,9 +275,24 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<LayoutReport, Diagnostic> 
             }
         })
     }
+    // The keepdims results of reductions of full tiles, by shape: the first one's layout. Other
+    // tiles of that shape (a `full((R, 1), …)` beside a row maximum) take it too, so that
+    // elementwise ops between them need no conversion — whichever full shape sorts first.
+    let mut reduced_layouts: BTreeMap<Vec<i64>, Layout> = BTreeMap::new();
+    for (value, reduce_of) in &facts.defined {
+        let Some((axis, operand)) = reduce_of else { continue };
+        if let Some(b) = layouts.get(func.ty(*operand).shape()) {
+            reduced_layouts
+                .entry(func.ty(*value).shape().to_vec())
+                .or_insert_with(|| Layout::Slice { dim: *axis as usize, parent: Box::new(Layout::Blocked(b.clone())) });
+        }
+    }
     let layout_of = |shape: &[i64]| -> Option<Layout> {
         if let Some(b) = layouts.get(shape) {
             return Some(Layout::Blocked(b.clone()));
+        }
+        if let Some(l) = reduced_layouts.get(shape) {
+            return Some(l.clone());
         }
         let full: Vec<Vec<i64>> = layouts.keys().cloned().collect();
         slice_parent(shape, &full)
@@ -411,6 +428,34 @@ mod tests {
     use super::*;
     use tilec_core::tir::{Padding, ReduceKind};
     use tilec_core::DType;
+
+    /// A `(R, 1)` tile that is not a reduction takes the layout of the reductions of its shape,
+    /// whatever other full `(R, N)` shape sorts first (moe_route: a row maximum of `(16, 64)`
+    /// beside a splat, with a `(16, 8)` top-k in the kernel).
+    #[test]
+    fn an_extent_one_splat_takes_the_layout_of_the_row_reductions() {
+        let mut f = Func::new("k", "sm_90a", 4);
+        let x = f.add_param("x", Type::Tensor { dtype: DType::F32, rank: 2 });
+        let b = f.push(OpKind::Bid { axis: 0 }, Type::Scalar(DType::I32), None);
+        let load = |f: &mut Func, n: i64| {
+            f.push(
+                OpKind::Load { tensor: x, index: vec![b, b], padding: Padding::Zero, order: vec![0, 1], latency: 0 },
+                Type::tile(vec![16, n], DType::F32),
+                None,
+            )
+        };
+        let _narrow = load(&mut f, 8);
+        let wide = load(&mut f, 64);
+        let m = f.push(
+            OpKind::Reduce { kind: ReduceKind::Max, axis: 1, value: wide },
+            Type::tile(vec![16, 1], DType::F32),
+            None,
+        );
+        let c = f.push(OpKind::ConstFloat(0.0), Type::Scalar(DType::F32), None);
+        let z = f.push(OpKind::Splat(c), Type::tile(vec![16, 1], DType::F32), None);
+        run(&mut f, &Options::default()).unwrap();
+        assert_eq!(f.ty(z).layout(), f.ty(m).layout());
+    }
 
     #[test]
     fn row_reduction_gets_slice_layout() {

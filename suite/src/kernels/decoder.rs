@@ -639,3 +639,75 @@ pub const ACC_BIAS_ROPE_KV_APPEND: Spec = Spec {
     case_for: |dims, dtype| rope_append_case("acc_bias_rope_kv_append", dims, dtype),
     ..ROPE_KV_APPEND
 };
+
+/// Mixture-of-experts routing (kernels/moe_route.tile): dims `[M, E]` (tokens, experts),
+/// constants `EP` (E padded to a power of two), `TOPK`; each token's softmax over its router
+/// logits and its TOPK largest probabilities with their experts, the largest first, ties to
+/// the lower expert. The logits are multiples of 1/64 (ties on purpose, distinct values a
+/// factor e^(1/64) apart in probability, so that no rounding reorders them); one row is all
+/// ties. Experts exact, probabilities within 1e-5.
+pub const MOE_ROUTE: Spec = Spec {
+    name: "moe_route",
+    file: "moe_route.tile",
+    kernel: "moe_route",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![
+            Case::new(DType::F16, &[5, 64]),
+            Case::new(DType::F32, &[3, 40]).with("TOPK", 8),
+            Case::new(DType::BF16, &[17, 7]).with("EP", 8).with("TOPK", 7),
+        ]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 64]),
+            Case::new(DType::F16, &[16, 64]),
+            Case::new(DType::BF16, &[8192, 64]),
+            Case::new(DType::F32, &[37, 160]).with("EP", 256).with("TOPK", 6),
+            Case::new(DType::F16, &[100, 64]).with("TOPK", 8),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("EP".to_string(), ConstArg::Int(c.konst("EP", 64))),
+            ("TOPK".to_string(), ConstArg::Int(c.konst("TOPK", 6))),
+        ])
+    },
+    inputs: |c, rng| {
+        let (m, e, k) = (c.dims[0], c.dims[1], c.konst("TOPK", 6));
+        let logits: Vec<f64> = (0..m * e)
+            .map(|i| if i / e == m / 2 { 0.5 } else { f64::from(rng.gen_range(-256i32..256)) / 64.0 })
+            .collect();
+        vec![tensor(c.dtype, &[m, e], &logits), poisoned(DType::F32, &[m, k]), poisoned(DType::I32, &[m, k])]
+    },
+    outputs: &[1, 2],
+    exact: &[2],
+    reference: |c, a| {
+        let (e, k) = (c.dims[1] as usize, c.konst("TOPK", 6) as usize);
+        let (mut w, mut ids) = (vec![], vec![]);
+        for row in values(a, 0).chunks(e) {
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let p: Vec<f64> = row.iter().map(|x| (x - m).exp()).collect();
+            let s: f64 = p.iter().sum();
+            let probs: Vec<f64> = p.iter().map(|x| x / s).collect();
+            for i in super::lang::sorted_positions(&probs, true).into_iter().take(k) {
+                w.push(probs[i]);
+                ids.push(i as f64);
+            }
+        }
+        vec![w, ids]
+    },
+    tolerance: |_| 1e-5,
+    bytes: |c| {
+        (c.dims[0] * c.dims[1]) as f64 * f64::from(c.dtype.bytes()) + (c.dims[0] * c.konst("TOPK", 6) * 8) as f64
+    },
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, e] if *m >= 1 && *e >= 6 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("moe_route takes MxE (at least TOPK = 6 experts), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};

@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 64] = [
+pub(crate) static ALL: [&Spec; 65] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -34,6 +34,7 @@ pub(crate) static ALL: [&Spec; 64] = [
     &decoder::ACC_RESIDUAL_RMSNORM,
     &decoder::ROPE_KV_APPEND,
     &decoder::ACC_BIAS_ROPE_KV_APPEND,
+    &decoder::MOE_ROUTE,
     &lang::BITS,
     &lang::INTS,
     &lang::MATH,

@@ -197,15 +197,21 @@ pub(super) fn sort(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<
         match a.get(1) {
             Some(Val::Int(k)) if (1..=n).contains(k) && (*k as u64).is_power_of_two() => *k,
             Some(Val::Int(k)) => {
-                return Err(Diagnostic::error(
+                let d = Diagnostic::error(
                     "E0011",
                     format!("`topk`'s k is {k}: a power of two from 1 to the axis' extent {n} (the result is a tile)"),
                 )
-                .with_primary(a.span(1), "here")
-                .with_note(format!(
-                    "take the next power of two, topk(…, {}, …), and use its first {k} (the store's extent, or a mask)",
-                    (*k as u64).max(1).next_power_of_two().min(n as u64)
-                )))
+                .with_primary(a.span(1), "here");
+                // Only a k in range has a next power of two to suggest (a negative k as u64
+                // would overflow it).
+                return Err(if (1..=n).contains(k) {
+                    d.with_note(format!(
+                        "take the next power of two, topk(…, {}, …), and use its first {k} (the store's extent, or a mask)",
+                        (*k as u64).next_power_of_two().min(n as u64)
+                    ))
+                } else {
+                    d
+                });
             }
             _ => {
                 return Err(
