@@ -182,13 +182,20 @@ pub fn scale_cell(base: i64, rows: i64, row: i64, kb: i64) -> (i64, i64, i64) {
     (row % 32, base + (kb / 4) * (rows / 32) + row / 32, kb % 4)
 }
 
+/// The column set (`rows / 32` columns each) and the first byte — the instruction
+/// descriptor's scale factor id — of K step `step` of a block-scaled product with `vec`
+/// factors an instruction: four K blocks a set, `4 / vec` steps a set.
+pub fn scale_step(step: i64, vec: i64) -> (i64, i64) {
+    let per_set = 4 / vec;
+    (step / per_set, (step % per_set) * vec)
+}
+
 /// Which scale bytes K step `step` of a block-scaled product reads for row `row`, with `vec`
 /// factors an instruction (`scale_vec::{vec}X`): the column its scale address plus the row's
 /// group gives (the address of the step's set), and bytes `sf_id … sf_id + vec - 1` — the
 /// id the lowering puts in the instruction descriptor.
 pub fn scale_step_cells(base: i64, rows: i64, row: i64, step: i64, vec: i64) -> Vec<(i64, i64, i64)> {
-    let per_set = 4 / vec;
-    let (set, sf_id) = (step / per_set, (step % per_set) * vec);
+    let (set, sf_id) = scale_step(step, vec);
     let addr = base + set * (rows / 32);
     (0..vec).map(|t| (row % 32, addr + row / 32, sf_id + t)).collect()
 }

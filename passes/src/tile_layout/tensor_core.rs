@@ -482,6 +482,13 @@ struct Ctx {
     by_descriptor: std::collections::BTreeSet<ValueId>,
 }
 
+impl Ctx {
+    /// Whether another operand tile reads `v`'s buffer transposed (one buffer for both).
+    fn read_both_ways(&self, v: ValueId) -> bool {
+        self.views.values().any(|&(x, _)| x == v)
+    }
+}
+
 /// A load that can fill an operand buffer with `cp.async` instead of registers: `v` is the
 /// load's tile (or its reshape that only drops unit dims), used once; 16-bit or 8-bit float elements; a
 /// tensor specialised as 16-byte aligned; 16-byte vectors along the contiguous dim.
@@ -518,8 +525,7 @@ fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, 
 /// recorded after `v`'s definition): filled by an async copy where `v` is a load that can be
 /// (the load then goes), else from registers.
 fn operand_buffer(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &Layout) -> ValueId {
-    let shared = ctx.views.values().any(|&(x, _)| x == v);
-    let key = (v, if shared { String::new() } else { want.to_mlir() });
+    let key = (v, if ctx.read_both_ways(v) { String::new() } else { want.to_mlir() });
     if let Some(&b) = plan.bufs.get(&key) {
         return b;
     }
@@ -614,7 +620,7 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
                 || dtype.is_fp8()
                 || dtype.is_scale()
                 || dtype == tilec_core::DType::F4E2M1X2
-                || ctx.views.values().any(|&(x, _)| x == v) =>
+                || ctx.read_both_ways(v) =>
         {
             let buf = operand_buffer(func, plan, ctx, v, want);
             let nv = func.new_value(tile(want.clone()));

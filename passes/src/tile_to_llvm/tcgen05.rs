@@ -54,7 +54,7 @@ use super::regs::Value;
 use super::{err, Lowering};
 use crate::tile_layout::reads_a_from_tmem;
 use std::collections::{BTreeMap, BTreeSet};
-use tilec_core::layout::tmem::{Format, InstrDescriptor, ScaledInstrDescriptor};
+use tilec_core::layout::tmem::{scale_step, Format, InstrDescriptor, ScaledInstrDescriptor};
 use tilec_core::layout::{Layout, Mma, MmaFamily, MMA_K, TCGEN05_M, TMEM_COLUMNS};
 use tilec_core::tir::{walk_ops, Func, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
@@ -845,8 +845,8 @@ impl Lowering<'_> {
                 // set (`tmem::scale_step_cells`), the addresses the set of its rows.
                 let (id, scale_at) = match &scale_cols {
                     Some((f, col_a, col_b, slot)) => {
-                        let per_set = 4 / f.vec;
-                        let (set, sf) = (kk / per_set, ((kk % per_set) * f.vec) as u32);
+                        let (set, sf) = scale_step(kk, f.vec);
+                        let sf = sf as u32;
                         let fmt = |d: DType| match d {
                             DType::F8E5M2 | DType::F4E2M1X2 => 1,
                             _ => 0,
@@ -1316,8 +1316,7 @@ mod tests {
                     }
                     for vec in [1i64, 2, 4].into_iter().filter(|v| ks % v == 0) {
                         for step in 0..ks / vec {
-                            let per_set = 4 / vec;
-                            let (set, sf) = (step / per_set, (step % per_set) * vec);
+                            let (set, sf) = tmem::scale_step(step, vec);
                             for row in 0..rows {
                                 let read = tmem::scale_step_cells(base, rows, row, step, vec);
                                 let want: Vec<_> =

@@ -686,14 +686,10 @@ pub const MOE_ROUTE: Spec = Spec {
     outputs: &[1, 2],
     exact: &[2],
     reference: |c, a| {
-        let (e, k) = (c.dims[1] as usize, c.konst("TOPK", 6) as usize);
+        let (m, e, k) = (c.dims[0] as usize, c.dims[1] as usize, c.konst("TOPK", 6) as usize);
         let (mut w, mut ids) = (vec![], vec![]);
-        for row in values(a, 0).chunks(e) {
-            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let p: Vec<f64> = row.iter().map(|x| (x - m).exp()).collect();
-            let s: f64 = p.iter().sum();
-            let probs: Vec<f64> = p.iter().map(|x| x / s).collect();
-            for i in super::lang::sorted_positions(&probs, true).into_iter().take(k) {
+        for probs in reference::softmax(&values(a, 0), m, e).chunks(e) {
+            for i in super::lang::sorted_positions(probs, true).into_iter().take(k) {
                 w.push(probs[i]);
                 ids.push(i as f64);
             }
