@@ -290,6 +290,7 @@ fn sass_of_every_tensor_core_kernel_has_its_targets_instructions() {
         ("matmul", "matmul"),
         ("bmm", "bmm"),
         ("group_gemm", "group_gemm"),
+        ("group_gemm", "group_gemm_aligned"),
         ("fmha", "fmha"),
         ("mla", "mla"),
         ("mla_decode", "mla_decode"),

@@ -178,6 +178,22 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<LayoutReport, Diagnostic> 
     let snapshot = full_shapes.clone();
     full_shapes.retain(|s| slice_parent(s, &snapshot).is_none());
     full_shapes.sort();
+    // A slice shape's home: the full shape it is first broadcast to, where it is a slice of
+    // one (a column index [1, N] broadcast to the [M, N] it addresses), else the first full
+    // shape it is a slice of. Homing it where it is broadcast keeps the two placements alike
+    // without capping vectors: a [1, N] otherwise taking the slice of an unrelated [K, N]
+    // (a weight tile) made that tile's loads 8-byte and kept them off cp.async and TMA.
+    let mut homes: BTreeMap<Vec<i64>, (usize, Vec<i64>)> = BTreeMap::new();
+    for (x, r) in &facts.broadcasts {
+        let (sx, sr) = (func.ty(*x).shape().to_vec(), func.ty(*r).shape().to_vec());
+        if facts.reduced.contains_key(x) || !full_shapes.contains(&sr) {
+            continue;
+        }
+        if let Some(found) = slice_parent(&sx, std::slice::from_ref(&sr)) {
+            homes.entry(sx).or_insert(found);
+        }
+    }
+    let home = |s: &[i64], shapes: &[Vec<i64>]| homes.get(s).cloned().or_else(|| slice_parent(s, shapes));
 
     // Broadcasts as (full shape the operand is a slice of, sliced dim, result shape).
     let mut broadcasts: Vec<(Vec<i64>, usize, Vec<i64>)> = vec![];
@@ -185,7 +201,7 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<LayoutReport, Diagnostic> 
         let (sx, sr) = (func.ty(*x).shape().to_vec(), func.ty(*r).shape().to_vec());
         let parent = match facts.reduced.get(x) {
             Some((value, axis)) => Some((func.ty(*value).shape().to_vec(), *axis as usize)),
-            None => slice_parent(&sx, &full_shapes).map(|(d, f)| (f, d)),
+            None => home(&sx, &full_shapes).map(|(d, f)| (f, d)),
         };
         if let Some((p, d)) = parent {
             if p != sr {
@@ -295,7 +311,7 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<LayoutReport, Diagnostic> 
             return Some(l.clone());
         }
         let full: Vec<Vec<i64>> = layouts.keys().cloned().collect();
-        slice_parent(shape, &full)
+        home(shape, &full)
             .map(|(d, f)| Layout::Slice { dim: d, parent: Box::new(Layout::Blocked(layouts[&f].clone())) })
             .or_else(|| sliced(shape, &layouts, &snapshot, shape.len()))
     };

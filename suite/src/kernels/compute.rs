@@ -142,7 +142,9 @@ pub const BMM: Spec = Spec {
 };
 
 /// Grouped GEMM (kernels/group_gemm.tile). Case dims `[rows, groups, K, N]`: the rows are
-/// split unevenly between the groups, with one empty group when there are three or more.
+/// split unevenly between the groups (quadratically: with few rows, most groups empty or of
+/// one or two rows and the last ones larger, as a decode step routes), with group 1 empty
+/// when there are three or more.
 pub const GROUP_GEMM: Spec = Spec {
     name: "group_gemm",
     file: "group_gemm.tile",
@@ -150,21 +152,48 @@ pub const GROUP_GEMM: Spec = Spec {
     class: Class::Gemm,
     peer_kernel: "group_gemm",
     interp_cases: || {
-        vec![Case::new(DType::F16, &[40, 3, 48, 40]).with("TILE_M", 16).with("TILE_N", 32).with("TILE_K", 16)]
+        vec![
+            Case::new(DType::F16, &[40, 3, 48, 40]).with("TILE_M", 16).with("TILE_N", 32).with("TILE_K", 16),
+            Case::new(DType::BF16, &[7, 8, 32, 24])
+                .with("TILE_M", 16)
+                .with("TILE_N", 16)
+                .with("TILE_K", 16)
+                .with("GP", 8),
+        ]
     },
-    gpu_cases: || vec![Case::new(DType::F16, &[3000, 8, 1024, 512]), Case::new(DType::BF16, &[333, 4, 200, 72])],
-    bench_cases: |_| vec![],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[3000, 8, 1024, 512]),
+            Case::new(DType::BF16, &[333, 4, 200, 72]),
+            Case::new(DType::F16, &[96, 64, 512, 384]).with("TILE_M", 16),
+            Case::new(DType::BF16, &[6, 64, 2048, 256]).with("TILE_M", 16),
+            Case::new(DType::F16, &[700, 64, 256, 136]),
+        ]
+    },
+    // DeepSeek-V2-Lite's experts (hidden 2048, intermediate 1408: gate/up 2048 → 2816, down
+    // 1408 → 2048) at a decode step of batch 16 and 1 (96 and 6 routed rows, 16-row tiles),
+    // and a prefill's share.
+    bench_cases: |quick| {
+        let mut v = vec![
+            Case::new(DType::BF16, &[96, 64, 2048, 2816]).with("TILE_M", 16),
+            Case::new(DType::BF16, &[96, 64, 1408, 2048]).with("TILE_M", 16),
+            Case::new(DType::BF16, &[6, 64, 2048, 2816]).with("TILE_M", 16),
+        ];
+        if !quick {
+            v.push(Case::new(DType::BF16, &[96, 64, 2048, 2816]));
+            v.push(Case::new(DType::BF16, &[3072, 64, 2048, 2816]));
+        }
+        v
+    },
     consts: t_const,
     inputs: |c, rng| {
         let [rows, g, k, n] = c.dims[..] else { return vec![] };
         let offsets = group_offsets(g, rows);
-        let max_rows = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
         vec![
             normal_tensor(rng, c.dtype, &[rows, k], 1.0),
             normal_tensor(rng, c.dtype, &[g, k, n], 1.0),
             poisoned(c.dtype, &[rows, n]),
             tensor(DType::I32, &[g + 1], &offsets.iter().map(|&o| o as f64).collect::<Vec<_>>()),
-            Arg::I32(max_rows as i32),
         ]
     },
     outputs: &[2],
@@ -182,9 +211,11 @@ pub const GROUP_GEMM: Spec = Spec {
         vec![want]
     },
     tolerance: storage_tolerance,
+    // The weights of the groups with rows: an empty group's are never read.
     bytes: |c| {
         let [rows, g, k, n] = c.dims[..] else { return 0.0 };
-        (rows * k + g * k * n + rows * n) as f64 * f64::from(c.dtype.bytes())
+        let used = group_offsets(g, rows).windows(2).filter(|w| w[1] > w[0]).count() as i64;
+        (rows * k + used * k * n + rows * n) as f64 * f64::from(c.dtype.bytes())
     },
     flops: Some(|c| 2.0 * (c.dims[0] * c.dims[2] * c.dims[3]) as f64),
     case_for: |dims, dtype| match dims {
@@ -193,6 +224,102 @@ pub const GROUP_GEMM: Spec = Spec {
     },
     peer_config: no_peer,
 };
+
+/// group_gemm_aligned (kernels/group_gemm.tile): case dims `[rows, groups, K, N]`, the rows
+/// split as group_gemm's and each group padded to a multiple of TILE_M (which the case sets),
+/// then one more tile of rows past the last group, which the kernel must leave alone (Y
+/// starts at zero). The padding rows are products like the others.
+pub const GROUP_GEMM_ALIGNED: Spec = Spec {
+    name: "group_gemm_aligned",
+    kernel: "group_gemm_aligned",
+    peer_kernel: "",
+    interp_cases: || {
+        vec![
+            Case::new(DType::F16, &[40, 3, 48, 40]).with("TILE_M", 16).with("TILE_N", 32).with("TILE_K", 16),
+            Case::new(DType::BF16, &[7, 8, 32, 24])
+                .with("TILE_M", 16)
+                .with("TILE_N", 16)
+                .with("TILE_K", 16)
+                .with("GP", 8),
+        ]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[3000, 8, 1024, 512]).with("TILE_M", 128),
+            Case::new(DType::BF16, &[333, 4, 200, 72]).with("TILE_M", 64),
+            Case::new(DType::F16, &[96, 64, 512, 384]).with("TILE_M", 16),
+            Case::new(DType::BF16, &[6, 64, 2048, 256]).with("TILE_M", 16),
+            Case::new(DType::F16, &[700, 64, 256, 136]).with("TILE_M", 64),
+        ]
+    },
+    bench_cases: |quick| {
+        let mut v = vec![
+            Case::new(DType::BF16, &[96, 64, 2048, 2816]).with("TILE_M", 16),
+            Case::new(DType::BF16, &[96, 64, 1408, 2048]).with("TILE_M", 16),
+            Case::new(DType::BF16, &[6, 64, 2048, 2816]).with("TILE_M", 16),
+        ];
+        if !quick {
+            v.push(Case::new(DType::BF16, &[3072, 64, 2048, 2816]).with("TILE_M", 64));
+            v.push(Case::new(DType::BF16, &[3072, 64, 2048, 2816]).with("TILE_M", 128));
+        }
+        v
+    },
+    consts: |c| {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("TILE_M".to_string(), ConstArg::Int(c.konst("TILE_M", 64))),
+        ])
+    },
+    inputs: |c, rng| {
+        let [_, g, k, n] = c.dims[..] else { return vec![] };
+        let (offsets, r) = aligned_offsets(c);
+        vec![
+            normal_tensor(rng, c.dtype, &[r, k], 1.0),
+            normal_tensor(rng, c.dtype, &[g, k, n], 1.0),
+            tensor(c.dtype, &[r, n], &vec![0.0; (r * n) as usize]),
+            tensor(DType::I32, &[g + 1], &offsets.iter().map(|&o| o as f64).collect::<Vec<_>>()),
+        ]
+    },
+    reference: |c, a| {
+        let [_, g, k, n] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else { return vec![] };
+        let (offsets, r) = aligned_offsets(c);
+        let (xv, wv) = (values(a, 0), values(a, 1));
+        let mut want = vec![0.0; r as usize * n];
+        for gi in 0..g {
+            let (s, e) = (offsets[gi] as usize, offsets[gi + 1] as usize);
+            let y = reference::matmul(&xv[s * k..e * k], &wv[gi * k * n..(gi + 1) * k * n], e - s, k, n);
+            want[s * n..e * n].copy_from_slice(&y);
+        }
+        vec![want]
+    },
+    bytes: |c| {
+        let [rows, g, k, n] = c.dims[..] else { return 0.0 };
+        let used = group_offsets(g, rows).windows(2).filter(|w| w[1] > w[0]).count() as i64;
+        let (offsets, _) = aligned_offsets(c);
+        let padded = offsets.last().copied().unwrap_or(0);
+        (padded * (k + n) + used * k * n) as f64 * f64::from(c.dtype.bytes())
+    },
+    flops: Some(|c| 2.0 * (aligned_offsets(c).0.last().copied().unwrap_or(0) * c.dims[2] * c.dims[3]) as f64),
+    case_for: |dims, dtype| match dims {
+        [rows, g, k, n] if *rows >= 0 && *g >= 1 && *k >= 1 && *n >= 1 => {
+            Ok(Case::new(dtype, dims).with("TILE_M", 128))
+        }
+        _ => Err(format!("group_gemm_aligned takes ROWSxGxKxN, not {dims:?}")),
+    },
+    ..GROUP_GEMM
+};
+
+/// group_gemm_aligned's offsets for a case (group_gemm's groups, each padded to a multiple
+/// of TILE_M) and its row count (one tile more than the groups fill).
+fn aligned_offsets(c: &Case) -> (Vec<i64>, i64) {
+    let tm = c.konst("TILE_M", 64);
+    let mut offsets = vec![0];
+    for w in group_offsets(c.dims[1], c.dims[0]).windows(2) {
+        offsets.push(offsets.last().unwrap() + (w[1] - w[0] + tm - 1) / tm * tm);
+    }
+    let r = offsets.last().unwrap() + tm;
+    (offsets, r)
+}
 
 /// Group boundaries over `rows` rows: uneven, and group 1 empty when there are 3 or more.
 fn group_offsets(groups: i64, rows: i64) -> Vec<i64> {

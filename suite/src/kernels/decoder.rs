@@ -707,3 +707,283 @@ pub const MOE_ROUTE: Spec = Spec {
     },
     peer_config: no_peer,
 };
+
+/// Where kernels/moe_dispatch.tile puts each (token, slot) pair: the experts' offsets (each
+/// expert's rows padded to a multiple of `align`), each block's per-expert counts and first
+/// positions (blocks of `rows` tokens), and each pair's position (-1 for an id outside
+/// [0, e)). Within an expert the pairs keep their order.
+struct Dispatch {
+    block_counts: Vec<i64>,
+    bases: Vec<i64>,
+    offsets: Vec<i64>,
+    pos: Vec<i64>,
+}
+
+fn dispatch(ids: &[f64], k: usize, e: usize, rows: usize, align: i64) -> Dispatch {
+    let m = ids.len() / k.max(1);
+    let nb = m.div_ceil(rows);
+    let expert = |i: usize| Some(ids[i] as i64).filter(|&x| x >= 0 && (x as usize) < e).map(|x| x as usize);
+    let mut block_counts = vec![0i64; nb * e];
+    for i in 0..ids.len() {
+        if let Some(x) = expert(i) {
+            block_counts[(i / k / rows) * e + x] += 1;
+        }
+    }
+    let mut offsets = vec![0i64; e + 1];
+    for x in 0..e {
+        let n = (0..nb).map(|b| block_counts[b * e + x]).sum::<i64>();
+        offsets[x + 1] = offsets[x] + (n + align - 1) / align * align;
+    }
+    let mut bases = vec![0i64; nb * e];
+    let mut next = offsets[..e].to_vec();
+    for b in 0..nb {
+        for x in 0..e {
+            bases[b * e + x] = next[x];
+            next[x] += block_counts[b * e + x];
+        }
+    }
+    let mut fill = offsets[..e].to_vec();
+    let pos = (0..ids.len())
+        .map(|i| match expert(i) {
+            Some(x) => {
+                fill[x] += 1;
+                fill[x] - 1
+            }
+            None => -1,
+        })
+        .collect();
+    Dispatch { block_counts, bases, offsets, pos }
+}
+
+/// Expert ids for `m` tokens × `k` slots over `e` experts; with `dropped`, some are -1 or
+/// `e` (experts outside this rank).
+fn expert_ids(rng: &mut rand::rngs::StdRng, m: i64, k: i64, e: i64, dropped: bool) -> Vec<f64> {
+    (0..m * k)
+        .map(|i| match i {
+            _ if dropped && i % 13 == 5 => -1.0,
+            _ if dropped && i % 17 == 3 => e as f64,
+            _ => rng.gen_range(0..e) as f64,
+        })
+        .collect()
+}
+
+fn dispatch_consts(c: &Case) -> BTreeMap<String, ConstArg> {
+    BTreeMap::from([
+        ("EP".to_string(), ConstArg::Int(pow2_clamped(c.dims[1], 1, 1 << 20))),
+        ("KP".to_string(), ConstArg::Int(pow2_clamped(c.dims[2], 1, 1 << 20))),
+    ])
+}
+
+/// The positions of a case's pairs, with its ROWS and ALIGN.
+fn dispatch_of(c: &Case, ids: &[f64]) -> Dispatch {
+    dispatch(ids, c.dims[2] as usize, c.dims[1] as usize, c.konst("ROWS", 16) as usize, c.konst("ALIGN", 1))
+}
+
+fn as_f64(v: &[i64]) -> Vec<f64> {
+    v.iter().map(|&x| x as f64).collect()
+}
+
+/// The expert counts and positions of a mixture-of-experts layer (kernels/moe_dispatch.tile's
+/// `moe_align`): dims `[M, E, K]` (tokens, experts, slots); ids uniform over the experts, some
+/// outside them (dropped). Every output exact; the counter back at zero.
+pub const MOE_ALIGN: Spec = Spec {
+    name: "moe_align",
+    file: "moe_dispatch.tile",
+    kernel: "moe_align",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![
+            Case::new(DType::I32, &[9, 12, 3]).with("ROWS", 2).with("CHUNK", 2),
+            Case::new(DType::I32, &[1, 64, 6]),
+            Case::new(DType::I32, &[40, 5, 6]).with("ROWS", 4).with("ALIGN", 16),
+        ]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::I32, &[1, 64, 6]),
+            Case::new(DType::I32, &[16, 64, 6]).with("ALIGN", 16),
+            Case::new(DType::I32, &[8192, 64, 6]).with("ALIGN", 128),
+            Case::new(DType::I32, &[37, 160, 6]),
+            Case::new(DType::I32, &[1000, 7, 8]).with("ROWS", 4),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: dispatch_consts,
+    inputs: |c, rng| {
+        let [m, e, k] = c.dims[..] else { return vec![] };
+        let nb = (m + c.konst("ROWS", 16) - 1) / c.konst("ROWS", 16);
+        vec![
+            tensor(DType::I32, &[m, k], &expert_ids(rng, m, k, e, true)),
+            poisoned(DType::I32, &[nb, e]),
+            poisoned(DType::I32, &[nb, e]),
+            poisoned(DType::I32, &[e + 1]),
+            tensor(DType::I32, &[1], &[0.0]),
+        ]
+    },
+    outputs: &[1, 2, 3, 4],
+    exact: &[1, 2, 3, 4],
+    reference: |c, a| {
+        let d = dispatch_of(c, &values(a, 0));
+        vec![as_f64(&d.block_counts), as_f64(&d.bases), as_f64(&d.offsets), vec![0.0]]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| {
+        let [m, e, k] = c.dims[..] else { return 0.0 };
+        let nb = (m + 15) / 16;
+        (4 * (m * k + 3 * nb * e + e + 1)) as f64
+    },
+    flops: None,
+    case_for: |dims, _| match dims {
+        [m, e, k] if *m >= 1 && *e >= 1 && *k >= 1 => Ok(Case::new(DType::I32, dims)),
+        _ => Err(format!("moe_align takes MxExK (tokens, experts, slots), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// The token rows in expert order (kernels/moe_dispatch.tile's `moe_permute`): dims
+/// `[M, E, K, H]`; the bases as `moe_align` leaves them (padded where ALIGN > 1: the padding
+/// rows keep their zeros). Rows and positions exact.
+pub const MOE_PERMUTE: Spec = Spec {
+    name: "moe_permute",
+    file: "moe_dispatch.tile",
+    kernel: "moe_permute",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![
+            Case::new(DType::F16, &[9, 12, 3, 24]).with("ROWS", 2).with("BLOCK_H", 16),
+            Case::new(DType::BF16, &[3, 64, 6, 64]),
+            Case::new(DType::F16, &[21, 12, 6, 32]).with("ROWS", 4).with("BLOCK_H", 16).with("ALIGN", 8),
+        ]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 64, 6, 2048]),
+            Case::new(DType::F16, &[16, 64, 6, 2048]).with("ALIGN", 16),
+            Case::new(DType::BF16, &[4096, 64, 6, 2048]).with("ALIGN", 128),
+            Case::new(DType::F16, &[37, 160, 6, 200]),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        let mut m = dispatch_consts(c);
+        m.remove("EP");
+        m.insert("T".to_string(), ConstArg::DType(c.dtype));
+        m
+    },
+    inputs: |c, rng| {
+        let [m, e, k, h] = c.dims[..] else { return vec![] };
+        let ids = expert_ids(rng, m, k, e, false);
+        let rows = c.konst("ROWS", 16);
+        let d = dispatch_of(c, &ids);
+        let p = m * k + e * (c.konst("ALIGN", 1) - 1);
+        vec![
+            tensor(DType::I32, &[m, k], &ids),
+            tensor(DType::I32, &[(m + rows - 1) / rows, e], &as_f64(&d.bases)),
+            normal_tensor(rng, c.dtype, &[m, h], 1.0),
+            tensor(c.dtype, &[p, h], &vec![0.0; (p * h) as usize]),
+            poisoned(DType::I32, &[m, k]),
+        ]
+    },
+    outputs: &[3, 4],
+    exact: &[3, 4],
+    reference: |c, a| {
+        let (k, h) = (c.dims[2] as usize, c.dims[3] as usize);
+        let d = dispatch_of(c, &values(a, 0));
+        let x = values(a, 2);
+        let mut xs = vec![0.0; values(a, 3).len()];
+        for (i, &p) in d.pos.iter().enumerate() {
+            let (m, p) = (i / k, p as usize);
+            xs[p * h..(p + 1) * h].copy_from_slice(&x[m * h..(m + 1) * h]);
+        }
+        vec![xs, as_f64(&d.pos)]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| {
+        let [m, _, k, h] = c.dims[..] else { return 0.0 };
+        ((m + m * k) * h) as f64 * f64::from(c.dtype.bytes()) + (8 * m * k) as f64
+    },
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, e, k, h] if *m >= 1 && *e >= 1 && *k >= 1 && *h >= 1 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("moe_permute takes MxExKxH (tokens, experts, slots, hidden), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// The weighted sum of each token's expert rows (kernels/moe_dispatch.tile's `moe_combine`):
+/// dims `[M, K, N]`; the positions a permutation of the rows, one pair dropped (-1) where
+/// there are four or more; weights in [0, 1).
+pub const MOE_COMBINE: Spec = Spec {
+    name: "moe_combine",
+    file: "moe_dispatch.tile",
+    kernel: "moe_combine",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || vec![Case::new(DType::F16, &[5, 6, 40]).with("BLOCK_N", 16), Case::new(DType::F32, &[2, 3, 8])],
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F16, &[1, 6, 2048]),
+            Case::new(DType::BF16, &[16, 6, 2048]),
+            Case::new(DType::F16, &[8192, 6, 2048]),
+            Case::new(DType::F32, &[37, 8, 200]),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        BTreeMap::from([
+            ("T".to_string(), ConstArg::DType(c.dtype)),
+            ("KP".to_string(), ConstArg::Int(pow2_clamped(c.dims[1], 1, 1 << 20))),
+        ])
+    },
+    inputs: |c, rng| {
+        let [m, k, n] = c.dims[..] else { return vec![] };
+        let p = m * k;
+        let mut pos: Vec<i64> = (0..p).collect();
+        for i in (1..pos.len()).rev() {
+            pos.swap(i, rng.gen_range(0..=i));
+        }
+        if p >= 4 {
+            pos[2] = -1;
+        }
+        let w: Vec<f64> = (0..p).map(|_| rng.gen_range(0.0..1.0)).collect();
+        vec![
+            normal_tensor(rng, c.dtype, &[p, n], 1.0),
+            tensor(DType::I32, &[m, k], &as_f64(&pos)),
+            tensor(DType::F32, &[m, k], &w),
+            normal_tensor(rng, c.dtype, &[m, n], 1.0),
+            poisoned(c.dtype, &[m, n]),
+        ]
+    },
+    outputs: &[4],
+    exact: &[],
+    reference: |c, a| {
+        let [_, k, n] = c.dims[..].iter().map(|&x| x as usize).collect::<Vec<_>>()[..] else { return vec![] };
+        let (ys, pos, w, shared) = (values(a, 0), values(a, 1), values(a, 2), values(a, 3));
+        let out = shared
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (m, col) = (i / n, i % n);
+                let routed: f64 = (0..k)
+                    .filter(|&j| pos[m * k + j] >= 0.0)
+                    .map(|j| w[m * k + j] * ys[pos[m * k + j] as usize * n + col])
+                    .sum();
+                tilec_interp::round_to(routed + s, c.dtype)
+            })
+            .collect();
+        vec![out]
+    },
+    tolerance: storage_tolerance,
+    bytes: |c| {
+        let [m, k, n] = c.dims[..] else { return 0.0 };
+        ((m * k + 2 * m) * n) as f64 * f64::from(c.dtype.bytes()) + (8 * m * k) as f64
+    },
+    flops: None,
+    case_for: |dims, dtype| match dims {
+        [m, k, n] if *m >= 1 && *k >= 1 && *n >= 1 => Ok(Case::new(dtype, dims)),
+        _ => Err(format!("moe_combine takes MxKxN (tokens, slots, hidden), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};

@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 65] = [
+pub(crate) static ALL: [&Spec; 69] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -35,6 +35,9 @@ pub(crate) static ALL: [&Spec; 65] = [
     &decoder::ROPE_KV_APPEND,
     &decoder::ACC_BIAS_ROPE_KV_APPEND,
     &decoder::MOE_ROUTE,
+    &decoder::MOE_ALIGN,
+    &decoder::MOE_PERMUTE,
+    &decoder::MOE_COMBINE,
     &lang::BITS,
     &lang::INTS,
     &lang::MATH,
@@ -65,6 +68,7 @@ pub(crate) static ALL: [&Spec; 65] = [
     &decoder::MATMUL_SWIGLU,
     &compute::BMM,
     &compute::GROUP_GEMM,
+    &compute::GROUP_GEMM_ALIGNED,
     &compute::FMHA,
     &compute::FMHA_STEPS[0],
     &compute::FMHA_STEPS[1],
