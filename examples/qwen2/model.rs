@@ -6,18 +6,12 @@
 //! tokens and logits).
 
 use crate::config::Config;
+use crate::launch::{pow2, spec, File, Launcher};
 use crate::Res;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use tilec::jit::{Arg, Bound, Jit, KernelSpec};
+use tilec::jit::{Arg, Jit, KernelSpec};
 use tilec::runtime::{DeviceTensor, HostTensor, TensorView};
 use tilec::{ConstArg, DType};
-
-macro_rules! kernel_source {
-    ($file:literal) => {
-        (concat!("kernels/", $file), include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/", $file)))
-    };
-}
 
 /// Split-K factors of the decode step's split products (M = batch), Q/K/V, O, down: the best
 /// of SPLIT 1–32 × TILE_N 64/128 for each on the H200
@@ -48,14 +42,6 @@ pub struct Kernels {
     acc_residual_norm: KernelSpec,
     acc_bias_rope: KernelSpec,
     matmul_swiglu: KernelSpec,
-}
-
-fn spec((name, text): (&str, &str), kernel: &str, consts: &[(&str, ConstArg)]) -> KernelSpec {
-    let mut s = KernelSpec::from_source(name, text).kernel(kernel).constant("T", ConstArg::DType(DType::F16));
-    for (k, v) in consts {
-        s = s.constant(k, v.clone());
-    }
-    s
 }
 
 impl Kernels {
@@ -108,79 +94,6 @@ impl Kernels {
     }
 }
 
-fn pow2(n: i64) -> i64 {
-    (n.max(1) as u64).next_power_of_two() as i64
-}
-
-/// A launch under a profile: its role and the events before and after it.
-type Timed = (&'static str, cudarc::driver::CudaEvent, cudarc::driver::CudaEvent);
-
-/// Launches kernels through the JIT: each launch site (a role) is bound once — compiled or
-/// found in the cache, loaded — and launched without a lookup afterwards. With a profile
-/// open, each launch is bracketed by CUDA events under its role.
-pub struct Launcher<'j> {
-    pub jit: &'j Jit,
-    bound: RefCell<BTreeMap<&'static str, Bound>>,
-    profile: RefCell<Option<Vec<Timed>>>,
-}
-
-impl<'j> Launcher<'j> {
-    pub fn new(jit: &'j Jit) -> Launcher<'j> {
-        Launcher { jit, bound: RefCell::new(BTreeMap::new()), profile: RefCell::new(None) }
-    }
-
-    /// Launches `spec` for the launch site `role` (`phase/what`: the same shapes and
-    /// alignments every time it is called).
-    pub fn launch(&self, role: &'static str, spec: &KernelSpec, args: &[Arg<'_>]) -> Res<()> {
-        if !self.bound.borrow().contains_key(role) {
-            let b = self.jit.bind(spec, args).map_err(|e| format!("{role}: {e}"))?;
-            self.bound.borrow_mut().insert(role, b);
-        }
-        let map = self.bound.borrow();
-        let bound = &map[role];
-        let profiling = self.profile.borrow().is_some();
-        let stream = &self.jit.device().stream;
-        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = if profiling { Some(stream.record_event(flags)?) } else { None };
-        self.jit.launch_bound(bound, args).map_err(|e| format!("{role}: {e}"))?;
-        if let Some(start) = start {
-            let end = stream.record_event(flags)?;
-            if let Some(p) = self.profile.borrow_mut().as_mut() {
-                p.push((role, start, end));
-            }
-        }
-        Ok(())
-    }
-
-    /// Distinct kernels bound so far.
-    pub fn bound(&self) -> usize {
-        self.bound.borrow().len()
-    }
-
-    pub fn start_profile(&self) {
-        *self.profile.borrow_mut() = Some(vec![]);
-    }
-
-    /// Milliseconds per role (summed over the layers) since [`Launcher::start_profile`], in
-    /// the order the roles first ran, and the launches counted.
-    pub fn end_profile(&self) -> Res<Vec<(&'static str, f64, usize)>> {
-        self.jit.device().synchronize()?;
-        let events = self.profile.borrow_mut().take().unwrap_or_default();
-        let mut out: Vec<(&'static str, f64, usize)> = vec![];
-        for (role, start, end) in events {
-            let ms = f64::from(start.elapsed_ms(&end)?);
-            match out.iter_mut().find(|(r, _, _)| *r == role) {
-                Some(e) => {
-                    e.1 += ms;
-                    e.2 += 1;
-                }
-                None => out.push((role, ms, 1)),
-            }
-        }
-        Ok(out)
-    }
-}
-
 /// The weights of one layer, in the layouts the kernels read.
 struct Layer {
     input_norm: DeviceTensor,
@@ -206,24 +119,6 @@ pub struct Weights {
     /// Bytes one decode step reads (every weight but the embedding table, of which it reads
     /// one row a sequence).
     pub step_bytes: f64,
-}
-
-/// The tensors of a safetensors file by name, each checked for dtype and shape.
-pub struct File<'a>(pub safetensors::SafeTensors<'a>);
-
-impl File<'_> {
-    fn f16(&self, name: &str, shape: &[i64]) -> Res<&[u8]> {
-        let t = self.0.tensor(name).map_err(|e| format!("model.safetensors: `{name}`: {e}"))?;
-        let got: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
-        if t.dtype() != safetensors::Dtype::F16 || got != shape {
-            return Err(format!(
-                "model.safetensors: `{name}` is {:?} {got:?}, expected F16 {shape:?} (config mismatch?)",
-                t.dtype()
-            )
-            .into());
-        }
-        Ok(t.data())
-    }
 }
 
 impl Weights {

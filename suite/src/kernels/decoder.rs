@@ -645,7 +645,8 @@ pub const ACC_BIAS_ROPE_KV_APPEND: Spec = Spec {
 /// logits and its TOPK largest probabilities with their experts, the largest first, ties to
 /// the lower expert. The logits are multiples of 1/64 (ties on purpose, distinct values a
 /// factor e^(1/64) apart in probability, so that no rounding reorders them); one row is all
-/// ties. Experts exact, probabilities within 1e-5.
+/// ties. Experts exact, probabilities within 1e-5; with CLEAR = 1 the logits read back as
+/// zeros (else untouched).
 pub const MOE_ROUTE: Spec = Spec {
     name: "moe_route",
     file: "moe_route.tile",
@@ -657,6 +658,7 @@ pub const MOE_ROUTE: Spec = Spec {
             Case::new(DType::F16, &[5, 64]),
             Case::new(DType::F32, &[3, 40]).with("TOPK", 8),
             Case::new(DType::BF16, &[17, 7]).with("EP", 8).with("TOPK", 7),
+            Case::new(DType::F32, &[21, 64]).with("CLEAR", 1),
         ]
     },
     gpu_cases: || {
@@ -666,6 +668,7 @@ pub const MOE_ROUTE: Spec = Spec {
             Case::new(DType::BF16, &[8192, 64]),
             Case::new(DType::F32, &[37, 160]).with("EP", 256).with("TOPK", 6),
             Case::new(DType::F16, &[100, 64]).with("TOPK", 8),
+            Case::new(DType::F32, &[16, 64]).with("CLEAR", 1),
         ]
     },
     bench_cases: no_bench,
@@ -674,6 +677,7 @@ pub const MOE_ROUTE: Spec = Spec {
             ("T".to_string(), ConstArg::DType(c.dtype)),
             ("EP".to_string(), ConstArg::Int(c.konst("EP", 64))),
             ("TOPK".to_string(), ConstArg::Int(c.konst("TOPK", 6))),
+            ("CLEAR".to_string(), ConstArg::Bool(false)),
         ])
     },
     inputs: |c, rng| {
@@ -683,10 +687,12 @@ pub const MOE_ROUTE: Spec = Spec {
             .collect();
         vec![tensor(c.dtype, &[m, e], &logits), poisoned(DType::F32, &[m, k]), poisoned(DType::I32, &[m, k])]
     },
-    outputs: &[1, 2],
-    exact: &[2],
+    outputs: &[0, 1, 2],
+    exact: &[0, 2],
     reference: |c, a| {
         let (m, e, k) = (c.dims[0] as usize, c.dims[1] as usize, c.konst("TOPK", 6) as usize);
+        // With CLEAR the logits are zeroed once read; else untouched.
+        let logits = if c.konst("CLEAR", 0) != 0 { vec![0.0; m * e] } else { values(a, 0) };
         let (mut w, mut ids) = (vec![], vec![]);
         for probs in reference::softmax(&values(a, 0), m, e).chunks(e) {
             for i in super::lang::sorted_positions(probs, true).into_iter().take(k) {
@@ -694,7 +700,7 @@ pub const MOE_ROUTE: Spec = Spec {
                 ids.push(i as f64);
             }
         }
-        vec![w, ids]
+        vec![logits, w, ids]
     },
     tolerance: |_| 1e-5,
     bytes: |c| {

@@ -1,0 +1,129 @@
+//! What the model examples share to launch the library's kernels: kernel specs from the
+//! embedded `kernels/` sources, a launcher that binds each launch site once (and profiles
+//! them with CUDA events), and the checked tensors of a safetensors file.
+
+use crate::Res;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use tilec::jit::{Arg, Bound, Jit, KernelSpec};
+use tilec::{ConstArg, DType};
+
+/// `(name, text)` of a kernel file of the library, embedded at build time.
+macro_rules! kernel_source {
+    ($file:literal) => {
+        (concat!("kernels/", $file), include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/", $file)))
+    };
+}
+
+/// The spec of `kernel` of a library file in fp16 (its dtype constant `T`) with the given
+/// constants.
+pub fn spec(source: (&str, &str), kernel: &str, consts: &[(&str, ConstArg)]) -> KernelSpec {
+    with(untyped(source, kernel, &[]).constant("T", ConstArg::DType(DType::F16)), consts)
+}
+
+/// The spec of `kernel` of a library file with the given constants only (a kernel without
+/// a dtype constant: integer work such as moe_align's).
+pub fn untyped((name, text): (&str, &str), kernel: &str, consts: &[(&str, ConstArg)]) -> KernelSpec {
+    with(KernelSpec::from_source(name, text).kernel(kernel), consts)
+}
+
+fn with(mut s: KernelSpec, consts: &[(&str, ConstArg)]) -> KernelSpec {
+    for (k, v) in consts {
+        s = s.constant(k, v.clone());
+    }
+    s
+}
+
+/// The smallest power of two at least `n` (1 for n ≤ 1).
+pub fn pow2(n: i64) -> i64 {
+    (n.max(1) as u64).next_power_of_two() as i64
+}
+
+/// A launch under a profile: its role and the events before and after it.
+type Timed = (&'static str, cudarc::driver::CudaEvent, cudarc::driver::CudaEvent);
+
+/// Launches kernels through the JIT: each launch site (a role) is bound once — compiled or
+/// found in the cache, loaded — and launched without a lookup afterwards. With a profile
+/// open, each launch is bracketed by CUDA events under its role.
+pub struct Launcher<'j> {
+    pub jit: &'j Jit,
+    bound: RefCell<BTreeMap<&'static str, Bound>>,
+    profile: RefCell<Option<Vec<Timed>>>,
+}
+
+impl<'j> Launcher<'j> {
+    pub fn new(jit: &'j Jit) -> Launcher<'j> {
+        Launcher { jit, bound: RefCell::new(BTreeMap::new()), profile: RefCell::new(None) }
+    }
+
+    /// Launches `spec` for the launch site `role` (`phase/what`: the same shapes and
+    /// alignments every time it is called).
+    pub fn launch(&self, role: &'static str, spec: &KernelSpec, args: &[Arg<'_>]) -> Res<()> {
+        if !self.bound.borrow().contains_key(role) {
+            let b = self.jit.bind(spec, args).map_err(|e| format!("{role}: {e}"))?;
+            self.bound.borrow_mut().insert(role, b);
+        }
+        let map = self.bound.borrow();
+        let bound = &map[role];
+        let profiling = self.profile.borrow().is_some();
+        let stream = &self.jit.device().stream;
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = if profiling { Some(stream.record_event(flags)?) } else { None };
+        self.jit.launch_bound(bound, args).map_err(|e| format!("{role}: {e}"))?;
+        if let Some(start) = start {
+            let end = stream.record_event(flags)?;
+            if let Some(p) = self.profile.borrow_mut().as_mut() {
+                p.push((role, start, end));
+            }
+        }
+        Ok(())
+    }
+
+    /// Distinct kernels bound so far.
+    pub fn bound(&self) -> usize {
+        self.bound.borrow().len()
+    }
+
+    pub fn start_profile(&self) {
+        *self.profile.borrow_mut() = Some(vec![]);
+    }
+
+    /// Milliseconds per role (summed over the layers) since [`Launcher::start_profile`], in
+    /// the order the roles first ran, and the launches counted.
+    pub fn end_profile(&self) -> Res<Vec<(&'static str, f64, usize)>> {
+        self.jit.device().synchronize()?;
+        let events = self.profile.borrow_mut().take().unwrap_or_default();
+        let mut out: Vec<(&'static str, f64, usize)> = vec![];
+        for (role, start, end) in events {
+            let ms = f64::from(start.elapsed_ms(&end)?);
+            match out.iter_mut().find(|(r, _, _)| *r == role) {
+                Some(e) => {
+                    e.1 += ms;
+                    e.2 += 1;
+                }
+                None => out.push((role, ms, 1)),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The tensors of a safetensors file by name, each checked for dtype and shape.
+pub struct File<'a>(pub safetensors::SafeTensors<'a>);
+
+impl File<'_> {
+    /// The bytes of fp16 tensor `name` of shape `shape`.
+    pub fn f16(&self, name: &str, shape: &[i64]) -> Res<&[u8]> {
+        let t = self.0.tensor(name).map_err(|e| format!("model.safetensors: `{name}`: {e}"))?;
+        let got: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+        if t.dtype() != safetensors::Dtype::F16 || got != shape {
+            return Err(format!(
+                "model.safetensors: `{name}` is {:?} {got:?}, expected F16 {shape:?} (config mismatch?)",
+                t.dtype()
+            )
+            .into());
+        }
+        Ok(t.data())
+    }
+}
+
