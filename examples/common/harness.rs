@@ -5,10 +5,11 @@
 
 use crate::compare::{self, StepCheck};
 use crate::launch::Launcher;
-use crate::reference::{secs, Reference};
+use crate::reference::{self, read, secs, Reference};
 use crate::Res;
 use serde_json::json;
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::Instant;
 use tilec::jit::{Graph, Jit};
 
@@ -28,6 +29,72 @@ pub trait Generator {
     /// Bytes of weights and of cache the last decode step read, with `len` cached positions
     /// (the weights may depend on the step: the experts its tokens were routed to).
     fn step_bytes(&self, l: &Launcher<'_>, len: i64) -> Res<(f64, f64)>;
+}
+
+/// `main`'s exit status for the run's result: 0 when every checked step is within the bound,
+/// 1 when one is not, 2 on an error (said on stderr with the program's `name`).
+pub fn exit(name: &str, result: Res<bool>) -> ExitCode {
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("{name}: the logits are outside the bound (see above)");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// config.json of the weights folder, as text.
+pub fn config_text(dir: &Path) -> Res<String> {
+    Ok(String::from_utf8(read(dir, "config.json")?).map_err(|_| "config.json is not UTF-8")?)
+}
+
+/// What a run reads beside the weights: the layers to run (`--layers`, at most the weights'),
+/// the prompt, the reference (only when all the weights' layers run) and the tokens to
+/// generate (`--new-tokens`, else the reference's steps, else 50; at least 2).
+#[derive(Debug)]
+pub struct Inputs {
+    pub layers: i64,
+    pub batch: i64,
+    pub prompt_len: i64,
+    pub prompt_ids: Vec<i64>,
+    pub reference: Option<Reference>,
+    pub new_tokens: i64,
+}
+
+impl Inputs {
+    pub fn read(
+        dir: &Path,
+        weights_layers: i64,
+        vocab: i64,
+        layers: Option<i64>,
+        new_tokens: Option<i64>,
+    ) -> Res<Inputs> {
+        let layers = layers.unwrap_or(weights_layers);
+        if !(1..=weights_layers).contains(&layers) {
+            return Err(format!("--layers {layers}: the weights have {weights_layers} layers").into());
+        }
+        let (batch, prompt_len, prompt_ids) = reference::prompt(dir)?;
+        let reference =
+            if layers == weights_layers { Reference::load(dir, batch as usize, vocab as usize)? } else { None };
+        let new_tokens = new_tokens.or(reference.as_ref().map(|r| r.steps as i64)).unwrap_or(50);
+        if new_tokens < 2 {
+            return Err(
+                format!("--new-tokens {new_tokens}: at least 2 (the prefill's token and one decode step)").into()
+            );
+        }
+        Ok(Inputs { layers, batch, prompt_len, prompt_ids, reference, new_tokens })
+    }
+
+    /// The tokens to feed once ours diverge from the reference's, [new_tokens, batch].
+    pub fn forced(&self) -> Vec<i64> {
+        self.reference
+            .as_ref()
+            .map_or(vec![0; (self.new_tokens * self.batch) as usize], |r| r.forced(self.new_tokens, self.batch))
+    }
 }
 
 /// What the run reports beside the timings.
@@ -186,8 +253,7 @@ pub fn check_and_time(jit: &Jit, l: &Launcher<'_>, g: &dyn Generator, run: &Run<
     // The same steps launch by launch (with a graph above) or replayed (without), for the
     // comparison of the two in one process.
     let other_ms = {
-        let graph =
-            if decoder.graph.is_some() { None } else { Some(jit.capture(|| g.decode(l, 1, false))?) };
+        let graph = if decoder.graph.is_some() { None } else { Some(jit.capture(|| g.decode(l, 1, false))?) };
         let mut other = Decoder { jit, l, g, graph };
         g.prefill(l)?;
         g.tokens(l, 0)?;

@@ -6,6 +6,7 @@ use crate::Res;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use tilec::jit::{Arg, Bound, Jit, KernelSpec};
+use tilec::runtime::{DeviceTensor, HostTensor, TensorView};
 use tilec::{ConstArg, DType};
 
 /// `(name, text)` of a kernel file of the library, embedded at build time.
@@ -127,3 +128,87 @@ impl File<'_> {
     }
 }
 
+/// A generation's token tables on the device: the prompts, every step's positions, our greedy
+/// tokens and the ones to feed instead once ours diverge from the reference's. Views of their
+/// rows are what each step's launches read, so no step uploads anything.
+#[derive(Debug)]
+pub struct Tokens {
+    pub batch: i64,
+    /// Tokens a prompt.
+    pub prompt: i64,
+    pub new_tokens: i64,
+    /// Row r: the positions of every sequence at decode step r (r ≥ 1: prompt + r − 1); row 0
+    /// zeros (the prefill's first position). Its rows are the RoPE positions and the decode
+    /// attention's lengths.
+    positions: DeviceTensor,
+    /// The prompts' ids, [batch · prompt].
+    pub prompt_ids: DeviceTensor,
+    /// Ours by step, [new_tokens, batch]; the reference's (zeros without one), same layout.
+    tokens: DeviceTensor,
+    forced: DeviceTensor,
+}
+
+impl Tokens {
+    /// `prompt_ids` is [batch, prompt]; `forced` the tokens to feed once ours diverge.
+    pub fn new(jit: &Jit, prompt_ids: &[i64], batch: i64, new_tokens: i64, forced: &[i64], vocab: i64) -> Res<Tokens> {
+        let dev = jit.device();
+        let prompt = prompt_ids.len() as i64 / batch.max(1);
+        if batch < 1 || prompt < 1 || prompt * batch != prompt_ids.len() as i64 || new_tokens < 1 {
+            return Err(
+                format!("{} prompt ids for {batch} sequences and {new_tokens} new tokens", prompt_ids.len()).into()
+            );
+        }
+        if let Some(bad) = prompt_ids.iter().find(|&&t| !(0..vocab).contains(&t)) {
+            return Err(format!("the prompt holds token {bad}, outside the vocabulary of {vocab}").into());
+        }
+        let ids = |v: &[i64], shape: &[i64]| {
+            let f: Vec<f64> = v.iter().map(|&t| t as f64).collect();
+            dev.upload(&HostTensor::from_f64(DType::I32, shape, &f))
+        };
+        let mut pos = vec![0i64; batch as usize];
+        for r in 1..=new_tokens {
+            pos.extend(std::iter::repeat_n(prompt + r - 1, batch as usize));
+        }
+        Ok(Tokens {
+            batch,
+            prompt,
+            new_tokens,
+            positions: ids(&pos, &[new_tokens + 1, batch])?,
+            prompt_ids: ids(prompt_ids, &[batch * prompt])?,
+            tokens: dev.zeros(DType::I32, &[new_tokens, batch])?,
+            forced: ids(forced, &[new_tokens, batch])?,
+        })
+    }
+
+    /// Cache rows a sequence needs: its prompt and the new tokens.
+    pub fn seq(&self) -> i64 {
+        self.prompt + self.new_tokens
+    }
+
+    /// Row `r` of the positions, [batch].
+    pub fn positions(&self, r: i64) -> Res<TensorView<'_>> {
+        Ok(self.positions.view(r * self.batch, &[self.batch], &[1])?)
+    }
+
+    /// What decode step `t` feeds: token row t − 1, ours or (`forced`) the reference's; an
+    /// error for a step outside 1..new_tokens.
+    pub fn feed(&self, t: i64, forced: bool) -> Res<TensorView<'_>> {
+        if !(1..self.new_tokens).contains(&t) {
+            return Err(format!("decode step {t} outside 1..{}", self.new_tokens).into());
+        }
+        let from = if forced { &self.forced } else { &self.tokens };
+        Ok(from.view((t - 1) * self.batch, &[self.batch], &[1])?)
+    }
+
+    /// Token row `t` as the [batch, 1] argmax writes.
+    pub fn row(&self, t: i64) -> Res<TensorView<'_>> {
+        Ok(self.tokens.view(t * self.batch, &[self.batch, 1], &[1, 1])?)
+    }
+
+    /// Token row `t` (ours), downloaded.
+    pub fn download(&self, l: &Launcher<'_>, t: i64) -> Res<Vec<i64>> {
+        let all = l.jit.device().download(&self.tokens)?.to_f64();
+        let b = self.batch as usize;
+        Ok(all[t as usize * b..(t as usize + 1) * b].iter().map(|&v| v as i64).collect())
+    }
+}

@@ -80,7 +80,6 @@ pub fn secs(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-
 /// prompt.npy: the batch, the prompt length and the ids ([batch, prompt_len]).
 pub fn prompt(dir: &Path) -> Res<(i64, i64, Vec<i64>)> {
     let prompt = npy(dir, "prompt.npy")?;
@@ -95,4 +94,24 @@ pub fn map_weights(dir: &Path) -> Res<memmap2::Mmap> {
         .map_err(|e| format!("cannot open {}: {e} (the example's reference.py writes it)", path.display()))?;
     // SAFETY: the file is only read, and nothing in this process writes it.
     Ok(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {}: {e}", path.display()))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_files_of_the_wrong_shape_are_refused() {
+        let d = std::env::temp_dir().join(format!("tilec-reference-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let tokens = tilec::runtime::HostTensor::from_f64(tilec::DType::I64, &[3, 2], &[0.0; 6]);
+        std::fs::write(d.join("tokens.npy"), tilec::npy::write(&tokens)).unwrap();
+        std::fs::write(d.join("logits.npy"), tilec::npy::write(&tokens)).unwrap();
+        let e = Reference::load(&d, 2, 10).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("tokens.npy has 3 sequences, prompt.npy 2"), "{e}");
+        let e = Reference::load(&d, 3, 10).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("logits.npy is i64 [3, 2], expected f32 [2, 3, 10]"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

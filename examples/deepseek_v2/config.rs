@@ -2,6 +2,7 @@
 //! `config.json` beside the weights (only the number of layers may differ), and its YaRN
 //! rotary tables.
 
+use crate::config_json::ConfigJson;
 use serde_json::Value;
 
 /// The dimensions the decoder is built for.
@@ -128,46 +129,24 @@ impl Config {
     /// The configuration of `config.json` text: DeepSeek-V2-Lite's except for the number of
     /// layers, or an error naming the first field that differs.
     pub fn from_json(text: &str) -> Result<Config, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("config.json is not JSON: {e}"))?;
+        let j = ConfigJson::parse(text, "deepseek_v2", "DeepSeek-V2-Lite")?;
         let want = Config::DEEPSEEK_V2_LITE;
-        let int = |key: &str| -> Result<i64, String> {
-            v.get(key).and_then(Value::as_i64).ok_or_else(|| format!("config.json has no integer `{key}`"))
-        };
-        // transformers 5 keeps the RoPE parameters in `rope_parameters`, 4.x in `rope_scaling`.
-        let float = |key: &str| -> Result<f64, String> {
-            let nested = ["rope_parameters", "rope_scaling"].into_iter().filter_map(|o| v.get(o)?.get(key));
-            v.get(key)
-                .into_iter()
-                .chain(nested)
-                .find_map(Value::as_f64)
-                .ok_or_else(|| format!("config.json has no number `{key}`"))
-        };
-        if let Some(m) = v.get("model_type").and_then(Value::as_str) {
-            if m != "deepseek_v2" {
-                return Err(format!("config.json describes a `{m}` model; this decoder is DeepSeek-V2's"));
-            }
-        }
-        let checks: [(&str, i64, i64); 13] = [
-            ("hidden_size", int("hidden_size")?, want.hidden),
-            ("num_attention_heads", int("num_attention_heads")?, want.heads),
-            ("kv_lora_rank", int("kv_lora_rank")?, want.kv_lora),
-            ("qk_nope_head_dim", int("qk_nope_head_dim")?, want.nope_dim),
-            ("qk_rope_head_dim", int("qk_rope_head_dim")?, want.rope_dim),
-            ("v_head_dim", int("v_head_dim")?, want.v_dim),
-            ("intermediate_size", int("intermediate_size")?, want.intermediate),
-            ("moe_intermediate_size", int("moe_intermediate_size")?, want.moe_intermediate),
-            ("first_k_dense_replace", int("first_k_dense_replace")?, want.dense_layers),
-            ("n_routed_experts", int("n_routed_experts")?, want.experts),
-            ("n_shared_experts", int("n_shared_experts")?, want.shared_experts),
-            ("num_experts_per_tok", int("num_experts_per_tok")?, want.top_k),
-            ("vocab_size", int("vocab_size")?, want.vocab),
-        ];
-        for (key, got, expected) in checks {
-            if got != expected {
-                return Err(format!("config mismatch: `{key}` is {got}, DeepSeek-V2-Lite's is {expected}"));
-            }
-        }
-        let floats = [
+        j.expect_ints(&[
+            ("hidden_size", want.hidden),
+            ("num_attention_heads", want.heads),
+            ("kv_lora_rank", want.kv_lora),
+            ("qk_nope_head_dim", want.nope_dim),
+            ("qk_rope_head_dim", want.rope_dim),
+            ("v_head_dim", want.v_dim),
+            ("intermediate_size", want.intermediate),
+            ("moe_intermediate_size", want.moe_intermediate),
+            ("first_k_dense_replace", want.dense_layers),
+            ("n_routed_experts", want.experts),
+            ("n_shared_experts", want.shared_experts),
+            ("num_experts_per_tok", want.top_k),
+            ("vocab_size", want.vocab),
+        ])?;
+        j.expect_floats(&[
             ("rms_norm_eps", want.eps),
             ("rope_theta", want.rope_theta),
             ("factor", want.yarn_factor),
@@ -177,44 +156,25 @@ impl Config {
             ("mscale", want.mscale),
             ("mscale_all_dim", want.mscale_all_dim),
             ("routed_scaling_factor", 1.0),
-        ];
-        for (key, expected) in floats {
-            let got = float(key)?;
-            if (got - expected).abs() > 1e-6 * expected.abs() {
-                return Err(format!("config mismatch: `{key}` is {got}, DeepSeek-V2-Lite's is {expected}"));
-            }
-        }
-        let strings = [
-            ("topk_method", v.get("topk_method"), "greedy"),
-            (
-                "rope type",
-                ["rope_parameters", "rope_scaling"]
-                    .into_iter()
-                    .find_map(|o| v.get(o).and_then(|r| r.get("rope_type").or(r.get("type")))),
-                "yarn",
-            ),
-        ];
-        for (key, got, expected) in strings {
+        ])?;
+        let rope_type = ["rope_parameters", "rope_scaling"]
+            .into_iter()
+            .find_map(|o| j.get(o).and_then(|r| r.get("rope_type").or(r.get("type"))));
+        for (key, got, expected) in
+            [("topk_method", j.get("topk_method"), "greedy"), ("the RoPE type", rope_type, "yarn")]
+        {
             if got.and_then(Value::as_str) != Some(expected) {
                 return Err(format!("config mismatch: {key} is {got:?}, DeepSeek-V2-Lite's is `{expected}`"));
             }
         }
         for (key, expected) in [("q_lora_rank", Value::Null), ("norm_topk_prob", false.into())] {
-            let got = v.get(key).cloned().unwrap_or(Value::Null);
+            let got = j.get(key).cloned().unwrap_or(Value::Null);
             if got != expected {
                 return Err(format!("config mismatch: `{key}` is {got}, DeepSeek-V2-Lite's is {expected}"));
             }
         }
-        for key in ["tie_word_embeddings", "attention_bias", "mlp_bias"] {
-            if v.get(key).and_then(Value::as_bool) == Some(true) {
-                return Err(format!("config mismatch: `{key}` is true; DeepSeek-V2-Lite's is false"));
-            }
-        }
-        let layers = int("num_hidden_layers")?;
-        if !(1..=want.layers).contains(&layers) {
-            return Err(format!("config mismatch: `num_hidden_layers` is {layers}, expected 1 to {}", want.layers));
-        }
-        Ok(Config { layers, ..want })
+        j.expect_false(&["tie_word_embeddings", "attention_bias", "mlp_bias"])?;
+        Ok(Config { layers: j.layers(want.layers)?, ..want })
     }
 }
 
@@ -265,11 +225,38 @@ mod tests {
     fn yarn_frequencies_are_transformers() {
         // rope.json of the same run: transformers 5.17's `inv_freq` (f32) and scaling.
         let theirs = [
-            1.0, 0.749_894_2, 0.562_341_33, 0.421_696_5, 0.316_227_76, 0.237_137_36, 0.177_827_94, 0.133_352_15, 0.1,
-            0.074_989_416, 0.056_234_13, 0.039_006_93, 0.026_879_36, 0.018_378_144, 0.012_447_956, 0.008_334_509,
-            0.0055, 0.003_561_997_3, 0.002_249_365_2, 0.001_370_513_5, 0.000_790_569_4, 0.000_414_990_4,
-            0.000_177_827_82, 3.333_803_4e-5, 2.5e-5, 1.874_735_6e-5, 1.405_853_3e-5, 1.054_241_2e-5, 7.905_694_5e-6,
-            5.928_434_3e-6, 4.445_698_3e-6, 3.333_803_5e-6,
+            1.0,
+            0.749_894_2,
+            0.562_341_33,
+            0.421_696_5,
+            0.316_227_76,
+            0.237_137_36,
+            0.177_827_94,
+            0.133_352_15,
+            0.1,
+            0.074_989_416,
+            0.056_234_13,
+            0.039_006_93,
+            0.026_879_36,
+            0.018_378_144,
+            0.012_447_956,
+            0.008_334_509,
+            0.0055,
+            0.003_561_997_3,
+            0.002_249_365_2,
+            0.001_370_513_5,
+            0.000_790_569_4,
+            0.000_414_990_4,
+            0.000_177_827_82,
+            3.333_803_4e-5,
+            2.5e-5,
+            1.874_735_6e-5,
+            1.405_853_3e-5,
+            1.054_241_2e-5,
+            7.905_694_5e-6,
+            5.928_434_3e-6,
+            4.445_698_3e-6,
+            3.333_803_5e-6,
         ];
         let (ours, scaling) = Config::DEEPSEEK_V2_LITE.yarn();
         assert_eq!(scaling, 1.0);

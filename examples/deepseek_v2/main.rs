@@ -20,6 +20,8 @@
 #[path = "../common/compare.rs"]
 mod compare;
 mod config;
+#[path = "../common/config_json.rs"]
+mod config_json;
 #[path = "../common/harness.rs"]
 mod harness;
 #[macro_use]
@@ -33,7 +35,7 @@ use clap::Parser;
 use config::Config;
 use launch::{File, Launcher};
 use model::{Kernels, Model, Weights};
-use reference::{read, secs, Reference};
+use reference::secs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -63,38 +65,15 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("deepseek_v2: the logits are outside the bound (see above)");
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("deepseek_v2: error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    harness::exit("deepseek_v2", run(&Args::parse()))
 }
 
 fn run(args: &Args) -> Res<bool> {
     let dir = &args.weights;
-    let text = String::from_utf8(read(dir, "config.json")?).map_err(|_| "config.json is not UTF-8")?;
-    let full = Config::from_json(&text)?;
-    let mut c = full.clone();
-    if let Some(n) = args.layers {
-        if !(1..=full.layers).contains(&n) {
-            return Err(format!("--layers {n}: the weights have {} layers", full.layers).into());
-        }
-        c.layers = n;
-    }
-    let (batch, prompt_len, prompt_ids) = reference::prompt(dir)?;
-    let reference =
-        if c.layers == full.layers { Reference::load(dir, batch as usize, c.vocab as usize)? } else { None };
-    let new_tokens = args.new_tokens.or(reference.as_ref().map(|r| r.steps as i64)).unwrap_or(50);
-    if new_tokens < 2 {
-        return Err(format!("--new-tokens {new_tokens}: at least 2 (the prefill's token and one decode step)").into());
-    }
+    let full = Config::from_json(&harness::config_text(dir)?)?;
+    let inputs = harness::Inputs::read(dir, full.layers, full.vocab, args.layers, args.new_tokens)?;
+    let c = Config { layers: inputs.layers, ..full };
+    let (batch, prompt_len, new_tokens) = (inputs.batch, inputs.prompt_len, inputs.new_tokens);
 
     let jit = Jit::new()?;
     let dev = jit.device();
@@ -116,8 +95,8 @@ fn run(args: &Args) -> Res<bool> {
     })?;
     let load_s = secs(t);
     println!("weights: on the device in {load_s:.1} s (transposed by the transpose kernel)");
-    let forced = reference.as_ref().map_or(vec![0; (new_tokens * batch) as usize], |r| r.forced(new_tokens, batch));
-    let model = Model::new(&jit, &c, &weights, &prompt_ids, batch, new_tokens, &forced)?;
+    let forced = inputs.forced();
+    let model = Model::new(&jit, &c, &weights, &inputs.prompt_ids, batch, new_tokens, &forced)?;
     let generator = DeepseekV2 { model: &model, k: &kernels, w: &weights };
     let run = harness::Run {
         dir,
@@ -129,7 +108,7 @@ fn run(args: &Args) -> Res<bool> {
         load_s,
         no_graph: args.no_graph,
         json: args.json.as_deref(),
-        reference,
+        reference: inputs.reference,
     };
     harness::check_and_time(&jit, &l, &generator, &run)
 }
@@ -198,7 +177,11 @@ mod tests {
                 "original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0,
                 "mscale": 0.707, "mscale_all_dim": 0.707},
         });
-        std::fs::write(d.join("config.json"), cfg.to_string().replace("\"num_attention_heads\":16", "\"num_attention_heads\":32")).unwrap();
+        std::fs::write(
+            d.join("config.json"),
+            cfg.to_string().replace("\"num_attention_heads\":16", "\"num_attention_heads\":32"),
+        )
+        .unwrap();
         let e = run(&args(&d)).unwrap_err().to_string();
         assert!(e.contains("`num_attention_heads` is 32, DeepSeek-V2-Lite's is 16"), "{e}");
         std::fs::write(d.join("config.json"), cfg.to_string()).unwrap();

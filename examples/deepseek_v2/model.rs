@@ -22,7 +22,7 @@
 //! weighted, plus the shared experts' output).
 
 use crate::config::Config;
-use crate::launch::{pow2, spec, untyped, File, Launcher};
+use crate::launch::{pow2, spec, untyped, File, Launcher, Tokens};
 use crate::Res;
 use tilec::jit::{Arg, Jit, KernelSpec};
 use tilec::runtime::{DeviceTensor, HostTensor, TensorView};
@@ -45,6 +45,12 @@ pub struct Kernels {
     norm: KernelSpec,
     kv_norm: KernelSpec,
     matmul: KernelSpec,
+    /// A decode step's skinny products: split-K into an f32 accumulator (SPLIT 4 and 8), its
+    /// epilogues (to T, or plus the residual stream), and gate/up with SwiGLU in one launch.
+    splitk: [KernelSpec; 2],
+    acc_bias: KernelSpec,
+    acc_residual: KernelSpec,
+    matmul_swiglu: KernelSpec,
     router: KernelSpec,
     silu_mul: KernelSpec,
     residual_add: KernelSpec,
@@ -93,6 +99,10 @@ impl Kernels {
             norm: spec(kernel_source!("rmsnorm.tile"), "rmsnorm", &[("BLOCK_N", int(pow2(c.hidden)))]),
             kv_norm: spec(kernel_source!("rmsnorm.tile"), "rmsnorm", &[("BLOCK_N", int(pow2(c.kv_lora)))]),
             matmul: spec(kernel_source!("matmul.tile"), "matmul", &[]),
+            splitk: [4, 8].map(|n| spec(kernel_source!("matmul_splitk.tile"), "matmul_splitk", &[("SPLIT", int(n))])),
+            acc_bias: spec(kernel_source!("splitk_epilogue.tile"), "acc_bias", &[]),
+            acc_residual: spec(kernel_source!("splitk_epilogue.tile"), "acc_residual", &[]),
+            matmul_swiglu: spec(kernel_source!("matmul_splitk.tile"), "matmul_swiglu", &[]),
             router: spec(kernel_source!("matmul_splitk.tile"), "matmul_splitk", &[("SPLIT", int(4))]),
             silu_mul: spec(kernel_source!("silu_mul.tile"), "silu_mul", &[]),
             residual_add: spec(kernel_source!("residual_add.tile"), "residual_add", &[("BLOCK_N", int(4096))]),
@@ -145,6 +155,9 @@ impl Kernels {
             &self.norm,
             &self.kv_norm,
             &self.matmul,
+            &self.acc_bias,
+            &self.acc_residual,
+            &self.matmul_swiglu,
             &self.router,
             &self.silu_mul,
             &self.residual_add,
@@ -159,12 +172,13 @@ impl Kernels {
             &self.argmax,
             &self.transpose,
         ];
-        v.extend(self.align.iter().chain(&self.permute).chain(&self.group_gemm));
+        v.extend(self.align.iter().chain(&self.permute).chain(&self.group_gemm).chain(&self.splitk));
         v
     }
 }
 
-/// The feed-forward part of a layer.
+/// The feed-forward part of a layer. (One a layer: the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 enum Ffn {
     /// [hidden, 2 · intermediate] (gate's columns, then up's) and [intermediate, hidden].
     Dense { wgu: DeviceTensor, wd: DeviceTensor },
@@ -298,9 +312,13 @@ impl Weights {
             let p = format!("model.layers.{i}.");
             let a = format!("{p}self_attn.");
             let q = f.f16(&format!("{a}q_proj.weight"), &[heads * qk, h])?;
-            let q = up(&permute_rows(q, h as usize, |r| deinterleave(r, qk as usize, c.rope_dim as usize)), &[heads * qk, h])?;
+            let q = up(
+                &permute_rows(q, h as usize, |r| deinterleave(r, qk as usize, c.rope_dim as usize)),
+                &[heads * qk, h],
+            )?;
             let kva = f.f16(&format!("{a}kv_a_proj_with_mqa.weight"), &[lat, h])?;
-            let kva = up(&permute_rows(kva, h as usize, |r| deinterleave(r, lat as usize, c.rope_dim as usize)), &[lat, h])?;
+            let kva =
+                up(&permute_rows(kva, h as usize, |r| deinterleave(r, lat as usize, c.rope_dim as usize)), &[lat, h])?;
             let wkvb = plain(&format!("{a}kv_b_proj.weight"), &[heads * (nope + v), c.kv_lora])?;
             let wuv_t = dev.zeros(DType::F16, &[heads, c.kv_lora, v])?;
             for hd in 0..heads {
@@ -467,9 +485,8 @@ pub fn rope_tables(c: &Config, positions: i64) -> (Vec<f64>, Vec<f64>) {
 pub struct Model<'w> {
     c: Config,
     w: &'w Weights,
+    t: Tokens,
     batch: i64,
-    prompt: i64,
-    new_tokens: i64,
     /// Cache rows per sequence: prompt + new tokens.
     seq: i64,
     /// Per layer, [batch, seq, 576]: the compressed K/V (normed), then the rotated key.
@@ -479,15 +496,6 @@ pub struct Model<'w> {
     unused_v: DeviceTensor,
     cos: DeviceTensor,
     sin: DeviceTensor,
-    /// Row r: the positions of every sequence at decode step r (r ≥ 1: prompt + r − 1); row 0
-    /// zeros (the prefill's first position). Its rows are the RoPE positions and the decode
-    /// attention's lengths, so no step uploads anything.
-    positions: DeviceTensor,
-    prompt_ids: DeviceTensor,
-    /// Our greedy tokens by step, [new_tokens, batch]; and the tokens to feed instead (the
-    /// reference's, once ours diverged).
-    tokens: DeviceTensor,
-    forced: DeviceTensor,
     p: Activations,
     d: Activations,
     /// mla_decode's workspace (partial outputs and (max, sum) per slot) and its counters
@@ -495,6 +503,13 @@ pub struct Model<'w> {
     mla_part: DeviceTensor,
     mla_stats: DeviceTensor,
     mla_count: DeviceTensor,
+    /// A decode step's f32 split-K accumulators (zeros between uses: each epilogue clears
+    /// what it read) of Q, of the compressed K/V and rotary key, of a hidden-sized product;
+    /// and a row of zeros, the bias of the epilogue that only rounds (the model has no biases).
+    acc_q: DeviceTensor,
+    acc_kva: DeviceTensor,
+    acc_h: DeviceTensor,
+    zero: DeviceTensor,
     /// [batch, vocab].
     logits: DeviceTensor,
     nlast: DeviceTensor,
@@ -505,18 +520,18 @@ struct Roles {
     phase: usize,
     embedding: &'static str,
     norm: &'static str,
-    q: &'static str,
-    kva: &'static str,
+    q: [&'static str; 2],
+    kva: [&'static str; 2],
     kv_norm: &'static str,
     rope: &'static str,
     append: &'static str,
     attention: [&'static str; 3],
     o: [&'static str; 2],
-    dense: [&'static str; 3],
+    dense: [&'static str; 4],
     router: [&'static str; 2],
     dispatch: [&'static str; 2],
     experts: [&'static str; 3],
-    shared: [&'static str; 3],
+    shared: [&'static str; 4],
     combine: &'static str,
     mlp_residual: &'static str,
     final_norm: &'static str,
@@ -530,18 +545,28 @@ macro_rules! roles {
             phase: $phase,
             embedding: concat!($p, "/embedding"),
             norm: concat!($p, "/norm"),
-            q: concat!($p, "/q proj"),
-            kva: concat!($p, "/kv_a proj"),
+            q: [concat!($p, "/q proj"), concat!($p, "/q epilogue")],
+            kva: [concat!($p, "/kv_a proj"), concat!($p, "/kv_a epilogue")],
             kv_norm: concat!($p, "/kv norm"),
             rope: concat!($p, "/rope"),
             append: concat!($p, "/latent append"),
             attention: [concat!($p, "/kv_b proj"), concat!($p, "/attention"), concat!($p, "/w_uv proj")],
             o: [concat!($p, "/o proj"), concat!($p, "/o residual")],
-            dense: [concat!($p, "/dense gate-up"), concat!($p, "/dense silu_mul"), concat!($p, "/dense down")],
+            dense: [
+                concat!($p, "/dense gate-up"),
+                concat!($p, "/dense silu_mul"),
+                concat!($p, "/dense down"),
+                concat!($p, "/dense down epilogue"),
+            ],
             router: [concat!($p, "/router"), concat!($p, "/moe_route")],
             dispatch: [concat!($p, "/moe_align"), concat!($p, "/moe_permute")],
             experts: [concat!($p, "/experts gate-up"), concat!($p, "/experts silu_mul"), concat!($p, "/experts down")],
-            shared: [concat!($p, "/shared gate-up"), concat!($p, "/shared silu_mul"), concat!($p, "/shared down")],
+            shared: [
+                concat!($p, "/shared gate-up"),
+                concat!($p, "/shared silu_mul"),
+                concat!($p, "/shared down"),
+                concat!($p, "/shared down epilogue"),
+            ],
             combine: concat!($p, "/moe_combine"),
             mlp_residual: concat!($p, "/mlp residual"),
             final_norm: concat!($p, "/final norm"),
@@ -567,53 +592,34 @@ impl<'w> Model<'w> {
         forced: &[i64],
     ) -> Res<Model<'w>> {
         let dev = jit.device();
-        let prompt = prompt_ids.len() as i64 / batch.max(1);
-        if batch < 1 || prompt < 1 || prompt * batch != prompt_ids.len() as i64 || new_tokens < 1 {
-            return Err(
-                format!("{} prompt ids for {batch} sequences and {new_tokens} new tokens", prompt_ids.len()).into()
-            );
-        }
-        if let Some(bad) = prompt_ids.iter().find(|&&t| !(0..c.vocab).contains(&t)) {
-            return Err(format!("the prompt holds token {bad}, outside the vocabulary of {}", c.vocab).into());
-        }
-        let seq = prompt + new_tokens;
-        let ids = |v: &[i64], shape: &[i64]| {
-            let f: Vec<f64> = v.iter().map(|&t| t as f64).collect();
-            dev.upload(&HostTensor::from_f64(DType::I32, shape, &f))
-        };
+        let t = Tokens::new(jit, prompt_ids, batch, new_tokens, forced, c.vocab)?;
+        let (prompt, seq) = (t.prompt, t.seq());
         let (cos, sin) = rope_tables(c, seq);
         let half = c.rope_dim / 2;
-        let mut pos = vec![0i64; batch as usize];
-        for r in 1..=new_tokens {
-            pos.extend(std::iter::repeat_n(prompt + r - 1, batch as usize));
-        }
         Ok(Model {
             c: c.clone(),
             w,
+            t,
             batch,
-            prompt,
-            new_tokens,
             seq,
-            latent: (0..c.layers).map(|_| dev.zeros(DType::F16, &[batch, seq, c.latent()])).collect::<Result<_, _>>()?,
+            latent: (0..c.layers)
+                .map(|_| dev.zeros(DType::F16, &[batch, seq, c.latent()]))
+                .collect::<Result<_, _>>()?,
             unused_v: dev.zeros(DType::F16, &[batch, 1, seq, c.rope_dim])?,
             cos: dev.upload(&HostTensor::from_f64(DType::F16, &[seq, half], &cos))?,
             sin: dev.upload(&HostTensor::from_f64(DType::F16, &[seq, half], &sin))?,
-            positions: ids(&pos, &[new_tokens + 1, batch])?,
-            prompt_ids: ids(prompt_ids, &[batch * prompt])?,
-            tokens: dev.zeros(DType::I32, &[new_tokens, batch])?,
-            forced: ids(forced, &[new_tokens, batch])?,
             p: Activations::new(jit, c, batch * prompt, PREFILL_TILE_M)?,
             d: Activations::new(jit, c, batch, DECODE_TILE_M)?,
             mla_part: dev.zeros(DType::F32, &[MLA_SLOTS, 16, c.kv_lora])?,
             mla_stats: dev.zeros(DType::F32, &[MLA_SLOTS, 2, 16])?,
             mla_count: dev.zeros(DType::I32, &[batch, (c.heads + 15) / 16, MLA_COUNTERS])?,
+            acc_q: dev.zeros(DType::F32, &[batch, c.heads * c.qk_dim()])?,
+            acc_kva: dev.zeros(DType::F32, &[batch, c.latent()])?,
+            acc_h: dev.zeros(DType::F32, &[batch, c.hidden])?,
+            zero: dev.zeros(DType::F16, &[(c.heads * c.qk_dim()).max(c.latent())])?,
             logits: dev.zeros(DType::F16, &[batch, c.vocab])?,
             nlast: dev.zeros(DType::F16, &[batch, c.hidden])?,
         })
-    }
-
-    fn pos_row(&self, r: i64) -> Res<TensorView<'_>> {
-        Ok(self.positions.view(r * self.batch, &[self.batch], &[1])?)
     }
 
     /// Bytes of the latent cache a decode step at `len` cached positions reads.
@@ -657,11 +663,36 @@ impl<'w> Model<'w> {
         let residual = |role, y: &DeviceTensor, cur: usize| {
             l.launch(role, &k.residual_add, &[ta(y), ta(&a.x[cur]), ta(&a.x[1 - cur])])
         };
+        // A decode step's products have 16 rows or fewer: split along K into an f32
+        // accumulator (`split` picks SPLIT 4 or 8), whose epilogue rounds it to T or adds it
+        // to the residual stream; a prefill's are plain GEMMs.
+        let fused = lens.is_some();
+        let split = |role, x: &DeviceTensor, wt: &DeviceTensor, acc: &DeviceTensor, split: usize| {
+            l.launch(role, &k.splitk[split], &[ta(x), ta(wt), ta(acc)])
+        };
+        // x · wt into `out` (T).
+        let project = |role: [&'static str; 2], x: &DeviceTensor, wt: &DeviceTensor, out: &DeviceTensor, acc| {
+            if !fused {
+                return gemm(role[0], ta(x), wt, ta(out));
+            }
+            split(role[0], x, wt, acc, 0)?;
+            let zero = self.zero.view(0, &[out.shape[1]], &[1])?;
+            l.launch(role[1], &k.acc_bias, &[ta(acc), Arg::View(&zero), ta(out)])
+        };
+        // Stream x[from] + x · wt into `to` in a decode step (split `s`); a prefill's product
+        // goes to `proj`, and its residual add is the caller's.
+        let project_residual = |role: [&'static str; 2], x: &DeviceTensor, wt: &DeviceTensor, s, from: usize, to| {
+            if !fused {
+                return gemm(role[0], ta(x), wt, ta(&a.proj));
+            }
+            split(role[0], x, wt, &self.acc_h, s)?;
+            l.launch(role[1], &k.acc_residual, &[ta(&self.acc_h), ta(&a.x[from]), ta(to)])
+        };
 
         // Attention.
         l.launch(r.norm, &k.norm, &[ta(&a.x[cur]), ta(&w.input_norm), ta(&a.normed), eps])?;
-        gemm(r.q, ta(&a.normed), &w.wq, ta(&a.q))?;
-        gemm(r.kva, ta(&a.normed), &w.wkva, ta(&a.ckv))?;
+        project(r.q, &a.normed, &w.wq, &a.q, &self.acc_q)?;
+        project(r.kva, &a.normed, &w.wkva, &a.ckv, &self.acc_kva)?;
         let c_in = a.ckv.view(0, &[rows, kvl], &[lat, 1])?;
         l.launch(r.kv_norm, &k.kv_norm, &[Arg::View(&c_in), ta(&w.kv_norm), ta(&a.c_norm), eps])?;
         // RoPE of each head's rotary query in place, and of the shared key into the cache.
@@ -738,8 +769,10 @@ impl<'w> Model<'w> {
                 l.launch(r.attention[2], &k.bmm, &[Arg::View(&o_lat), ta(&w.wuv_t), Arg::View(&o)])?;
             }
         }
-        gemm(r.o[0], ta(&a.attn), &w.wo, ta(&a.proj))?;
-        residual(r.o[1], &a.proj, cur)?;
+        project_residual(r.o, &a.attn, &w.wo, 0, cur, &a.x[1 - cur])?;
+        if !fused {
+            residual(r.o[1], &a.proj, cur)?;
+        }
         let cur = 1 - cur;
 
         // Feed-forward.
@@ -751,11 +784,22 @@ impl<'w> Model<'w> {
             let up = gu.view(n2 / 2, &[m, n2 / 2], &[n2, 1])?;
             l.launch(role, &k.silu_mul, &[Arg::View(&gate), Arg::View(&up), ta(out)])
         };
+        // SwiGLU(x · wgu) into `out`: one launch in a decode step, a GEMM and silu_mul in a
+        // prefill (through `gu`).
+        let gate_up = |role: [&'static str; 2], wgu: &DeviceTensor, gu: &DeviceTensor, out: &DeviceTensor| {
+            if !fused {
+                gemm(role[0], ta(&a.normed), wgu, ta(gu))?;
+                return swiglu(role[1], gu, out);
+            }
+            let (h, n2) = (wgu.shape[0], wgu.shape[1]);
+            let gate = wgu.view(0, &[h, n2 / 2], &[n2, 1])?;
+            let up = wgu.view(n2 / 2, &[h, n2 / 2], &[n2, 1])?;
+            l.launch(role[0], &k.matmul_swiglu, &[ta(&a.normed), Arg::View(&gate), Arg::View(&up), ta(out)])
+        };
         match &w.ffn {
             Ffn::Dense { wgu, wd } => {
-                gemm(r.dense[0], ta(&a.normed), wgu, ta(&a.gu))?;
-                swiglu(r.dense[1], &a.gu, &a.act)?;
-                gemm(r.dense[2], ta(&a.act), wd, ta(&a.proj))?;
+                gate_up([r.dense[0], r.dense[1]], wgu, &a.gu, &a.act)?;
+                project_residual([r.dense[2], r.dense[3]], &a.act, wd, 1, cur, &a.x[1 - cur])?;
             }
             Ffn::Moe { wg, wgu, wd, sgu, sd } => {
                 l.launch(r.router[0], &k.router, &[ta(&a.normed), ta(wg), ta(&a.logits)])?;
@@ -776,17 +820,22 @@ impl<'w> Model<'w> {
                 l.launch(r.experts[0], gg, &[ta(&a.xs), ta(wgu), ta(&a.egu), Arg::View(&offsets)])?;
                 swiglu(r.experts[1], &a.egu, &a.eact)?;
                 l.launch(r.experts[2], gg, &[ta(&a.eact), ta(wd), ta(&a.ys), Arg::View(&offsets)])?;
-                gemm(r.shared[0], ta(&a.normed), sgu, ta(&a.sgu))?;
-                swiglu(r.shared[1], &a.sgu, &a.sact)?;
-                gemm(r.shared[2], ta(&a.sact), sd, ta(&a.shared))?;
-                l.launch(
-                    r.combine,
-                    &k.combine,
-                    &[ta(&a.ys), ta(&a.pos), ta(&a.weights), ta(&a.shared), ta(&a.proj)],
-                )?;
+                gate_up([r.shared[0], r.shared[1]], sgu, &a.sgu, &a.sact)?;
+                // A decode step's shared experts' output comes with the residual stream added
+                // (their down product's epilogue), so that the combine writes the next stream;
+                // a prefill's combine writes the FFN's output, and the residual add follows.
+                if fused {
+                    project_residual([r.shared[2], r.shared[3]], &a.sact, sd, 0, cur, &a.shared)?;
+                } else {
+                    gemm(r.shared[2], ta(&a.sact), sd, ta(&a.shared))?;
+                }
+                let out = if fused { &a.x[1 - cur] } else { &a.proj };
+                l.launch(r.combine, &k.combine, &[ta(&a.ys), ta(&a.pos), ta(&a.weights), ta(&a.shared), ta(out)])?;
             }
         }
-        residual(r.mlp_residual, &a.proj, cur)?;
+        if !fused {
+            residual(r.mlp_residual, &a.proj, cur)?;
+        }
         Ok(1 - cur)
     }
 
@@ -800,7 +849,7 @@ impl<'w> Model<'w> {
             &k.matmul,
             &[Arg::Tensor(&self.nlast), Arg::Tensor(&self.w.lm_head), Arg::Tensor(&self.logits)],
         )?;
-        let row = self.tokens.view(t * self.batch, &[self.batch, 1], &[1, 1])?;
+        let row = self.t.row(t)?;
         l.launch(r.argmax, &k.argmax, &[Arg::Tensor(&self.logits), Arg::View(&row)])?;
         Ok(())
     }
@@ -812,14 +861,14 @@ impl<'w> Model<'w> {
         l.launch(
             r.embedding,
             &k.embedding,
-            &[Arg::Tensor(&self.prompt_ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])],
+            &[Arg::Tensor(&self.t.prompt_ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])],
         )?;
-        let pos = self.pos_row(0)?;
+        let pos = self.t.positions(0)?;
         let mut cur = 0;
         for i in 0..self.w.layers.len() {
             cur = self.layer(l, k, a, r, &pos, None, i, cur)?;
         }
-        let (p, h) = (self.prompt, self.c.hidden);
+        let (p, h) = (self.t.prompt, self.c.hidden);
         let last = a.x[cur].view((p - 1) * h, &[self.batch, h], &[p * h, 1])?;
         self.head(l, k, r, Arg::View(&last), 0)
     }
@@ -828,14 +877,10 @@ impl<'w> Model<'w> {
     /// at position prompt + t − 1 of every sequence, leaves the logits in `logits` and their
     /// argmax in token row t.
     pub fn decode(&self, l: &Launcher<'_>, k: &Kernels, t: i64, forced: bool) -> Res<()> {
-        if !(1..self.new_tokens).contains(&t) {
-            return Err(format!("decode step {t} outside 1..{}", self.new_tokens).into());
-        }
-        let (a, r, b) = (&self.d, &DECODE, self.batch);
-        let feed = if forced { &self.forced } else { &self.tokens };
-        let ids = feed.view((t - 1) * b, &[b], &[1])?;
+        let (a, r) = (&self.d, &DECODE);
+        let ids = self.t.feed(t, forced)?;
         l.launch(r.embedding, &k.embedding, &[Arg::View(&ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])])?;
-        let (pos, lens) = (self.pos_row(t)?, self.pos_row(t + 1)?);
+        let (pos, lens) = (self.t.positions(t)?, self.t.positions(t + 1)?);
         let mut cur = 0;
         for i in 0..self.w.layers.len() {
             cur = self.layer(l, k, a, r, &pos, Some(&lens), i, cur)?;
@@ -845,9 +890,7 @@ impl<'w> Model<'w> {
 
     /// Token row `t` (ours).
     pub fn tokens(&self, l: &Launcher<'_>, t: i64) -> Res<Vec<i64>> {
-        let all = l.jit.device().download(&self.tokens)?.to_f64();
-        let b = self.batch as usize;
-        Ok(all[t as usize * b..(t as usize + 1) * b].iter().map(|&v| v as i64).collect())
+        self.t.download(l, t)
     }
 
     /// The logits as f32, [batch, vocab].
@@ -887,7 +930,7 @@ mod tests {
         // transformers: (x[2i] + i·x[2i+1]) · e^{iθ_i}; ours on [evens, odds].
         let x: Vec<f64> = (0..8).map(|i| f64::from(i) * 0.37 - 1.0).collect();
         let theta: Vec<f64> = (0..4).map(|i| 0.3 + f64::from(i)).collect();
-        let mut theirs = vec![0.0; 8];
+        let mut theirs = [0.0; 8];
         for i in 0..4 {
             let (re, im) = (x[2 * i], x[2 * i + 1]);
             theirs[2 * i] = re * theta[i].cos() - im * theta[i].sin();

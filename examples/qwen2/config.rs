@@ -1,7 +1,7 @@
 //! The model's configuration: Qwen2-7B's published dimensions, checked against the
 //! `config.json` beside the weights (only the number of layers may differ).
 
-use serde_json::Value;
+use crate::config_json::ConfigJson;
 
 /// The dimensions the decoder is built for.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,58 +52,25 @@ impl Config {
     /// The configuration of `config.json` text: Qwen2-7B's except for the number of layers,
     /// or an error naming the first field that differs.
     pub fn from_json(text: &str) -> Result<Config, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("config.json is not JSON: {e}"))?;
+        let j = ConfigJson::parse(text, "qwen2", "Qwen2-7B")?;
         let want = Config::QWEN2_7B;
-        let int = |key: &str| -> Result<i64, String> {
-            v.get(key).and_then(Value::as_i64).ok_or_else(|| format!("config.json has no integer `{key}`"))
-        };
-        // transformers 5 moved `rope_theta` into `rope_parameters`.
-        let float = |key: &str| -> Result<f64, String> {
-            let nested = ["rope_parameters", "rope_scaling"].into_iter().filter_map(|o| v.get(o)?.get(key));
-            v.get(key)
-                .into_iter()
-                .chain(nested)
-                .find_map(Value::as_f64)
-                .ok_or_else(|| format!("config.json has no number `{key}`"))
-        };
-        if let Some(m) = v.get("model_type").and_then(Value::as_str) {
-            if m != "qwen2" {
-                return Err(format!("config.json describes a `{m}` model; this decoder is Qwen2's"));
-            }
-        }
-        let checks: [(&str, i64, i64); 5] = [
-            ("hidden_size", int("hidden_size")?, want.hidden),
-            ("num_attention_heads", int("num_attention_heads")?, want.heads),
-            ("num_key_value_heads", int("num_key_value_heads")?, want.kv_heads),
-            ("intermediate_size", int("intermediate_size")?, want.intermediate),
-            ("vocab_size", int("vocab_size")?, want.vocab),
-        ];
-        for (key, got, expected) in checks {
-            if got != expected {
-                return Err(format!("config mismatch: `{key}` is {got}, Qwen2-7B's is {expected}"));
-            }
-        }
-        for (key, got, expected) in
-            [("rms_norm_eps", float("rms_norm_eps")?, want.eps), ("rope_theta", float("rope_theta")?, want.rope_theta)]
-        {
-            if (got - expected).abs() > 1e-6 * expected.abs() {
-                return Err(format!("config mismatch: `{key}` is {got}, Qwen2-7B's is {expected}"));
-            }
-        }
-        if v.get("tie_word_embeddings").and_then(Value::as_bool) == Some(true) {
-            return Err("config mismatch: `tie_word_embeddings` is true; Qwen2-7B has its own LM head".into());
-        }
-        let layers = int("num_hidden_layers")?;
-        if !(1..=want.layers).contains(&layers) {
-            return Err(format!("config mismatch: `num_hidden_layers` is {layers}, expected 1 to {}", want.layers));
-        }
-        Ok(Config { layers, ..want })
+        j.expect_ints(&[
+            ("hidden_size", want.hidden),
+            ("num_attention_heads", want.heads),
+            ("num_key_value_heads", want.kv_heads),
+            ("intermediate_size", want.intermediate),
+            ("vocab_size", want.vocab),
+        ])?;
+        j.expect_floats(&[("rms_norm_eps", want.eps), ("rope_theta", want.rope_theta)])?;
+        j.expect_false(&["tie_word_embeddings"])?;
+        Ok(Config { layers: j.layers(want.layers)?, ..want })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn json(edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> String {
         let mut m = serde_json::Map::new();

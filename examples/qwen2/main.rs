@@ -21,6 +21,8 @@
 #[path = "../common/compare.rs"]
 mod compare;
 mod config;
+#[path = "../common/config_json.rs"]
+mod config_json;
 #[path = "../common/harness.rs"]
 mod harness;
 #[macro_use]
@@ -34,7 +36,7 @@ use clap::Parser;
 use config::Config;
 use launch::{File, Launcher};
 use model::{Kernels, Model, Weights};
-use reference::{read, secs, Reference};
+use reference::secs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -68,38 +70,15 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("qwen2: the logits are outside the bound (see above)");
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("qwen2: error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    harness::exit("qwen2", run(&Args::parse()))
 }
 
 fn run(args: &Args) -> Res<bool> {
     let dir = &args.weights;
-    let text = String::from_utf8(read(dir, "config.json")?).map_err(|_| "config.json is not UTF-8")?;
-    let full = Config::from_json(&text)?;
-    let mut c = full.clone();
-    if let Some(n) = args.layers {
-        if !(1..=full.layers).contains(&n) {
-            return Err(format!("--layers {n}: the weights have {} layers", full.layers).into());
-        }
-        c.layers = n;
-    }
-    let (batch, prompt_len, prompt_ids) = reference::prompt(dir)?;
-    let reference =
-        if c.layers == full.layers { Reference::load(dir, batch as usize, c.vocab as usize)? } else { None };
-    let new_tokens = args.new_tokens.or(reference.as_ref().map(|r| r.steps as i64)).unwrap_or(50);
-    if new_tokens < 2 {
-        return Err(format!("--new-tokens {new_tokens}: at least 2 (the prefill's token and one decode step)").into());
-    }
+    let full = Config::from_json(&harness::config_text(dir)?)?;
+    let inputs = harness::Inputs::read(dir, full.layers, full.vocab, args.layers, args.new_tokens)?;
+    let c = Config { layers: inputs.layers, ..full };
+    let (batch, prompt_len, new_tokens) = (inputs.batch, inputs.prompt_len, inputs.new_tokens);
 
     let jit = Jit::new()?;
     let dev = jit.device();
@@ -136,8 +115,8 @@ fn run(args: &Args) -> Res<bool> {
         weights.step_bytes / 1e9
     );
 
-    let forced = reference.as_ref().map_or(vec![0; (new_tokens * batch) as usize], |r| r.forced(new_tokens, batch));
-    let model = Model::new(&jit, &c, &weights, &prompt_ids, batch, new_tokens, &forced)?;
+    let forced = inputs.forced();
+    let model = Model::new(&jit, &c, &weights, &inputs.prompt_ids, batch, new_tokens, &forced)?;
 
     let generator = Qwen2 { model: &model, k: &kernels, step_bytes: weights.step_bytes };
     let run = harness::Run {
@@ -150,7 +129,7 @@ fn run(args: &Args) -> Res<bool> {
         load_s,
         no_graph: args.no_graph,
         json: args.json.as_deref(),
-        reference,
+        reference: inputs.reference,
     };
     harness::check_and_time(&jit, &l, &generator, &run)
 }
@@ -233,19 +212,6 @@ mod tests {
         } else {
             assert!(e.contains("no NVIDIA driver"), "{e}");
         }
-        let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn reference_files_of_the_wrong_shape_are_refused() {
-        let d = folder("reference");
-        let tokens = tilec::runtime::HostTensor::from_f64(tilec::DType::I64, &[3, 2], &[0.0; 6]);
-        std::fs::write(d.join("tokens.npy"), tilec::npy::write(&tokens)).unwrap();
-        std::fs::write(d.join("logits.npy"), tilec::npy::write(&tokens)).unwrap();
-        let e = Reference::load(&d, 2, 10).map(|_| ()).unwrap_err().to_string();
-        assert!(e.contains("tokens.npy has 3 sequences, prompt.npy 2"), "{e}");
-        let e = Reference::load(&d, 3, 10).map(|_| ()).unwrap_err().to_string();
-        assert!(e.contains("logits.npy is i64 [3, 2], expected f32 [2, 3, 10]"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }
 }

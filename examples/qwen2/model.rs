@@ -6,7 +6,7 @@
 //! tokens and logits).
 
 use crate::config::Config;
-use crate::launch::{pow2, spec, File, Launcher};
+use crate::launch::{pow2, spec, File, Launcher, Tokens};
 use crate::Res;
 use std::collections::BTreeMap;
 use tilec::jit::{Arg, Jit, KernelSpec};
@@ -191,9 +191,8 @@ impl Weights {
 pub struct Model<'w> {
     c: Config,
     w: &'w Weights,
+    t: Tokens,
     batch: i64,
-    prompt: i64,
-    new_tokens: i64,
     /// Cache rows per sequence: prompt + new tokens.
     seq: i64,
     /// Per layer, [batch, kv_heads, seq, head_dim].
@@ -202,16 +201,6 @@ pub struct Model<'w> {
     /// RoPE tables [seq, head_dim / 2].
     cos: DeviceTensor,
     sin: DeviceTensor,
-    /// Row r: the positions of every sequence at decode step r (r ≥ 1: prompt + r − 1); row 0
-    /// zeros (the prefill's first position). Views of its rows are rope_kv_append's positions and
-    /// decode attention's lengths, so no step uploads anything.
-    positions: DeviceTensor,
-    /// The prompt's ids, [batch · prompt].
-    prompt_ids: DeviceTensor,
-    /// Our greedy tokens by step, [new_tokens, batch]; and tokens to feed instead (the
-    /// reference's, once ours diverged), same layout.
-    tokens: DeviceTensor,
-    forced: DeviceTensor,
     /// Prefill activations ([batch · prompt, …]) and decode activations ([batch, …]).
     p: Activations,
     d: Activations,
@@ -371,43 +360,22 @@ impl<'w> Model<'w> {
         forced: &[i64],
     ) -> Res<Model<'w>> {
         let dev = jit.device();
-        let prompt = prompt_ids.len() as i64 / batch.max(1);
-        if batch < 1 || prompt < 1 || prompt * batch != prompt_ids.len() as i64 || new_tokens < 1 {
-            return Err(
-                format!("{} prompt ids for {batch} sequences and {new_tokens} new tokens", prompt_ids.len()).into()
-            );
-        }
-        if let Some(bad) = prompt_ids.iter().find(|&&t| !(0..c.vocab).contains(&t)) {
-            return Err(format!("the prompt holds token {bad}, outside the vocabulary of {}", c.vocab).into());
-        }
-        let seq = prompt + new_tokens;
-        let ids = |v: &[i64], shape: &[i64]| {
-            let f: Vec<f64> = v.iter().map(|&t| t as f64).collect();
-            dev.upload(&HostTensor::from_f64(DType::I32, shape, &f))
-        };
+        let t = Tokens::new(jit, prompt_ids, batch, new_tokens, forced, c.vocab)?;
+        let (prompt, seq) = (t.prompt, t.seq());
         let (cos, sin) = rope_tables(c, seq);
         let half = c.head_dim / 2;
-        let mut pos = vec![0i64; batch as usize];
-        for r in 1..=new_tokens {
-            pos.extend(std::iter::repeat_n(prompt + r - 1, batch as usize));
-        }
         let cache = || dev.zeros(DType::F16, &[batch, c.kv_heads, seq, c.head_dim]);
         let gs = pow2(c.group());
         Ok(Model {
             c: c.clone(),
             w,
+            t,
             batch,
-            prompt,
-            new_tokens,
             seq,
             k_cache: (0..c.layers).map(|_| cache()).collect::<Result<_, _>>()?,
             v_cache: (0..c.layers).map(|_| cache()).collect::<Result<_, _>>()?,
             cos: dev.upload(&HostTensor::from_f64(DType::F16, &[seq, half], &cos))?,
             sin: dev.upload(&HostTensor::from_f64(DType::F16, &[seq, half], &sin))?,
-            positions: ids(&pos, &[new_tokens + 1, batch])?,
-            prompt_ids: ids(prompt_ids, &[batch * prompt])?,
-            tokens: dev.zeros(DType::I32, &[new_tokens, batch])?,
-            forced: ids(forced, &[new_tokens, batch])?,
             p: Activations::new(jit, c, batch * prompt)?,
             d: Activations::new(jit, c, batch)?,
             acc_qkv: dev.zeros(DType::F32, &[batch, c.qkv_width()])?,
@@ -423,10 +391,6 @@ impl<'w> Model<'w> {
     /// Bytes of the KV cache a decode step at `len` cached positions reads.
     pub fn kv_bytes(&self, len: i64) -> f64 {
         (2 * self.c.layers * self.batch * self.c.kv_heads * len * self.c.head_dim * 2) as f64
-    }
-
-    fn pos_row(&self, r: i64) -> Res<TensorView<'_>> {
-        Ok(self.positions.view(r * self.batch, &[self.batch], &[1])?)
     }
 
     /// One decoder layer `i` over the residual stream `a.x[cur]`; returns the index of the
@@ -545,7 +509,7 @@ impl<'w> Model<'w> {
             &k.matmul,
             &[Arg::Tensor(normed), Arg::Tensor(&self.w.lm_head), Arg::Tensor(&self.logits)],
         )?;
-        let row = self.tokens.view(t * self.batch, &[self.batch, 1], &[1, 1])?;
+        let row = self.t.row(t)?;
         l.launch(r.argmax, &k.argmax, &[Arg::Tensor(&self.logits), Arg::View(&row)])?;
         Ok(())
     }
@@ -554,14 +518,14 @@ impl<'w> Model<'w> {
     /// position in `logits` and their argmax in row 0 of the tokens.
     pub fn prefill(&self, l: &Launcher<'_>, k: &Kernels) -> Res<()> {
         let c = &self.c;
-        let (b, p, hd, s) = (self.batch, self.prompt, c.head_dim, self.seq);
+        let (b, p, hd, s) = (self.batch, self.t.prompt, c.head_dim, self.seq);
         let (h, w3, inter, hk) = (c.hidden, c.qkv_width(), c.intermediate, c.kv_heads);
         let a = &self.p;
         let r = &PREFILL;
         l.launch(
             r.embedding,
             &k.embedding,
-            &[Arg::Tensor(&self.prompt_ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])],
+            &[Arg::Tensor(&self.t.prompt_ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])],
         )?;
         // Q, K and V heads of the fused QKV rows: [B, P, heads, D] for RoPE, [B, heads, P, D]
         // for attention and the cache; the attention's output in the rows of `attn`.
@@ -591,7 +555,7 @@ impl<'w> Model<'w> {
                 v_new: a.qkv.view(h + hk * hd, &[b, p, hk, hd], &[p * w3, w3, hd, 1])?,
             },
             q_new: a.qkv.view(0, &[b, p, c.heads, hd], &[p * w3, w3, hd, 1])?,
-            pos: self.pos_row(0)?,
+            pos: self.t.positions(0)?,
             attend: &attend,
         };
         let mut cur = 0;
@@ -608,20 +572,16 @@ impl<'w> Model<'w> {
     /// argmax in token row t.
     pub fn decode(&self, l: &Launcher<'_>, k: &Kernels, t: i64, forced: bool) -> Res<()> {
         let c = &self.c;
-        if !(1..self.new_tokens).contains(&t) {
-            return Err(format!("decode step {t} outside 1..{}", self.new_tokens).into());
-        }
         let (b, hd) = (self.batch, c.head_dim);
         let (h, w3, hk) = (c.hidden, c.qkv_width(), c.kv_heads);
         let a = &self.d;
         let r = &DECODE;
-        let feed = if forced { &self.forced } else { &self.tokens };
-        let ids = feed.view((t - 1) * b, &[b], &[1])?;
+        let ids = self.t.feed(t, forced)?;
         l.launch(r.embedding, &k.embedding, &[Arg::View(&ids), Arg::Tensor(&self.w.embed), Arg::Tensor(&a.x[0])])?;
         let q_attn = a.qkv.view(0, &[b, c.heads, hd], &[w3, hd, 1])?;
         let out = a.attn.view(0, &[b, c.heads, hd], &[h, hd, 1])?;
         // The lengths after this token (row t + 1 exists: t < new_tokens).
-        let lens = self.pos_row(t + 1)?;
+        let lens = self.t.positions(t + 1)?;
         let scale = Arg::F32(1.0 / (hd as f32).sqrt());
         let attend = |i: usize| -> Res<()> {
             let (kc, vc) = (&self.k_cache[i], &self.v_cache[i]);
@@ -649,7 +609,7 @@ impl<'w> Model<'w> {
                 acc_heads: [heads(0, c.heads)?, heads(h, hk)?, heads(h + hk * hd, hk)?],
             },
             q_new: a.qkv.view(0, &[b, 1, c.heads, hd], &[w3, w3, hd, 1])?,
-            pos: self.pos_row(t)?,
+            pos: self.t.positions(t)?,
             attend: &attend,
         };
         let mut cur = 0;
@@ -661,9 +621,7 @@ impl<'w> Model<'w> {
 
     /// Token row `t` (ours).
     pub fn tokens(&self, l: &Launcher<'_>, t: i64) -> Res<Vec<i64>> {
-        let all = l.jit.device().download(&self.tokens)?.to_f64();
-        let b = self.batch as usize;
-        Ok(all[t as usize * b..(t as usize + 1) * b].iter().map(|&v| v as i64).collect())
+        self.t.download(l, t)
     }
 
     /// The logits as f32, [batch, vocab].
