@@ -124,19 +124,8 @@ impl std::error::Error for CompileError {}
 /// Compiles `.tile` source text.
 pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, CompileError> {
     let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
-    let (arch, arch_substituted) =
-        tilec_core::target::resolve(&opts.arch).map_err(|m| fail(vec![Diagnostic::error("E0013", m)]))?;
-    // The target whose choices the code makes: the emulated one, or the code's own.
-    let choice = match &opts.emulate {
-        Some(e) => tilec_core::target::resolve(e).map_err(|m| fail(vec![Diagnostic::error("E0013", m)]))?.0,
-        None => arch,
-    };
-    let req = Request {
-        kernel: opts.kernel.clone(),
-        target: choice.name.to_string(),
-        consts: opts.consts.clone(),
-        unaligned: opts.unaligned.clone(),
-    };
+    let (arch, arch_substituted, choice) = targets(opts).map_err(|d| fail(vec![d]))?;
+    let req = request(opts, choice);
     let mut timings = vec![];
     let mut clock = Instant::now();
     let mut lap = |what: &str, timings: &mut Vec<(String, Duration)>| {
@@ -167,27 +156,8 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     }
 
     // The default pipeline, through the same driver as `tilec opt`.
-    let cfg = tilec_passes::PipelineConfig {
-        disabled: opts.disabled_passes.clone(),
-        fast_math: opts.fast_math,
-        no_fp_fusion: opts.no_fp_fusion,
-        no_tma: opts.no_tma || el.hints.no_tma,
-        // The kernel's `tma = false` hint is about its rings; `--no-tma` switches TMA off whole.
-        no_tma_store: opts.no_tma_store || opts.no_tma,
-        // An emulated target's tcgen05 products run as mma.sync where the chip lacks it (the
-        // emulation's report line says so).
-        no_tcgen05: opts.no_tcgen05 || !arch.has(tilec_core::target::Feature::Tcgen05),
-        wgmma_wait_at_once: opts.wgmma_wait_at_once,
-        empty_barriers: opts.empty_barriers,
-        warp_specialize: opts.warp_specialize || el.hints.warp_specialize,
-        no_pingpong: opts.no_pingpong,
-        persistent: opts.persistent || el.hints.persistent,
-        // sm_121a's block-scaled products on a chip without them (the report says so).
-        emulate_block_scale: choice.has(tilec_core::target::Feature::BlockScaledMmaSync)
-            && !arch.has(tilec_core::target::Feature::BlockScaledMmaSync),
-    };
-    tilec_passes::check_disabled(&cfg.disabled).map_err(|d| fail(vec![d]))?;
-    let steps = tilec_passes::pipeline(choice, el.hints.occupancy, &cfg);
+    let steps = default_steps(opts, &el.hints, arch, choice).map_err(|d| fail(vec![d]))?;
+
     let mut loops = 0usize;
     el.func.walk(&mut |op| loops += usize::from(matches!(op.kind, tilec_core::tir::OpKind::For { .. })));
     let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Tile(el.func));
@@ -291,4 +261,72 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     compiled.stages.insert(Stage::Ptx, cg.ptx);
     compiled.timings = timings;
     Ok(compiled)
+}
+
+/// The target the code is for, whether it was substituted, and the target whose choices the
+/// code makes (the emulated one, or the code's own).
+type Targets = (&'static tilec_core::target::Arch, bool, &'static tilec_core::target::Arch);
+
+fn targets(opts: &CompileOptions) -> Result<Targets, Diagnostic> {
+    let resolve = |a: &str| tilec_core::target::resolve(a).map_err(|m| Diagnostic::error("E0013", m));
+    let (arch, substituted) = resolve(&opts.arch)?;
+    let choice = match &opts.emulate {
+        Some(e) => resolve(e)?.0,
+        None => arch,
+    };
+    Ok((arch, substituted, choice))
+}
+
+/// The frontend's request for these options and the target whose choices the code makes.
+fn request(opts: &CompileOptions, choice: &tilec_core::target::Arch) -> Request {
+    Request {
+        kernel: opts.kernel.clone(),
+        target: choice.name.to_string(),
+        consts: opts.consts.clone(),
+        unaligned: opts.unaligned.clone(),
+    }
+}
+
+/// The default pipeline `compile` runs for these options and hints: the code for `arch`,
+/// with the choices of `choice` (the emulated target, or `arch` itself).
+fn default_steps(
+    opts: &CompileOptions,
+    hints: &tilec_core::artifact::Hints,
+    arch: &'static tilec_core::target::Arch,
+    choice: &'static tilec_core::target::Arch,
+) -> Result<Vec<Step>, Diagnostic> {
+    let cfg = tilec_passes::PipelineConfig {
+        disabled: opts.disabled_passes.clone(),
+        fast_math: opts.fast_math,
+        no_fp_fusion: opts.no_fp_fusion,
+        no_tma: opts.no_tma || hints.no_tma,
+        // The kernel's `tma = false` hint is about its rings; `--no-tma` switches TMA off whole.
+        no_tma_store: opts.no_tma_store || opts.no_tma,
+        // An emulated target's tcgen05 products run as mma.sync where the chip lacks it (the
+        // emulation's report line says so).
+        no_tcgen05: opts.no_tcgen05 || !arch.has(tilec_core::target::Feature::Tcgen05),
+        wgmma_wait_at_once: opts.wgmma_wait_at_once,
+        empty_barriers: opts.empty_barriers,
+        warp_specialize: opts.warp_specialize || hints.warp_specialize,
+        no_pingpong: opts.no_pingpong,
+        persistent: opts.persistent || hints.persistent,
+        // sm_121a's block-scaled products on a chip without them (the report says so).
+        emulate_block_scale: choice.has(tilec_core::target::Feature::BlockScaledMmaSync)
+            && !arch.has(tilec_core::target::Feature::BlockScaledMmaSync),
+    };
+    tilec_passes::check_disabled(&cfg.disabled)?;
+    Ok(tilec_passes::pipeline(choice, hints.occupancy, &cfg))
+}
+
+/// A kernel as the frontend makes it (its `tile` IR and signature) and the default pipeline
+/// `compile` would run on it with these options — what `tilec bisect` walks pass by pass.
+pub fn frontend_and_pipeline(
+    source: &Source,
+    opts: &CompileOptions,
+) -> Result<(tilec_frontend::Elaborated, Vec<Step>), CompileError> {
+    let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
+    let (arch, _, choice) = targets(opts).map_err(|d| fail(vec![d]))?;
+    let el = tilec_frontend::check(&source.text, &request(opts, choice)).map_err(fail)?;
+    let steps = default_steps(opts, &el.hints, arch, choice).map_err(|d| fail(vec![d]))?;
+    Ok((el, steps))
 }

@@ -11,6 +11,7 @@
 //! the `tilec-cli` package; the GPU test and benchmark harness lives there and in
 //! `tilec-suite`, never here.
 
+pub mod bisect;
 pub mod cache;
 pub mod compiler;
 pub mod jit;

@@ -69,6 +69,10 @@ enum Cmd {
     /// space (or --space) timed, checked against the first, failures kept with their reason;
     /// the fastest is filed in the cache folder and reused by the next run.
     Tune(commands::tune::Args),
+    /// Name the pass that changed a kernel's results: the kernel on the interpreter as the
+    /// frontend made it, then after each tile-level pass of its pipeline, on the same `--arg`
+    /// inputs; the first stage that differs, its worst element and the pass's IR diff.
+    Bisect(commands::bisect::Args),
     /// Fuzz the compiler, `tilec opt`, the `--arg` parser and the launch validator: mutated
     /// inputs in watched worker processes; crashes, hangs and runaway memory are written out.
     Fuzz(fuzz::Args),
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Compile(a) => commands::compile::run(a),
+        Cmd::Bisect(a) => commands::bisect::run(a),
         Cmd::Run(a) => commands::run::run(a),
         Cmd::Cache(c) => commands::cache::run(c),
         Cmd::Explain { code } => commands::explain(&code),

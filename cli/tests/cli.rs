@@ -289,6 +289,44 @@ fn time_passes_lists_every_stage() {
 }
 
 #[test]
+fn opt_prints_the_changes_of_the_passes_that_made_some() {
+    let dir = temp_dir("opt-changes");
+    let f = dir.join("softmax.mlir");
+    std::fs::write(&f, tile_text("softmax", "softmax")).unwrap();
+    // tile-load-order has nothing to do in softmax (no ordered load): no diff of its own.
+    let passes = "tile-load-order,tile-layout{num-warps=4}";
+    let (code, _, err) = tilec(&["opt", f.to_str().unwrap(), "--passes", passes, "--print-changes"]);
+    assert_eq!(code, 0, "{err}");
+    let headers: Vec<&str> = err.lines().filter(|l| l.starts_with("--- before ")).collect();
+    assert_eq!(headers, ["--- before tile-layout{num-warps=4}"], "{err}");
+    assert!(err.lines().any(|l| l.starts_with('+') && l.contains("#tilegpu.blocked<")), "{err}");
+}
+
+#[test]
+fn bisect_walks_the_tile_level_passes_on_the_interpreter() {
+    let (code, out, err) = tilec(&[
+        "bisect",
+        "kernels/softmax.tile",
+        "--const",
+        "T=f32",
+        "--const",
+        "BLOCK_N=128",
+        "--arg",
+        "4x100:f32",
+        "--arg",
+        "zeros:4x100:f32",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    for pass in ["tile-load-order", "tile-layout", "tile-pipeline{arch=sm_90a}"] {
+        assert!(out.contains(&format!("after {pass}: same")), "{pass} in\n{out}");
+    }
+    assert!(out.contains("the interpreter stops before `tile-to-llvm"), "{out}");
+    let (code, _, err) = tilec(&["bisect", "kernels/softmax.tile", "--arg", "4x100:f32"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("takes 2 arguments, 1 given"), "{err}");
+}
+
+#[test]
 fn opt_runs_a_mixed_pipeline_with_dumps() {
     let dir = temp_dir("opt");
     let f = dir.join("softmax.mlir");

@@ -258,8 +258,10 @@ impl<'m> Driver<'m> {
     }
 
     /// The kernel as tile IR for a tilec pass, checked against the rules of the stage it
-    /// must be in (`E0905`): a pass never works on ill-formed IR.
-    fn take_func(&mut self, pass: &str, level: Level) -> Result<Func, Diagnostic> {
+    /// must be in (`E0905`): a pass never works on ill-formed IR. A pass takes the kernel,
+    /// rewrites it and hands it back with [`Driver::set_func`] (a pass of another crate
+    /// too: `PassInfo::run` is any function of this shape).
+    pub fn take_func(&mut self, pass: &str, level: Level) -> Result<Func, Diagnostic> {
         let f = match std::mem::replace(&mut self.ir, Ir::Text(String::new())) {
             Ir::Tile(f) => f,
             Ir::Text(t) => {
@@ -319,14 +321,21 @@ fn step_arch(step: &Step, func: &Func) -> Result<&'static tilec_core::target::Ar
     tilec_core::target::resolve(&name).map(|(a, _)| a).map_err(|m| bad(format!("{}: {m}", step.name())))
 }
 
-/// Verifies a tilec pass's output against the rules of the stage it produces (`tile` or
-/// `tilegpu`), has MLIR parse it, and makes it the kernel.
 fn set_func(d: &mut Driver, func: Func, pass: &str, level: Level) -> Result<(), Diagnostic> {
-    verify(&func, level).map_err(|e| e.with_note(format!("in the output of `{pass}` (a compiler bug)")))?;
-    let stage = if level == Level::Tile { "tile" } else { "tilegpu" };
-    d.mlir.parse(&func.to_mlir(), stage)?;
-    d.ir = Ir::Tile(func);
-    Ok(())
+    d.set_func(func, pass, level)
+}
+
+impl Driver<'_> {
+    /// Verifies a tilec pass's output against the rules of the stage it produces (`tile` or
+    /// `tilegpu`), has MLIR parse it, and makes it the kernel: a broken result is blamed on
+    /// `pass`, before any later pass sees it.
+    pub fn set_func(&mut self, func: Func, pass: &str, level: Level) -> Result<(), Diagnostic> {
+        verify(&func, level).map_err(|e| e.with_note(format!("in the output of `{pass}` (a compiler bug)")))?;
+        let stage = if level == Level::Tile { "tile" } else { "tilegpu" };
+        self.mlir.parse(&func.to_mlir(), stage)?;
+        self.ir = Ir::Tile(func);
+        Ok(())
+    }
 }
 
 /// A tilec pass that keeps the kernel in the Rust form at `level`: its input checked, `run`

@@ -2,6 +2,7 @@
 //! what several commands share live here.
 
 pub mod bench;
+pub mod bisect;
 pub mod cache;
 pub mod check;
 pub mod compile;

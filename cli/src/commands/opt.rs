@@ -21,6 +21,10 @@ pub struct Args {
     /// Print the IR after each pass with this name (repeatable).
     #[arg(long, value_name = "NAME")]
     print_after: Vec<String>,
+    /// Print, for each pass that changed the IR, the unified diff of its change (to standard
+    /// error); passes that left it as it was print nothing.
+    #[arg(long)]
+    print_changes: bool,
     /// Print the time each pass took (to standard error).
     #[arg(short = 'T', long)]
     time_passes: bool,
@@ -68,6 +72,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return fail(d);
     }
     let mut driver = tilec_passes::driver::Driver::new(&mlir, tilec_passes::driver::Ir::Text(text.clone()));
+    // As a tilec pass reads and prints it (arguments renamed `%argN`), so that the first
+    // diff shows the pass's change, not the renaming.
+    let mut before = mlir.read(&text, "input", None).map(|f| f.to_mlir()).unwrap_or_else(|_| text.clone());
     for step in &steps {
         let t0 = std::time::Instant::now();
         if let Err(d) = driver.run(step) {
@@ -78,6 +85,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         if a.print_after_all || a.print_after.iter().any(|n| n == step.name()) {
             out::err(&format!("// -----// IR Dump After {} //----- //\n{}", step.text(), driver.text()));
+        }
+        if a.print_changes {
+            let after = driver.text();
+            if let Some(diff) = tilec::bisect::ir_diff(&before, &after, &step.text()) {
+                out::err(diff.trim_end());
+            }
+            before = after;
         }
     }
     let result = driver.text();
