@@ -69,6 +69,10 @@ enum Cmd {
     /// space (or --space) timed, checked against the first, failures kept with their reason;
     /// the fastest is filed in the cache folder and reused by the next run.
     Tune(commands::tune::Args),
+    /// One kernel of the library under several pipelines side by side: PTX facts and the
+    /// interpreter's verdict on each variant (CPU), with `--gpu` checked and timed in one
+    /// process. `--variant fast=fast-math --variant no-ws=-tile-warp-specialize,TILE_N=64`.
+    Experiment(commands::experiment::Args),
     /// Name the pass that changed a kernel's results: the kernel on the interpreter as the
     /// frontend made it, then after each tile-level pass of its pipeline, on the same `--arg`
     /// inputs; the first stage that differs, its worst element and the pass's IR diff.
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Compile(a) => commands::compile::run(a),
         Cmd::Bisect(a) => commands::bisect::run(a),
+        Cmd::Experiment(a) => commands::experiment::run(a),
         Cmd::Run(a) => commands::run::run(a),
         Cmd::Cache(c) => commands::cache::run(c),
         Cmd::Explain { code } => commands::explain(&code),

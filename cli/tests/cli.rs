@@ -303,6 +303,34 @@ fn opt_prints_the_changes_of_the_passes_that_made_some() {
 }
 
 #[test]
+fn experiment_compares_variants_of_a_library_kernel() {
+    let (code, out, err) = tilec(&[
+        "experiment",
+        "softmax",
+        "--shapes",
+        "4x100:f32,3x2000:f16",
+        "--variant",
+        "fm=fast-math",
+        "--variant",
+        "rows2=ROWS=2,-tile-licm",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| default") || l.starts_with("| fm") || l.starts_with("| rows2"))
+        .collect();
+    assert_eq!(rows.len(), 6, "{out}");
+    assert!(rows.iter().all(|r| r.contains("| agree (")), "{out}");
+    assert!(out.contains("| rows2 | 3x2000 ROWS=2 |"), "{out}");
+    let (code, _, err) = tilec(&["experiment", "softmax", "--variant", "x=turbo"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown switch `turbo`"), "{err}");
+    let (code, _, err) = tilec(&["experiment", "softmax", "--variant", "x=-tile-layout"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("tile-layout"), "{err}");
+}
+
+#[test]
 fn bisect_walks_the_tile_level_passes_on_the_interpreter() {
     let (code, out, err) = tilec(&[
         "bisect",

@@ -243,7 +243,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 }
 
 /// `16384x4096:f16,4096x1024` → dims and dtype (f16 when omitted).
-fn parse_shapes(spec: &str) -> Result<Vec<(Vec<i64>, tilec::DType)>> {
+pub fn parse_shapes(spec: &str) -> Result<Vec<(Vec<i64>, tilec::DType)>> {
     spec.split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|item| {

@@ -6,6 +6,7 @@ pub mod bisect;
 pub mod cache;
 pub mod check;
 pub mod compile;
+pub mod experiment;
 pub mod opt;
 pub mod run;
 pub mod tune;
