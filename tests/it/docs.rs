@@ -162,3 +162,34 @@ fn every_example_of_the_page_compiles_and_every_lowered_builtin_is_compiled_some
         }
     }
 }
+
+/// docs/passes.md against the compiler: a section for every pass of `tilec_passes::PASSES`
+/// naming each of its options, and every `pipeline` block a pipeline that parses.
+#[test]
+fn the_passes_page_names_every_pass_and_option_and_its_pipelines_parse() {
+    let text = std::fs::read_to_string(root().join("docs/passes.md")).unwrap();
+    for p in tilec_passes::PASSES {
+        let head = format!("### {}\n", p.name);
+        let at = text.find(&head).unwrap_or_else(|| panic!("docs/passes.md has no section `{}`", head.trim()));
+        let section = text[at + head.len()..].split("\n#").next().unwrap();
+        for o in p.options {
+            assert!(
+                section.contains(&format!("`{}`", o.name)),
+                "docs/passes.md: `{}` does not name its option `{}`",
+                p.name,
+                o.name
+            );
+        }
+    }
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    let pipelines: Vec<String> = blocks(&text).into_iter().filter(|(i, _)| i == "pipeline").map(|(_, b)| b).collect();
+    assert!(pipelines.len() >= 2);
+    for p in pipelines {
+        tilec_passes::driver::parse_pipeline(&mlir, p.trim()).unwrap_or_else(|d| panic!("{p}: {}", d.message));
+    }
+    // The default pipeline shown is sm_90a's as the compiler makes it.
+    let (arch, _) = tilec_core::target::resolve("sm_90a").unwrap();
+    let steps = tilec_passes::pipeline(arch, None, &tilec_passes::PipelineConfig::default());
+    let shown: Vec<String> = steps.iter().map(|s| s.text()).collect();
+    assert!(text.contains(&shown.join(",")), "docs/passes.md's default pipeline is not {}", shown.join(","));
+}
