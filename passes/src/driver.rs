@@ -13,7 +13,7 @@
 //! verified by MLIR before the next pass sees it, so a broken result is blamed on the pass
 //! that produced it. `tilec compile` runs its default pipeline through this same driver.
 
-use crate::{PassInfo, PASSES};
+use crate::{all_passes, PassInfo};
 use std::collections::BTreeMap;
 use tilec_core::diag::close_matches;
 use tilec_core::tir::verify::{verify, Level};
@@ -144,7 +144,7 @@ pub fn parse_pipeline(mlir: &Mlir, text: &str) -> Result<Vec<Step>, Diagnostic> 
         }
         let name_end = item.find(['{', '(']).unwrap_or(item.len());
         let name = item[..name_end].trim();
-        if let Some(pass) = PASSES.iter().find(|p| p.name == name) {
+        if let Some(pass) = all_passes().into_iter().find(|p| p.name == name) {
             steps.push(Step::Tilec { pass, options: parse_options(pass, &item[name_end..])? });
             continue;
         }
@@ -161,7 +161,7 @@ pub fn parse_pipeline(mlir: &Mlir, text: &str) -> Result<Vec<Step>, Diagnostic> 
                 }
                 return Err(d);
             }
-            let names = PASSES.iter().map(|p| p.name).chain(upstream_passes().map(|u| u.name));
+            let names = all_passes().into_iter().map(|p| p.name).chain(upstream_passes().map(|u| u.name));
             let mut d = bad(format!("unknown pass `{name}`"));
             let close = close_matches(name, names);
             if !close.is_empty() {

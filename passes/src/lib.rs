@@ -110,6 +110,29 @@ fn check_arch(v: &str) -> Result<(), String> {
     tilec_core::target::resolve(v).map(|_| ())
 }
 
+/// Passes of other crates, registered by name ([`register`]): a user's own binary over the
+/// CLI (`tilec_cli::run_with`) makes its passes known to every pipeline it parses.
+static REGISTERED: std::sync::Mutex<Vec<&'static PassInfo>> = std::sync::Mutex::new(Vec::new());
+
+/// Makes `pass` known by name to the pipelines parsed after this (`tilec opt --passes`,
+/// `tilec bisect --passes`) and to `tilec passes`. A name that tilec's passes or an earlier
+/// registration already have is refused.
+pub fn register(pass: &'static PassInfo) -> Result<(), String> {
+    let mut r = REGISTERED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if PASSES.iter().chain(r.iter().copied()).any(|p| p.name == pass.name) {
+        return Err(format!("a pass named `{}` exists already", pass.name));
+    }
+    r.push(pass);
+    Ok(())
+}
+
+/// tilec's passes, then the registered ones, in registration order.
+pub fn all_passes() -> Vec<&'static PassInfo> {
+    let r = REGISTERED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    PASSES.iter().chain(r.iter().copied()).collect()
+}
+
+/// tilec's own passes, in the order of the default pipeline.
 pub const PASSES: &[PassInfo] = &[
     PassInfo {
         name: "tile-load-order",

@@ -130,7 +130,7 @@ pub fn passes(upstream: bool) -> Result<ExitCode> {
         out::print(&s)?;
         return Ok(ExitCode::SUCCESS);
     }
-    for p in tilec_passes::PASSES {
+    for p in tilec_passes::all_passes() {
         s.push_str(&format!("{:14} → {:8} {}\n", p.name, p.produces.name(), p.doc));
         for o in p.options {
             let default = if o.default.is_empty() { String::new() } else { format!(" (default {})", o.default) };
