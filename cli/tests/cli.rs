@@ -322,6 +322,14 @@ fn experiment_compares_variants_of_a_library_kernel() {
     assert_eq!(rows.len(), 6, "{out}");
     assert!(rows.iter().all(|r| r.contains("| agree (")), "{out}");
     assert!(out.contains("| rows2 | 3x2000 ROWS=2 |"), "{out}");
+    // The same from an experiment file, the command line's variant after the file's.
+    let dir = temp_dir("experiment");
+    let f = dir.join("softmax.toml");
+    std::fs::write(&f, "kernel = \"softmax\"\nshapes = \"4x100:f32\"\n[variants]\nfm = \"fast-math\"\n").unwrap();
+    let (code, out, err) = tilec(&["experiment", "--file", f.to_str().unwrap(), "--variant", "r2=ROWS=2"]);
+    assert_eq!(code, 0, "{err}");
+    let names: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("| ")?.split(' ').next()).collect();
+    assert_eq!(&names[1..], ["default", "fm", "r2"], "{out}");
     let (code, _, err) = tilec(&["experiment", "softmax", "--variant", "x=turbo"]);
     assert_ne!(code, 0);
     assert!(err.contains("unknown switch `turbo`"), "{err}");

@@ -13,8 +13,11 @@
 //! - with `--gpu`: the case checked against its reference and timed (`tilec bench`'s
 //!   harness: L2 flushed, median of `--reps`), every variant in this one process.
 //!
-//! The table goes to standard output (and `--md`), the rows to `--json`. Not yet: variant
-//! files (TOML), user passes and pass options in a variant (`tilec bisect --passes` takes
+//! The table goes to standard output (and `--md`), the rows to `--json`. `--file` reads the
+//! kernel, the shapes and the variants from an experiment file (`bench/experiments/`), a
+//! TOML subset: `kernel = "fmha"`, `shapes = "…"`, then a `[variants]` table of
+//! `name = "SWITCH,…"`; the command line's kernel and shapes win, its variants come after the
+//! file's. Not yet: user passes and pass options in a variant (`tilec bisect --passes` takes
 //! any pipeline meanwhile), plots.
 
 use crate::gpu;
@@ -25,8 +28,11 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The kernel: a spec of the library, as `tilec check` names them.
-    kernel: String,
+    /// The kernel: a spec of the library, as `tilec check` names them (or the file's).
+    kernel: Option<String>,
+    /// An experiment file: kernel, shapes and variants (see the module).
+    #[arg(long)]
+    file: Option<PathBuf>,
     /// A variant, `NAME=SWITCH,SWITCH,…` (repeatable; see `tilec experiment --help`).
     #[arg(long = "variant", value_name = "NAME=SPEC")]
     variants: Vec<String>,
@@ -137,17 +143,65 @@ fn facts(ptx: &str, shared_bytes: u32, arch: &tilec::Arch) -> Facts {
     }
 }
 
+/// An experiment file's kernel, shapes and variants (`NAME=SPEC` each).
+#[derive(Debug, Default, PartialEq)]
+struct File {
+    kernel: Option<String>,
+    shapes: Option<String>,
+    variants: Vec<String>,
+}
+
+/// The TOML subset of experiment files: `key = "value"` lines, `#` comments, and one
+/// `[variants]` table; anything else is an error naming the line.
+fn parse_file(text: &str) -> Result<File> {
+    let mut f = File::default();
+    let mut in_variants = false;
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line.starts_with('[') {
+            if line != "[variants]" {
+                bail!("line {}: unknown table `{line}` (an experiment file has `[variants]`)", n + 1);
+            }
+            in_variants = true;
+            continue;
+        }
+        let (k, v) = line.split_once('=').with_context(|| format!("line {}: expected `key = \"value\"`", n + 1))?;
+        let (k, v) = (k.trim().trim_matches('"'), v.trim());
+        let v = v
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .with_context(|| format!("line {}: the value of `{k}` must be a string in double quotes", n + 1))?;
+        match (in_variants, k) {
+            (true, _) => f.variants.push(format!("{k}={v}")),
+            (false, "kernel") => f.kernel = Some(v.to_string()),
+            (false, "shapes") => f.shapes = Some(v.to_string()),
+            (false, _) => bail!("line {}: unknown key `{k}` (kernel, shapes, then [variants])", n + 1),
+        }
+    }
+    Ok(f)
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
-    let spec = tilec_suite::find(&a.kernel).with_context(|| {
+    let file = match &a.file {
+        Some(p) => parse_file(&std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?)
+            .with_context(|| format!("{}", p.display()))?,
+        None => File::default(),
+    };
+    let kernel = a.kernel.clone().or(file.kernel).context("name a kernel (or give an experiment --file)")?;
+    let spec = tilec_suite::find(&kernel).with_context(|| {
         let names: Vec<&str> = tilec_suite::all().iter().map(|s| s.name).collect();
-        format!("no kernel spec `{}` (known: {})", a.kernel, names.join(", "))
+        format!("no kernel spec `{kernel}` (known: {})", names.join(", "))
     })?;
     let mut variants = vec![Variant { name: "default".into(), ..Default::default() }];
-    for v in &a.variants {
+    for v in file.variants.iter().chain(&a.variants) {
         variants.push(parse_variant(v)?);
     }
+    let shapes = a.shapes.clone().or(file.shapes);
     let (arch, _) = tilec_core::target::resolve(&a.arch).map_err(anyhow::Error::msg)?;
-    let cases: Vec<tilec_suite::Case> = match &a.shapes {
+    let cases: Vec<tilec_suite::Case> = match &shapes {
         None => {
             let mut seen = std::collections::BTreeSet::new();
             (spec.bench_cases)(true)
@@ -280,5 +334,24 @@ fn interp_verdict(
             Some((i, _)) => format!("DIFFER after {}", b.stages[i].pass),
             None => format!("agree ({} passes, {})", b.stages.len(), case.label()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn experiment_files_are_a_toml_subset() {
+        let f = parse_file("# fmha\nkernel = \"fmha\"\nshapes = \"4x8x128x64:f16\"\n\n[variants]\nno-licm = \"-tile-licm\"\n\"fast\" = \"fast-math,TILE_N=64\"\n").unwrap();
+        assert_eq!(f.kernel.as_deref(), Some("fmha"));
+        assert_eq!(f.shapes.as_deref(), Some("4x8x128x64:f16"));
+        assert_eq!(f.variants, ["no-licm=-tile-licm", "fast=fast-math,TILE_N=64"]);
+        assert!(parse_file("[other]").unwrap_err().to_string().contains("line 1"));
+        assert!(parse_file("kernel = fmha").unwrap_err().to_string().contains("double quotes"));
+        assert!(parse_file("speed = \"x\"").unwrap_err().to_string().contains("unknown key `speed`"));
+        for v in &f.variants {
+            parse_variant(v).unwrap();
+        }
     }
 }
