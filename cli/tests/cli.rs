@@ -339,6 +339,19 @@ fn experiment_compares_variants_of_a_library_kernel() {
 }
 
 #[test]
+fn the_experiment_file_of_the_passes_page_runs() {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/passes.md")).unwrap();
+    let block =
+        page.split("```toml\n").nth(1).and_then(|b| b.split("```").next()).expect("a toml block in docs/passes.md");
+    let dir = temp_dir("experiment-doc");
+    let f = dir.join("doc.toml");
+    std::fs::write(&f, block).unwrap();
+    let (code, out, err) = tilec(&["experiment", "--file", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().filter(|l| l.contains("| agree (")).count(), 3, "{out}");
+}
+
+#[test]
 fn bisect_walks_the_tile_level_passes_on_the_interpreter() {
     let (code, out, err) = tilec(&[
         "bisect",
