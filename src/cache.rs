@@ -56,6 +56,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if let Some(e) = &opts.emulate {
         pipeline.push_str(&format!(" emulate={e}"));
     }
+    if !opts.pass_options.is_empty() {
+        pipeline.push_str(&format!(" pass_options=[{}]", opts.pass_options.join(",")));
+    }
     Some(
         CacheKey::new()
             .field("source", sha256_hex(canonical.as_bytes()))

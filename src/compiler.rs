@@ -55,6 +55,10 @@ pub struct CompileOptions {
     /// instructions — into code for `arch` (`--emulate sm_121a` on an H100), padded so that
     /// no more blocks share an SM than on the emulated target.
     pub emulate: Option<String>,
+    /// Options of passes of the default pipeline, as a pipeline writes them
+    /// (`tile-pipeline{distance=3}`, `tile-layout{num-warps=4}`): each pass must be in the
+    /// pipeline, each option its own, each value one it accepts (E0904 otherwise).
+    pub pass_options: Vec<String>,
 }
 
 /// Loops a kernel may hold before LLVM's optimizer is left out (see [`compile`]).
@@ -315,7 +319,11 @@ fn default_steps(
             && !arch.has(tilec_core::target::Feature::BlockScaledMmaSync),
     };
     tilec_passes::check_disabled(&cfg.disabled)?;
-    Ok(tilec_passes::pipeline(choice, hints.occupancy, &cfg))
+    let mut steps = tilec_passes::pipeline(choice, hints.occupancy, &cfg);
+    for o in &opts.pass_options {
+        tilec_passes::driver::set_options(&mut steps, o)?;
+    }
+    Ok(steps)
 }
 
 /// A kernel as the frontend makes it (its `tile` IR and signature) and the default pipeline

@@ -330,6 +330,27 @@ fn experiment_compares_variants_of_a_library_kernel() {
     assert_eq!(code, 0, "{err}");
     let names: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("| ")?.split(' ').next()).collect();
     assert_eq!(&names[1..], ["default", "fm", "r2"], "{out}");
+    // A pass's options, as a pipeline writes them, in a variant and on compile's command line.
+    let (code, out, err) =
+        tilec(&["experiment", "softmax", "--shapes", "4x100:f32", "--variant", "w4=tile-layout{num-warps=4}"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("| w4 |") && l.contains("| agree (")), "{out}");
+    let (code, out, err) = tilec(&[
+        "compile",
+        "kernels/softmax.tile",
+        "--arch",
+        "sm_90a",
+        "--emit",
+        "tilegpu",
+        "--pass-option",
+        "tile-layout{num-warps=2}",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tile.num_warps = 2"), "{out}");
+    let (code, _, err) =
+        tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--pass-option", "tile-layout{warps=2}"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("`tile-layout` has no option `warps`"), "{err}");
     let (code, _, err) = tilec(&["experiment", "softmax", "--variant", "x=turbo"]);
     assert_ne!(code, 0);
     assert!(err.contains("unknown switch `turbo`"), "{err}");

@@ -174,6 +174,32 @@ pub fn parse_pipeline(mlir: &Mlir, text: &str) -> Result<Vec<Step>, Diagnostic> 
     Ok(steps)
 }
 
+/// Sets the options `text` gives (`tile-pipeline{distance=3}`, the pipeline's spelling) on
+/// the step of that pass in `steps`, the others kept; an error (E0904) for a pass the
+/// pipeline does not run, an unknown option or a value the option refuses.
+pub fn set_options(steps: &mut [Step], text: &str) -> Result<(), Diagnostic> {
+    let t = text.trim();
+    let name_end = t.find('{').unwrap_or(t.len());
+    let name = t[..name_end].trim();
+    let running: Vec<String> = steps.iter().map(|s| s.name().to_string()).collect();
+    let Some(Step::Tilec { pass, options }) = steps.iter_mut().find(|s| s.name() == name) else {
+        return Err(bad(format!("pass options `{t}`: the pipeline runs no tilec pass `{name}`"))
+            .with_note(format!("it runs {}", running.join(", "))));
+    };
+    if t[name_end..].trim().is_empty() {
+        return Err(bad(format!("pass options `{t}`: write them as `{name}{{option=value …}}`")));
+    }
+    let given = parse_options(pass, &t[name_end..])?;
+    // Only the options `text` names: the pipeline's own settings of the others stay.
+    let named = t[name_end..].trim().trim_start_matches('{').trim_end_matches('}');
+    for k in named.split_whitespace().filter_map(|kv| kv.split_once('=').map(|(k, _)| k)) {
+        if let Some((k, v)) = given.get_key_value(k) {
+            options.insert(k, v.clone());
+        }
+    }
+    Ok(())
+}
+
 /// `{a=1 b=2}` → every option of `pass`, defaults filled in, values checked.
 fn parse_options(pass: &'static PassInfo, text: &str) -> Result<BTreeMap<&'static str, String>, Diagnostic> {
     let mut out: BTreeMap<&'static str, String> =

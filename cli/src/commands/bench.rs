@@ -116,6 +116,7 @@ fn ablation(a: &Args) -> Result<ExitCode> {
             no_pingpong: switches.contains(&"no-pingpong"),
             persistent: switches.contains(&"persistent"),
             emulate: None,
+            pass_option: vec![],
         };
         let case = if *kernel == "matmul" { &gemm } else { &case };
         let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: None };

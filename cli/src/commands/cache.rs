@@ -20,7 +20,7 @@ pub enum Cmd {
     Clear,
     /// Say whether compiling FILE with these options hits the cache, and if not, which key
     /// fields differ from the nearest entry.
-    Explain(ExplainArgs),
+    Explain(Box<ExplainArgs>),
 }
 
 #[derive(clap::Args, Debug)]

@@ -2,7 +2,8 @@
 //! pipelines, side by side (issue 32, item 1). Each variant is the default pipeline changed
 //! by a list of switches — `-PASS` (a pass disabled), `fast-math`, `no-fp-fusion`, `no-tma`,
 //! `no-tma-store`, `no-tcgen05`, `wgmma-wait-0`, `empty-barriers`, `warp-specialize`,
-//! `no-pingpong`, `persistent`, `emulate=ARCH` — and constants (`TILE_N=64`). The default
+//! `no-pingpong`, `persistent`, `emulate=ARCH`, a pass's options as a pipeline writes them
+//! (`tile-pipeline{distance=3}`) — and constants (`TILE_N=64`). The default
 //! pipeline is always the first variant. For each variant and case:
 //!
 //! - on the CPU: the PTX facts of the compile for `--arch` (registers and spills by ptxas when
@@ -17,8 +18,8 @@
 //! kernel, the shapes and the variants from an experiment file (`bench/experiments/`), a
 //! TOML subset: `kernel = "fmha"`, `shapes = "…"`, then a `[variants]` table of
 //! `name = "SWITCH,…"`; the command line's kernel and shapes win, its variants come after the
-//! file's. Not yet: user passes and pass options in a variant (`tilec bisect --passes` takes
-//! any pipeline meanwhile), plots.
+//! file's. Not yet: passes inserted into a variant's pipeline, user passes included
+//! (`tilec bisect --passes` takes any pipeline meanwhile), plots.
 
 use crate::gpu;
 use crate::out;
@@ -87,6 +88,7 @@ fn parse_variant(text: &str) -> Result<Variant> {
             "no-pingpong" => s.no_pingpong = true,
             "persistent" => s.persistent = true,
             _ if item.starts_with('-') => s.disable_pass.push(item[1..].to_string()),
+            _ if item.contains('{') => s.pass_option.push(item.to_string()),
             _ if item.starts_with("emulate=") => s.emulate = Some(item["emulate=".len()..].to_string()),
             _ => match item.split_once('=') {
                 Some((k, val)) if k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') => {
@@ -98,7 +100,7 @@ fn parse_variant(text: &str) -> Result<Variant> {
                 _ => bail!(
                     "--variant {name}: unknown switch `{item}` (-PASS, fast-math, no-fp-fusion, no-tma, no-tma-store, \
                      no-tcgen05, wgmma-wait-0, empty-barriers, warp-specialize, no-pingpong, persistent, emulate=ARCH, \
-                     CONST=VALUE)"
+                     PASS{{OPTION=VALUE}}, CONST=VALUE)"
                 ),
             },
         }

@@ -173,6 +173,10 @@ pub struct VariantArgs {
     /// tile-approx-math, tile-persistent, tile-licm, tile-swizzle, tile-pipeline, tile-warp-specialize.
     #[arg(long = "disable-pass", value_name = "NAME")]
     pub disable_pass: Vec<String>,
+    /// Options of a pass of the default pipeline, as a pipeline writes them (repeatable):
+    /// `--pass-option 'tile-pipeline{distance=3}'` (`tilec passes` lists the options).
+    #[arg(long = "pass-option", value_name = "PASS{OPTION=VALUE}")]
+    pub pass_option: Vec<String>,
     /// Approximate every float op whose options the source leaves open (`tile-approx-math`):
     /// exp through exp2, div.approx, flush-to-zero.
     #[arg(long)]
@@ -236,6 +240,7 @@ impl VariantArgs {
             no_pingpong: self.no_pingpong,
             persistent: self.persistent,
             emulate: self.emulate.clone(),
+            pass_options: self.pass_option.clone(),
             ..o
         }
     }
@@ -278,6 +283,7 @@ impl VariantArgs {
         if let Some(e) = &self.emulate {
             v.push(format!("emulating {e}"));
         }
+        v.extend(self.pass_option.iter().cloned());
         v.join(" ")
     }
 }
