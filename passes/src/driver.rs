@@ -181,22 +181,16 @@ pub fn set_options(steps: &mut [Step], text: &str) -> Result<(), Diagnostic> {
     let t = text.trim();
     let name_end = t.find('{').unwrap_or(t.len());
     let name = t[..name_end].trim();
-    let running: Vec<String> = steps.iter().map(|s| s.name().to_string()).collect();
     let Some(Step::Tilec { pass, options }) = steps.iter_mut().find(|s| s.name() == name) else {
+        let running: Vec<&str> = steps.iter().map(Step::name).collect();
         return Err(bad(format!("pass options `{t}`: the pipeline runs no tilec pass `{name}`"))
             .with_note(format!("it runs {}", running.join(", "))));
     };
     if t[name_end..].trim().is_empty() {
         return Err(bad(format!("pass options `{t}`: write them as `{name}{{option=value …}}`")));
     }
-    let given = parse_options(pass, &t[name_end..])?;
     // Only the options `text` names: the pipeline's own settings of the others stay.
-    let named = t[name_end..].trim().trim_start_matches('{').trim_end_matches('}');
-    for k in named.split_whitespace().filter_map(|kv| kv.split_once('=').map(|(k, _)| k)) {
-        if let Some((k, v)) = given.get_key_value(k) {
-            options.insert(k, v.clone());
-        }
-    }
+    options.extend(given_options(pass, &t[name_end..])?);
     Ok(())
 }
 
@@ -204,13 +198,20 @@ pub fn set_options(steps: &mut [Step], text: &str) -> Result<(), Diagnostic> {
 fn parse_options(pass: &'static PassInfo, text: &str) -> Result<BTreeMap<&'static str, String>, Diagnostic> {
     let mut out: BTreeMap<&'static str, String> =
         pass.options.iter().map(|o| (o.name, o.default.to_string())).collect();
+    out.extend(given_options(pass, text)?);
+    Ok(out)
+}
+
+/// `{a=1 b=2}` → the options it names, each an option of `pass` with a value it accepts.
+fn given_options(pass: &'static PassInfo, text: &str) -> Result<Vec<(&'static str, String)>, Diagnostic> {
     let text = text.trim();
     if text.is_empty() {
-        return Ok(out);
+        return Ok(vec![]);
     }
     let inner = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')).ok_or_else(|| {
         bad(format!("`{}` takes options as `{}{{name=value …}}`, not `{text}`", pass.name, pass.name))
     })?;
+    let mut out = vec![];
     for kv in inner.split_whitespace() {
         let (k, v) =
             kv.split_once('=').ok_or_else(|| bad(format!("option `{kv}` of `{}` needs a value", pass.name)))?;
@@ -225,7 +226,7 @@ fn parse_options(pass: &'static PassInfo, text: &str) -> Result<BTreeMap<&'stati
             return Err(d.with_note(format!("its options: {all}")));
         };
         (opt.check)(v).map_err(|why| bad(format!("`{}{{{k}={v}}}`: {why}", pass.name)))?;
-        out.insert(opt.name, v.to_string());
+        out.push((opt.name, v.to_string()));
     }
     Ok(out)
 }
