@@ -5,7 +5,9 @@
 //! before and after, and the unified diff of the IR that pass produced.
 //!
 //! What it covers: the passes producing `tile` or `tilegpu` IR (`PassInfo::produces`), in
-//! the order given. It stops at the first step past them (`tile-to-llvm`, an upstream pass):
+//! the order given, and upstream passes among them while their output still reads back as
+//! tile IR (`canonicalize` inserted after `tile-layout`). It stops at the first step past
+//! them (`tile-to-llvm`, an upstream conversion):
 //! a difference that only the GPU shows lies in the LLVM/PTX part, which the interpreter
 //! cannot run — [`Bisection::stopped_at`] names where, and the CLI says how to go on (the
 //! pipeline switches of `tilec run --gpu --check`). Floats compare by relative L2 error
@@ -78,28 +80,28 @@ pub fn bisect(
     let grid = tilec_interp::grid(sig, args).map_err(|e| interp_error("the arguments", e))?;
     let run = |f: &Func| tilec_interp::run(f, grid, args.to_vec()).map(|o| o.tensors).map_err(|e| e.to_string());
     let want = run(func).map_err(|e| interp_error("the source on the interpreter", e))?;
-    let names: Vec<&str> = sig
-        .params
-        .iter()
-        .filter_map(|p| match p {
-            ParamSig::Tensor { name, .. } => Some(name.as_str()),
-            ParamSig::Scalar { .. } => None,
-        })
-        .collect();
+    let names = tensor_names(sig);
     let mlir = tilec_ir::Mlir::new()?;
     let mut driver = Driver::new(&mlir, Ir::Tile(func.clone()));
     let mut before = func.to_mlir();
     let mut out = Bisection::default();
     for step in steps {
-        let interpretable =
+        let tile_level =
             matches!(step, Step::Tilec { pass, .. } if matches!(pass.produces, Stage::Tile | Stage::Tilegpu));
-        if !interpretable {
+        let upstream = matches!(step, Step::Upstream { .. });
+        if !tile_level && !upstream {
             out.stopped_at = Some(step.text());
             break;
         }
         driver.run(step)?;
         let after = driver.text();
         let verdict = match mlir.read(&after, step.name(), None) {
+            // An upstream pass inserted among the tile-level ones (`canonicalize`) is followed
+            // while its output is still tile IR; past that the interpreter stops.
+            Err(_) if upstream => {
+                out.stopped_at = Some(step.text());
+                break;
+            }
             Err(d) => Verdict::Failed(format!("its output does not read back: {}", d.message)),
             Ok(f) => match run(&f) {
                 Err(e) => Verdict::Failed(e),
@@ -128,6 +130,25 @@ pub fn ir_diff(before: &str, after: &str, pass: &str) -> Option<String> {
             .header(&format!("before {pass}"), &format!("after {pass}"))
             .to_string()
     })
+}
+
+/// The names of a signature's tensor parameters, in order (the interpreter's and the GPU's
+/// outputs are these tensors).
+fn tensor_names(sig: &Signature) -> Vec<&str> {
+    sig.params
+        .iter()
+        .filter_map(|p| match p {
+            ParamSig::Tensor { name, .. } => Some(name.as_str()),
+            ParamSig::Scalar { .. } => None,
+        })
+        .collect()
+}
+
+/// The verdict on a run's tensors (`got`: a GPU's, a stage's) against the source's run
+/// (`want`), with the bisection's tolerance rule: `tilec bisect --gpu` judges the whole
+/// compile with it.
+pub fn compare_outputs(sig: &Signature, want: &[HostTensor], got: &[HostTensor], tolerance: Option<f64>) -> Verdict {
+    compare(&tensor_names(sig), want, got, tolerance)
 }
 
 /// The verdict on `got` against `want`, tensor by tensor in parameter order.

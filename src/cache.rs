@@ -59,6 +59,16 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if !opts.pass_options.is_empty() {
         pipeline.push_str(&format!(" pass_options=[{}]", opts.pass_options.join(",")));
     }
+    if !opts.pipeline_edits.is_empty() {
+        pipeline.push_str(&format!(" pipeline_edits=[{}]", opts.pipeline_edits.join(";")));
+        // A registered user pass is code this build of tilec never saw: the binary that
+        // registered it (its size and modification time) stands for its version.
+        if tilec_passes::all_passes().len() > tilec_passes::PASSES.len() {
+            let exe = std::env::current_exe().and_then(std::fs::metadata).ok();
+            let id = exe.map(|m| format!("{}@{:?}", m.len(), m.modified().ok())).unwrap_or_default();
+            pipeline.push_str(&format!(" user_passes_binary={id}"));
+        }
+    }
     Some(
         CacheKey::new()
             .field("source", sha256_hex(canonical.as_bytes()))

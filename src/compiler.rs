@@ -59,6 +59,11 @@ pub struct CompileOptions {
     /// (`tile-pipeline{distance=3}`, `tile-layout{num-warps=4}`): each pass must be in the
     /// pipeline, each option its own, each value one it accepts (E0904 otherwise).
     pub pass_options: Vec<String>,
+    /// Changes to the default pipeline's order, applied after the switches and options:
+    /// `after=tile-layout:canonicalize` (pipeline elements inserted after or `before=` a
+    /// pass — upstream passes, tilec's, registered user passes), `move=tile-licm:after=tile-pipeline`
+    /// (`tilec_passes::driver::edit_pipeline`; E0904 for a pass the pipeline does not run).
+    pub pipeline_edits: Vec<String>,
 }
 
 /// Loops a kernel may hold before LLVM's optimizer is left out (see [`compile`]).
@@ -160,7 +165,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     }
 
     // The default pipeline, through the same driver as `tilec opt`.
-    let steps = default_steps(opts, &el.hints, arch, choice).map_err(|d| fail(vec![d]))?;
+    let steps = default_steps(&mlir, opts, &el.hints, arch, choice).map_err(|d| fail(vec![d]))?;
 
     let mut loops = 0usize;
     el.func.walk(&mut |op| loops += usize::from(matches!(op.kind, tilec_core::tir::OpKind::For { .. })));
@@ -294,6 +299,7 @@ fn request(opts: &CompileOptions, choice: &tilec_core::target::Arch) -> Request 
 /// The default pipeline `compile` runs for these options and hints: the code for `arch`,
 /// with the choices of `choice` (the emulated target, or `arch` itself).
 fn default_steps(
+    mlir: &Mlir,
     opts: &CompileOptions,
     hints: &tilec_core::artifact::Hints,
     arch: &'static tilec_core::target::Arch,
@@ -323,6 +329,9 @@ fn default_steps(
     for o in &opts.pass_options {
         tilec_passes::driver::set_options(&mut steps, o)?;
     }
+    for e in &opts.pipeline_edits {
+        tilec_passes::driver::edit_pipeline(mlir, &mut steps, e)?;
+    }
     Ok(steps)
 }
 
@@ -335,6 +344,7 @@ pub fn frontend_and_pipeline(
     let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
     let (arch, _, choice) = targets(opts).map_err(|d| fail(vec![d]))?;
     let el = tilec_frontend::check(&source.text, &request(opts, choice)).map_err(fail)?;
-    let steps = default_steps(opts, &el.hints, arch, choice).map_err(|d| fail(vec![d]))?;
+    let mlir = Mlir::new().map_err(|d| fail(vec![d]))?;
+    let steps = default_steps(&mlir, opts, &el.hints, arch, choice).map_err(|d| fail(vec![d]))?;
     Ok((el, steps))
 }

@@ -113,95 +113,121 @@ pub fn plots(
         }
         let compute = rs.iter().any(|r| r.tflops.is_some());
         let unit = if compute { "TFLOP/s" } else { "GB/s" };
-        let mut ymax = if compute { 0.0 } else { copy_gbps };
-        for r in &rs {
-            ymax = f64::max(ymax, tilec_figure(r));
-            for pr in peers_of(r, peers) {
-                ymax = f64::max(ymax, figure(pr));
-            }
-        }
         let path = dir.join(format!("{class}.svg"));
-        let w = (160 + 140 * rs.len() as u32).max(640);
-        let root = SVGBackend::new(&path, (w, 420)).into_drawing_area();
-        let e = |x: &dyn std::fmt::Display| x.to_string();
-        root.fill(&WHITE).map_err(|x| e(&x))?;
         let labels: Vec<String> = rs
             .iter()
             .map(|r| format!("{} {} {}", r.kernel, r.shape.split(' ').next().unwrap_or(""), r.dtype))
             .collect();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{class}: {unit} on {} ({})", p.device, p.date), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..rs.len() as f64, 0f64..ymax * 1.45)
-            .map_err(|x| e(&x))?;
-        let labels2 = labels.clone();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(rs.len() * 2 + 1)
-            .x_label_formatter(&move |x| {
-                let i = x.floor() as usize;
-                if (x - x.floor() - 0.5).abs() < 1e-6 {
-                    labels2.get(i).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
+        let series: Vec<(String, Vec<Option<f64>>)> = providers
+            .iter()
+            .enumerate()
+            .map(|(j, prov)| {
+                let values = rs
+                    .iter()
+                    .map(|r| {
+                        if j == 0 {
+                            Some(tilec_figure(r))
+                        } else {
+                            peers_of(r, peers).iter().find(|p| &p.provider == prov).map(|p| figure(p))
+                        }
+                    })
+                    .collect();
+                (prov.clone(), values)
             })
-            .y_desc(unit)
-            .draw()
-            .map_err(|x| e(&x))?;
-        let palette = [
-            RGBColor(31, 119, 180),
-            RGBColor(255, 127, 14),
-            RGBColor(127, 127, 127),
-            RGBColor(44, 160, 44),
-            RGBColor(214, 39, 40),
-            RGBColor(148, 103, 189),
-        ];
-        let bw = 0.8 / providers.len() as f64;
-        for (j, prov) in providers.iter().enumerate() {
-            let color = palette[j % palette.len()];
-            let mut bars = vec![];
-            for (i, r) in rs.iter().enumerate() {
-                let v = if j == 0 {
-                    Some(tilec_figure(r))
-                } else {
-                    peers_of(r, peers).iter().find(|p| &p.provider == prov).map(|p| figure(p))
-                };
-                if let Some(v) = v {
-                    let x0 = i as f64 + 0.1 + j as f64 * bw;
-                    bars.push(Rectangle::new([(x0, 0.0), (x0 + bw * 0.9, v)], color.filled()));
-                }
-            }
-            chart
-                .draw_series(bars)
-                .map_err(|x| e(&x))?
-                .label(prov.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
-        }
-        if !compute {
-            chart
-                .draw_series(LineSeries::new(
-                    vec![(0.0, copy_gbps), (rs.len() as f64, copy_gbps)],
-                    BLACK.stroke_width(1),
-                ))
-                .map_err(|x| e(&x))?
-                .label(format!("copy {copy_gbps:.0} GB/s"))
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], BLACK));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|x| e(&x))?;
-        root.present().map_err(|x| e(&x))?;
+            .collect();
+        let line = (!compute).then(|| (copy_gbps, format!("copy {copy_gbps:.0} GB/s")));
+        let caption = format!("{class}: {unit} on {} ({})", p.device, p.date);
+        grouped_bars(&path, &caption, unit, &labels, &series, line)?;
         written.push(path.display().to_string());
     }
     Ok(written)
+}
+
+/// A bar chart of `series` (name, one value a group) over the groups `labels`, with a
+/// horizontal reference line where given: the style of the bench plots, for any figure.
+pub fn grouped_bars(
+    path: &Path,
+    caption: &str,
+    unit: &str,
+    labels: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+    line: Option<(f64, String)>,
+) -> Result<(), String> {
+    let ymax = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten().copied())
+        .chain(line.as_ref().map(|l| l.0))
+        .fold(0.0, f64::max);
+    // An empty chart still needs a range.
+    let ymax = if ymax > 0.0 && ymax.is_finite() { ymax } else { 1.0 };
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let groups = labels.len();
+    let w = (160 + 140 * groups as u32).max(640);
+    let root = SVGBackend::new(path, (w, 420)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..groups as f64, 0f64..ymax * 1.45)
+        .map_err(|x| e(&x))?;
+    let labels2 = labels.to_vec();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(groups * 2 + 1)
+        .x_label_formatter(&move |x| {
+            let i = x.floor() as usize;
+            if (x - x.floor() - 0.5).abs() < 1e-6 {
+                labels2.get(i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(unit)
+        .draw()
+        .map_err(|x| e(&x))?;
+    let palette = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(127, 127, 127),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    let bw = 0.8 / series.len().max(1) as f64;
+    for (j, (name, values)) in series.iter().enumerate() {
+        let color = palette[j % palette.len()];
+        let bars = values.iter().enumerate().filter_map(|(i, v)| {
+            let x0 = i as f64 + 0.1 + j as f64 * bw;
+            v.map(|v| Rectangle::new([(x0, 0.0), (x0 + bw * 0.9, v)], color.filled()))
+        });
+        chart
+            .draw_series(bars)
+            .map_err(|x| e(&x))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    if let Some((y, name)) = line {
+        chart
+            .draw_series(LineSeries::new(vec![(0.0, y), (groups as f64, y)], BLACK.stroke_width(1)))
+            .map_err(|x| e(&x))?
+            .label(name)
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], BLACK));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))
 }
 
 #[cfg(test)]

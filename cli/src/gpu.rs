@@ -115,7 +115,7 @@ pub fn prepare(
     variant: &Variant,
 ) -> Result<Prepared, String> {
     use rand::SeedableRng;
-    let path = kernels_dir.join(spec.file);
+    let path = variant.kernel_path(kernels_dir, spec);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let source = Source::new(path.display().to_string(), text);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -127,7 +127,7 @@ pub fn prepare(
         .kernels
         .iter()
         .find(|d| d.name.name == spec.kernel)
-        .ok_or_else(|| format!("no kernel `{}` in {}", spec.kernel, spec.file))?;
+        .ok_or_else(|| format!("no kernel `{}` in {}", spec.kernel, path.display()))?;
     let runtime_params: Vec<String> =
         kdecl.params.iter().filter(|p| !p.is_const).map(|p| p.name.name.clone()).collect();
     let unaligned: BTreeSet<String> = descs
@@ -159,7 +159,7 @@ pub fn not_lowered_here(
     case: &Case,
     variant: &Variant,
 ) -> Option<String> {
-    let path = kernels_dir.join(spec.file);
+    let path = variant.kernel_path(kernels_dir, spec);
     let text = std::fs::read_to_string(&path).ok()?;
     let source = Source::new(path.display().to_string(), text);
     let target = dev.target().ok()?;

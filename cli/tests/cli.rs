@@ -369,7 +369,64 @@ fn the_experiment_file_of_the_passes_page_runs() {
     std::fs::write(&f, block).unwrap();
     let (code, out, err) = tilec(&["experiment", "--file", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.lines().filter(|l| l.contains("| agree (")).count(), 3, "{out}");
+    assert_eq!(out.lines().filter(|l| l.contains("| agree (")).count(), 4, "{out}");
+    assert!(out.contains("| canonicalized | 4096x4096x4096 | agree (8 passes"), "{out}");
+}
+
+/// Variants of another kernel (`kernel=`), of an edited copy (`source=`), with constants for
+/// every variant from the file, a chart and the JSON rows.
+#[test]
+fn experiments_take_kernels_sources_and_write_a_chart() {
+    let dir = temp_dir("experiment-sources");
+    let edited = dir.join("softmax.tile");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels/softmax.tile")).unwrap();
+    // A dead row statistic: one more cross-warp reduction (its barriers stay in the PTX).
+    let text = text.replace(
+        "    let s = sum(e, axis=1, keepdims=true);\n",
+        "    let s = sum(e, axis=1, keepdims=true);\n    let dead = sum(t * t, axis=1, keepdims=true);\n",
+    );
+    assert!(text.contains("let dead"));
+    std::fs::write(&edited, text).unwrap();
+    let f = dir.join("e.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "kernel = \"softmax\"\nshapes = \"64x1000:f16\"\nconsts = \"BLOCK_N=1024\"\n[variants]\nedited = \"source={}\"\nonline = \"kernel=softmax_online\"\n",
+            edited.display()
+        ),
+    )
+    .unwrap();
+    let (svg, json) = (dir.join("e.svg"), dir.join("e.json"));
+    let (code, out, err) = tilec(&[
+        "experiment",
+        "--file",
+        f.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let row =
+        |v: &str| out.lines().find(|l| l.starts_with(&format!("| {v} |"))).unwrap_or_else(|| panic!("{v}: {out}"));
+    let bars = |l: &str| l.trim_end_matches(" |").rsplit("| ").next().unwrap().trim().parse::<u32>().unwrap();
+    assert!(row("default").contains("64x1000 ROWS=1 BLOCK_N=1024"), "{out}");
+    assert!(bars(row("edited")) > bars(row("default")), "{out}");
+    assert!(row("online").contains("agree ("), "{out}");
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let kernels: Vec<&str> = j["rows"].as_array().unwrap().iter().map(|r| r["kernel"].as_str().unwrap()).collect();
+    assert_eq!(kernels, ["softmax", "softmax", "softmax_online"]);
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.starts_with("<svg") && chart.contains("registers a thread") && chart.contains("online"), "{chart}");
+    // The chart again from the JSON alone: the same bars.
+    let again = dir.join("again.svg");
+    let (code, _, err) = tilec(&["experiment", "--replot", json.to_str().unwrap(), "--svg", again.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let rects = |t: &str| t.matches("<rect").count();
+    assert_eq!(rects(&std::fs::read_to_string(&again).unwrap()), rects(&chart));
+    let (code, _, err) = tilec(&["experiment", "softmax", "--variant", "x=kernel=nope"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no kernel spec `nope`"), "{err}");
 }
 
 #[test]

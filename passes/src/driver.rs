@@ -109,8 +109,8 @@ fn bad(msg: String) -> Diagnostic {
     Diagnostic::error("E0904", msg)
 }
 
-/// Splits at the commas outside brackets.
-fn split_items(text: &str) -> Result<Vec<&str>, Diagnostic> {
+/// Splits at the commas outside brackets (a pipeline's elements, a variant's switches).
+pub fn split_items(text: &str) -> Result<Vec<&str>, Diagnostic> {
     let (mut depth, mut start, mut out) = (0i32, 0, vec![]);
     for (i, c) in text.char_indices() {
         match c {
@@ -191,6 +191,66 @@ pub fn set_options(steps: &mut [Step], text: &str) -> Result<(), Diagnostic> {
     }
     // Only the options `text` names: the pipeline's own settings of the others stay.
     options.extend(given_options(pass, &t[name_end..])?);
+    Ok(())
+}
+
+/// Changes the order of `steps` as `edit` says, checked before anything runs (E0904):
+///
+/// - `after=ANCHOR:ITEMS` / `before=ANCHOR:ITEMS` — the pipeline elements `ITEMS` (any
+///   pipeline text: an upstream pass, a tilec pass with options, a registered user pass;
+///   `after=tile-layout:canonicalize,cse`, or in brackets where the edit sits in a list of
+///   its own, `after=tile-layout:(canonicalize,cse)`) go right after / before the first step
+///   named `ANCHOR`;
+/// - `move=PASS:after=ANCHOR` / `move=PASS:before=ANCHOR` — the step named `PASS` moves.
+///
+/// An anchor or pass the pipeline does not run is an error listing what it runs. Whether the
+/// new order makes sense is for the passes to say: each checks its input (`E0905`).
+pub fn edit_pipeline(mlir: &Mlir, steps: &mut Vec<Step>, edit: &str) -> Result<(), Diagnostic> {
+    let e = edit.trim();
+    let usage =
+        || bad(format!("pipeline edit `{e}`: write `after=PASS:ITEMS`, `before=PASS:ITEMS` or `move=PASS:after=PASS`"));
+    let (verb, rest) = e.split_once('=').ok_or_else(usage)?;
+    let (first, second) = rest.split_once(':').ok_or_else(usage)?;
+    let (first, second) = (first.trim(), second.trim());
+    let position = |steps: &[Step], name: &str| {
+        steps.iter().position(|s| s.name() == name).ok_or_else(|| {
+            let running: Vec<&str> = steps.iter().map(Step::name).collect();
+            bad(format!("pipeline edit `{e}`: the pipeline runs no `{name}`"))
+                .with_note(format!("it runs {}", running.join(", ")))
+        })
+    };
+    match verb.trim() {
+        "after" | "before" => {
+            let anchor = position(steps, first)?;
+            // `(canonicalize,cse)`: several elements where the edit is one item of a list.
+            let second = second.strip_prefix('(').and_then(|t| t.strip_suffix(')')).unwrap_or(second);
+            let items = parse_pipeline(mlir, second).map_err(|d| d.with_note(format!("in the pipeline edit `{e}`")))?;
+            let at = if verb.trim() == "after" { anchor + 1 } else { anchor };
+            steps.splice(at..at, items);
+        }
+        "move" => {
+            let (side, anchor) = second.split_once('=').ok_or_else(usage)?;
+            let from = position(steps, first)?;
+            let step = steps.remove(from);
+            let anchor = match position(steps, anchor.trim()) {
+                Ok(a) => a,
+                Err(d) => {
+                    steps.insert(from, step);
+                    return Err(d);
+                }
+            };
+            let at = match side.trim() {
+                "after" => anchor + 1,
+                "before" => anchor,
+                _ => {
+                    steps.insert(from, step);
+                    return Err(usage());
+                }
+            };
+            steps.insert(at, step);
+        }
+        _ => return Err(usage()),
+    }
     Ok(())
 }
 

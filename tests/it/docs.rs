@@ -193,3 +193,19 @@ fn the_passes_page_names_every_pass_and_option_and_its_pipelines_parse() {
     let shown: Vec<String> = steps.iter().map(|s| s.text()).collect();
     assert!(text.contains(&shown.join(",")), "docs/passes.md's default pipeline is not {}", shown.join(","));
 }
+
+/// docs/passes.md's Rust blocks are `examples/custom_pass/src/main.rs`'s own text, which CI
+/// builds and tests: the page cannot show a registration that does not compile.
+#[test]
+fn the_passes_page_rust_blocks_are_the_custom_pass_crate() {
+    let text = std::fs::read_to_string(root().join("docs/passes.md")).unwrap();
+    let main = std::fs::read_to_string(root().join("examples/custom_pass/src/main.rs")).unwrap();
+    let rust: Vec<String> = blocks(&text).into_iter().filter(|(i, _)| i == "rust").map(|(_, b)| b).collect();
+    assert!(!rust.is_empty());
+    for b in rust {
+        assert!(
+            main.contains(b.trim()),
+            "docs/passes.md shows code examples/custom_pass/src/main.rs does not hold:\n{b}"
+        );
+    }
+}

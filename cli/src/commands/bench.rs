@@ -55,112 +55,42 @@ pub struct Args {
     ablation: bool,
 }
 
-/// The first GEMM row of `--ablation`: the GEMM variants compare with it.
-const GEMM_BASE: &str = "matmul 4096³ (TMA, wgmma in flight)";
-
-/// The rows of `--ablation`: (step, kernel, passes disabled, switches among `fast-math`,
-/// `no-tma`, `wgmma-wait-0`, `empty-barriers`, `warp-specialize`, `no-pingpong`). FMHA rows run B=4 H=32 S=2048 D=128 causal; `matmul` rows 4096³.
-const ABLATION: &[(&str, &str, &[&str], &[&str])] = &[
-    ("basic (mma)", "fmha_step2_mma", &[], &[]),
-    ("+ exp2", "fmha_step3_exp2", &[], &[]),
-    ("+ load order", "fmha_step4_load_order", &[], &[]),
-    ("+ latency hints", "fmha_step5_latency", &[], &[]),
-    ("+ occupancy hint", "fmha_step6_occupancy", &[], &[]),
-    ("+ approx division", "fmha_step7_approx_div", &[], &[]),
-    ("fmha.tile", "fmha", &[], &[]),
-    ("fmha.tile without tile-pipeline", "fmha", &["tile-pipeline"], &[]),
-    ("fmha.tile without tile-swizzle", "fmha", &["tile-swizzle"], &[]),
-    ("fmha.tile without tile-approx-math", "fmha", &["tile-approx-math"], &[]),
-    ("fmha.tile with --fast-math", "fmha", &[], &["fast-math"]),
-    ("fmha.tile with cp.async rings (--no-tma)", "fmha", &[], &["no-tma"]),
-    ("fmha.tile warp-specialized (--warp-specialize)", "fmha", &[], &["warp-specialize"]),
-    ("fmha.tile warp-specialized without ping-pong (--no-pingpong)", "fmha", &[], &["warp-specialize", "no-pingpong"]),
-    ("step 3 without tile-load-order (a register permute)", "fmha_step3_exp2", &["tile-load-order"], &[]),
-    (GEMM_BASE, "matmul", &[], &[]),
-    ("matmul with cp.async rings (--no-tma)", "matmul", &[], &["no-tma"]),
-    ("matmul with every wgmma waited at once", "matmul", &[], &["wgmma-wait-0"]),
-    ("matmul with neither (cp.async, wait 0)", "matmul", &[], &["no-tma", "wgmma-wait-0"]),
-    ("matmul with empty mbarriers (--empty-barriers)", "matmul", &[], &["empty-barriers"]),
-    ("matmul warp-specialized (--warp-specialize)", "matmul", &[], &["warp-specialize"]),
-    ("matmul persistent (--persistent)", "matmul", &[], &["persistent"]),
-    ("matmul persistent and warp-specialized", "matmul", &[], &["persistent", "warp-specialize"]),
+/// The experiment files `--ablation` runs (embedded: the binary needs no checkout).
+const ABLATION: [(&str, &str); 2] = [
+    ("fmha-ablation.toml", include_str!("../../../bench/experiments/fmha-ablation.toml")),
+    ("matmul-tma-wgmma.toml", include_str!("../../../bench/experiments/matmul-tma-wgmma.toml")),
 ];
 
+/// `--ablation`: the experiment files of `bench/experiments/` for FMHA's steps and passes and
+/// for GEMM's TMA and wgmma, on the GPU (`tilec experiment --file … --gpu`, both tables).
 fn ablation(a: &Args) -> Result<ExitCode> {
     let dev = tilec_runtime::Device::open(0)?;
     out::err(&format!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1));
     let copy = dev.copy_bandwidth(512 << 20)?;
     let reps = if a.quick { a.reps.max(1) } else { a.reps.max(100) };
-    let case = tilec_suite::Case::new(tilec::DType::F16, &[4, 32, 2048, 128]).with("CAUSAL", 1);
-    let mut table = format!(
-        "### Ablation — {}, FMHA B=4 H=32 S=2048 D=128 causal f16, GEMM 4096³ f16, {}\n\n| step | kernel | pipeline | median ms | TFLOP/s | vs previous step | vs basic | correct (rel L2) |\n|---|---|---|---|---|---|---|---|\n",
-        dev.name,
-        today()
-    );
-    let (mut rows, mut errors) = (vec![], vec![]);
-    let (mut basic, mut prev): (Option<f64>, Option<f64>) = (None, None);
-    let gemm = tilec_suite::Case::new(tilec::DType::F16, &[4096, 4096, 4096]);
-    for (i, (step, kernel, disabled, switches)) in ABLATION.iter().enumerate() {
-        out::err_raw(&format!("\r[{}/{}] {step} ...          ", i + 1, ABLATION.len()));
-        let Some(spec) = tilec_suite::find(kernel) else { continue };
-        let variant = gpu::Variant {
-            disable_pass: disabled.iter().map(|d| d.to_string()).collect(),
-            fast_math: switches.contains(&"fast-math"),
-            no_fp_fusion: false,
-            no_tma: switches.contains(&"no-tma"),
-            no_tcgen05: false,
-            no_tma_store: false,
-            wgmma_wait_at_once: switches.contains(&"wgmma-wait-0"),
-            empty_barriers: switches.contains(&"empty-barriers"),
-            warp_specialize: switches.contains(&"warp-specialize"),
-            no_pingpong: switches.contains(&"no-pingpong"),
-            persistent: switches.contains(&"persistent"),
-            emulate: None,
-            pass_option: vec![],
-        };
-        let case = if *kernel == "matmul" { &gemm } else { &case };
-        let timing = gpu::Timing { reps, copy_gbps: copy, matmul_tflops: None };
-        match gpu::bench_case(&dev, &a.kernels_dir, spec, case, &timing, &variant) {
-            Ok(r) => {
-                let ms = r.median_ms;
-                // The GEMM rows compare with the default matmul, not with the FMHA steps.
-                if *step == GEMM_BASE {
-                    (prev, basic) = (None, None);
-                }
-                let ratio = |b: Option<f64>| b.map(|b| format!("{:.2}x", b / ms)).unwrap_or_else(|| "—".into());
-                table.push_str(&format!(
-                    "| {step} | {kernel} | {} | {ms:.4} | {:.1} | {} | {} | {} |\n",
-                    if variant.label().is_empty() { "default".to_string() } else { variant.label() },
-                    r.tflops.unwrap_or(f64::NAN),
-                    ratio(prev),
-                    ratio(basic),
-                    if r.rel_l2.is_nan() { "unchecked".to_string() } else { format!("yes ({:.1e})", r.rel_l2) },
-                ));
-                // The steps compare with the step before; the variants of fmha.tile with fmha.tile,
-                // those of matmul with matmul.
-                if i <= 6 || *step == GEMM_BASE {
-                    prev = Some(ms);
-                }
-                basic.get_or_insert(ms);
-                rows.push(serde_json::json!({ "step": step, "variant": variant.label(), "row": r }));
-            }
-            Err(e) => {
-                table.push_str(&format!("| {step} | {kernel} | {} | — | — | — | — | FAILED |\n", variant.label()));
-                errors.push(e);
-            }
-        }
+    let arch = dev.target()?;
+    let env = (dev, copy);
+    let mut table = String::new();
+    let mut experiments = vec![];
+    for (name, text) in ABLATION {
+        let file = super::experiment::parse_file(text).with_context(|| name.to_string())?;
+        let exp = super::experiment::Experiment::new(file, None, None, &[])?;
+        let o = super::experiment::execute(&exp, arch, Some(&env), reps, &a.kernels_dir)?;
+        table.push_str(&o.table);
+        table.push('\n');
+        experiments.push(serde_json::json!({ "file": name, "rows": o.rows }));
     }
-    out::err("");
     out::println(&table)?;
-    for e in &errors {
-        out::println(&format!("FAILED: {e}"))?;
-    }
+    let failed = experiments
+        .iter()
+        .flat_map(|e| e["rows"].as_array().cloned().unwrap_or_default())
+        .any(|r| r.get("gpu_error").is_some());
     let json = serde_json::json!({
-        "device": dev.name, "driver": driver_version(), "date": today(), "commit": a.commit,
-        "copy_gbps": copy, "reps": reps, "rows": rows, "errors": errors,
+        "device": env.0.name, "driver": driver_version(), "date": today(), "commit": a.commit,
+        "copy_gbps": copy, "reps": reps, "experiments": experiments,
     });
     write_outputs(a.json.as_deref(), a.md.as_deref(), &json, &table)?;
-    Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {

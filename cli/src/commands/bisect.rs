@@ -4,6 +4,14 @@
 //! `--passes` — the first stage whose tensors differ from the source's run is named, with its
 //! worst element and the pass's IR diff (`tilec::bisect`). Exit status 0 when every stage
 //! agrees, 1 when one differs or fails.
+//!
+//! Past the tile-level stages the interpreter cannot follow (LLVM IR, PTX). With `--gpu`,
+//! when every tile-level stage agrees, the whole compile runs on the GPU on the same inputs
+//! and is compared with the source's run; if it differs, the parts of the LLVM/PTX side that
+//! can be switched are toggled one at a time — LLVM's optimization level (O2, O1, O0), the
+//! contraction of `a * b + c` into `fma`, both — each run again, and the first toggle under
+//! which the GPU agrees is named. The lowering (`tile-to-llvm`), MLIR's conversions and
+//! ptxas cannot be switched off; when no toggle helps, that is where the difference lies.
 
 use super::{parse_consts, read_input};
 use crate::out;
@@ -41,6 +49,10 @@ pub struct Args {
     /// Lines of the culprit's IR diff to print (0: none).
     #[arg(long, default_value_t = 200)]
     diff_lines: usize,
+    /// Past the tile-level stages: run the whole compile on the GPU against the source's run,
+    /// toggling LLVM's optimization level and fp contraction when it differs (see the module).
+    #[arg(long)]
+    gpu: bool,
     /// The pipeline switches of `compile` for the default pipeline.
     #[command(flatten)]
     pipeline: super::VariantArgs,
@@ -113,13 +125,111 @@ pub fn run(a: Args) -> Result<ExitCode> {
             match &b.stopped_at {
                 Some(next) => s.push_str(&format!(
                     "; the interpreter stops before `{next}`: a difference only the GPU shows lies in the \
-                     LLVM/PTX part — compare `tilec run --gpu --check` with `--no-fp-fusion`, `--fast-math` off \
-                     or the kernel's `opt_level` hint lowered\n"
+                     LLVM/PTX part{}\n",
+                    if a.gpu {
+                        ""
+                    } else {
+                        " — `--gpu` runs the whole compile there and toggles that part's switches"
+                    }
                 )),
                 None => s.push('\n'),
             }
         }
     }
+    let mut failed = b.culprit.is_some();
+    if a.gpu && b.culprit.is_none() {
+        let want = tilec_interp::run(
+            &el.func,
+            tilec_interp::grid(&el.signature, &args).map_err(anyhow::Error::msg)?,
+            args.clone(),
+        )
+        .map_err(|e| anyhow::anyhow!("the source on the interpreter: {e}"))?
+        .tensors;
+        let (text, agrees) = gpu_part(&source, &el, &opts, &args, &want, a.tolerance)?;
+        s.push_str(&text);
+        failed |= !agrees;
+    }
     out::print(&s)?;
-    Ok(if b.culprit.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The LLVM/PTX side's switches `--gpu` tries, one at a time, after the compile as asked.
+const TOGGLES: [(&str, Option<u32>, bool); 5] = [
+    ("LLVM at O2", Some(2), false),
+    ("LLVM at O1", Some(1), false),
+    ("LLVM at O0", Some(0), false),
+    ("no fp contraction (--no-fp-fusion)", None, true),
+    ("LLVM at O0 and no fp contraction", Some(0), true),
+];
+
+/// The whole compile on the GPU against the source's run (`want`), then [`TOGGLES`] where it
+/// differs: the report lines, and whether the compile as asked agrees.
+fn gpu_part(
+    source: &tilec::Source,
+    el: &tilec_frontend::Elaborated,
+    opts: &tilec::CompileOptions,
+    args: &[tilec_interp::Arg],
+    want: &[tilec_core::host::HostTensor],
+    tolerance: Option<f64>,
+) -> Result<(String, bool)> {
+    let jit = super::run::open_jit()?;
+    let run = |o: tilec::CompileOptions| -> Result<Verdict> {
+        let mut spec =
+            tilec::jit::KernelSpec::from_source(&source.name, &source.text).options(o.clone()).kernel(&el.func.name);
+        for (k, v) in &o.consts {
+            spec = spec.constant(k, v.clone());
+        }
+        Ok(match super::run::run_on_gpu(&jit, &spec, args)? {
+            Err(rendered) => Verdict::Failed(format!("does not compile: {}", rendered.lines().next().unwrap_or(""))),
+            Ok((got, _)) => tilec::bisect::compare_outputs(&el.signature, want, &got, tolerance),
+        })
+    };
+    let line = |what: &str, v: &Verdict| match v {
+        Verdict::Same => format!("  GPU, {what}: same as the source's run\n"),
+        Verdict::Within(e) => format!("  GPU, {what}: within the tolerance (worst rel L2 {e:.2e})\n"),
+        Verdict::Differs(d) => format!(
+            "  GPU, {what}: DIFFERS: {}{:?} is {} (the source's run: {}); max abs {:.3e}, rel L2 {:.3e}\n",
+            d.tensor, d.index, d.after, d.before, d.max_abs, d.rel_l2
+        ),
+        Verdict::Failed(e) => format!("  GPU, {what}: FAILED: {e}\n"),
+    };
+    let ok = |v: &Verdict| matches!(v, Verdict::Same | Verdict::Within(_));
+    let dev = jit.device();
+    let mut s = format!("the whole compile on {} against the source's run:\n", dev.name);
+    let asked = run(opts.clone())?;
+    s.push_str(&line("as compiled", &asked));
+    if ok(&asked) {
+        s.push_str("the GPU agrees with the source's run\n");
+        return Ok((s, true));
+    }
+    let mut fixed = None;
+    for toggle @ (what, level, no_fusion) in TOGGLES {
+        let o = tilec::CompileOptions {
+            opt_level: level.or(opts.opt_level),
+            no_fp_fusion: opts.no_fp_fusion || no_fusion,
+            ..opts.clone()
+        };
+        let v = run(o)?;
+        s.push_str(&line(what, &v));
+        if ok(&v) {
+            fixed = Some(toggle);
+            break;
+        }
+    }
+    s.push_str(&match fixed {
+        Some((what, None, true)) => format!(
+            "the difference lies in the LLVM/PTX part and goes away with {what}: the lowering contracts \
+             `a * b + c` into one `fma` (rounded once), the source's semantics round the product and the sum \
+             each — `--no-fp-fusion` where that matters\n"
+        ),
+        Some((what, Some(level), _)) => format!(
+            "the difference lies in the LLVM/PTX part and goes away with {what}: LLVM's optimizations above \
+             O{level} change the results — a miscompile in LLVM, or lowered code that relies on undefined \
+             behaviour (compare `--emit llvm-ir` at both levels)\n"
+        ),
+        _ => "the difference lies in the LLVM/PTX part and no switch of it removes it: the lowering \
+              (tile-to-llvm), MLIR's conversions or ptxas — `tilec compile --emit llvm` / `--emit ptx` to read them\n"
+            .to_string(),
+    });
+    Ok((s, false))
 }

@@ -177,6 +177,12 @@ pub struct VariantArgs {
     /// `--pass-option 'tile-pipeline{distance=3}'` (`tilec passes` lists the options).
     #[arg(long = "pass-option", value_name = "PASS{OPTION=VALUE}")]
     pub pass_option: Vec<String>,
+    /// Change the default pipeline's order (repeatable, applied in order):
+    /// `after=PASS:ITEMS` or `before=PASS:ITEMS` inserts pipeline elements (upstream MLIR
+    /// passes, tilec's or a registered user pass: `--pipeline-edit after=tile-layout:canonicalize,cse`),
+    /// `move=PASS:after=OTHER` (or `before=`) moves a pass.
+    #[arg(long = "pipeline-edit", value_name = "EDIT")]
+    pub pipeline_edit: Vec<String>,
     /// Approximate every float op whose options the source leaves open (`tile-approx-math`):
     /// exp through exp2, div.approx, flush-to-zero.
     #[arg(long)]
@@ -222,9 +228,19 @@ pub struct VariantArgs {
     /// Spark's tile configurations on an H100. The report lists what is not emulated.
     #[arg(long, value_name = "ARCH")]
     pub emulate: Option<String>,
+    /// The kernel's text from this file instead of the library's (`tilec experiment`'s
+    /// `source=`): an edited kernel, of the same name and arguments, checked against the
+    /// library spec's reference and timed beside it.
+    #[arg(skip)]
+    pub source: Option<std::path::PathBuf>,
 }
 
 impl VariantArgs {
+    /// The file the kernel of `spec` is read from: the variant's source, or the library's.
+    pub fn kernel_path(&self, kernels_dir: &std::path::Path, spec: &tilec_suite::Spec) -> std::path::PathBuf {
+        self.source.clone().unwrap_or_else(|| kernels_dir.join(spec.file))
+    }
+
     /// `o` with this variant's pipeline switches.
     pub fn apply(&self, o: tilec::CompileOptions) -> tilec::CompileOptions {
         tilec::CompileOptions {
@@ -241,6 +257,7 @@ impl VariantArgs {
             persistent: self.persistent,
             emulate: self.emulate.clone(),
             pass_options: self.pass_option.clone(),
+            pipeline_edits: self.pipeline_edit.clone(),
             ..o
         }
     }
@@ -284,6 +301,10 @@ impl VariantArgs {
             v.push(format!("emulating {e}"));
         }
         v.extend(self.pass_option.iter().cloned());
+        v.extend(self.pipeline_edit.iter().cloned());
+        if let Some(s) = &self.source {
+            v.push(format!("source={}", s.display()));
+        }
         v.join(" ")
     }
 }

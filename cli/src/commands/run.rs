@@ -299,7 +299,7 @@ fn summaries(params: &[ParamSig], tensors: &[tilec_core::host::HostTensor], all:
     s
 }
 
-fn open_jit() -> Result<tilec::jit::Jit> {
+pub(crate) fn open_jit() -> Result<tilec::jit::Jit> {
     let dev = tilec_runtime::Device::open(0).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(tilec::jit::Jit::with(dev, tilec_runtime::cache::Cache::from_env()))
 }
@@ -307,7 +307,7 @@ fn open_jit() -> Result<tilec::jit::Jit> {
 /// Uploads the arguments, launches through the JIT (compiled for the device, specialised
 /// on the arguments) and downloads every tensor. `Ok(Err(text))`: the kernel did not
 /// compile (the rendered diagnostics).
-fn run_on_gpu(
+pub(crate) fn run_on_gpu(
     jit: &tilec::jit::Jit,
     spec: &tilec::jit::KernelSpec,
     args: &[tilec_interp::Arg],

@@ -86,3 +86,38 @@ fn tile_dce_removes_the_dead_chain_and_nothing_else() {
     assert!(out.contains("after tile-dce: same") && out.contains("after tile-layout: same"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The pass through `my-tilec experiment`: the experiment file of this crate puts it before
+/// `tile-layout` on a softmax with dead row statistics — the tile-level stages still agree with
+/// the source, and two block barriers and 64 bytes of shared memory go, as in the library's
+/// softmax without the dead code. Through `compile --pipeline-edit` too.
+#[test]
+fn tile_dce_runs_through_experiment_and_pipeline_edits() {
+    let (code, out, err) =
+        my_tilec(&["experiment", "--file", "examples/custom_pass/softmax-dce.toml", "--shapes", "4096x1024:f16"]);
+    assert_eq!(code, 0, "{err}");
+    let row = |v: &str| -> Vec<String> {
+        let l = out.lines().find(|l| l.starts_with(&format!("| {v} |"))).unwrap_or_else(|| panic!("{v}: {out}"));
+        l.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    // Cells: variant, case, stages, regs, spills, smem, …, bar (the last).
+    let (default, dce, library) = (row("default"), row("tile-dce"), row("library-softmax"));
+    assert!(dce[3].starts_with("agree (7 passes"), "{out}");
+    let bar = |r: &[String]| r[r.len() - 2].parse::<u32>().unwrap();
+    let smem = |r: &[String]| r[6].parse::<u32>().unwrap();
+    assert!(bar(&dce) < bar(&default) && smem(&dce) < smem(&default), "{out}");
+    assert_eq!((bar(&dce), smem(&dce)), (bar(&library), smem(&library)), "{out}");
+    let (code, _, err) = my_tilec(&[
+        "compile",
+        "examples/custom_pass/kernels/softmax.tile",
+        "--arch",
+        "sm_90a",
+        "--pipeline-edit",
+        "before=tile-layout:tile-dce",
+        "--report",
+        "-o",
+        &std::env::temp_dir().join(format!("dce-{}.ptx", std::process::id())).display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("tile-dce: ") && err.contains("dead op(s) removed"), "{err}");
+}
