@@ -28,6 +28,15 @@ static MISCOMPILE: PassInfo = PassInfo {
     run: swap_first_subtraction,
 };
 
+/// Four rows of 100 for softmax (f32), and the output.
+fn softmax_args() -> Vec<tilec_interp::Arg> {
+    let x: Vec<f64> = (0..4 * 100).map(|i| ((i * 37) % 101) as f64 / 17.0 - 3.0).collect();
+    vec![
+        tilec_interp::Arg::Tensor(tilec_core::host::HostTensor::from_f64(tilec::DType::F32, &[4, 100], &x)),
+        tilec_interp::Arg::Tensor(tilec_core::host::HostTensor::from_f64(tilec::DType::F32, &[4, 100], &[0.0; 400])),
+    ]
+}
+
 #[test]
 fn the_bisection_names_a_miscompiling_pass() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/softmax.tile");
@@ -39,11 +48,7 @@ fn the_bisection_names_a_miscompiling_pass() {
         ..Default::default()
     };
     let (el, steps) = tilec::compiler::frontend_and_pipeline(&source, &opts).unwrap();
-    let x: Vec<f64> = (0..4 * 100).map(|i| ((i * 37) % 101) as f64 / 17.0 - 3.0).collect();
-    let args = vec![
-        tilec_interp::Arg::Tensor(tilec_core::host::HostTensor::from_f64(tilec::DType::F32, &[4, 100], &x)),
-        tilec_interp::Arg::Tensor(tilec_core::host::HostTensor::from_f64(tilec::DType::F32, &[4, 100], &[0.0; 400])),
-    ];
+    let args = softmax_args();
 
     let clean = bisect(&el.func, &el.signature, &steps, &args, None).unwrap();
     assert!(clean.culprit.is_none(), "{clean:?}");
@@ -112,11 +117,7 @@ fn pipeline_edits_insert_registered_and_upstream_passes() {
     // The bisection walks the edited pipeline: canonicalize agrees, the broken pass does not.
     let o = opts(&["after=tile-layout:(canonicalize,test-miscompile)"]);
     let (el, steps) = tilec::compiler::frontend_and_pipeline(&source, &o).unwrap();
-    let x: Vec<f64> = (0..4 * 100).map(|i| ((i * 37) % 101) as f64 / 17.0 - 3.0).collect();
-    let args = vec![
-        tilec_interp::Arg::Tensor(tilec_core::host::HostTensor::from_f64(tilec::DType::F32, &[4, 100], &x)),
-        tilec_interp::Arg::Tensor(tilec_core::host::HostTensor::from_f64(tilec::DType::F32, &[4, 100], &[0.0; 400])),
-    ];
+    let args = softmax_args();
     let b = bisect(&el.func, &el.signature, &steps, &args, None).unwrap();
     let (i, _) = b.culprit.clone().expect("the broken pass is found");
     assert_eq!(b.stages[i].pass, "test-miscompile", "{b:?}");
