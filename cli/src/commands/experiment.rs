@@ -9,7 +9,7 @@
 //! another kernel of the library with the same arguments (`kernel=fmha_step3_exp2`: the
 //! tutorial's steps), the kernel's text from another file (`source=my/softmax.tile`: an
 //! edited kernel of the same name and arguments, checked against the library's reference) —
-//! and constants (`TILE_N=64`). The default pipeline is always the first
+//! and constants (`TILE_N=64`, `WARP_SPECIALIZE=false`). The default pipeline is always the first
 //! variant. For each variant and case:
 //!
 //! - on the CPU: the PTX facts of the compile for `--arch` (registers and spills by ptxas when
@@ -117,6 +117,9 @@ fn parse_variant(text: &str) -> Result<Variant> {
             _ if item.starts_with("emulate=") => s.emulate = Some(item["emulate=".len()..].to_string()),
             _ if item.contains('{') => s.pass_option.push(item.to_string()),
             _ => match item.split_once('=') {
+                Some((k, val)) if is_const_name(k) && (val == "true" || val == "false") => {
+                    s.const_overrides.push((k.to_string(), tilec::ConstArg::Bool(val == "true")));
+                }
                 Some((k, val)) if is_const_name(k) => {
                     let n = val
                         .parse::<i64>()
@@ -374,7 +377,9 @@ pub(crate) fn execute(
             let f = compiled.as_ref().ok().map(|c| facts(c.ptx(), c.signature.shared_bytes, arch));
             let stages = match &compiled {
                 Err(e) => format!("does not compile: {}", e.diagnostics.first().map_or("", |d| d.message.as_str())),
-                Ok(_) => verdict.get_or_insert_with(|| interp_verdict(vspec, source, &opts, &v.consts)).clone(),
+                Ok(_) => verdict
+                    .get_or_insert_with(|| interp_verdict(vspec, source, &opts, &v.consts, &v.switches.const_overrides))
+                    .clone(),
             };
             let opt = |x: Option<u32>| x.map_or("—".to_string(), |n| n.to_string());
             let ff = f.as_ref();
@@ -533,11 +538,15 @@ fn interp_verdict(
     source: &tilec::Source,
     opts: &tilec::CompileOptions,
     consts: &[(String, i64)],
+    overrides: &[(String, tilec::ConstArg)],
 ) -> String {
     use rand::SeedableRng;
     let Some(case) = (spec.interp_cases)().into_iter().next() else { return "no interpreter case".into() };
     let case = consts.iter().fold(case, |c, (k, n)| c.with(k, *n));
-    let o = tilec::CompileOptions { consts: spec.constants(&case), ..opts.clone() };
+    // The interpreter case's constants, then the variant's overrides over them (`NAME=true`).
+    let mut consts = spec.constants(&case);
+    consts.extend(overrides.iter().cloned());
+    let o = tilec::CompileOptions { consts, ..opts.clone() };
     let (el, steps) = match tilec::compiler::frontend_and_pipeline(source, &o) {
         Ok(r) => r,
         Err(e) => return format!("not run: {}", e.diagnostics.first().map_or("", |d| d.message.as_str())),
@@ -584,6 +593,9 @@ mod tests {
         assert_eq!(v.kernel.as_deref(), Some("fmha_step3_exp2"));
         assert_eq!(v.switches.pass_option, ["tile-pipeline{distance=3}"]);
         assert_eq!(v.consts, [("TILE_N".to_string(), 64)]);
+        let b = parse_variant("b=WARP_SPECIALIZE=false,CAUSAL=1").unwrap();
+        assert_eq!(b.switches.const_overrides, [("WARP_SPECIALIZE".to_string(), tilec::ConstArg::Bool(false))]);
+        assert_eq!(b.consts, [("CAUSAL".to_string(), 1)]);
         assert!(parse_variant("x=after=tile-layout:(cse").is_err());
         assert!(parse_consts("CAUSAL=1, TILE_N=64").unwrap().len() == 2);
         assert!(parse_consts("causal=1").is_err());

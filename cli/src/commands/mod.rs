@@ -233,6 +233,10 @@ pub struct VariantArgs {
     /// library spec's reference and timed beside it.
     #[arg(skip)]
     pub source: Option<std::path::PathBuf>,
+    /// Constants set over the case's (`tilec experiment`'s `NAME=true`: a bool constant the
+    /// spec does not derive, which a case's integer constants cannot set).
+    #[arg(skip)]
+    pub const_overrides: Vec<(String, tilec::ConstArg)>,
 }
 
 impl VariantArgs {
@@ -242,7 +246,8 @@ impl VariantArgs {
     }
 
     /// `o` with this variant's pipeline switches.
-    pub fn apply(&self, o: tilec::CompileOptions) -> tilec::CompileOptions {
+    pub fn apply(&self, mut o: tilec::CompileOptions) -> tilec::CompileOptions {
+        o.consts.extend(self.const_overrides.iter().cloned());
         tilec::CompileOptions {
             disabled_passes: self.disable_pass.iter().cloned().collect(),
             fast_math: self.fast_math,
@@ -305,6 +310,7 @@ impl VariantArgs {
         if let Some(s) = &self.source {
             v.push(format!("source={}", s.display()));
         }
+        v.extend(self.const_overrides.iter().map(|(k, c)| format!("{k}={c:?}")));
         v.join(" ")
     }
 }
