@@ -328,8 +328,6 @@ pub(crate) fn execute(
     );
     let mut rows = vec![];
     let mut default_ms: Vec<Option<f64>> = vec![None; exp.cases.len()];
-    let labels: Vec<String> = exp.cases.iter().map(tilec_suite::Case::label).collect();
-    let mut series = vec![];
     let total = exp.variants.len() * exp.cases.len();
     for (vi, v) in exp.variants.iter().enumerate() {
         let vspec = match &v.kernel {
@@ -345,7 +343,6 @@ pub(crate) fn execute(
         // The interpreter's verdict runs the spec's interpreter case, not the timed one: one
         // run a variant, whatever the cases.
         let mut verdict: Option<String> = None;
-        let mut figures = vec![];
         for (ci, case) in exp.cases.iter().enumerate() {
             out::err_raw(&format!(
                 "\r[{}/{total}] {} {} ...          ",
@@ -361,7 +358,6 @@ pub(crate) fn execute(
                     Err(e) => {
                         table.push_str(&format!("| {} | {} | no case: {e} |\n", v.name, case.label()));
                         rows.push(serde_json::json!({ "variant": v.name, "kernel": vspec.name, "case": case.label(), "error": e }));
-                        figures.push(None);
                         continue;
                     }
                 },
@@ -402,7 +398,6 @@ pub(crate) fn execute(
                 "variant": v.name, "kernel": vspec.name, "switches": v.switches.label(), "consts": v.consts,
                 "case": case.label(), "arch": arch.name, "facts": f, "tile_stages": stages,
             });
-            let mut figure = if gpu_env.is_none() { ff.and_then(|f| f.registers).map(f64::from) } else { None };
             if let Some((dev, copy)) = gpu_env {
                 let timing = gpu::Timing { reps: reps.max(1), copy_gbps: *copy, matmul_tflops: None };
                 match gpu::bench_case(dev, kernels_dir, vspec, &case, &timing, &v.switches) {
@@ -411,7 +406,6 @@ pub(crate) fn execute(
                         let check =
                             if r.rel_l2.is_nan() { "unchecked".into() } else { format!("ok ({:.1e})", r.rel_l2) };
                         line.push_str(&format!(" {check} | {:.4} | {:.2}x |", r.median_ms, base / r.median_ms));
-                        figure = Some(base / r.median_ms);
                         row["gpu"] = serde_json::json!(r);
                     }
                     Err(e) => {
@@ -420,14 +414,15 @@ pub(crate) fn execute(
                     }
                 }
             }
-            figures.push(figure);
             table.push_str(&line);
             table.push('\n');
             rows.push(row);
         }
-        series.push((v.name.clone(), figures));
     }
     out::err_raw("\r");
+    // The chart labels the cases as the experiment names them (without a variant's constants).
+    let labels = exp.cases.iter().map(tilec_suite::Case::label).collect();
+    let (_, series) = chart_of_rows(&rows, gpu_env.is_some());
     Ok(Outcome { table, rows, chart: (labels, series) })
 }
 
@@ -451,9 +446,11 @@ pub(crate) fn write_chart(path: &Path, title: &str, outcome: &Outcome, gpu: bool
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The chart's data from the rows of an earlier run (`--json`): cases and variants in the
-/// order the run met them, the speed-up over the default where the rows were timed.
-fn chart_of_rows(rows: &[serde_json::Value]) -> (Vec<String>, Series, bool) {
+/// The chart's data from an experiment's rows (this run's, or an earlier run's `--json`):
+/// cases and variants in the order the run met them; with `gpu` each variant's speed-up over
+/// the first variant timed on that case (the default unless it failed), as the table's
+/// "vs default", else its registers a thread.
+fn chart_of_rows(rows: &[serde_json::Value], gpu: bool) -> (Vec<String>, Series) {
     let text = |r: &serde_json::Value, k: &str| r[k].as_str().unwrap_or("").to_string();
     let mut cases: Vec<String> = vec![];
     let mut variants: Vec<String> = vec![];
@@ -462,27 +459,26 @@ fn chart_of_rows(rows: &[serde_json::Value]) -> (Vec<String>, Series, bool) {
             variants.push(text(r, "variant"));
         }
     }
-    let gpu = rows.iter().any(|r| r.get("gpu").is_some());
     let mut series = vec![];
-    let mut default_ms: Vec<Option<f64>> = vec![];
+    let mut base_ms: Vec<Option<f64>> = vec![];
     for v in &variants {
         let mine: Vec<&serde_json::Value> = rows.iter().filter(|r| &text(r, "variant") == v).collect();
         // Cases by position: a variant's constants show in its own case labels.
         if cases.is_empty() {
             cases = mine.iter().map(|r| text(r, "case")).collect();
-            default_ms = mine.iter().map(|r| r["gpu"]["median_ms"].as_f64()).collect();
         }
+        base_ms.resize(base_ms.len().max(mine.len()), None);
         let figures = mine
             .iter()
-            .enumerate()
-            .map(|(i, r)| match gpu {
-                true => r["gpu"]["median_ms"].as_f64().zip(default_ms.get(i).copied().flatten()).map(|(ms, d)| d / ms),
+            .zip(base_ms.iter_mut())
+            .map(|(r, base)| match gpu {
+                true => r["gpu"]["median_ms"].as_f64().map(|ms| *base.get_or_insert(ms) / ms),
                 false => r["facts"]["registers"].as_f64(),
             })
             .collect();
         series.push((v.clone(), figures));
     }
-    (cases, series, gpu)
+    (cases, series)
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -492,7 +488,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         )
         .with_context(|| format!("{} is not JSON", json.display()))?;
         let rows = j["rows"].as_array().with_context(|| format!("{} has no `rows`", json.display()))?;
-        let (cases, series, gpu) = chart_of_rows(rows);
+        let gpu = rows.iter().any(|r| r.get("gpu").is_some());
+        let (cases, series) = chart_of_rows(rows, gpu);
         let outcome = Outcome { table: String::new(), rows: vec![], chart: (cases, series) };
         let kernel = j["kernel"].as_str().unwrap_or("experiment");
         let device = j["device"].as_str().unwrap_or(if gpu { "the GPU of the run" } else { "the CPU" });
@@ -515,18 +512,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let outcome = execute(&exp, arch, gpu_env.as_ref(), a.reps, &a.kernels_dir)?;
     out::print(&outcome.table)?;
-    if let Some(p) = &a.md {
-        out::write_file(p, &outcome.table)?;
-    }
-    if let Some(p) = &a.json {
-        let device = gpu_env.as_ref().map(|(d, _)| d.name.clone());
-        let json =
-            serde_json::json!({ "kernel": exp.spec.name, "arch": arch.name, "device": device, "rows": outcome.rows });
-        out::write_file(p, &serde_json::to_string_pretty(&json)?)?;
-    }
+    let device = gpu_env.as_ref().map(|(d, _)| d.name.as_str());
+    let json =
+        serde_json::json!({ "kernel": exp.spec.name, "arch": arch.name, "device": device, "rows": &outcome.rows });
+    super::check::write_outputs(a.json.as_deref(), a.md.as_deref(), &json, &outcome.table)?;
     if let Some(p) = &a.svg {
-        let device = gpu_env.as_ref().map(|(d, _)| d.name.clone()).unwrap_or_else(|| arch.name.to_string());
-        write_chart(p, &format!("{} on {device}", exp.spec.name), &outcome, a.gpu)?;
+        write_chart(p, &format!("{} on {}", exp.spec.name, device.unwrap_or(arch.name)), &outcome, a.gpu)?;
     }
     Ok(ExitCode::SUCCESS)
 }
