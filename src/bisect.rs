@@ -39,12 +39,17 @@ pub enum Verdict {
 /// The tensor that differs and its worst element.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Difference {
+    /// Its name in the kernel's signature.
     pub tensor: String,
     /// The element's coordinates.
     pub index: Vec<i64>,
+    /// The element before the pass (the source's run).
     pub before: f64,
+    /// The element after the pass.
     pub after: f64,
+    /// The largest absolute difference over the tensor.
     pub max_abs: f64,
+    /// The relative L2 error of the tensor after against before.
     pub rel_l2: f64,
 }
 
@@ -53,6 +58,7 @@ pub struct Difference {
 pub struct StageRun {
     /// The step as pipeline text.
     pub pass: String,
+    /// Whether this stage's run agrees with the source's.
     pub verdict: Verdict,
 }
 
@@ -60,6 +66,7 @@ pub struct StageRun {
 /// (with its IR diff), and the step the interpreter could not follow past.
 #[derive(Clone, Debug, Default)]
 pub struct Bisection {
+    /// Every stage run, in pipeline order.
     pub stages: Vec<StageRun>,
     /// Index into `stages` of the first stage that differs or fails, and that pass's diff.
     pub culprit: Option<(usize, String)>,

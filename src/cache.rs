@@ -88,6 +88,7 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
 /// A compilation answered by the cache or done and stored.
 #[derive(Clone, Debug)]
 pub struct CachedCompile {
+    /// The cache entry: the artifact, its key and digest.
     pub entry: Arc<Entry>,
     /// Where the entry came from (`None`: compiled now).
     pub hit: Option<Layer>,

@@ -72,11 +72,15 @@ pub const LOOP_BUDGET: usize = 256;
 /// Everything one compilation produced.
 #[derive(Clone, Debug)]
 pub struct Compiled {
+    /// The target compiled for.
     pub arch: &'static Arch,
     /// The user named a plain arch (`sm_121`) and the `a` variant was used.
     pub arch_substituted: bool,
+    /// Every stage's text, the PTX included.
     pub stages: BTreeMap<Stage, String>,
+    /// The kernel's ABI: its parameters, grid and block, shared memory.
     pub signature: Signature,
+    /// The hints the kernel set (occupancy, warps, optimisation level).
     pub hints: Hints,
     /// What the passes decided, one line each.
     pub report: Vec<String>,
@@ -98,9 +102,11 @@ impl Compiled {
         }
     }
 
+    /// One stage's text; empty when the compile did not produce it.
     pub fn stage(&self, s: Stage) -> &str {
         self.stages.get(&s).map(String::as_str).unwrap_or("")
     }
+    /// The PTX.
     pub fn ptx(&self) -> &str {
         self.stage(Stage::Ptx)
     }
@@ -109,14 +115,18 @@ impl Compiled {
 /// A failed compilation: the diagnostics and the source they point into.
 #[derive(Clone, Debug)]
 pub struct CompileError {
+    /// The diagnostics, in order.
     pub diagnostics: Vec<Diagnostic>,
+    /// The source they point into.
     pub source: Source,
 }
 
 impl CompileError {
+    /// The diagnostics rendered for a terminal, with the source lines they point at.
     pub fn render(&self) -> String {
         render(&self.diagnostics, &self.source)
     }
+    /// The diagnostics as JSON lines (code, message, span, labels, notes).
     pub fn render_json(&self) -> String {
         render_json(&self.diagnostics, &self.source)
     }

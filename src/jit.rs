@@ -14,6 +14,11 @@
 //! once ([`Jit::bind`]) and launches the binding ([`Jit::launch_bound`]), which skips the
 //! cache lookup but not the validation.
 //!
+//! Tensors another library allocated (PyTorch's, through the Python package) are passed as
+//! [`Arg::External`] — validated like tilec's own — and launched on that library's stream
+//! ([`Jit::launch_on_stream`], [`Jit::launch_bound_on_stream`]), so that a kernel is ordered
+//! with the work around it without a copy or a synchronisation.
+//!
 //! Such a loop can also run as a CUDA graph ([`Jit::capture`], [`Jit::update`],
 //! [`Graph::replay`]): the launches of one step are captured once — compiled, validated and
 //! recorded, not run — and the graph replays them with one driver call. A later step runs the
@@ -48,18 +53,26 @@ use tilec_frontend::ConstArg;
 use tilec_runtime::cache::Cache;
 use tilec_runtime::graph::Capture;
 pub use tilec_runtime::graph::Graph;
-use tilec_runtime::{ArgDesc, Device, DeviceTensor, Kernel, RuntimeError, TensorView};
+use tilec_runtime::{ArgDesc, Device, DeviceTensor, Kernel, RuntimeError, TensorDesc, TensorView};
 
 /// A JIT failure: the kernel did not compile (rendered diagnostics), or the device or a
 /// launch argument said no.
 #[derive(Debug, thiserror::Error)]
 pub enum JitError {
     #[error("{0}")]
+    /// The kernel did not compile: the diagnostics, rendered against the source.
     Compile(String),
     #[error(transparent)]
+    /// The device, or the validation of a launch argument, said no (the error names the argument).
     Launch(#[from] RuntimeError),
     #[error("cannot read {path}: {reason}")]
-    Read { path: String, reason: String },
+    /// The kernel's source file could not be read.
+    Read {
+        /// The path given.
+        path: String,
+        /// What the file system said.
+        reason: String,
+    },
 }
 
 /// A kernel to compile on first use: its source, which kernel, constants and switches.
@@ -77,6 +90,7 @@ impl KernelSpec {
         KernelSpec { source: Source::new(name, text.to_string()), options: CompileOptions::default(), tuned: false }
     }
 
+    /// A kernel from a `.tile` file (the file's path names it in diagnostics).
     pub fn from_file(path: impl AsRef<Path>) -> Result<KernelSpec, JitError> {
         let p = path.as_ref();
         let text = std::fs::read_to_string(p)
@@ -110,6 +124,16 @@ impl KernelSpec {
         crate::compile(&self.source, &CompileOptions { arch: arch.to_string(), ..self.options.clone() })
     }
 
+    /// The kernel's source.
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// The options it compiles with (the target and specialisation are the JIT's to set).
+    pub fn compile_options(&self) -> &CompileOptions {
+        &self.options
+    }
+
     /// The pipeline switches and everything else of [`CompileOptions`] but the target and
     /// the specialisation, which the JIT decides.
     pub fn options(mut self, options: CompileOptions) -> KernelSpec {
@@ -123,12 +147,41 @@ impl KernelSpec {
 /// A launch argument, in parameter order.
 #[derive(Clone, Copy, Debug)]
 pub enum Arg<'a> {
+    /// A whole tensor: its buffer, dtype, shape and strides.
     Tensor(&'a DeviceTensor),
     /// A strided window on a tensor's buffer ([`DeviceTensor::view`]).
     View(&'a TensorView<'a>),
+    /// A tensor another library owns (a PyTorch tensor): [`External`].
+    External(&'a External),
+    /// An `i32` scalar parameter.
     I32(i32),
+    /// An `i64` scalar parameter.
     I64(i64),
+    /// An `f32` scalar parameter.
     F32(f32),
+}
+
+/// A tensor that another library allocated on the JIT's device (a PyTorch or CuPy tensor),
+/// passed without a copy: its element type, shape, strides, address and the bytes it may
+/// address from there. tilec validates a launch against it as against its own tensors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct External(TensorDesc);
+
+impl External {
+    /// Wraps a descriptor.
+    ///
+    /// # Safety
+    /// `desc.addr .. desc.addr + desc.len_bytes` is memory of the JIT's device (its primary
+    /// context) that stays allocated until every kernel launched with it has finished: the
+    /// launch validation keeps each addressed element inside that range and can check no more.
+    pub unsafe fn new(desc: TensorDesc) -> External {
+        External(desc)
+    }
+
+    /// The descriptor.
+    pub fn desc(&self) -> &TensorDesc {
+        &self.0
+    }
 }
 
 /// The tensor parameters whose arguments miss the 16-byte specialisation: the `unaligned`
@@ -152,6 +205,7 @@ pub struct LaunchInfo {
     /// Blocks that fit one SM at once (the driver's occupancy calculator; `None` when it
     /// could not say), beside the kernel's own `occupancy` hint.
     pub blocks_per_sm: Option<u32>,
+    /// The kernel's own `occupancy` hint (`None` when it has none).
     pub occupancy_hint: Option<u32>,
 }
 
@@ -159,6 +213,7 @@ pub struct LaunchInfo {
 #[derive(Clone, Debug)]
 pub struct Bound {
     kernel: Arc<Kernel>,
+    /// What the launches of this binding use.
     pub info: LaunchInfo,
 }
 
@@ -191,11 +246,13 @@ impl std::fmt::Debug for Jit {
 }
 
 impl Jit {
-    /// Device 0 and the cache of the environment (`TILEC_CACHE_DIR`, …).
+    /// A JIT on device 0 with the cache the environment names (`TILEC_CACHE_DIR`, …; see
+    /// [`Cache::from_env`]).
     pub fn new() -> Result<Jit, JitError> {
         Ok(Jit::with(Device::open(0)?, Cache::from_env()))
     }
 
+    /// A JIT on this device with this cache.
     pub fn with(device: Device, cache: Cache) -> Jit {
         Jit {
             device,
@@ -206,10 +263,12 @@ impl Jit {
         }
     }
 
+    /// The device this JIT launches on.
     pub fn device(&self) -> &Device {
         &self.device
     }
 
+    /// The compilation cache this JIT compiles through.
     pub fn cache(&self) -> &Cache {
         &self.cache
     }
@@ -264,6 +323,7 @@ impl Jit {
             .map(|a| match a {
                 Arg::Tensor(t) => ArgDesc::Tensor(self.device.desc(t)),
                 Arg::View(v) => ArgDesc::Tensor(self.device.view_desc(v)),
+                Arg::External(e) => ArgDesc::Tensor(e.0.clone()),
                 Arg::I32(v) => ArgDesc::I32(*v),
                 Arg::I64(v) => ArgDesc::I64(*v),
                 Arg::F32(v) => ArgDesc::F32(*v),
@@ -278,6 +338,65 @@ impl Jit {
         let bound = self.bind_descs(spec, args, &descs)?;
         self.issue(&bound.kernel, &descs)?;
         Ok(bound.info)
+    }
+
+    /// [`Jit::launch`] on a stream another library made (a PyTorch stream), so that the
+    /// kernel runs in order with that library's work; refused while a graph is recorded.
+    ///
+    /// # Safety
+    /// `stream` is null (the legacy default stream) or a live stream of the device's primary
+    /// context, alive until the call returns.
+    pub unsafe fn launch_on_stream(
+        &self,
+        spec: &KernelSpec,
+        args: &[Arg<'_>],
+        stream: tilec_runtime::RawStream,
+    ) -> Result<LaunchInfo, JitError> {
+        if self.recording().is_some() {
+            return Err(JitError::Launch(RuntimeError::Graph(
+                "a launch on another stream while a graph is recorded on the device's".into(),
+            )));
+        }
+        let descs = self.descs(args);
+        let bound = self.bind_descs(spec, args, &descs)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.device.launch_on_stream(&bound.kernel, &descs, stream)? };
+        Ok(bound.info)
+    }
+
+    /// [`Jit::launch_bound`] on a stream another library made (see [`Jit::launch_on_stream`]):
+    /// a binding launched many times from a host language skips the cache lookup too.
+    ///
+    /// # Safety
+    /// As [`Jit::launch_on_stream`].
+    pub unsafe fn launch_bound_on_stream(
+        &self,
+        bound: &Bound,
+        args: &[Arg<'_>],
+        stream: tilec_runtime::RawStream,
+    ) -> Result<(), JitError> {
+        if self.recording().is_some() {
+            return Err(JitError::Launch(RuntimeError::Graph(
+                "a launch on another stream while a graph is recorded on the device's".into(),
+            )));
+        }
+        let descs = self.descs(args);
+        self.check_binding(bound, &descs)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.device.launch_on_stream(&bound.kernel, &descs, stream)? };
+        Ok(())
+    }
+
+    /// That `descs` want the variant `bound` compiled (the same tensors 16-byte aligned).
+    fn check_binding(&self, bound: &Bound, descs: &[ArgDesc]) -> Result<(), JitError> {
+        let unaligned = specialisation(&bound.kernel.signature.params, descs);
+        if unaligned != bound.info.unaligned {
+            return Err(JitError::Launch(RuntimeError::Unsupported(format!(
+                "`{}` was bound for arguments leaving {:?} unaligned; these leave {:?}: bind it for them",
+                bound.kernel.signature.name, bound.info.unaligned, unaligned
+            ))));
+        }
+        Ok(())
     }
 
     /// Where launches go now (see `recording`).
@@ -361,13 +480,7 @@ impl Jit {
     /// the binding compiled (the same tensors aligned to 16 bytes), or it is an error.
     pub fn launch_bound(&self, bound: &Bound, args: &[Arg<'_>]) -> Result<(), JitError> {
         let descs = self.descs(args);
-        let unaligned = specialisation(&bound.kernel.signature.params, &descs);
-        if unaligned != bound.info.unaligned {
-            return Err(JitError::Launch(RuntimeError::Unsupported(format!(
-                "`{}` was bound for arguments leaving {:?} unaligned; these leave {:?}: bind it for them",
-                bound.kernel.signature.name, bound.info.unaligned, unaligned
-            ))));
-        }
+        self.check_binding(bound, &descs)?;
         self.issue(&bound.kernel, &descs)
     }
 
@@ -386,6 +499,7 @@ impl Jit {
                 .filter_map(|a| match a {
                     Arg::Tensor(t) => Some(t.shape.clone()),
                     Arg::View(v) => Some(v.shape.clone()),
+                    Arg::External(e) => Some(e.0.shape.clone()),
                     _ => None,
                 })
                 .collect();

@@ -11,6 +11,8 @@
 //! the `tilec-cli` package; the GPU test and benchmark harness lives there and in
 //! `tilec-suite`, never here.
 
+#![warn(missing_docs)]
+
 pub mod bisect;
 pub mod cache;
 pub mod compiler;

@@ -89,13 +89,31 @@ enum Cmd {
 /// Runs the command line with `passes` known by name besides tilec's own (registered before
 /// the arguments are read); exit status 2 when one cannot be registered (its name is taken).
 pub fn run_with(passes: &[&'static tilec_passes::PassInfo]) -> ExitCode {
+    run_args(passes, std::env::args_os())
+}
+
+/// [`run_with`] on the given command line (the program's name first), for a host that is
+/// not a `main` (the Python package's `tilec` command). `--help`, `--version` and a command
+/// line clap refuses print what they print and return clap's status, instead of exiting.
+pub fn run_args<I, T>(passes: &[&'static tilec_passes::PassInfo], args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     for p in passes {
         if let Err(e) = tilec_passes::register(p) {
             out::err(&format!("error: {e}"));
             return ExitCode::from(2);
         }
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = e.exit_code();
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(code).unwrap_or(2));
+        }
+    };
     let r = match cli.cmd {
         Cmd::Compile(a) => commands::compile::run(a),
         Cmd::Bisect(a) => commands::bisect::run(a),
@@ -120,4 +138,9 @@ pub fn run_with(passes: &[&'static tilec_passes::PassInfo]) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The number an [`ExitCode`] stands for (the standard library keeps it private).
+pub fn exit_status(code: ExitCode) -> u8 {
+    (0..=u8::MAX).find(|&i| ExitCode::from(i) == code).unwrap_or(1)
 }

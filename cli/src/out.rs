@@ -68,6 +68,9 @@ pub fn write_bytes(path: &Path, contents: &[u8]) -> Result<()> {
         return std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()));
     }
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // `-o out/k.ptx` makes `out/`, as `--save-out` and `--json` do: a missing folder is not
+    // worth an error.
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot make the folder {}", dir.display()))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     let tmp = dir.join(format!(".{name}.tilec-{}.tmp", std::process::id()));
     let r = std::fs::write(&tmp, contents).and_then(|_| std::fs::rename(&tmp, path));

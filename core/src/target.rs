@@ -5,7 +5,7 @@
 //! the backend's LLVM cpu and PTX version, the test matrices. Lowerings ask this table
 //! (`arch.smem_per_block`, `arch.has(Feature::Wgmma)`) instead of comparing arch names.
 //!
-//! Facts (`../shared/TOOLCHAIN.md`): sm_90a has wgmma, TMA and setmaxnreg with 227 KB of
+//! Facts (`docs/toolchain.md`, the PTX ISA): sm_90a has wgmma, TMA and setmaxnreg with 227 KB of
 //! shared memory per block; sm_103a (B300) has tcgen05/TMEM and TMA; sm_121a (DGX Spark,
 //! GB10) has neither wgmma nor tcgen05 — warp-level mma.sync, including block-scaled
 //! fp8/fp4 — and about 99 KB of shared memory per block. LLVM aborts the process on an
@@ -26,7 +26,7 @@ pub enum Feature {
     Fp4Mma,
     /// Block-scaled `mma.sync` (`kind::mxf8f6f4`, `kind::mxf4`, `kind::mxf4nvf4` with
     /// `.block_scale`; PTX ISA 8.7): sm_120a/sm_121a only — ptxas refuses it on sm_90a and
-    /// sm_103a ("mma with block scale not supported", `../shared/mlir22-examples` 06d), where
+    /// sm_103a ("mma with block scale not supported", ptxas 13.0; `docs/toolchain.md`), where
     /// block scaling is `tcgen05.mma … block_scale` (sm_100a/sm_103a) or absent (sm_90a).
     BlockScaledMmaSync,
     /// `griddepcontrol` (PTX 7.8, sm_90+): a kernel launched with programmatic stream

@@ -51,30 +51,7 @@ def run(model, cfg, a, fullgraph: bool = True) -> None:
     if not a.timing_only:
         np.save(a.out / "prompt.npy", prompt.cpu().numpy())
 
-    logits, tokens = [], []
-    with torch.no_grad():
-        # A warm-up prefill and decode step, so that the timings leave out the first calls.
-        warm = model(prompt[:, :8], use_cache=True)
-        model(prompt[:, 8:9], past_key_values=warm.past_key_values, use_cache=True)
-        del warm
-        torch.cuda.synchronize()
-        t0 = time.time()
-        out = model(prompt, use_cache=True, logits_to_keep=1)
-        torch.cuda.synchronize()
-        prefill = time.time() - t0
-        past, step = out.past_key_values, out.logits[:, -1, :].float()
-        t0 = time.time()
-        for t in range(a.new_tokens):
-            logits.append(step.cpu().numpy())
-            nxt = step.argmax(dim=-1)
-            tokens.append(nxt.cpu().numpy())
-            if t + 1 == a.new_tokens:
-                break
-            out = model(nxt[:, None], past_key_values=past, use_cache=True)
-            past, step = out.past_key_values, out.logits[:, -1, :].float()
-        torch.cuda.synchronize()
-        decode = time.time() - t0
-        del past, out
+    logits, tokens, prefill, decode = greedy(model, prompt, a.new_tokens, host=True)
     if not a.timing_only:
         np.save(a.out / "logits.npy", np.stack(logits))
         np.save(a.out / "tokens.npy", np.stack(tokens, axis=1))
@@ -97,6 +74,55 @@ def run(model, cfg, a, fullgraph: bool = True) -> None:
     print(json.dumps(timing), flush=True)
     if not (a.no_fp32 or a.timing_only):
         fp32_logits(model, prompt, np.stack(tokens, axis=1), a.out)
+
+
+def greedy(model, prompt, new_tokens, host=False):
+    """Greedy generation after a warm-up prefill and decode step (so that the timings leave out
+    the first calls): every step's logits (float32; step 0 is the prefill's last position) and
+    tokens, the prefill's and the decode's CUDA-synchronised wall times in seconds. With
+    `host`, the lists of each step's logits [batch, vocab] and tokens [batch] as NumPy arrays,
+    copied at every step inside the timed loop (as the reference runs have always timed it);
+    without, tensors on the GPU: logits [steps, batch, vocab] and tokens [batch, steps]."""
+    logits, tokens = [], []
+    with torch.no_grad():
+        warm = model(prompt[:, :8], use_cache=True)
+        model(prompt[:, 8:9], past_key_values=warm.past_key_values, use_cache=True)
+        del warm
+        torch.cuda.synchronize()
+        t0 = time.time()
+        out = model(prompt, use_cache=True, logits_to_keep=1)
+        torch.cuda.synchronize()
+        prefill = time.time() - t0
+        past, step = out.past_key_values, out.logits[:, -1, :].float()
+        t0 = time.time()
+        for t in range(new_tokens):
+            logits.append(step.cpu().numpy() if host else step)
+            nxt = step.argmax(dim=-1)
+            tokens.append(nxt.cpu().numpy() if host else nxt)
+            if t + 1 == new_tokens:
+                break
+            out = model(nxt[:, None], past_key_values=past, use_cache=True)
+            past, step = out.past_key_values, out.logits[:, -1, :].float()
+        torch.cuda.synchronize()
+        decode = time.time() - t0
+    if host:
+        return logits, tokens, prefill, decode
+    return torch.stack(logits), torch.stack(tokens, 1), prefill, decode
+
+
+def forced_logits(model, prompt, tokens):
+    """Every step's logits [steps, batch, vocab] (float32) of `model` fed `tokens` [batch,
+    steps] (teacher forcing), as `greedy` numbers its steps."""
+    logits = []
+    with torch.no_grad():
+        res = model(prompt, use_cache=True, logits_to_keep=1)
+        past = res.past_key_values
+        logits.append(res.logits[:, -1, :].float())
+        for t in range(tokens.shape[1] - 1):
+            res = model(tokens[:, t:t + 1], past_key_values=past, use_cache=True)
+            past = res.past_key_values
+            logits.append(res.logits[:, -1, :].float())
+    return torch.stack(logits)
 
 
 def compiled_timing(model, prompt, new_tokens, modes, fullgraph):
@@ -157,15 +183,6 @@ def fp32_logits(model, prompt, tokens, out):
     """The same model in fp32, fed the fp16 run's tokens: logits_fp32.npy."""
     model.float()
     torch.cuda.empty_cache()
-    logits = []
-    with torch.no_grad():
-        res = model(prompt, use_cache=True, logits_to_keep=1)
-        past = res.past_key_values
-        logits.append(res.logits[:, -1, :].float().cpu().numpy())
-        toks = torch.from_numpy(tokens).to(prompt.device)
-        for t in range(tokens.shape[1] - 1):
-            res = model(toks[:, t:t + 1], past_key_values=past, use_cache=True)
-            past = res.past_key_values
-            logits.append(res.logits[:, -1, :].float().cpu().numpy())
-    np.save(out / "logits_fp32.npy", np.stack(logits))
+    logits = forced_logits(model, prompt, torch.from_numpy(tokens).to(prompt.device))
+    np.save(out / "logits_fp32.npy", logits.cpu().numpy())
     print("saved the fp32 logits", flush=True)

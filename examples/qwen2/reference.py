@@ -48,14 +48,13 @@ def config(layers: int) -> Qwen2Config:
     )
 
 
-def main() -> None:
-    a = hf_run.parse_args(__doc__.splitlines()[0], 28)
-    cfg = config(a.layers)
-    torch.manual_seed(a.seed)
-    t0 = time.time()
+def build(cfg: Qwen2Config, seed: int, model_class=Qwen2ForCausalLM):
+    """The fp16 model on the GPU with random weights from `seed`, biases and norm weights drawn
+    too (see the module)."""
+    torch.manual_seed(seed)
     torch.set_default_dtype(torch.float16)
     with torch.device("cuda"):
-        model = Qwen2ForCausalLM(cfg)
+        model = model_class(cfg)
     torch.set_default_dtype(torch.float32)
     model.eval()
     with torch.no_grad():
@@ -64,6 +63,14 @@ def main() -> None:
                 p.normal_(0.0, 0.5)
             elif "norm" in name:
                 p.normal_(1.0, 0.1)
+    return model
+
+
+def main() -> None:
+    a = hf_run.parse_args(__doc__.splitlines()[0], 28)
+    cfg = config(a.layers)
+    t0 = time.time()
+    model = build(cfg, a.seed)
     print(f"built {a.layers} layers in {time.time() - t0:.1f} s", flush=True)
     if not a.timing_only:
         state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}

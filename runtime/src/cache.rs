@@ -42,14 +42,17 @@ const REQUESTS: &str = "req";
 /// `tilec cache explain` and stored in every entry).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheKey {
+    /// Field name → value, sorted (the key's text and digest are made from this order).
     pub fields: BTreeMap<String, String>,
 }
 
 impl CacheKey {
+    /// An empty key.
     pub fn new() -> CacheKey {
         CacheKey::default()
     }
 
+    /// The key with field `name` set to `value`.
     pub fn field(mut self, name: &str, value: impl Into<String>) -> CacheKey {
         self.fields.insert(name.to_string(), value.into());
         self
@@ -90,6 +93,7 @@ impl CacheKey {
 /// A key field that differs between two keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldDiff {
+    /// The field's name.
     pub name: String,
     /// This key's value.
     pub ours: String,
@@ -109,19 +113,28 @@ fn hex(bytes: &[u8]) -> String {
 /// What ptxas reported of the kernel, when it assembled the entry's cubin.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resources {
+    /// Registers a thread.
     pub registers: u32,
+    /// Static shared memory a block, in bytes.
     pub shared_bytes: u32,
+    /// Stack frame a thread, in bytes.
     pub stack_bytes: u32,
+    /// Bytes of register spill stores.
     pub spill_stores: u32,
+    /// Bytes of register spill loads.
     pub spill_loads: u32,
 }
 
 /// One compiled kernel in the cache.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
+    /// The key it was compiled under.
     pub key: CacheKey,
+    /// The PTX, signature and hints.
     pub artifact: Artifact,
+    /// The cubin ptxas assembled from the PTX, when ptxas was found.
     pub cubin: Option<Vec<u8>>,
+    /// What ptxas reported of the cubin.
     pub resources: Option<Resources>,
     /// Milliseconds the compilation took (0 where unknown).
     pub compile_ms: f64,
@@ -130,7 +143,9 @@ pub struct Entry {
 /// Where a lookup found its entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layer {
+    /// In this process's memory.
     Memory,
+    /// In the cache directory.
     Disk,
 }
 
@@ -148,17 +163,24 @@ pub enum Miss {
 /// A lookup's answer.
 #[derive(Clone, Debug)]
 pub enum Lookup {
+    /// Found, and where.
     Hit(Arc<Entry>, Layer),
+    /// Not found, and why.
     Miss(Miss),
 }
 
 /// An entry on disk as `tilec cache ls` lists it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EntryInfo {
+    /// The entry's file name (the SHA-256 of its key).
     pub digest: String,
+    /// The key it was compiled under.
     pub key: CacheKey,
+    /// Its size on disk.
     pub bytes: u64,
+    /// When a lookup last found it (the file's modification time).
     pub last_used: SystemTime,
+    /// Its file.
     pub path: PathBuf,
 }
 
@@ -266,6 +288,7 @@ impl Cache {
         self.dir.as_deref()
     }
 
+    /// The size the disk layer is evicted down to, in bytes (`$TILEC_CACHE_MAX_BYTES`).
     pub fn cap_bytes(&self) -> u64 {
         self.cap_bytes
     }

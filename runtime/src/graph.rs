@@ -4,7 +4,7 @@
 //! A decoder's step is a few hundred small launches whose host-side cost (validation, the
 //! driver's launch path) and launch gaps are a sizeable share of the step. [`Capture`] records
 //! a sequence of launches on a stream of its own (the device's stream is the legacy default
-//! stream, which cannot be captured): each is validated as [`Device::launch`] validates it,
+//! stream, which cannot be captured): each is validated as [`Device::launch`](crate::Device::launch) validates it,
 //! then issued on the capturing stream, where it becomes a kernel node instead of running.
 //! [`Capture::finish`] instantiates the graph; [`Graph::replay`] launches it on the device's
 //! stream, ordered after everything already queued there.
@@ -169,6 +169,7 @@ impl Graph {
         self.nodes.len()
     }
 
+    /// Whether the graph holds no launch.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }

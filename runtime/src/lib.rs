@@ -1,7 +1,7 @@
 //! tilec-runtime: loads compiled kernels and launches them, without MLIR or LLVM.
 //!
 //! Contract: the runtime receives PTX (or a cubin) and the kernel's
-//! [`Signature`](tilec_core::abi::Signature). [`validate`] checks a launch — every argument
+//! [`Signature`]. [`validate`] checks a launch — every argument
 //! against its parameter (dtype, rank, shape, strides, the 16-byte specialisation, that the
 //! buffer holds every addressed element), the grid against the device limits — before
 //! anything reaches the GPU; it is a pure function, tested without a GPU. [`Device::open`]
@@ -14,6 +14,8 @@
 //! fills in); it stores artifacts and never needs the compiler, so a process that only loads
 //! cached kernels links neither MLIR nor LLVM.
 
+#![warn(missing_docs)]
+
 pub mod cache;
 pub mod graph;
 pub mod tune;
@@ -25,24 +27,49 @@ use tilec_core::target::Arch;
 use tilec_core::DType;
 
 pub use tilec_core::host::{self, HostTensor};
+/// A CUDA stream handle of the driver API (`CUstream`), for launching on another library's
+/// stream ([`Device::launch_on_stream`]).
+pub type RawStream = cudarc::driver::sys::CUstream;
 
+/// What the runtime refuses, or what the driver said: every variant names the offending value.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
+    /// No NVIDIA driver library on this machine (compiling needs none; launching does).
     #[error("no NVIDIA driver: {0} (a GPU and its driver are needed to run kernels; compiling works without)")]
     NoDriver(String),
+    /// The CUDA driver returned an error.
     #[error("CUDA driver error: {0}")]
     Driver(String),
+    /// A launch argument does not fit its parameter.
     #[error("argument {index} (`{name}`): {reason}")]
-    BadArgument { index: usize, name: String, reason: String },
+    BadArgument {
+        /// Its position, from 0.
+        index: usize,
+        /// Its parameter's name.
+        name: String,
+        /// What is wrong, with the offending value.
+        reason: String,
+    },
+    /// The number of arguments differs from the kernel's parameters.
     #[error("kernel `{kernel}` takes {expected} arguments, {given} given")]
-    ArgCount { kernel: String, expected: usize, given: usize },
+    ArgCount {
+        /// The kernel's name.
+        kernel: String,
+        /// Its parameters.
+        expected: usize,
+        /// The arguments given.
+        given: usize,
+    },
     /// A `require` clause of the kernel that the arguments do not meet.
     #[error("{0}")]
     Requirement(String),
+    /// The grid the signature computes, or the one given, is outside the device's limits.
     #[error("bad launch grid: {0}")]
     BadGrid(String),
+    /// A view addresses elements outside its buffer, or has a malformed shape or strides.
     #[error("bad tensor view: {0}")]
     BadView(String),
+    /// The GPU is not one of tilec's targets, or lacks what the kernel needs.
     #[error("unsupported device: {0}")]
     Unsupported(String),
     /// A graph that cannot be captured, updated or replayed as asked ([`graph`]).
@@ -57,7 +84,9 @@ fn drv(e: impl std::fmt::Debug) -> RuntimeError {
 /// A tensor argument as the validator sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorDesc {
+    /// The element type.
     pub dtype: DType,
+    /// Extents, outermost first.
     pub shape: Vec<i64>,
     /// In elements.
     pub strides: Vec<i64>,
@@ -85,20 +114,28 @@ impl TensorDesc {
 /// A launch argument.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ArgDesc {
+    /// A tensor, by its descriptor.
     Tensor(TensorDesc),
+    /// An `i32` scalar.
     I32(i32),
+    /// An `i64` scalar.
     I64(i64),
+    /// An `f32` scalar.
     F32(f32),
 }
 
 /// A validated launch: grid and the raw parameter words in ABI order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaunchPlan {
+    /// Blocks along x, y and z.
     pub grid: [u32; 3],
+    /// Threads a block.
     pub block: u32,
+    /// Static plus dynamic shared memory a block, in bytes.
     pub shared_bytes: u32,
     /// What the launch passes as dynamic shared memory ([`Signature::dynamic_shared_bytes`]).
     pub dynamic_shared_bytes: u32,
+    /// The parameter words, in the kernel's parameter order.
     pub words: Vec<Word>,
     /// True when the grid is empty (a zero-sized tensor): nothing to launch.
     pub empty: bool,
@@ -107,9 +144,13 @@ pub struct LaunchPlan {
 /// One kernel parameter word.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Word {
+    /// A device address.
     U64(u64),
+    /// An `i64` scalar.
     I64(i64),
+    /// An `i32` scalar.
     I32(i32),
+    /// An `f32` scalar.
     F32(f32),
     /// A 128-byte tensor map, encoded at launch from this request.
     TensorMap(TensorMapRequest),
@@ -118,13 +159,17 @@ pub enum Word {
 /// What `cuTensorMapEncodeTiled` needs for one tensor map (dims innermost first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TensorMapRequest {
+    /// The element type.
     pub dtype: DType,
+    /// Dimensions of the tensor map (1 to 5).
     pub rank: usize,
+    /// Device address of element 0.
     pub addr: u64,
     /// Extents, innermost first.
     pub dims: [u64; 5],
     /// Byte strides of dims 1..rank (dim 0 is contiguous).
     pub strides: [u64; 4],
+    /// The box (the tile one TMA copy moves), innermost first.
     pub box_dims: [u32; 5],
     /// Shared-memory swizzle in bytes: 32, 64 or 128.
     pub swizzle: u32,
@@ -482,9 +527,13 @@ pub fn driver_available() -> Result<(), RuntimeError> {
 
 /// An open GPU.
 pub struct Device {
+    /// The CUDA context (the device's primary context).
     pub ctx: Arc<CudaContext>,
+    /// The stream tilec launches on.
     pub stream: Arc<CudaStream>,
+    /// The device's name, as the driver gives it.
     pub name: String,
+    /// Compute capability (major, minor).
     pub cc: (i32, i32),
     /// Launch the kernels that wait for the grid before them ([`Signature::grid_dependency`])
     /// with programmatic stream serialization. Off unless `TILEC_PDL=1`: measured on the H200
@@ -502,9 +551,13 @@ impl std::fmt::Debug for Device {
 
 /// A device buffer holding a tensor.
 pub struct DeviceTensor {
+    /// The device memory.
     pub buf: CudaSlice<u8>,
+    /// The element type.
     pub dtype: DType,
+    /// Extents, outermost first.
     pub shape: Vec<i64>,
+    /// In elements.
     pub strides: Vec<i64>,
 }
 
@@ -521,9 +574,11 @@ impl std::fmt::Debug for DeviceTensor {
 #[derive(Clone, Debug)]
 pub struct TensorView<'a> {
     base: &'a DeviceTensor,
+    /// The element type.
     pub dtype: DType,
     /// In elements from the start of the buffer.
     pub offset: i64,
+    /// Extents, outermost first.
     pub shape: Vec<i64>,
     /// In elements.
     pub strides: Vec<i64>,
@@ -569,7 +624,9 @@ fn tensor_bytes(dtype: DType, shape: &[i64]) -> Option<usize> {
 /// A kernel loaded on a device.
 #[derive(Debug)]
 pub struct Kernel {
+    /// The loaded function.
     pub func: CudaFunction,
+    /// The kernel's ABI: parameters, grid, block, shared memory.
     pub signature: Signature,
     /// A persistent kernel's blocks along x at most: as many as the device holds at once
     /// (SMs × the blocks of it one SM fits, by the driver's occupancy calculator).
@@ -577,6 +634,7 @@ pub struct Kernel {
 }
 
 impl Device {
+    /// Opens GPU `ordinal` (its primary context and a new stream); [`RuntimeError::NoDriver`] without a driver.
     pub fn open(ordinal: usize) -> Result<Device, RuntimeError> {
         driver_available()?;
         let ctx = CudaContext::new(ordinal).map_err(drv)?;
@@ -606,6 +664,7 @@ impl Device {
         })
     }
 
+    /// Loads PTX (JIT-assembled by the driver for this device) and checks the signature's needs (shared memory, target) against the device.
     pub fn load(&self, ptx: &str, signature: Signature) -> Result<Kernel, RuntimeError> {
         let target = self.target()?;
         if signature.target != target.name {
@@ -653,6 +712,7 @@ impl Device {
         Ok(k)
     }
 
+    /// Copies a host tensor to a new device buffer.
     pub fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, RuntimeError> {
         let buf = if t.data.is_empty() { self.stream.alloc_zeros::<u8>(16) } else { self.stream.clone_htod(&t.data) }
             .map_err(drv)?;
@@ -681,11 +741,13 @@ impl Device {
         Ok(DeviceTensor { buf, dtype, shape: shape.to_vec(), strides: host::contiguous_strides(shape) })
     }
 
+    /// Copies a device tensor back to the host (waits for the stream).
     pub fn download(&self, t: &DeviceTensor) -> Result<HostTensor, RuntimeError> {
         let data = self.stream.clone_dtoh(&t.buf).map_err(drv)?;
         Ok(HostTensor { dtype: t.dtype, shape: t.shape.clone(), strides: t.strides.clone(), data })
     }
 
+    /// The descriptor the validator reads for a whole tensor.
     pub fn desc(&self, t: &DeviceTensor) -> TensorDesc {
         let (addr, _sync) = t.buf.device_ptr(&self.stream);
         TensorDesc {
@@ -724,8 +786,21 @@ impl Device {
         self.launch_plan(k, &plan)
     }
 
+    /// Launches an already validated plan on the device's stream.
     pub fn launch_plan(&self, k: &Kernel, plan: &LaunchPlan) -> Result<(), RuntimeError> {
         launch_on(&self.stream, k, plan, self.programmatic_launch)
+    }
+
+    /// Validates and launches on a stream another library made in this device's context (a
+    /// PyTorch stream), so that the kernel is ordered with that library's work on it.
+    ///
+    /// # Safety
+    /// `stream` is null (the legacy default stream) or a live stream of this device's
+    /// context ([`Device::ctx`], the device's primary context), alive until the call returns.
+    pub unsafe fn launch_on_stream(&self, k: &Kernel, args: &[ArgDesc], stream: RawStream) -> Result<(), RuntimeError> {
+        let plan = validate(&k.signature, args, None)?;
+        // SAFETY: the caller's contract.
+        unsafe { launch_raw(&self.ctx, stream, k, &plan, self.programmatic_launch) }
     }
 
     /// Starts capturing launches into a CUDA graph (see [`graph`]).
@@ -733,6 +808,7 @@ impl Device {
         graph::Capture::begin(&self.stream, self.programmatic_launch)
     }
 
+    /// Waits for everything queued on the device's stream.
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
         self.stream.synchronize().map_err(drv)
     }
@@ -768,6 +844,7 @@ impl Device {
         self.stream.alloc_zeros::<u8>(bytes).map_err(drv)
     }
 
+    /// Zeroes the L2-flushing scratch buffer (between timed runs).
     pub fn flush(&self, scratch: &mut CudaSlice<u8>) -> Result<(), RuntimeError> {
         self.stream.memset_zeros(scratch).map_err(drv)
     }
@@ -836,6 +913,22 @@ impl ParamValue {
 /// programmatic stream serialization: it may start launching while that grid finishes (in a
 /// captured graph, a programmatic edge).
 fn launch_on(stream: &Arc<CudaStream>, k: &Kernel, plan: &LaunchPlan, programmatic: bool) -> Result<(), RuntimeError> {
+    // SAFETY: a stream cudarc made in its own context, alive while `stream` is.
+    unsafe { launch_raw(stream.context(), stream.cu_stream(), k, plan, programmatic) }
+}
+
+/// [`launch_on`] on a raw stream handle of `ctx`.
+///
+/// # Safety
+/// `hstream` is null (the legacy default stream) or a stream of `ctx` that stays alive until
+/// the call returns.
+unsafe fn launch_raw(
+    ctx: &Arc<CudaContext>,
+    hstream: RawStream,
+    k: &Kernel,
+    plan: &LaunchPlan,
+    programmatic: bool,
+) -> Result<(), RuntimeError> {
     use cudarc::driver::sys;
     if plan.empty {
         return Ok(());
@@ -861,11 +954,11 @@ fn launch_on(stream: &Arc<CudaStream>, k: &Kernel, plan: &LaunchPlan, programmat
         // Kernels over the static limit declare their shared memory dynamic; an emulating
         // kernel's padding is dynamic too.
         sharedMemBytes: plan.dynamic_shared_bytes,
-        hStream: stream.cu_stream(),
+        hStream: hstream,
         attrs: attrs.as_mut_ptr(),
         numAttrs: u32::from(programmatic && k.signature.grid_dependency),
     };
-    stream.context().bind_to_thread().map_err(drv)?;
+    ctx.bind_to_thread().map_err(drv)?;
     // SAFETY: `validate` checked every argument against the kernel's ABI: the values are in
     // ABI order with ABI types, and every tensor's addressed range is in its buffer; the
     // function is alive (`k` owns its module); the driver copies the values before returning.
@@ -875,6 +968,7 @@ fn launch_on(stream: &Arc<CudaStream>, k: &Kernel, plan: &LaunchPlan, programmat
         .map_err(drv)
 }
 
+/// The median of `v` (the upper of the two middle values for an even count; NaN for none).
 pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));

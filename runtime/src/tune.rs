@@ -59,17 +59,30 @@ pub fn dominates(c: &Config, failed: &Config) -> bool {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
-    /// Timed: the robust median (see [`robust_median`]) and every sample, in ms.
-    Timed { median_ms: f64, samples: usize },
+    /// Timed: the robust median (see [`robust_median`]) and how many samples, in ms.
+    Timed {
+        /// The robust median, in ms.
+        median_ms: f64,
+        /// The samples taken.
+        samples: usize,
+    },
     /// Did not get to timing: `stage` (`frontend`, `require`, `feasibility` — the compiler's
     /// shared-memory and occupancy checks against the target, run through the lowering only,
     /// before LLVM and ptxas —, `pruned` — it dominates a configuration that failed those
     /// checks (see [`dominates`]) and was not compiled —, `compile`, `resources` — not one
     /// block fits an SM by the driver's occupancy calculator, checked before launching —,
     /// `launch`) and the reason: the constraint the space learned.
-    Failed { stage: String, reason: String },
+    Failed {
+        /// Where it stopped.
+        stage: String,
+        /// Why, as the compiler, the runtime or the driver said it.
+        reason: String,
+    },
     /// Ran, but its outputs differ from the first configuration's (relative L2 error).
-    Mismatch { rel_l2: f64 },
+    Mismatch {
+        /// Its outputs' relative L2 error against the first configuration's.
+        rel_l2: f64,
+    },
 }
 
 /// The median of the samples after the slowest tenth is dropped (interference: a clock
@@ -115,13 +128,17 @@ pub struct Record {
     pub key: CacheKey,
     /// The winning configuration.
     pub best: Config,
+    /// The best configuration's robust median, in ms.
     pub best_ms: f64,
     /// Every configuration tried, with what happened.
     pub results: Vec<(Config, Outcome)>,
-    /// Provenance: device, tilec version, when (seconds since the Unix epoch), the shapes.
+    /// Provenance: the device it was timed on.
     pub device: String,
+    /// The tilec version that timed it.
     pub tilec_version: String,
+    /// When, in seconds since the Unix epoch.
     pub unix_time: u64,
+    /// The shapes it was timed on (the bucket's representative).
     pub shapes: String,
 }
 

@@ -4,7 +4,7 @@
 //! file, how a [`Case`] (dtype, dims, extra constants) becomes compile-time constants and
 //! launch arguments, which arguments are outputs (and which must match bit for bit), the
 //! plain-Rust reference, the tolerance, the bytes and FLOPs a benchmark counts, and how the
-//! case names itself to the peers of `../shared/bench/anchors.py`. Two executors read the same
+//! case names itself to the peers of `bench/peers.py`. Two executors read the same
 //! specs: the CPU interpreter ([`run_on_interp`], CI's numerics tests, on the small
 //! `interp_cases`) and the GPU harness of the `tilec` CLI (`tilec check` on `gpu_cases`,
 //! `tilec bench` on `bench_cases`). So a case, its reference and its tolerance are written

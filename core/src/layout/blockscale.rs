@@ -21,7 +21,7 @@
 //! byte-id on (K block j of the instruction in byte byte-id + j), so 2X takes byte-id 0 or 2
 //! and 4X byte-id 0. The lane map was probed on sm_120 hardware by a public MXFP8 kernel
 //! (it agrees with CUTLASS's sm_120 scale-factor layouts); the byte order within a register
-//! is the ISA's. Nothing here has run on an sm_121 GPU: [`tests`] check the lowering's
+//! is the ISA's. Nothing here has run on an sm_121 GPU: the `tests` check the lowering's
 //! placement against this model of the instruction and the interpreter's definition of the
 //! product, which is all that can be checked without one.
 

@@ -679,7 +679,7 @@ fn decode_gs(c: &Case, hq: i64, hkv: i64) -> i64 {
 }
 
 /// Issue 30's decode points, (B, L): B = 1, 4, 16, 64 by L = 1k, 4k, 16k, 32k, every sequence
-/// at the full length (bench/peers_tc.py's DECODE_POINTS and MLA_POINTS are the same list);
+/// at the full length (bench/peers.py's DECODE_POINTS and MLA_POINTS are the same list);
 /// `quick`: B1 and B16 at 4k.
 fn decode_points(quick: bool) -> Vec<(i64, i64)> {
     if quick {
@@ -715,7 +715,7 @@ pub const DECODE_GROUPED: Spec = Spec {
             Case::new(DType::F16, &[4, 28, 4, 2000, 128, 1]),
         ]
     },
-    // The peers' workload (bench/peers_tc.py's DECODE_POINTS): every sequence at the full
+    // The peers' workload (bench/peers.py's DECODE_POINTS): every sequence at the full
     // length, B = 1, 4, 16, 64 by L = 1k, 4k, 16k, 32k.
     bench_cases: |quick| {
         let mut v = vec![];
@@ -976,7 +976,7 @@ pub const MLA_DECODE: Spec = Spec {
         [_, _, _, _, _] | [_, _, _, _, _, _] => Ok(Case::new(dtype, dims).full_lengths()),
         _ => Err(format!("mla_decode takes BxHxSxDCxDR (and the workspace's splits P), not {dims:?}")),
     },
-    // bench/peers_tc.py's SDPA over the latent cache, at the same points.
+    // bench/peers.py's SDPA over the latent cache, at the same points.
     peer_config: |c| {
         let [b, h, l, dc, dr, _] = decode_dims(c)?;
         Some(format!("B{b} H{h} L{l} DC{dc} DR{dr} f16"))

@@ -1,0 +1,4 @@
+"""`python -m tilec …` is the `tilec` command line."""
+from . import main
+
+main()
