@@ -2,9 +2,9 @@
 """The `tilec` Python package on a GPU: the memory-bound kernels of the library and FMHA
 launched on PyTorch tensors, each compared with PyTorch on ragged shapes, in f16 and bf16
 where the kernel takes both; non-contiguous views, streams, the validation of a real launch,
-and every `python` block of docs/python.md. Not run from here: the microscaling quantisers
-(quant_fp4, quant_mxfp8: torch has no reference for ue8m0/ue4m3 rounding as the kernels do
-it; `tilec check` compares them bit for bit with the interpreter). Run from the repository root by
+and every `python` block of docs/python.md. Not run from here: `quant_fp4` (torch has no fp4
+or ue4m3 conversions to compare with; `tilec check` compares it bit for bit with the
+interpreter). Run from the repository root by
 tests/gpu/run.sh (PYTHONPATH holding the built package); prints one line a case, exits 1 on
 any failure.
 """
@@ -293,6 +293,61 @@ def epilogues_quantisers_moe_decode():
         close(f"decode attention GQA 28/4 at length {n}", out[bi], want, 5e-3)
 
 
+def mxfp8_paged_mla():
+    """MXFP8 quantisation (ue8m0 factors: the OCP MX rule), paged decode attention over
+    scattered pages, and MLA decode over the latent cache (DeepSeek-V2-Lite's shapes)."""
+    x = randn(40, 256, dtype=torch.bfloat16)
+    q8 = torch.empty(40, 256, device=DEV, dtype=torch.float8_e4m3fn)
+    sf = torch.empty(40, 8, device=DEV, dtype=torch.float8_e8m0fnu)
+    kernel("quant_mxfp8", "quant_mx")(x, q8, sf)
+    blocks = x.float().view(40, 8, 32)
+    amax = blocks.abs().amax(2)
+    _, exponent = torch.frexp(amax / 256.0)  # amax/256 = m·2^e, m in [0.5, 1): floor(log2) = e - 1
+    want_sf = (exponent - 1 + 127).to(torch.uint8)
+    exact("quant_mxfp8: ue8m0 factors 2^floor(log2(amax/256))", sf.view(torch.uint8), want_sf)
+    scale = torch.ldexp(torch.ones_like(amax), exponent - 1)
+    want_q = (blocks / scale[:, :, None]).clamp(-448, 448).view(40, 256).to(torch.float8_e4m3fn)
+    exact("quant_mxfp8: e4m3 elements, saturating", q8.view(torch.uint8), want_q.view(torch.uint8))
+
+    b, hq, hkv, d, page, maxp = 3, 28, 4, 128, 16, 20
+    lens = [300, 1, 0]
+    pages = 70
+    kc, vc = randn(pages, page, hkv, d), randn(pages, page, hkv, d)
+    tables = torch.randperm(pages, device=DEV)[: b * maxp].view(b, maxp).to(torch.int32)
+    q = randn(b, hq, d)
+    out = torch.empty(b, hq, d, device=DEV, dtype=torch.float16)
+    o_part = torch.empty(b, hkv, 32, 8, d, device=DEV)
+    stats = torch.empty(b, hkv, 32, 2, 8, device=DEV)
+    count = torch.zeros(b, hkv, device=DEV, dtype=torch.int32)
+    kernel("paged_attention_decode", G=7)(q, kc, vc, tables, torch.tensor(lens, device=DEV, dtype=torch.int32), out,
+                                          o_part, stats, count, 1.0 / math.sqrt(d))
+    for bi, n in enumerate(lens):
+        if n == 0:
+            exact("paged decode: a sequence of length 0 gives zeros", out[bi], torch.zeros_like(out[bi]))
+            continue
+        rows = tables[bi].long()
+        keys = kc[rows].reshape(maxp * page, hkv, d)[:n].transpose(0, 1).float()
+        values = vc[rows].reshape(maxp * page, hkv, d)[:n].transpose(0, 1).float()
+        want = torch.nn.functional.scaled_dot_product_attention(q[bi, :, None].float(), keys, values,
+                                                                enable_gqa=True)[:, 0]
+        close(f"paged decode over scattered pages, length {n}", out[bi], want, 5e-3)
+
+    b, nh, length, dc, dr = 2, 16, 700, 512, 64
+    ql, qr = randn(b, nh, dc), randn(b, nh, dr)
+    lat, rope_part = randn(b, length, dc), randn(b, length, dr)
+    lens = torch.tensor([700, 33], device=DEV, dtype=torch.int32)
+    out = torch.empty(b, nh, dc, device=DEV, dtype=torch.float16)
+    o_part = torch.empty(264, 16, dc, device=DEV)
+    stats = torch.empty(264, 2, 16, device=DEV)
+    count = torch.zeros(b, 1, 9, device=DEV, dtype=torch.int32)
+    scale = 1.0 / math.sqrt(dc + dr)
+    kernel("mla_decode")(ql, qr, lat, rope_part, lens, out, o_part, stats, count, scale)
+    for bi, n in enumerate(lens.tolist()):
+        scores = (ql[bi].float() @ lat[bi, :n].float().t() + qr[bi].float() @ rope_part[bi, :n].float().t()) * scale
+        want = torch.softmax(scores, -1) @ lat[bi, :n].float()
+        close(f"MLA decode over the latent cache, length {n}", out[bi], want, 5e-3)
+
+
 def fmha():
     for causal in (False, True):
         for d in (64, 128):
@@ -376,6 +431,7 @@ def main():
     memory_bound()
     more_memory_bound()
     epilogues_quantisers_moe_decode()
+    mxfp8_paged_mla()
     fmha()
     views_streams_errors()
     docs_blocks()
