@@ -148,6 +148,13 @@ fn descs(params: &[ParamSig], args: &[PyArg]) -> PyResult<Vec<ArgDesc>> {
         .collect()
 }
 
+/// A launch argument owned for the length of a launch: the tensors' descriptors, which the
+/// JIT's `Arg`s borrow, and the scalars.
+enum Slot {
+    Tensor(External),
+    Scalar(Arg<'static>),
+}
+
 /// A kernel of a `.tile` source with its constants and switches, compiled on first use for
 /// each device and specialisation (the JIT's cache, shared with the `tilec` command line).
 #[pyclass(frozen, module = "tilec._tilec")]
@@ -266,25 +273,23 @@ impl Kernel {
         let spec = self.spec.clone();
         let (info, bound) = py
             .detach(move || {
-                let external: Vec<Option<External>> = descs
+                let slots: Vec<Slot> = descs
                     .iter()
                     .map(|d| match d {
                         // SAFETY: the Python half describes a CUDA tensor of this device from its own
                         // fields (address, extents, strides, the bytes they span); the caller keeps
                         // the tensor alive across the launch, as any PyTorch kernel call does.
-                        ArgDesc::Tensor(t) => Some(unsafe { External::new(t.clone()) }),
-                        _ => None,
+                        ArgDesc::Tensor(t) => Slot::Tensor(unsafe { External::new(t.clone()) }),
+                        ArgDesc::I32(v) => Slot::Scalar(Arg::I32(*v)),
+                        ArgDesc::I64(v) => Slot::Scalar(Arg::I64(*v)),
+                        ArgDesc::F32(v) => Slot::Scalar(Arg::F32(*v)),
                     })
                     .collect();
-                let args: Vec<Arg<'_>> = descs
+                let args: Vec<Arg<'_>> = slots
                     .iter()
-                    .zip(&external)
-                    .map(|(d, e)| match (d, e) {
-                        (_, Some(e)) => Arg::External(e),
-                        (ArgDesc::I32(v), _) => Arg::I32(*v),
-                        (ArgDesc::I64(v), _) => Arg::I64(*v),
-                        (ArgDesc::F32(v), _) => Arg::F32(*v),
-                        (ArgDesc::Tensor(_), None) => unreachable!("every tensor has its External"),
+                    .map(|s| match s {
+                        Slot::Tensor(e) => Arg::External(e),
+                        Slot::Scalar(a) => *a,
                     })
                     .collect();
                 let bound = match known {
