@@ -2,9 +2,8 @@
 """The `tilec` Python package on a GPU: the memory-bound kernels of the library and FMHA
 launched on PyTorch tensors, each compared with PyTorch on ragged shapes, in f16 and bf16
 where the kernel takes both; non-contiguous views, streams, the validation of a real launch,
-and every `python` block of docs/python.md. Not run from here: `quant_fp4` (torch has no fp4
-or ue4m3 conversions to compare with; `tilec check` compares it bit for bit with the
-interpreter). Run from the repository root by
+and every `python` block of docs/python.md (`quant_fp4` in its MXFP4 form: NVFP4's ue4m3
+factors have no torch dtype to pass). Run from the repository root by
 tests/gpu/run.sh (PYTHONPATH holding the built package); prints one line a case, exits 1 on
 any failure.
 """
@@ -294,7 +293,7 @@ def epilogues_quantisers_moe_decode():
 
 
 def mxfp8_paged_mla():
-    """MXFP8 quantisation (ue8m0 factors: the OCP MX rule), paged decode attention over
+    """MXFP8 and MXFP4 quantisation (ue8m0 factors: the OCP MX rule), paged decode attention over
     scattered pages, and MLA decode over the latent cache (DeepSeek-V2-Lite's shapes)."""
     x = randn(40, 256, dtype=torch.bfloat16)
     q8 = torch.empty(40, 256, device=DEV, dtype=torch.float8_e4m3fn)
@@ -308,6 +307,24 @@ def mxfp8_paged_mla():
     scale = torch.ldexp(torch.ones_like(amax), exponent - 1)
     want_q = (blocks / scale[:, :, None]).clamp(-448, 448).view(40, 256).to(torch.float8_e4m3fn)
     exact("quant_mxfp8: e4m3 elements, saturating", q8.view(torch.uint8), want_q.view(torch.uint8))
+
+    # MXFP4 through quant_fp4 (ue8m0 factors, blocks of 32, DIV 4): the elements rounded to
+    # FP4 E2M1 (nearest, ties to the even encoding, saturating to 6, the sign kept: a small
+    # negative value is -0), element 2i in the low nibble. NVFP4's ue4m3 factors have no torch dtype to pass from Python.
+    x = randn(24, 256, dtype=torch.bfloat16)
+    q4 = torch.empty(24, 128, device=DEV, dtype=torch.float4_e2m1fn_x2)
+    sf4 = torch.empty(24, 8, device=DEV, dtype=torch.float8_e8m0fnu)
+    kernel("quant_fp4", "quant_mx", SF="ue8m0", BLOCK=32, DIV=4.0)(x.view(24, 128, 2), q4, sf4, 1.0)
+    blocks = x.float().view(24, 8, 32)
+    _, exponent = torch.frexp(blocks.abs().amax(2) / 4.0)
+    exact("quant_fp4 (MXFP4): ue8m0 factors", sf4.view(torch.uint8), (exponent - 1 + 127).to(torch.uint8))
+    scaled = (blocks / torch.ldexp(torch.ones_like(blocks[:, :, :1]), exponent[:, :, None] - 1)).view(24, 256)
+    grid = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], device=DEV)
+    distance = (scaled.abs().clamp(max=6.0)[:, :, None] - grid).abs()
+    code = (distance + (torch.arange(8, device=DEV) % 2) * 1e-6).argmin(-1)  # ties to the even code
+    nibble = torch.where(scaled < 0, code + 8, code).to(torch.uint8)  # a negative zero keeps its sign
+    want = nibble[:, 0::2] | (nibble[:, 1::2] << 4)
+    exact("quant_fp4 (MXFP4): packed E2M1 pairs", q4.view(torch.uint8), want)
 
     b, hq, hkv, d, page, maxp = 3, 28, 4, 128, 16, 20
     lens = [300, 1, 0]
