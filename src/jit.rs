@@ -352,15 +352,10 @@ impl Jit {
         args: &[Arg<'_>],
         stream: tilec_runtime::RawStream,
     ) -> Result<LaunchInfo, JitError> {
-        if self.recording().is_some() {
-            return Err(JitError::Launch(RuntimeError::Graph(
-                "a launch on another stream while a graph is recorded on the device's".into(),
-            )));
-        }
         let descs = self.descs(args);
         let bound = self.bind_descs(spec, args, &descs)?;
         // SAFETY: the caller's contract.
-        unsafe { self.device.launch_on_stream(&bound.kernel, &descs, stream)? };
+        unsafe { self.issue_on_stream(&bound.kernel, &descs, stream)? };
         Ok(bound.info)
     }
 
@@ -375,15 +370,30 @@ impl Jit {
         args: &[Arg<'_>],
         stream: tilec_runtime::RawStream,
     ) -> Result<(), JitError> {
+        let descs = self.descs(args);
+        self.check_binding(bound, &descs)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.issue_on_stream(&bound.kernel, &descs, stream) }
+    }
+
+    /// [`Jit::issue`] for another library's stream: launches there, or refuses while a graph
+    /// is being recorded (the launch would escape it).
+    ///
+    /// # Safety
+    /// As [`Jit::launch_on_stream`].
+    unsafe fn issue_on_stream(
+        &self,
+        kernel: &Kernel,
+        descs: &[ArgDesc],
+        stream: tilec_runtime::RawStream,
+    ) -> Result<(), JitError> {
         if self.recording().is_some() {
             return Err(JitError::Launch(RuntimeError::Graph(
                 "a launch on another stream while a graph is recorded on the device's".into(),
             )));
         }
-        let descs = self.descs(args);
-        self.check_binding(bound, &descs)?;
         // SAFETY: the caller's contract.
-        unsafe { self.device.launch_on_stream(&bound.kernel, &descs, stream)? };
+        unsafe { self.device.launch_on_stream(kernel, descs, stream)? };
         Ok(())
     }
 
