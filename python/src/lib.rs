@@ -13,7 +13,8 @@
 //! Nothing panics on bad input; the GIL is released while compiling and launching.
 //!
 //! [`Kernel::compile`] and [`Kernel::check`] need no GPU: the PTX and metadata for a target,
-//! and the validation of a launch (its grid) against a target's compile. [`main`] is the whole
+//! and the validation of a launch (its grid) against a target's compile — both through the
+//! compilation cache, as `tilec compile` is. [`main`] is the whole
 //! `tilec` command line, so that the wheel carries the CLI as well.
 
 use pyo3::create_exception;
@@ -63,6 +64,23 @@ struct SharedJit(Jit);
 unsafe impl Send for SharedJit {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for SharedJit {}
+
+/// The compilation cache of the compiles without a device (`compile`, `check`), for the
+/// life of the process: the folder the command line and the JIT use, and a memory layer.
+fn cache() -> &'static Cache {
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    CACHE.get_or_init(Cache::from_env)
+}
+
+/// Compiles through [`cache`], as `tilec compile` does; a cache folder that cannot be
+/// written is said once on stderr, as the JIT says it.
+fn compile_cached(source: &tilec::Source, opts: &CompileOptions) -> PyResult<Arc<tilec_runtime::cache::Entry>> {
+    let c = tilec::compile_cached(source, opts, cache()).map_err(|e| CompileError::new_err(e.render()))?;
+    if let Some(w) = &c.warning {
+        eprintln!("tilec: warning: {w}");
+    }
+    Ok(c.entry)
+}
 
 /// One JIT per device ordinal, for the life of the process (modules stay loaded).
 fn jit_for(device: usize) -> PyResult<Arc<SharedJit>> {
@@ -229,12 +247,13 @@ impl Kernel {
         Ok(Kernel { spec, params: Mutex::new(BTreeMap::new()), bound: Mutex::new(BTreeMap::new()) })
     }
 
-    /// The PTX and the metadata JSON (`docs/abi.md`) for `arch`, compiled here (no GPU).
+    /// The PTX and the metadata JSON (`docs/abi.md`) for `arch`, compiled here (no GPU) or
+    /// found in the cache.
     fn compile(&self, py: Python<'_>, arch: &str) -> PyResult<(String, String)> {
-        let spec = self.spec.clone();
-        let c = py.detach(move || spec.compile_for(arch)).map_err(|e| CompileError::new_err(e.render()))?;
-        let artifact = c.artifact();
-        Ok((artifact.ptx.clone(), artifact.metadata_json()))
+        let source = self.spec.source().clone();
+        let opts = CompileOptions { arch: arch.to_string(), ..self.spec.compile_options().clone() };
+        let entry = py.detach(move || compile_cached(&source, &opts))?;
+        Ok((entry.artifact.ptx.clone(), entry.artifact.metadata_json()))
     }
 
     /// Validates a launch with `args` against the kernel compiled for `arch` (no GPU), with
@@ -246,10 +265,9 @@ impl Kernel {
         let unaligned = tilec::jit::specialisation(&params, &descs);
         let source = self.spec.source().clone();
         let opts = CompileOptions { arch: arch.to_string(), unaligned, ..self.spec.compile_options().clone() };
-        let compiled =
-            py.detach(move || tilec::compile(&source, &opts)).map_err(|e| CompileError::new_err(e.render()))?;
-        let plan =
-            tilec_runtime::validate(&compiled.signature, &descs, None).map_err(|e| jit_error(JitError::Launch(e)))?;
+        let entry = py.detach(move || compile_cached(&source, &opts))?;
+        let plan = tilec_runtime::validate(&entry.artifact.signature, &descs, None)
+            .map_err(|e| jit_error(JitError::Launch(e)))?;
         Ok((plan.grid[0], plan.grid[1], plan.grid[2]))
     }
 

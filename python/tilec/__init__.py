@@ -149,7 +149,8 @@ class Kernel:
         return self._k.launch(described, device, int(stream))
 
     def compile(self, arch):
-        """The PTX and metadata for `arch` (`sm_90a`, `sm_103a`, `sm_121a`); no GPU needed."""
+        """The PTX and metadata for `arch` (`sm_90a`, `sm_103a`, `sm_121a`), through the
+        compilation cache as `tilec compile`; no GPU needed."""
         return Compiled(*self._k.compile(arch))
 
     def check(self, *args, arch="sm_90a"):
