@@ -525,6 +525,11 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     Ok(())
 }
 
+/// The driver entry of `tile-mma-overlap`.
+pub(crate) fn run_tile_mma_overlap(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    in_place(d, step, Level::TileGpu, |f| Ok(crate::tile_mma_overlap::run(f).lines))
+}
+
 /// The driver entry of `tile-warp-specialize`.
 pub(crate) fn run_tile_warp_specialize(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     in_place(d, step, Level::TileGpu, |f| {

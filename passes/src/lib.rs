@@ -15,6 +15,7 @@ pub mod tile_persistent;
 pub mod tile_pipeline;
 pub mod tile_swizzle;
 pub mod tile_to_llvm;
+pub mod tile_mma_overlap;
 pub mod tile_warp_specialize;
 
 use tilec_core::target::Arch;
@@ -284,6 +285,13 @@ pub const PASSES: &[PassInfo] = &[
         run: driver::run_tile_warp_specialize,
     },
     PassInfo {
+        name: "tile-mma-overlap",
+        produces: Stage::Tilegpu,
+        doc: "leave a warpgroup product in flight until its result is first read where another product is issued before that (FlashAttention-3's intra-warpgroup overlap); its rings' stage releases follow the wait",
+        options: &[],
+        run: driver::run_tile_mma_overlap,
+    },
+    PassInfo {
         name: "tile-to-llvm",
         produces: Stage::Nvgpu,
         doc: "lower a laid-out kernel to llvm/nvvm (vector loads, shuffles, shared-memory reductions) and upstream nvgpu (ldmatrix, mma.sync, async copies)",
@@ -372,7 +380,7 @@ pub struct PipelineConfig {
 pub const REQUIRED: [&str; 2] = ["tile-layout", "tile-to-llvm"];
 
 /// The tilec passes of the default pipeline, in order.
-pub const DEFAULT_PASSES: [&str; 9] = [
+pub const DEFAULT_PASSES: [&str; 10] = [
     "tile-load-order",
     "tile-approx-math",
     "tile-persistent",
@@ -381,6 +389,7 @@ pub const DEFAULT_PASSES: [&str; 9] = [
     "tile-swizzle",
     "tile-pipeline",
     "tile-warp-specialize",
+    "tile-mma-overlap",
     "tile-to-llvm",
 ];
 

@@ -36,7 +36,10 @@
 //! last from the last product to after the loop. One warpgroup's softmax then runs while the
 //! other's products do, instead of every warpgroup reaching the tensor cores at once. Turns
 //! are named barriers (`bar.sync`/`bar.arrive 2 + g, 256`) between neighbouring
-//! warpgroups; no consumer-wide barrier may fall inside a turn (the lowering refuses it).
+//! warpgroups; no consumer-wide barrier may fall inside a turn (the lowering refuses it). A
+//! loop whose products are issued back to back (FlashAttention-3's intra-warpgroup order,
+//! nothing computed between them) gets no turns: `tile-mma-overlap` overlaps its softmax with
+//! the products inside each warpgroup, which measured better alone than with turns.
 //!
 //! Guarantees: the kernel's results are those of the unspecialized pipelined kernel; the
 //! copies of a stage are issued after its previous readers released it and waited for before
@@ -439,6 +442,16 @@ fn ping_pong(func: &mut Func) -> Result<String, String> {
         });
     };
     let turn = |begin, last| Op { kind: OpKind::Turn { begin, last }, result: None, span: None };
+    // Products issued back to back (FlashAttention-3's overlapped order: `Q·K_jᵀ` then
+    // `P_{j-1}·V_{j-1}`, only their operands' waits and reads between) overlap the softmax
+    // with the second product within the warpgroup (`tile-mma-overlap`); turns around them
+    // ran FMHA D128 at 0.86x of that order without turns on the H100
+    // (bench/results/2026-11-27-h100-fmha-overlap/).
+    if let OpKind::For { body, .. } = &func.ops[i].kind {
+        if body[first + 1..last].iter().all(|o| !computes_tiles(func, o)) {
+            return Err("the loop's products are issued back to back: tile-mma-overlap overlaps the softmax with them within each warpgroup".into());
+        }
+    }
     if let OpKind::For { body, .. } = &mut func.ops[i].kind {
         body.insert(last, turn(true, false));
         body.insert(first + 1, turn(false, false));
@@ -451,6 +464,17 @@ fn ping_pong(func: &mut Func) -> Result<String, String> {
         TURN_BARRIER,
         TURN_BARRIER - 1 + i64::from(func.num_warps / 4)
     ))
+}
+
+/// Whether `op` (or an op of its regions) computes a tile in registers: anything but the
+/// reads of shared operands, products, scalars and the stage bookkeeping.
+fn computes_tiles(func: &Func, op: &Op) -> bool {
+    let mut any = false;
+    walk_ops(std::slice::from_ref(op), &mut |o| {
+        any |= o.result.is_some_and(|r| matches!(func.ty(r), tilec_core::tir::Type::Tile { .. }))
+            && !matches!(o.kind, OpKind::LocalLoad { .. } | OpKind::Mma { .. });
+    });
+    any
 }
 
 /// Runs the pass.

@@ -170,7 +170,8 @@ mod tests {
 #[derive(clap::Args, Debug, Default)]
 pub struct VariantArgs {
     /// Leave an optional pass out of the default pipeline (repeatable): tile-load-order,
-    /// tile-approx-math, tile-persistent, tile-licm, tile-swizzle, tile-pipeline, tile-warp-specialize.
+    /// tile-approx-math, tile-persistent, tile-licm, tile-swizzle, tile-pipeline, tile-warp-specialize,
+    /// tile-mma-overlap.
     #[arg(long = "disable-pass", value_name = "NAME")]
     pub disable_pass: Vec<String>,
     /// Options of a pass of the default pipeline, as a pipeline writes them (repeatable):

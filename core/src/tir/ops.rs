@@ -397,4 +397,81 @@ impl OpKind {
             }
         }
     }
+
+    /// The slots of [`OpKind::operands`], in the same order, to rewrite in place.
+    pub fn operands_mut(&mut self) -> Vec<&mut ValueId> {
+        match self {
+            OpKind::Bid { .. }
+            | OpKind::NumBlocks { .. }
+            | OpKind::NumTiles { .. }
+            | OpKind::ConstInt(_)
+            | OpKind::ConstFloat(_)
+            | OpKind::Arange => vec![],
+            OpKind::Dim { tensor, .. } => vec![tensor],
+            OpKind::Splat(x)
+            | OpKind::Cast(x)
+            | OpKind::Broadcast(x)
+            | OpKind::Reshape(x)
+            | OpKind::Item(x)
+            | OpKind::Unary { value: x, .. }
+            | OpKind::Reduce { value: x, .. }
+            | OpKind::Scan { value: x, .. }
+            | OpKind::ConvertLayout { value: x, .. }
+            | OpKind::LocalAlloc { value: x }
+            | OpKind::LocalLoad { buf: x, .. }
+            | OpKind::MmaWait { value: x, .. }
+            | OpKind::Permute { value: x, .. }
+            | OpKind::Slice { value: x, .. }
+            | OpKind::Sort { value: x, .. } => vec![x],
+            OpKind::Concat { values, .. } => values.iter_mut().collect(),
+            OpKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![a, b],
+            OpKind::Select { cond, a, b } => vec![cond, a, b],
+            OpKind::Fma { a, b, c } => vec![a, b, c],
+            OpKind::Mma { a, b, acc, scales: None } => vec![a, b, acc],
+            OpKind::Mma { a, b, acc, scales: Some((sa, sb)) } => vec![a, sa, b, sb, acc],
+            OpKind::Rand { seed, offsets } => vec![seed, offsets],
+            OpKind::AsyncWait { .. } | OpKind::StagesAlloc | OpKind::Turn { .. } => vec![],
+            OpKind::Stage { buf, index } => vec![buf, index],
+            OpKind::StageWait { ring, slot, phase } | OpKind::StageAcquire { ring, slot, phase } => {
+                vec![ring, slot, phase]
+            }
+            OpKind::StageRelease { ring, slot } => vec![ring, slot],
+            OpKind::AsyncCopy { dst, tensor, index, .. } => {
+                dst.iter_mut().chain(std::iter::once(tensor)).chain(index.iter_mut()).collect()
+            }
+            OpKind::Load { tensor, index, .. }
+            | OpKind::Gather { tensor, index, .. }
+            | OpKind::Element { tensor, index } => std::iter::once(tensor).chain(index.iter_mut()).collect(),
+            OpKind::Store { tensor, index, tile, mask } => std::iter::once(tensor)
+                .chain(index.iter_mut())
+                .chain(std::iter::once(tile))
+                .chain(mask.iter_mut())
+                .collect(),
+            OpKind::Scatter { tensor, index, tile } => {
+                std::iter::once(tensor).chain(index.iter_mut()).chain(std::iter::once(tile)).collect()
+            }
+            OpKind::Atomic { tensor, index, tile, cmp, mask, .. } => std::iter::once(tensor)
+                .chain(index.iter_mut())
+                .chain(cmp.iter_mut())
+                .chain([tile, mask])
+                .collect(),
+            OpKind::Print { values, .. } => values.iter_mut().collect(),
+            OpKind::For { lb, ub, step, init, yields, .. } => {
+                [lb, ub, step].into_iter().chain(init.iter_mut()).chain(yields.iter_mut()).collect()
+            }
+            OpKind::If { cond, then_yields, else_yields, .. } => {
+                std::iter::once(cond).chain(then_yields.iter_mut()).chain(else_yields.iter_mut()).collect()
+            }
+        }
+    }
+
+    /// Rewrites every read of `from` in this op's own operands (not its regions' ops) to `to`.
+    pub fn replace_operand(&mut self, from: ValueId, to: ValueId) {
+        for v in self.operands_mut() {
+            if *v == from {
+                *v = to;
+            }
+        }
+    }
 }

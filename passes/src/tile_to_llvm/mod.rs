@@ -324,12 +324,23 @@ fn buffer_live_ends(func: &Func) -> BTreeMap<ValueId, u32> {
                     if let Some((sa, sb)) = scales {
                         read.extend([sa, sb]);
                     }
+                    let mut all = vec![];
                     for x in read {
                         if let Some(bufs) = w.readers.get(x).cloned() {
                             for bf in bufs {
                                 w.uses.push((bf, here, w.loops.clone()));
+                                all.push(bf);
                             }
                         }
+                    }
+                    // A product left in flight reads its buffers until its wait.
+                    if let Some(r) = op.result {
+                        w.readers.insert(r, all);
+                    }
+                }
+                OpKind::MmaWait { value, .. } => {
+                    for bf in w.readers.get(value).cloned().unwrap_or_default() {
+                        w.uses.push((bf, here, w.loops.clone()));
                     }
                 }
                 _ => {}
