@@ -11,11 +11,11 @@ pub mod tile_approx_math;
 pub mod tile_layout;
 pub mod tile_licm;
 pub mod tile_load_order;
+pub mod tile_mma_overlap;
 pub mod tile_persistent;
 pub mod tile_pipeline;
 pub mod tile_swizzle;
 pub mod tile_to_llvm;
-pub mod tile_mma_overlap;
 pub mod tile_warp_specialize;
 
 use tilec_core::target::Arch;

@@ -32,8 +32,9 @@
 //! Options: none.
 
 use std::collections::{BTreeMap, BTreeSet};
-use tilec_core::layout::{Layout, MmaFamily};
 use tilec_core::tir::{walk_ops, Func, Op, OpKind, ValueId};
+
+use crate::tile_warp_specialize::is_wide_wgmma;
 
 /// What the pass did, for `--report`.
 #[derive(Clone, Debug, Default)]
@@ -85,12 +86,6 @@ impl Facts {
     }
 }
 
-fn is_wgmma(func: &Func, op: &Op) -> bool {
-    let (OpKind::Mma { .. }, Some(r)) = (&op.kind, op.result) else { return false };
-    matches!(func.ty(r).layout(), Some(Layout::Mma(m))
-        if m.family == MmaFamily::Wgmma && m.warps_per_cta[0] * m.warps_per_cta[1] == i64::from(func.num_warps))
-}
-
 fn uses(op: &Op, v: ValueId) -> bool {
     let mut found = false;
     walk_ops(std::slice::from_ref(op), &mut |o| found |= o.kind.operands().contains(&v));
@@ -112,7 +107,7 @@ fn list(func: &mut Func, ops: &mut Vec<Op>, yields: &mut [ValueId], facts: &Fact
     }
     let mut i = 0;
     while i < ops.len() {
-        let Some(r) = ops[i].result.filter(|r| is_wgmma(func, &ops[i]) && !facts.waited.contains(r)) else {
+        let Some(r) = ops[i].result.filter(|r| is_wide_wgmma(func, &ops[i]) && !facts.waited.contains(r)) else {
             i += 1;
             continue;
         };
@@ -138,7 +133,7 @@ fn defer(
     let mut newer = 0u32;
     let mut releases = vec![];
     for (k, o) in ops.iter().enumerate().take(u).skip(i + 1) {
-        if is_wgmma(func, o) {
+        if is_wide_wgmma(func, o) {
             newer += 1;
             continue;
         }
@@ -194,8 +189,7 @@ fn bookkeeping(func: &Func, op: &Op) -> bool {
     matches!(
         op.kind,
         OpKind::Turn { .. } | OpKind::StageRelease { .. } | OpKind::StageWait { .. } | OpKind::MmaWait { .. }
-    )
-        || crate::tile_pipeline::pure_scalar(func, op)
+    ) || crate::tile_pipeline::pure_scalar(func, op)
 }
 
 /// Replaces every read of `from` in `op` (and its regions) with `to`.

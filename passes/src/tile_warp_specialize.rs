@@ -394,7 +394,8 @@ pub(crate) const TURN_BARRIER: i64 = 2;
 
 /// Whether `op` is a `wgmma` product over every consumer warp (each warpgroup its own 64-row
 /// blocks).
-fn is_wide_wgmma(func: &Func, op: &Op) -> bool {
+/// A `wgmma` product over every warp of the kernel.
+pub(crate) fn is_wide_wgmma(func: &Func, op: &Op) -> bool {
     let (OpKind::Mma { .. }, Some(r)) = (&op.kind, op.result) else { return false };
     matches!(func.ty(r).layout(), Some(Layout::Mma(m))
         if m.family == MmaFamily::Wgmma && m.warps_per_cta[0] * m.warps_per_cta[1] == i64::from(func.num_warps))

@@ -451,11 +451,9 @@ impl OpKind {
             OpKind::Scatter { tensor, index, tile } => {
                 std::iter::once(tensor).chain(index.iter_mut()).chain(std::iter::once(tile)).collect()
             }
-            OpKind::Atomic { tensor, index, tile, cmp, mask, .. } => std::iter::once(tensor)
-                .chain(index.iter_mut())
-                .chain(cmp.iter_mut())
-                .chain([tile, mask])
-                .collect(),
+            OpKind::Atomic { tensor, index, tile, cmp, mask, .. } => {
+                std::iter::once(tensor).chain(index.iter_mut()).chain(cmp.iter_mut()).chain([tile, mask]).collect()
+            }
             OpKind::Print { values, .. } => values.iter_mut().collect(),
             OpKind::For { lb, ub, step, init, yields, .. } => {
                 [lb, ub, step].into_iter().chain(init.iter_mut()).chain(yields.iter_mut()).collect()
