@@ -286,6 +286,29 @@ fn time_passes_lists_every_stage() {
     {
         assert!(err.lines().any(|l| l.starts_with("time:") && l.contains(what)), "{what} in\n{err}");
     }
+    // A stage before the PTX stops the compile after it: `-T` times what ran, nothing later.
+    let (code, out, err) =
+        tilec(&["compile", "kernels/softmax.tile", "--arch", "sm_90a", "--emit", "tilegpu", "-o", "-", "-T"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tilegpu.") && out.contains("func.func @softmax"), "{out}");
+    assert!(err.lines().any(|l| l.starts_with("time:") && l.contains("tile-layout")), "{err}");
+    for later in ["tile-to-llvm", "translate to LLVM IR", "NVPTX codegen"] {
+        assert!(!err.contains(later), "{later} ran for --emit tilegpu:\n{err}");
+    }
+    // With ptxas asked for, the PTX is still made for it (timed before ptxas runs, found or not).
+    let (_, _, err) = tilec(&[
+        "compile",
+        "kernels/softmax.tile",
+        "--arch",
+        "sm_90a",
+        "--emit",
+        "tile",
+        "-o",
+        "/dev/null",
+        "-T",
+        "--ptxas",
+    ]);
+    assert!(err.contains("NVPTX codegen"), "{err}");
 }
 
 #[test]
@@ -370,7 +393,7 @@ fn the_experiment_file_of_the_passes_page_runs() {
     let (code, out, err) = tilec(&["experiment", "--file", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().filter(|l| l.contains("| agree (")).count(), 4, "{out}");
-    assert!(out.contains("| canonicalized | 4096x4096x4096 | agree (8 passes"), "{out}");
+    assert!(out.contains("| canonicalized | 4096x4096x4096 | agree (9 passes"), "{out}");
 }
 
 /// Variants of another kernel (`kernel=`), of an edited copy (`source=`), with constants for

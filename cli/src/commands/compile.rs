@@ -54,7 +54,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Err(e) => return Err(e),
     };
     let source = Source::new(a.file.display().to_string(), text);
-    let opts = a.request.options()?;
+    let mut opts = a.request.options()?;
+    // A stage before the PTX stops the compile there (`-T` times what ran), unless ptxas is
+    // asked to check the PTX too.
+    if let Some(StageArg(s)) = a.emit {
+        if !a.ptxas && !a.deny_spills && !matches!(s, tilec::Stage::LlvmIr | tilec::Stage::Ptx) {
+            opts.until = Some(s);
+        }
+    }
     // The cache answers PTX requests; a stage dump or per-pass timings compile in full.
     let use_cache = a.emit.is_none() && !a.time_passes && !a.no_cache;
     let result = if use_cache {
