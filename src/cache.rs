@@ -275,9 +275,57 @@ pub fn tune_key(
         .field("shapes", tilec_runtime::tune::shape_bucket(shapes))
 }
 
+/// The key one configuration's outcome is filed under (`tilec_runtime::tune::save_measurement`):
+/// the fields of [`tune_key`] without the space — a measurement holds for its configuration
+/// whatever else is tried — plus the configuration, the device and the timed repetitions. A
+/// grown or reordered space finds the configurations it had and times only the new ones.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_key(
+    source: &Source,
+    kernel: &str,
+    fixed: &std::collections::BTreeMap<String, ConstArg>,
+    config: &tilec_runtime::tune::Config,
+    target: &tilec_core::target::Arch,
+    shapes: &[Vec<i64>],
+    device: &str,
+    reps: usize,
+) -> CacheKey {
+    let canonical = tilec_frontend::canonical_text(&source.text).unwrap_or_default();
+    let fixed_text: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    let config_text: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    CacheKey::new()
+        .field("source", sha256_hex(canonical.as_bytes()))
+        .field("kernel", kernel)
+        .field("consts", fixed_text.join(","))
+        .field("config", config_text.join(","))
+        .field("target", target.name)
+        .field("build", BUILD_ID)
+        .field("tilec", env!("CARGO_PKG_VERSION"))
+        .field("shapes", tilec_runtime::tune::shape_bucket(shapes))
+        .field("device", device)
+        .field("reps", reps.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A measurement's key is the configuration's, not the space's: the same point of two
+    /// spaces has one key; another value, device or shape bucket another.
+    #[test]
+    fn a_measurement_key_names_its_configuration_not_the_space() {
+        let src = Source::new("k.tile", "kernel k(X: tensor<f32, [N]>) grid = (1, 1, 1) { }".to_string());
+        let arch = tilec_core::target::by_name("sm_90a").unwrap();
+        let fixed = std::collections::BTreeMap::new();
+        let cfg = |n: &str| tilec_runtime::tune::Config::from([("TILE_N".to_string(), n.to_string())]);
+        let k = |c: &tilec_runtime::tune::Config, dev: &str, shape: i64| {
+            measure_key(&src, "k", &fixed, c, arch, &[vec![shape]], dev, 50).digest()
+        };
+        assert_eq!(k(&cfg("128"), "H100", 1000), k(&cfg("128"), "H100", 1024));
+        assert_ne!(k(&cfg("128"), "H100", 1024), k(&cfg("64"), "H100", 1024));
+        assert_ne!(k(&cfg("128"), "H100", 1024), k(&cfg("128"), "H200", 1024));
+        assert_ne!(k(&cfg("128"), "H100", 1024), k(&cfg("128"), "H100", 4096));
+    }
 
     /// A spill is said with the kernel, the bytes and the tiles holding the most registers
     /// (read from the layout pass's report of a real compilation); no spill, no warning.

@@ -160,9 +160,72 @@ pub fn save(dir: &Path, r: &Record) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
+/// Whether an outcome holds for its configuration alone, whatever else the space holds: a
+/// timing, or a failure of the configuration itself (its frontend, `require`, resource,
+/// compile or occupancy checks). Not a pruning (another configuration's failure), a mismatch
+/// (judged against that run's first configuration) or a launch failure (may be the machine's).
+pub fn reusable(o: &Outcome) -> bool {
+    match o {
+        Outcome::Timed { median_ms, .. } => median_ms.is_finite(),
+        Outcome::Failed { stage, .. } => {
+            matches!(stage.as_str(), "frontend" | "require" | "feasibility" | "compile" | "resources")
+        }
+        Outcome::Mismatch { .. } => false,
+    }
+}
+
+/// One configuration's outcome as filed, under its own key (see `tilec::cache::measure_key`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The fields it is filed under.
+    pub key: CacheKey,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+fn measurement_path(dir: &Path, key: &CacheKey) -> PathBuf {
+    dir.join("v1").join("tune").join("measured").join(format!("{}.json", key.digest()))
+}
+
+/// The outcome filed under `key` in the cache folder `dir`, if there is a readable one.
+pub fn load_measurement(dir: &Path, key: &CacheKey) -> Option<Outcome> {
+    let text = std::fs::read_to_string(measurement_path(dir, key)).ok()?;
+    let m: Measurement = serde_json::from_str(&text).ok()?;
+    (m.key == *key && reusable(&m.outcome)).then_some(m.outcome)
+}
+
+/// Files one configuration's outcome (only a [`reusable`] one; `None` otherwise).
+pub fn save_measurement(dir: &Path, key: &CacheKey, outcome: &Outcome) -> Option<std::io::Result<PathBuf>> {
+    if !reusable(outcome) {
+        return None;
+    }
+    let path = measurement_path(dir, key);
+    let m = Measurement { key: key.clone(), outcome: outcome.clone() };
+    Some(write_atomically(&path, serde_json::to_string_pretty(&m).unwrap_or_default().as_bytes()).map(|_| path))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A configuration's timing or its own failure is filed and found under its key (another
+    /// key finds nothing); a pruning, a mismatch or a launch failure is never filed.
+    #[test]
+    fn measurements_are_filed_per_configuration() {
+        let d = tempfile::tempdir().unwrap();
+        let key = CacheKey::new().field("kernel", "matmul").field("config", "TILE_N=128");
+        let timed = Outcome::Timed { median_ms: 0.25, samples: 50 };
+        assert!(save_measurement(d.path(), &key, &timed).unwrap().is_ok());
+        assert_eq!(load_measurement(d.path(), &key), Some(timed));
+        assert_eq!(load_measurement(d.path(), &key.clone().field("device", "other")), None);
+        let failed = |stage: &str| Outcome::Failed { stage: stage.into(), reason: "E0022".into() };
+        let key2 = key.clone().field("config", "TILE_N=256");
+        assert!(save_measurement(d.path(), &key2, &failed("feasibility")).is_some());
+        assert_eq!(load_measurement(d.path(), &key2), Some(failed("feasibility")));
+        for o in [failed("pruned"), failed("launch"), Outcome::Mismatch { rel_l2: 0.5 }] {
+            assert!(!reusable(&o) && save_measurement(d.path(), &key, &o).is_none(), "{o:?}");
+        }
+    }
 
     fn cfg(pairs: &[(&str, &str)]) -> Config {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

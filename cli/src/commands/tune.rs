@@ -2,7 +2,9 @@
 //! GPU for these arguments, checks each one's outputs against the first configuration's,
 //! keeps every failure with its reason, and files the fastest under the kernel, the fixed
 //! constants, the target, the tilec build and the shape bucket of the arguments
-//! (`tilec_runtime::tune`). A second run with the same key reuses the record without timing.
+//! (`tilec_runtime::tune`). A second run with the same key reuses the record without timing;
+//! each configuration's own outcome is filed too, so a grown or reordered space times only
+//! the configurations no run measured (`tilec::cache::measure_key`).
 
 use super::{parse_consts, read_input};
 use crate::out;
@@ -143,6 +145,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // Configurations that failed the compiler's resource checks: every configuration that
     // dominates one is pruned without compiling (`tune::dominates`).
     let mut infeasible: Vec<Config> = vec![];
+    // Each configuration's outcome is filed under its own key: a grown or reordered space, or
+    // a run stopped halfway, times only what it has not measured (--retune: everything).
+    let mkey = |c: &Config| {
+        tilec::cache::measure_key(&source, &el.func.name, &fixed, c, target, &shapes, &dev.name, a.reps.max(1))
+    };
+    let mut reused = std::collections::BTreeSet::new();
+    // The constants of a configuration measured before whose outputs would be the reference.
+    let mut first_timed: Option<BTreeMap<String, ConstArg>> = None;
     for c in configs {
         bar.set_message(show(&c));
         let mut consts = fixed.clone();
@@ -151,6 +161,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 Some(x) => consts.insert(k.clone(), x),
                 None => bail!("--space value `{v}` of {k} is not a constant"),
             };
+        }
+        if let (false, Some(o)) = (a.retune, dir.as_ref().and_then(|d| tune::load_measurement(d, &mkey(&c)))) {
+            if matches!(&o, Outcome::Failed { stage, .. } if stage == "feasibility") {
+                infeasible.push(c.clone());
+            }
+            let timed_before = results.iter().any(|(_, o)| matches!(o, Outcome::Timed { .. }));
+            if matches!(o, Outcome::Timed { .. }) && !timed_before {
+                first_timed = Some(consts.clone());
+            }
+            reused.insert(results.len());
+            results.push((c, o));
+            bar.inc(1);
+            continue;
         }
         let outcome = (|| -> Result<Outcome> {
             match elaborate(&consts) {
@@ -191,27 +214,25 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     });
                 }
             }
-            let mut spec = KernelSpec::from_source(&source.name, &source.text).kernel(&el.func.name);
-            for (k, v) in &consts {
-                spec = spec.constant(k, v.clone());
+            let spec = spec_of(&source, &el.func.name, &consts);
+            // The first configuration's outputs are the reference: measured in an earlier
+            // run, it is launched once now so that this one is checked against it.
+            if let (None, Some(fc)) = (&reference, first_timed.take()) {
+                match launch_once(&jit, dev, &spec_of(&source, &el.func.name, &fc), &iargs)? {
+                    Ok((_, outs)) => reference = Some(outs),
+                    Err(o) => {
+                        return Ok(Outcome::Failed {
+                            stage: "launch".into(),
+                            reason: format!("the reference configuration, measured before, did not run again: {o:?}"),
+                        })
+                    }
+                }
             }
-            // Fresh copies for each configuration: a kernel may write its inputs.
-            let on_device = crate::gpu::upload_args(dev, &iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let (on_device, outs) = match launch_once(&jit, dev, &spec, &iargs)? {
+                Ok(x) => x,
+                Err(o) => return Ok(o),
+            };
             let args: Vec<Arg> = on_device.iter().map(crate::gpu::DeviceArg::jit).collect();
-            match jit.launch(&spec, &args) {
-                Ok(_) => {}
-                Err(JitError::Compile(t)) => {
-                    return Ok(Outcome::Failed { stage: "compile".into(), reason: first_line(&t) })
-                }
-                Err(JitError::Launch(RuntimeError::Unsupported(m))) => {
-                    return Ok(Outcome::Failed { stage: "resources".into(), reason: m })
-                }
-                Err(e) => return Ok(Outcome::Failed { stage: "launch".into(), reason: e.to_string() }),
-            }
-            if let Err(e) = dev.synchronize() {
-                return Ok(Outcome::Failed { stage: "launch".into(), reason: e.to_string() });
-            }
-            let outs = crate::gpu::download_tensors(dev, &on_device).map_err(|e| anyhow::anyhow!("{e}"))?;
             match &reference {
                 None => reference = Some(outs),
                 Some(r) => {
@@ -237,6 +258,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 Err(e) => Outcome::Failed { stage: "launch".into(), reason: e.to_string() },
             })
         })()?;
+        if let Some(Err(e)) = dir.as_ref().and_then(|d| tune::save_measurement(d, &mkey(&c), &outcome)) {
+            bar.println(format!("warning: the measurement of {} was not filed: {e}", show(&c)));
+        }
         results.push((c, outcome));
         bar.inc(1);
     }
@@ -246,7 +270,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         _ => None,
     });
     let mut s = format!("tune {} on {} ({}), shapes {bucket}:\n", el.func.name, dev.name, target.name);
-    for (c, o) in &results {
+    if !reused.is_empty() {
+        s.push_str(&format!(
+            "  ({} of {} configurations measured by an earlier run, not timed again; --retune times them)\n",
+            reused.len(),
+            results.len()
+        ));
+    }
+    for (i, (c, o)) in results.iter().enumerate() {
+        let before = if reused.contains(&i) { " [measured before]" } else { "" };
         let what = match o {
             Outcome::Timed { median_ms, samples } => format!(
                 "{median_ms:.4} ms (median of {samples}){}",
@@ -257,7 +289,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 format!("outputs differ from the first configuration's (rel L2 {rel_l2:.2e})")
             }
         };
-        s.push_str(&format!("  {:<40} {what}\n", show(c)));
+        s.push_str(&format!("  {:<40} {what}{before}\n", show(c)));
     }
     let Some(best) = tune::select(&results) else {
         s.push_str("no configuration ran and agreed: nothing filed\n");
@@ -288,4 +320,40 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     out::print(&s)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The kernel of `source` with `consts`.
+fn spec_of(source: &tilec::Source, kernel: &str, consts: &BTreeMap<String, ConstArg>) -> KernelSpec {
+    let mut spec = KernelSpec::from_source(&source.name, &source.text).kernel(kernel);
+    for (k, v) in consts {
+        spec = spec.constant(k, v.clone());
+    }
+    spec
+}
+
+/// A launch's argument copies on the device and its tensors read back after it.
+type Launched = (Vec<crate::gpu::DeviceArg>, Vec<HostTensor>);
+
+/// One launch of `spec` on fresh copies of the arguments (a kernel may write its inputs):
+/// those copies and the tensors after it, or the outcome that stopped it.
+fn launch_once(
+    jit: &Jit,
+    dev: &Device,
+    spec: &KernelSpec,
+    iargs: &[tilec_interp::Arg],
+) -> Result<std::result::Result<Launched, Outcome>> {
+    let on_device = crate::gpu::upload_args(dev, iargs).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let args: Vec<Arg> = on_device.iter().map(crate::gpu::DeviceArg::jit).collect();
+    let failed = |stage: &str, reason: String| Ok(Err(Outcome::Failed { stage: stage.into(), reason }));
+    match jit.launch(spec, &args) {
+        Ok(_) => {}
+        Err(JitError::Compile(t)) => return failed("compile", first_line(&t)),
+        Err(JitError::Launch(RuntimeError::Unsupported(m))) => return failed("resources", m),
+        Err(e) => return failed("launch", e.to_string()),
+    }
+    if let Err(e) = dev.synchronize() {
+        return failed("launch", e.to_string());
+    }
+    let outs = crate::gpu::download_tensors(dev, &on_device).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Ok((on_device, outs)))
 }
