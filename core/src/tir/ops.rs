@@ -314,93 +314,11 @@ pub enum OpKind {
     },
 }
 
-impl OpKind {
-    /// The tensor this op reads or writes through global memory, as (tensor, reads, writes):
-    /// loads, gathers and element reads read, stores and scatters write, atomics do both.
-    /// Asynchronous copies into shared memory are not counted.
-    pub fn global_access(&self) -> Option<(ValueId, bool, bool)> {
-        match self {
-            OpKind::Load { tensor, .. } | OpKind::Gather { tensor, .. } | OpKind::Element { tensor, .. } => {
-                Some((*tensor, true, false))
-            }
-            OpKind::Store { tensor, .. } | OpKind::Scatter { tensor, .. } => Some((*tensor, false, true)),
-            OpKind::Atomic { tensor, .. } => Some((*tensor, true, true)),
-            _ => None,
-        }
-    }
-
-    /// The values this op reads (region ops: their own operands and yields, not the ops of
-    /// their regions), in a fixed order.
-    pub fn operands(&self) -> Vec<ValueId> {
-        match self {
-            OpKind::Bid { .. }
-            | OpKind::NumBlocks { .. }
-            | OpKind::NumTiles { .. }
-            | OpKind::ConstInt(_)
-            | OpKind::ConstFloat(_)
-            | OpKind::Arange => vec![],
-            OpKind::Dim { tensor, .. } => vec![*tensor],
-            OpKind::Splat(x)
-            | OpKind::Cast(x)
-            | OpKind::Broadcast(x)
-            | OpKind::Reshape(x)
-            | OpKind::Item(x)
-            | OpKind::Unary { value: x, .. }
-            | OpKind::Reduce { value: x, .. }
-            | OpKind::Scan { value: x, .. }
-            | OpKind::ConvertLayout { value: x, .. }
-            | OpKind::LocalAlloc { value: x }
-            | OpKind::LocalLoad { buf: x, .. }
-            | OpKind::MmaWait { value: x, .. }
-            | OpKind::Permute { value: x, .. }
-            | OpKind::Slice { value: x, .. }
-            | OpKind::Sort { value: x, .. } => vec![*x],
-            OpKind::Concat { values, .. } => values.clone(),
-            OpKind::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
-            OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![*a, *b],
-            OpKind::Select { cond, a, b } => vec![*cond, *a, *b],
-            OpKind::Fma { a, b, c } => vec![*a, *b, *c],
-            OpKind::Mma { a, b, acc, scales: None } => vec![*a, *b, *acc],
-            OpKind::Mma { a, b, acc, scales: Some((sa, sb)) } => vec![*a, *sa, *b, *sb, *acc],
-            OpKind::Rand { seed, offsets } => vec![*seed, *offsets],
-            OpKind::AsyncWait { .. } | OpKind::StagesAlloc | OpKind::Turn { .. } => vec![],
-            OpKind::Stage { buf, index } => vec![*buf, *index],
-            OpKind::StageWait { ring, slot, phase } | OpKind::StageAcquire { ring, slot, phase } => {
-                vec![*ring, *slot, *phase]
-            }
-            OpKind::StageRelease { ring, slot } => vec![*ring, *slot],
-            OpKind::AsyncCopy { dst, tensor, index, .. } => {
-                dst.iter().copied().chain(std::iter::once(*tensor)).chain(index.iter().copied()).collect()
-            }
-            OpKind::Load { tensor, index, .. }
-            | OpKind::Gather { tensor, index, .. }
-            | OpKind::Element { tensor, index } => std::iter::once(*tensor).chain(index.iter().copied()).collect(),
-            OpKind::Store { tensor, index, tile, mask } => std::iter::once(*tensor)
-                .chain(index.iter().copied())
-                .chain(std::iter::once(*tile))
-                .chain(mask.iter().copied())
-                .collect(),
-            OpKind::Scatter { tensor, index, tile } => {
-                std::iter::once(*tensor).chain(index.iter().copied()).chain(std::iter::once(*tile)).collect()
-            }
-            OpKind::Atomic { tensor, index, tile, cmp, mask, .. } => std::iter::once(*tensor)
-                .chain(index.iter().copied())
-                .chain(cmp.iter().copied())
-                .chain([*tile, *mask])
-                .collect(),
-            OpKind::Print { values, .. } => values.clone(),
-            OpKind::For { lb, ub, step, init, yields, .. } => {
-                [*lb, *ub, *step].into_iter().chain(init.iter().copied()).chain(yields.iter().copied()).collect()
-            }
-            OpKind::If { cond, then_yields, else_yields, .. } => {
-                std::iter::once(*cond).chain(then_yields.iter().copied()).chain(else_yields.iter().copied()).collect()
-            }
-        }
-    }
-
-    /// The slots of [`OpKind::operands`], in the same order, to rewrite in place.
-    pub fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        match self {
+/// The operand slots of an op, in [`OpKind::operands`]' order: one match for the shared
+/// (`iter`) and the mutable (`iter_mut`) views.
+macro_rules! operand_slots {
+    ($kind:expr, $iter:ident) => {
+        match $kind {
             OpKind::Bid { .. }
             | OpKind::NumBlocks { .. }
             | OpKind::NumTiles { .. }
@@ -423,7 +341,7 @@ impl OpKind {
             | OpKind::Permute { value: x, .. }
             | OpKind::Slice { value: x, .. }
             | OpKind::Sort { value: x, .. } => vec![x],
-            OpKind::Concat { values, .. } => values.iter_mut().collect(),
+            OpKind::Concat { values, .. } => values.$iter().collect(),
             OpKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
             OpKind::Cmp(_, a, b) | OpKind::Logic(_, a, b) => vec![a, b],
             OpKind::Select { cond, a, b } => vec![cond, a, b],
@@ -438,30 +356,56 @@ impl OpKind {
             }
             OpKind::StageRelease { ring, slot } => vec![ring, slot],
             OpKind::AsyncCopy { dst, tensor, index, .. } => {
-                dst.iter_mut().chain(std::iter::once(tensor)).chain(index.iter_mut()).collect()
+                dst.$iter().chain(std::iter::once(tensor)).chain(index.$iter()).collect()
             }
             OpKind::Load { tensor, index, .. }
             | OpKind::Gather { tensor, index, .. }
-            | OpKind::Element { tensor, index } => std::iter::once(tensor).chain(index.iter_mut()).collect(),
-            OpKind::Store { tensor, index, tile, mask } => std::iter::once(tensor)
-                .chain(index.iter_mut())
-                .chain(std::iter::once(tile))
-                .chain(mask.iter_mut())
-                .collect(),
+            | OpKind::Element { tensor, index } => std::iter::once(tensor).chain(index.$iter()).collect(),
+            OpKind::Store { tensor, index, tile, mask } => {
+                std::iter::once(tensor).chain(index.$iter()).chain(std::iter::once(tile)).chain(mask.$iter()).collect()
+            }
             OpKind::Scatter { tensor, index, tile } => {
-                std::iter::once(tensor).chain(index.iter_mut()).chain(std::iter::once(tile)).collect()
+                std::iter::once(tensor).chain(index.$iter()).chain(std::iter::once(tile)).collect()
             }
             OpKind::Atomic { tensor, index, tile, cmp, mask, .. } => {
-                std::iter::once(tensor).chain(index.iter_mut()).chain(cmp.iter_mut()).chain([tile, mask]).collect()
+                std::iter::once(tensor).chain(index.$iter()).chain(cmp.$iter()).chain([tile, mask]).collect()
             }
-            OpKind::Print { values, .. } => values.iter_mut().collect(),
+            OpKind::Print { values, .. } => values.$iter().collect(),
             OpKind::For { lb, ub, step, init, yields, .. } => {
-                [lb, ub, step].into_iter().chain(init.iter_mut()).chain(yields.iter_mut()).collect()
+                [lb, ub, step].into_iter().chain(init.$iter()).chain(yields.$iter()).collect()
             }
             OpKind::If { cond, then_yields, else_yields, .. } => {
-                std::iter::once(cond).chain(then_yields.iter_mut()).chain(else_yields.iter_mut()).collect()
+                std::iter::once(cond).chain(then_yields.$iter()).chain(else_yields.$iter()).collect()
             }
         }
+    };
+}
+
+impl OpKind {
+    /// The tensor this op reads or writes through global memory, as (tensor, reads, writes):
+    /// loads, gathers and element reads read, stores and scatters write, atomics do both.
+    /// Asynchronous copies into shared memory are not counted.
+    pub fn global_access(&self) -> Option<(ValueId, bool, bool)> {
+        match self {
+            OpKind::Load { tensor, .. } | OpKind::Gather { tensor, .. } | OpKind::Element { tensor, .. } => {
+                Some((*tensor, true, false))
+            }
+            OpKind::Store { tensor, .. } | OpKind::Scatter { tensor, .. } => Some((*tensor, false, true)),
+            OpKind::Atomic { tensor, .. } => Some((*tensor, true, true)),
+            _ => None,
+        }
+    }
+
+    /// The values this op reads (region ops: their own operands and yields, not the ops of
+    /// their regions), in a fixed order.
+    pub fn operands(&self) -> Vec<ValueId> {
+        let slots: Vec<&ValueId> = operand_slots!(self, iter);
+        slots.into_iter().copied().collect()
+    }
+
+    /// The slots of [`OpKind::operands`], in the same order, to rewrite in place.
+    pub fn operands_mut(&mut self) -> Vec<&mut ValueId> {
+        operand_slots!(self, iter_mut)
     }
 
     /// Rewrites every read of `from` in this op's own operands (not its regions' ops) to `to`.
