@@ -8,10 +8,10 @@
 //!
 //! Does: in every op list (the kernel's and each region's), a `wgmma` product over every
 //! warp (`#tilegpu.wgmma` result, not already given a `tilegpu.mma_wait`) whose result is
-//! first read at op `u` of the same list, with another such product issued between it and
-//! `u`, gets `tilegpu.mma_wait {pending = n}` right before `u` (`n`: the products issued
-//! between; groups complete in order, so at most `n` newer ones may still run) and every
-//! later read goes through the wait. A `tilegpu.stage_release` between the product and `u`
+//! first read at op `u` of the same list, with another such product issued or other work
+//! done between it and `u`, gets `tilegpu.mma_wait {pending = n}` right before `u` (`n`: the
+//! products issued between; groups complete in order, so at most `n` newer ones may still
+//! run) and every later read — the enclosing region's yields too — goes through the wait. A `tilegpu.stage_release` between the product and `u`
 //! of a ring the product reads moves to right after the wait: the producer may refill the
 //! stage only once the product has read it. This is FlashAttention-3's intra-warpgroup
 //! overlap where the kernel issues its products in that order (`kernels/fmha.tile`'s
@@ -24,8 +24,9 @@
 //! wait stays in the list it was issued in, so no product crosses a loop's back edge here.
 //!
 //! Leaves alone, and reports why: a product whose result is read only by a yield (a chain
-//! `tile-pipeline` decides), one with no other product before its first read (nothing to
-//! overlap), one with a nested product or a copy into a buffer it reads before its first
+//! `tile-pipeline` decides), one with nothing issued or computed before its first read
+//! (nothing to overlap: turns, stage waits and releases, other waits and scalars only), one
+//! with a nested product or a copy into a buffer it reads before its first
 //! read, `tcgen05` and `mma.sync` products (the first has its own completion mbarriers, the
 //! second is synchronous).
 //!
