@@ -262,13 +262,26 @@ pub fn tune_key(
     target: &tilec_core::target::Arch,
     shapes: &[Vec<i64>],
 ) -> CacheKey {
+    tuning_fields(source, kernel, fixed, ("space", format!("{space:?}")), target, shapes)
+}
+
+/// The fields [`tune_key`] and [`measure_key`] share, in their order, with `what` (the space,
+/// or one configuration) after the fixed constants.
+fn tuning_fields(
+    source: &Source,
+    kernel: &str,
+    fixed: &std::collections::BTreeMap<String, ConstArg>,
+    what: (&str, String),
+    target: &tilec_core::target::Arch,
+    shapes: &[Vec<i64>],
+) -> CacheKey {
     let canonical = tilec_frontend::canonical_text(&source.text).unwrap_or_default();
     let fixed_text: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
     CacheKey::new()
         .field("source", sha256_hex(canonical.as_bytes()))
         .field("kernel", kernel)
         .field("consts", fixed_text.join(","))
-        .field("space", format!("{space:?}"))
+        .field(what.0, what.1)
         .field("target", target.name)
         .field("build", BUILD_ID)
         .field("tilec", env!("CARGO_PKG_VERSION"))
@@ -290,18 +303,8 @@ pub fn measure_key(
     device: &str,
     reps: usize,
 ) -> CacheKey {
-    let canonical = tilec_frontend::canonical_text(&source.text).unwrap_or_default();
-    let fixed_text: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
     let config_text: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    CacheKey::new()
-        .field("source", sha256_hex(canonical.as_bytes()))
-        .field("kernel", kernel)
-        .field("consts", fixed_text.join(","))
-        .field("config", config_text.join(","))
-        .field("target", target.name)
-        .field("build", BUILD_ID)
-        .field("tilec", env!("CARGO_PKG_VERSION"))
-        .field("shapes", tilec_runtime::tune::shape_bucket(shapes))
+    tuning_fields(source, kernel, fixed, ("config", config_text.join(",")), target, shapes)
         .field("device", device)
         .field("reps", reps.to_string())
 }

@@ -162,7 +162,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 None => bail!("--space value `{v}` of {k} is not a constant"),
             };
         }
-        if let (false, Some(o)) = (a.retune, dir.as_ref().and_then(|d| tune::load_measurement(d, &mkey(&c)))) {
+        let key = mkey(&c);
+        if let (false, Some(o)) = (a.retune, dir.as_ref().and_then(|d| tune::load_measurement(d, &key))) {
             if matches!(&o, Outcome::Failed { stage, .. } if stage == "feasibility") {
                 infeasible.push(c.clone());
             }
@@ -258,7 +259,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 Err(e) => Outcome::Failed { stage: "launch".into(), reason: e.to_string() },
             })
         })()?;
-        if let Some(Err(e)) = dir.as_ref().and_then(|d| tune::save_measurement(d, &mkey(&c), &outcome)) {
+        if let Some(Err(e)) = dir.as_ref().and_then(|d| tune::save_measurement(d, &key, &outcome)) {
             bar.println(format!("warning: the measurement of {} was not filed: {e}", show(&c)));
         }
         results.push((c, outcome));
