@@ -59,6 +59,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // -- end errors --
 
+    // -- prepare --
+    // Compile several kernels side by side before their first launches (a model's warm-up).
+    let kernels = ["silu_mul", "rmsnorm"].map(|k| {
+        KernelSpec::from_file(format!("kernels/{k}.tile")).map(|s| s.constant("T", ConstArg::DType(DType::F32)))
+    });
+    let [silu_mul, rmsnorm] = kernels;
+    for compiled in jit.prepare(&[&silu_mul?, &rmsnorm?])? {
+        compiled?; // each spec's own result, in order
+    }
+    // -- end prepare --
+
     // -- bind --
     let bound = jit.bind(&softmax, &[Arg::Tensor(&dx), Arg::Tensor(&dy)])?;
     for _step in 0..10 {

@@ -88,7 +88,7 @@ pub fn bisect(
     let run = |f: &Func| tilec_interp::run(f, grid, args.to_vec()).map(|o| o.tensors).map_err(|e| e.to_string());
     let want = run(func).map_err(|e| interp_error("the source on the interpreter", e))?;
     let names = tensor_names(sig);
-    let mlir = tilec_ir::Mlir::new()?;
+    let mlir = tilec_ir::Mlir::pooled()?;
     let mut driver = Driver::new(&mlir, Ir::Tile(func.clone()));
     let mut before = func.to_mlir();
     let mut out = Bisection::default();

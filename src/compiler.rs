@@ -153,7 +153,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     };
     let el = tilec_frontend::check(&source.text, &req).map_err(fail)?;
     lap("frontend (parse, elaborate)", &mut timings);
-    let mlir = Mlir::new().map_err(|d| fail(vec![d]))?;
+    let mlir = Mlir::pooled().map_err(|d| fail(vec![d]))?;
     let mut stages = BTreeMap::new();
 
     let tile = el.func.to_mlir();
@@ -254,14 +254,12 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     }
     // After the upstream conversions: the `llvm` stage.
     compiled.stages.insert(Stage::Llvm, driver.text());
-    compiled.report = driver.facts.report;
+    compiled.report = std::mem::take(&mut driver.facts.report);
     if opts.until == Some(Stage::Llvm) {
         compiled.timings = timings;
         return Ok(compiled);
     }
-    let llvm_mod = mlir.parse(compiled.stage(Stage::Llvm), "llvm").map_err(|d| fail(vec![d]))?;
-
-    let ir = mlir.translate_to_llvm_ir(&llvm_mod).map_err(|d| fail(vec![d]))?;
+    let ir = driver.translate_to_llvm_ir().map_err(|d| fail(vec![d]))?;
     lap("translate to LLVM IR", &mut timings);
     let mut opt = opts.opt_level.unwrap_or(el.hints.opt_level);
     // LLVM's loop passes (IndVarSimplify, LoopFullUnroll, LoopDeletion, LoopRotate) cost
@@ -354,7 +352,7 @@ pub fn frontend_and_pipeline(
     let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
     let (arch, _, choice) = targets(opts).map_err(|d| fail(vec![d]))?;
     let el = tilec_frontend::check(&source.text, &request(opts, choice)).map_err(fail)?;
-    let mlir = Mlir::new().map_err(|d| fail(vec![d]))?;
+    let mlir = Mlir::pooled().map_err(|d| fail(vec![d]))?;
     let steps = default_steps(&mlir, opts, &el.hints, arch, choice).map_err(|d| fail(vec![d]))?;
     Ok((el, steps))
 }

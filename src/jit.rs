@@ -273,19 +273,28 @@ impl Jit {
         &self.cache
     }
 
+    /// Compiles, side by side on up to [`crate::parallel::threads`] threads, the variant of
+    /// each spec that a launch with 16-byte aligned tensors runs (the one [`Jit::bind`]
+    /// compiles first), into this JIT's cache: the launches after it find them there instead
+    /// of compiling one after the other. A model's warm-up calls it with every kernel it
+    /// launches. A spec marked [`KernelSpec::tuned`] is left to its first launch (its
+    /// constants depend on the shapes, known then); so is a variant for unaligned tensors.
+    /// Nothing is loaded onto the device here. One result a spec, in their order; the
+    /// outer error: the device's target is unknown.
+    pub fn prepare(&self, specs: &[&KernelSpec]) -> Result<Vec<Result<(), JitError>>, JitError> {
+        let p = self.preparer()?;
+        Ok(crate::parallel::map(specs, crate::parallel::threads(), |spec| p.prepare(spec)))
+    }
+
+    /// What [`Jit::prepare`] compiles with, to hand to threads of one's own (the tuner
+    /// compiles configurations ahead while it times earlier ones): the Jit itself stays on
+    /// its thread (a graph it records is not to be shared).
+    pub fn preparer(&self) -> Result<Preparer<'_>, JitError> {
+        Ok(Preparer { cache: &self.cache, arch: self.device.target()?.name })
+    }
+
     fn compile(&self, spec: &KernelSpec, unaligned: BTreeSet<String>) -> Result<crate::CachedCompile, JitError> {
-        let target = self.device.target()?;
-        let opts = CompileOptions { arch: target.name.to_string(), unaligned, ..spec.options.clone() };
-        let c = compile_cached(&spec.source, &opts, &self.cache).map_err(|e| JitError::Compile(e.render()))?;
-        if let Some(w) = &c.warning {
-            // The cache says this once per Jit; compiling carries on.
-            eprintln!("tilec: warning: {w}");
-        }
-        if let (Some(w), None) = (c.spills(), c.hit) {
-            // Said when the variant is compiled, not at every answer from the cache.
-            eprintln!("tilec: warning: {w}");
-        }
-        Ok(c)
+        compile_variant(&self.cache, self.device.target()?.name, spec, unaligned)
     }
 
     /// The constants `tilec tune` filed for `spec` and these tensor shapes (see
@@ -554,6 +563,44 @@ impl Jit {
         let occupancy_hint = chosen.entry.artifact.hints.occupancy;
         Ok(Bound { kernel, info: LaunchInfo { unaligned, digest, blocks_per_sm, occupancy_hint } })
     }
+}
+
+/// Compiles variants of a [`Jit`] into its cache from any thread (see [`Jit::preparer`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Preparer<'j> {
+    cache: &'j Cache,
+    arch: &'static str,
+}
+
+impl Preparer<'_> {
+    /// [`Jit::prepare`] of one spec, on the calling thread.
+    pub fn prepare(&self, spec: &KernelSpec) -> Result<(), JitError> {
+        if spec.tuned {
+            return Ok(());
+        }
+        compile_variant(self.cache, self.arch, spec, BTreeSet::new()).map(|_| ())
+    }
+}
+
+/// The variant of `spec` for `arch` leaving `unaligned` unaligned, through `cache`; the
+/// cache's warnings and a spilling variant's are said on stderr.
+fn compile_variant(
+    cache: &Cache,
+    arch: &str,
+    spec: &KernelSpec,
+    unaligned: BTreeSet<String>,
+) -> Result<crate::CachedCompile, JitError> {
+    let opts = CompileOptions { arch: arch.to_string(), unaligned, ..spec.options.clone() };
+    let c = compile_cached(&spec.source, &opts, cache).map_err(|e| JitError::Compile(e.render()))?;
+    if let Some(w) = &c.warning {
+        // The cache says this once per Jit; compiling carries on.
+        eprintln!("tilec: warning: {w}");
+    }
+    if let (Some(w), None) = (c.spills(), c.hit) {
+        // Said when the variant is compiled, not at every answer from the cache.
+        eprintln!("tilec: warning: {w}");
+    }
+    Ok(c)
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! ([`abi::Signature`]) and what the passes decided; [`Compiled::artifact`] is the compiled
 //! kernel as the CLI writes it and a cache stores it; [`compile_cached`] answers a compile
 //! request from the compilation cache (memory, then `$TILEC_CACHE_DIR`) when it can; [`jit`]
-//! compiles on first use for the live GPU, specialised on the arguments, and launches. The runtime ([`tilec_runtime`]) loads
+//! compiles on first use for the live GPU, specialised on the arguments, and launches;
+//! [`parallel`] builds many variants side by side (the tuner, a JIT's warm-up). The runtime ([`tilec_runtime`]) loads
 //! and launches compiled kernels without linking MLIR or LLVM. The `tilec` command line is
 //! the `tilec-cli` package; the GPU test and benchmark harness lives there and in
 //! `tilec-suite`, never here.
@@ -17,6 +18,7 @@ pub mod bisect;
 pub mod cache;
 pub mod compiler;
 pub mod jit;
+pub mod parallel;
 pub use tilec_interp::reference;
 
 pub use cache::{cache_key, compile_cached, CachedCompile};

@@ -808,6 +808,57 @@ fn compile_uses_the_cache_across_processes() {
     assert!(out.starts_with("removed 1 entries"), "{out}");
 }
 
+/// `tilec cache warm` compiles every kernel of its files for every target, several at once,
+/// reports them in order, and fills the cache a later compile hits; a file that does not
+/// parse is reported with its span and makes the exit status 1, the others still compile.
+#[test]
+fn cache_warm_compiles_every_kernel_for_every_target_into_the_cache() {
+    let dir = temp_dir("warm");
+    let cache = dir.join("cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let bad = dir.join("bad.tile");
+    std::fs::write(&bad, "kernel broken(x: tensor<f16, [n]>) {\n    let y = ;\n}\n").unwrap();
+    let files = ["kernels/softmax.tile", "kernels/matmul_splitk.tile"];
+    let mut args = vec!["cache", "warm"];
+    args.extend(files);
+    args.extend([bad.to_str().unwrap(), "--arch", "sm_90a,sm_121a", "-j", "2"]);
+    let (code, out, err) = tilec_with_cache(&args, &cache);
+    assert_eq!(code, 1, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let expected = [
+        "kernels/softmax.tile softmax sm_90a: compiled",
+        "kernels/softmax.tile softmax sm_121a: compiled",
+        "kernels/matmul_splitk.tile matmul_splitk sm_90a: compiled",
+        "kernels/matmul_splitk.tile matmul_splitk sm_121a: compiled",
+        "kernels/matmul_splitk.tile matmul_swiglu sm_90a: compiled",
+        "kernels/matmul_splitk.tile matmul_swiglu sm_121a: compiled",
+    ];
+    for (line, want) in lines.iter().zip(expected) {
+        assert!(line.starts_with(want), "{line} / {want}\n{out}");
+    }
+    assert!(
+        out.contains("8 variants: 6 compiled")
+            && out.contains("0 already in the cache, 2 failed")
+            && out.contains("on 2 threads"),
+        "{out}"
+    );
+    assert!(err.contains("bad.tile (only kernel) sm_90a: failed") && err.contains("bad.tile:2:"), "{err}");
+    let (code, out, _) = tilec_with_cache(
+        &["cache", "explain", "kernels/matmul_splitk.tile", "--arch", "sm_121a", "--kernel", "matmul_swiglu"],
+        &cache,
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("hit:"), "{out}");
+    // Again: everything from the cache, nothing compiled.
+    let mut args = vec!["cache", "warm"];
+    args.extend(files);
+    args.extend(["--arch", "sm_90a", "--arch", "sm_121a"]);
+    let (code, out, err) = tilec_with_cache(&args, &cache);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches(": in the cache").count(), 6, "{out}");
+    assert!(out.contains("6 variants: 0 compiled"), "{out}");
+}
+
 /// `--save-out` writes every tensor as .npy, `--arg @file.npy` reads one back: a second run
 /// on the saved inputs gives the same outputs byte for byte; a missing or foreign file is an
 /// error naming it.

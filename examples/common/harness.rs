@@ -11,7 +11,7 @@ use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
-use tilec::jit::{Graph, Jit};
+use tilec::jit::{Graph, Jit, KernelSpec};
 
 /// A model's prefill and greedy decode steps on the device.
 pub trait Generator {
@@ -26,6 +26,9 @@ pub trait Generator {
     fn tokens(&self, l: &Launcher<'_>, t: i64) -> Res<Vec<i64>>;
     /// The logits as f32, [batch, vocab].
     fn logits(&self, l: &Launcher<'_>) -> Res<Vec<f32>>;
+    /// Every kernel the steps launch: compiled side by side before the warm-up's first
+    /// launch (`Jit::prepare`).
+    fn kernels(&self) -> Vec<&KernelSpec>;
     /// Bytes of weights and of cache the last decode step read, with `len` cached positions
     /// (the weights may depend on the step: the experts its tokens were routed to).
     fn step_bytes(&self, l: &Launcher<'_>, len: i64) -> Res<(f64, f64)>;
@@ -152,15 +155,22 @@ pub fn check_and_time(jit: &Jit, l: &Launcher<'_>, g: &dyn Generator, run: &Run<
     let dev = jit.device();
     let (batch, prompt_len, new_tokens) = (run.batch, run.prompt_len, run.new_tokens);
     let load_s = run.load_s;
-    // Warm-up: every kernel compiled (or found in the cache) and loaded.
+    // Warm-up: every kernel compiled (or found in the cache) — side by side on the cores —
+    // and loaded.
     let t = Instant::now();
+    for r in jit.prepare(&g.kernels())? {
+        r?;
+    }
+    let compile_s = secs(t);
     g.prefill(l)?;
     g.decode(l, 1, false)?;
     dev.synchronize()?;
     let warm_s = secs(t);
     println!(
-        "warm-up (compile or cache, load, one prefill and decode step): {warm_s:.1} s, {} kernel launch sites",
-        l.bound()
+        "warm-up (compile or cache, load, one prefill and decode step): {warm_s:.1} s, {} kernel launch sites; {} kernels compiled or found in {compile_s:.1} s on up to {} threads",
+        l.bound(),
+        g.kernels().len(),
+        tilec::parallel::threads()
     );
     let mut decoder = Decoder { jit, l, g, graph: None };
     if !run.no_graph {
@@ -334,6 +344,7 @@ pub fn check_and_time(jit: &Jit, l: &Launcher<'_>, g: &dyn Generator, run: &Run<
             "new_tokens": new_tokens,
             "load_s": load_s,
             "warmup_s": warm_s,
+            "warmup_compile_s": compile_s,
             "prefill_s": prefill_s,
             "decode_s": decode_s,
             "prefill_tokens_per_s": prefill_tps,

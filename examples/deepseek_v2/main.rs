@@ -39,7 +39,7 @@ use reference::secs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use tilec::jit::Jit;
+use tilec::jit::{Jit, KernelSpec};
 
 pub type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -138,6 +138,10 @@ impl harness::Generator for DeepseekV2<'_> {
     }
 
     /// The fixed weights, the experts the last step's tokens were routed to, the latent cache.
+    fn kernels(&self) -> Vec<&KernelSpec> {
+        self.k.all()
+    }
+
     fn step_bytes(&self, l: &Launcher<'_>, len: i64) -> Res<(f64, f64)> {
         let experts = self.model.experts_read(l)?;
         println!("the profiled decode step read {experts} routed experts over its MoE layers");

@@ -148,9 +148,8 @@ impl Kernels {
         }
     }
 
-    /// Every spec, for the compile test.
-    #[cfg(test)]
-    fn all(&self) -> Vec<&KernelSpec> {
+    /// Every kernel the decoder launches.
+    pub fn all(&self) -> Vec<&KernelSpec> {
         let mut v = vec![
             &self.norm,
             &self.kv_norm,

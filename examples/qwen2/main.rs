@@ -40,7 +40,7 @@ use reference::secs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use tilec::jit::Jit;
+use tilec::jit::{Jit, KernelSpec};
 
 pub type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -156,6 +156,10 @@ impl harness::Generator for Qwen2<'_> {
 
     fn logits(&self, l: &Launcher<'_>) -> Res<Vec<f32>> {
         self.model.logits(l)
+    }
+
+    fn kernels(&self) -> Vec<&KernelSpec> {
+        self.k.all()
     }
 
     fn step_bytes(&self, _: &Launcher<'_>, len: i64) -> Res<(f64, f64)> {

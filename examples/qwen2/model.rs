@@ -92,6 +92,28 @@ impl Kernels {
             matmul_swiglu: spec(kernel_source!("matmul_splitk.tile"), "matmul_swiglu", &[]),
         }
     }
+
+    /// Every kernel the decoder launches.
+    pub fn all(&self) -> Vec<&KernelSpec> {
+        let mut all = vec![
+            &self.rmsnorm,
+            &self.matmul,
+            &self.bias_add,
+            &self.residual_add,
+            &self.swiglu,
+            &self.rope_kv_append,
+            &self.fmha,
+            &self.decode_attention,
+            &self.embedding,
+            &self.argmax,
+            &self.transpose,
+            &self.acc_residual_norm,
+            &self.acc_bias_rope,
+            &self.matmul_swiglu,
+        ];
+        all.extend(self.splitk.values());
+        all
+    }
 }
 
 /// The weights of one layer, in the layouts the kernels read.
@@ -637,25 +659,8 @@ mod tests {
     #[test]
     fn every_kernel_the_decoder_launches_compiles_for_each_target() {
         let k = Kernels::new(&Config::QWEN2_7B, SPLITS);
-        let mut all = vec![
-            &k.rmsnorm,
-            &k.matmul,
-            &k.bias_add,
-            &k.residual_add,
-            &k.swiglu,
-            &k.rope_kv_append,
-            &k.fmha,
-            &k.decode_attention,
-            &k.embedding,
-            &k.argmax,
-            &k.transpose,
-            &k.acc_residual_norm,
-            &k.acc_bias_rope,
-            &k.matmul_swiglu,
-        ];
-        all.extend(k.splitk.values());
         for arch in ["sm_90a", "sm_103a", "sm_121a"] {
-            for s in &all {
+            for s in k.all() {
                 if let Err(e) = s.compile_for(arch) {
                     panic!("{arch}:\n{}", e.render());
                 }

@@ -8,18 +8,28 @@
 //! [`Mlir::run_pipeline`] runs an upstream pass pipeline; [`Mlir::translate_to_llvm_ir`]
 //! produces LLVM IR text; [`read_func`] turns a module back into tile IR, so that tilec's
 //! passes and upstream ones can alternate. Nothing here knows about GPUs: that is `passes` and `backend`.
+//!
+//! A context costs 10–16 ms to make (dialects registered and loaded, translations, the IRDL
+//! dialects parsed and loaded: `bench/results/2026-11-27-cpu-compile-stages/`), as much as a
+//! memory-bound kernel's whole lowering. [`Mlir::pooled`] lends the calling thread's context,
+//! made on first use and kept for the next compile on that thread: a JIT, the tuner and
+//! `tilec cache warm` make one per thread instead of one per kernel. A context is a `!Send`
+//! value, so each thread has its own (compiles on several threads run side by side). Types
+//! and attributes a context interns are never freed, so a pooled context is made anew after
+//! [`POOLED_USES`] compiles: a long-lived process does not grow without bound.
 
 pub mod reader;
 
+pub use melior::ir::Module;
 pub use reader::{read_func, read_func_with};
 
 use melior::dialect::DialectRegistry;
 use melior::ir::operation::OperationLike;
-use melior::ir::Module;
 use melior::pass::PassManager;
 use melior::utility::{load_irdl_dialects, register_all_dialects, register_all_llvm_translations, register_all_passes};
 use melior::Context;
 use std::cell::RefCell;
+use std::ops::Deref;
 use std::rc::Rc;
 use tilec_core::Diagnostic;
 
@@ -43,14 +53,75 @@ fn mlir_failure(code: &'static str, msg: String, notes: Vec<String>) -> Diagnost
     notes.into_iter().fold(Diagnostic::error(code, msg), |d, n| d.with_note(n))
 }
 
+/// How many compiles a pooled context serves before it is made anew (see the module docs).
+pub const POOLED_USES: u32 = 64;
+
+thread_local! {
+    /// This thread's context between two [`Mlir::pooled`] loans, with the loans it served.
+    static POOL: RefCell<Option<(Mlir, u32)>> = const { RefCell::new(None) };
+}
+
+/// A context lent by [`Mlir::pooled`]; it goes back to its thread's pool when dropped.
+/// Modules parsed in it must be dropped first (they borrow it).
+#[derive(Debug)]
+pub struct PooledMlir {
+    mlir: Option<Mlir>,
+    uses: u32,
+}
+
+impl Deref for PooledMlir {
+    type Target = Mlir;
+    fn deref(&self) -> &Mlir {
+        // Present from `pooled` until `drop` takes it.
+        self.mlir.as_ref().unwrap_or_else(|| unreachable!("a pooled context is present until dropped"))
+    }
+}
+
+impl Drop for PooledMlir {
+    fn drop(&mut self) {
+        let Some(mlir) = self.mlir.take() else { return };
+        // A loan taken while another was out (a compile inside a compile) finds the pool
+        // empty and makes its own; whichever comes back first is kept, the other dropped.
+        // `try_with`: at thread exit the pool may already be gone; the context is dropped.
+        let _ = POOL.try_with(|pool| {
+            if let Ok(mut slot) = pool.try_borrow_mut() {
+                if slot.is_none() && self.uses < POOLED_USES {
+                    *slot = Some((mlir, self.uses));
+                }
+            }
+        });
+    }
+}
+
 impl Mlir {
+    /// The calling thread's context (made if the thread has none, or none free), lent until
+    /// the returned value is dropped: what a compile uses instead of [`Mlir::new`] so that a
+    /// process compiling many kernels sets MLIR up once a thread. No diagnostics of an
+    /// earlier loan are left in it.
+    pub fn pooled() -> Result<PooledMlir, Diagnostic> {
+        let kept = POOL.try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut slot| slot.take())).ok().flatten();
+        let (mlir, uses) = match kept {
+            Some((m, uses)) => {
+                m.take();
+                (m, uses + 1)
+            }
+            None => (Mlir::new()?, 1),
+        };
+        Ok(PooledMlir { mlir: Some(mlir), uses })
+    }
+
     pub fn new() -> Result<Mlir, Diagnostic> {
-        register_all_passes();
+        // MLIR's pass registry is a process-wide table without a lock: registered once,
+        // before any thread parses a pipeline.
+        static PASSES: std::sync::Once = std::sync::Once::new();
+        PASSES.call_once(register_all_passes);
         let registry = DialectRegistry::new();
         register_all_dialects(&registry);
         let ctx = Context::new();
+        // The dialects are registered, not loaded: the parser loads the ones a stage's text
+        // names and a pass loads the ones it declares. Loading all ~50 upstream dialects up
+        // front was 9 of the context's 11 ms — more than a memory-bound kernel's passes.
         ctx.append_dialect_registry(&registry);
-        ctx.load_all_available_dialects();
         register_all_llvm_translations(&ctx);
         let messages = Rc::new(RefCell::new(Vec::new()));
         let sink = messages.clone();
@@ -267,6 +338,37 @@ unsafe extern "C" {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pooled_context_serves_its_thread_until_its_uses_are_spent() {
+        let raw = |m: &Mlir| m.context().to_raw().ptr as usize;
+        let (first, uses) = {
+            let m = Mlir::pooled().unwrap();
+            // A failed parse leaves MLIR's messages in the context: the next loan has none.
+            assert!(m.parse("module { \"t.op\"(%undefined) : (i32) -> () }", "t").is_err());
+            (raw(&m), m.uses)
+        };
+        let m = Mlir::pooled().unwrap();
+        assert_eq!((raw(&m), m.uses), (first, uses + 1));
+        assert!(m.take().is_empty());
+        // A loan while another is out (a compile inside a compile) is a context of its own.
+        let inner = Mlir::pooled().unwrap();
+        assert_ne!(raw(&inner), raw(&m));
+        assert_eq!(inner.uses, 1);
+        drop(inner);
+        drop(m);
+        // Another thread has its own.
+        let other = std::thread::spawn(|| Mlir::pooled().map(|m| m.uses).unwrap()).join().unwrap();
+        assert_eq!(other, 1);
+        // Spent: made anew.
+        let mut uses = 0;
+        while uses < POOLED_USES {
+            uses = Mlir::pooled().unwrap().uses;
+        }
+        assert_eq!(Mlir::pooled().unwrap().uses, 1);
+        let m = Mlir::pooled().unwrap();
+        m.parse("module {}", "t").unwrap();
+    }
 
     #[test]
     fn forms_that_crash_the_mlir_parser_are_refused_first() {

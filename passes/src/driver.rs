@@ -19,7 +19,7 @@ use tilec_core::diag::close_matches;
 use tilec_core::tir::verify::{verify, Level};
 use tilec_core::tir::{Func, PrintOptions};
 use tilec_core::Diagnostic;
-use tilec_ir::Mlir;
+use tilec_ir::{read_func_with, Mlir, Module};
 
 /// Upstream passes of the linked MLIR: `name\tanchor op\tdescription` lines (see the
 /// file's header).
@@ -319,6 +319,13 @@ pub struct Facts {
 pub struct Driver<'m> {
     mlir: &'m Mlir,
     ir: Ir,
+    /// The kernel as a parsed module, when the last step left one: an upstream pass's result
+    /// (then `ir` is stale) or `tile-to-llvm`'s text parsed for its check (then `ir` is that
+    /// same text: `synced`). The next upstream pass runs on it, so a run of upstream passes
+    /// parses once and prints once — at the end, for the stage's text — instead of a print
+    /// and a parse between every two (on FMHA most of the conversions' time).
+    live: Option<Module<'m>>,
+    synced: bool,
     pub facts: Facts,
     /// The source the kernel's spans index: with it, upstream passes see (and keep) every
     /// op's location, and the reader turns locations back into spans.
@@ -327,7 +334,7 @@ pub struct Driver<'m> {
 
 impl<'m> Driver<'m> {
     pub fn new(mlir: &'m Mlir, ir: Ir) -> Driver<'m> {
-        Driver { mlir, ir, facts: Facts::default(), source: None }
+        Driver { mlir, ir, live: None, synced: false, facts: Facts::default(), source: None }
     }
 
     /// The driver over a kernel whose spans index `source`.
@@ -338,9 +345,27 @@ impl<'m> Driver<'m> {
 
     /// The kernel's current text.
     pub fn text(&self) -> String {
-        match &self.ir {
-            Ir::Text(t) => t.clone(),
-            Ir::Tile(f) => f.to_mlir(),
+        match (&self.live, &self.ir) {
+            (Some(m), _) if !self.synced => match self.source {
+                Some(_) => self.mlir.print_with_locations(m),
+                None => self.mlir.print(m),
+            },
+            (_, Ir::Text(t)) => t.clone(),
+            (_, Ir::Tile(f)) => f.to_mlir(),
+        }
+    }
+
+    /// The kernel translated to LLVM IR (it must be in the `llvm` and `nvvm` dialects): from
+    /// the module the last upstream pass left, else parsed from its text.
+    pub fn translate_to_llvm_ir(&mut self) -> Result<String, Diagnostic> {
+        if self.live.is_none() {
+            let text = self.text();
+            self.live = Some(self.mlir.parse(&text, "llvm")?);
+            self.synced = true;
+        }
+        match &self.live {
+            Some(m) => self.mlir.translate_to_llvm_ir(m),
+            None => Err(bad("no module to translate".into())),
         }
     }
 
@@ -349,6 +374,11 @@ impl<'m> Driver<'m> {
     /// rewrites it and hands it back with [`Driver::set_func`] (a pass of another crate
     /// too: `PassInfo::run` is any function of this shape).
     pub fn take_func(&mut self, pass: &str, level: Level) -> Result<Func, Diagnostic> {
+        if let Some(m) = &self.live {
+            let f = read_func_with(m, self.source.as_ref())?;
+            verify(&f, level).map_err(|d| d.with_note(format!("in the input of `{pass}`")))?;
+            return Ok(f);
+        }
         let f = match std::mem::replace(&mut self.ir, Ir::Text(String::new())) {
             Ir::Tile(f) => f,
             Ir::Text(t) => {
@@ -365,16 +395,21 @@ impl<'m> Driver<'m> {
     pub fn run(&mut self, step: &Step) -> Result<(), Diagnostic> {
         match step {
             Step::Upstream { name, text } => {
-                let input = match (&self.ir, &self.source) {
-                    (Ir::Tile(f), Some(src)) => f.to_mlir_with(PrintOptions { locations: Some(src) }),
-                    _ => self.text(),
+                let mut module = match self.live.take() {
+                    Some(m) => m,
+                    None => {
+                        let input = match (&self.ir, &self.source) {
+                            (Ir::Tile(f), Some(src)) => f.to_mlir_with(PrintOptions { locations: Some(src) }),
+                            _ => self.text(),
+                        };
+                        self.mlir.parse(&input, &format!("input of {name}"))?
+                    }
                 };
-                let mut module = self.mlir.parse(&input, &format!("input of {name}"))?;
+                // A failed pass may leave the module half converted: nothing is kept then.
+                self.ir = Ir::Text(String::new());
                 self.mlir.run_pipeline(&mut module, &format!("builtin.module({text})"))?;
-                self.ir = Ir::Text(match self.source {
-                    Some(_) => self.mlir.print_with_locations(&module),
-                    None => self.mlir.print(&module),
-                });
+                self.live = Some(module);
+                self.synced = false;
                 Ok(())
             }
             Step::Tilec { pass, .. } => (pass.run)(self, step),
@@ -421,6 +456,7 @@ impl Driver<'_> {
         let stage = if level == Level::Tile { "tile" } else { "tilegpu" };
         self.mlir.parse(&func.to_mlir(), stage)?;
         self.ir = Ir::Tile(func);
+        self.live = None;
         Ok(())
     }
 }
@@ -520,7 +556,8 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     d.facts.tma = low.tma.clone();
     d.facts.persistent = low.persistent;
     d.facts.grid_dependency = low.grid_dependency;
-    d.mlir.parse(&low.text, "llvm")?;
+    d.live = Some(d.mlir.parse(&low.text, "llvm")?);
+    d.synced = true;
     d.ir = Ir::Text(low.text);
     Ok(())
 }

@@ -1,5 +1,7 @@
-//! `tilec cache ls|stats|clear|explain`: the compilation cache (`$TILEC_CACHE_DIR`, default
-//! `~/.cache/tilec`) that `tilec compile` and the Rust API read and write.
+//! `tilec cache ls|stats|clear|explain|warm`: the compilation cache (`$TILEC_CACHE_DIR`,
+//! default `~/.cache/tilec`) that `tilec compile` and the Rust API read and write. `warm`
+//! fills it ahead of a deployment — every kernel of the files for every target asked, side by
+//! side on the machine's cores (`tilec::parallel`) — so that a JIT's first launches hit.
 
 use super::read_input;
 use crate::out;
@@ -21,6 +23,22 @@ pub enum Cmd {
     /// Say whether compiling FILE with these options hits the cache, and if not, which key
     /// fields differ from the nearest entry.
     Explain(Box<ExplainArgs>),
+    /// Compile every kernel of the files for each --arch into the cache (defaults of their
+    /// constants), several at once; entries already there are kept.
+    Warm(WarmArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct WarmArgs {
+    /// The .tile source files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Target (repeatable, or comma-separated): sm_90a, sm_103a, sm_121a, …
+    #[arg(long, required = true, value_delimiter = ',')]
+    arch: Vec<String>,
+    /// Compiles at once (default: $TILEC_COMPILE_THREADS, else the machine's cores).
+    #[arg(short = 'j', long)]
+    jobs: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -47,10 +65,13 @@ fn field<'a>(k: &'a tilec::runtime::cache::CacheKey, name: &str) -> &'a str {
 
 pub fn run(cmd: Cmd) -> Result<ExitCode> {
     let cache = Cache::from_env();
-    let Some(dir) = cache.dir().map(|d| d.display().to_string()) else {
+    // `warm` works without a folder too (it fills the memory layer, and says so).
+    let dir = cache.dir().map(|d| d.display().to_string());
+    if dir.is_none() && !matches!(cmd, Cmd::Warm(_)) {
         out::err("no cache folder: set TILEC_CACHE_DIR or HOME");
         return Ok(ExitCode::from(1));
-    };
+    }
+    let dir = dir.unwrap_or_default();
     match cmd {
         Cmd::Ls => {
             let entries = cache.entries();
@@ -84,6 +105,7 @@ pub fn run(cmd: Cmd) -> Result<ExitCode> {
             let n = cache.clear()?;
             out::println(&format!("removed {n} entries from {dir}"))?;
         }
+        Cmd::Warm(a) => return warm(&a, &cache),
         Cmd::Explain(a) => {
             let text = read_input(&a.file)?;
             let source = Source::new(a.file.display().to_string(), text);
@@ -135,4 +157,67 @@ pub fn run(cmd: Cmd) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `tilec cache warm`: one line a (file, kernel, target) in order, then the totals.
+fn warm(a: &WarmArgs, cache: &Cache) -> Result<ExitCode> {
+    let mut jobs = vec![];
+    let mut failed = 0usize;
+    for file in &a.files {
+        let source = Source::new(file.display().to_string(), read_input(file)?);
+        let names: Vec<String> = match tilec_frontend::parse(&source.text) {
+            Ok(f) => f.kernels.into_iter().map(|k| k.name.name).collect(),
+            // The compile reports the parse error with its span.
+            Err(_) => vec![String::new()],
+        };
+        for name in names {
+            for arch in &a.arch {
+                let kernel = (!name.is_empty()).then(|| name.clone());
+                let opts = tilec::CompileOptions { arch: arch.clone(), kernel, ..Default::default() };
+                jobs.push((source.clone(), opts));
+            }
+        }
+    }
+    let threads = a.jobs.filter(|&j| j > 0).unwrap_or_else(tilec::parallel::threads);
+    let start = std::time::Instant::now();
+    let (mut compiled, mut hits) = (0usize, 0usize);
+    let mut compile_ms = 0.0;
+    let done = tilec::parallel::ahead(
+        jobs.len(),
+        threads,
+        |i| tilec::compile_cached(&jobs[i].0, &jobs[i].1, cache),
+        |i, r| {
+            let (source, opts) = &jobs[i];
+            let what = format!("{} {} {}", source.name, opts.kernel.as_deref().unwrap_or("(only kernel)"), opts.arch);
+            match r {
+                Ok(c) if c.hit.is_some() => {
+                    hits += 1;
+                    out::println(&format!("{what}: in the cache"))
+                }
+                Ok(c) => {
+                    compiled += 1;
+                    compile_ms += c.entry.compile_ms;
+                    out::println(&format!("{what}: compiled in {:.0} ms", c.entry.compile_ms))
+                }
+                Err(e) => {
+                    failed += 1;
+                    out::err(&format!("{what}: failed"));
+                    out::err(e.render().trim_end());
+                    Ok(())
+                }
+            }
+        },
+    );
+    done?;
+    out::println(&format!(
+        "{} variants: {compiled} compiled ({:.1} s of compiling), {hits} already in the cache, {failed} failed; {:.1} s on {threads} thread{}",
+        jobs.len(),
+        compile_ms / 1e3,
+        start.elapsed().as_secs_f64(),
+        if threads == 1 { "" } else { "s" }
+    ))?;
+    if cache.dir().is_none() {
+        out::println("no cache folder (TILEC_CACHE_DIR or HOME): nothing outlives this process")?;
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -4,7 +4,9 @@
 //! constants, the target, the tilec build and the shape bucket of the arguments
 //! (`tilec_runtime::tune`). A second run with the same key reuses the record without timing;
 //! each configuration's own outcome is filed too, so a grown or reordered space times only
-//! the configurations no run measured (`tilec::cache::measure_key`).
+//! the configurations no run measured (`tilec::cache::measure_key`). The configurations
+//! compile ahead on the other cores (`tilec::parallel::ahead`, `$TILEC_COMPILE_THREADS`)
+//! while this thread launches, checks and times them in order.
 
 use super::{parse_consts, read_input};
 use crate::out;
@@ -12,6 +14,7 @@ use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use tilec::jit::{Arg, Jit, JitError, KernelSpec};
 use tilec::ConstArg;
 use tilec_core::host::HostTensor;
@@ -143,18 +146,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut reference: Option<Vec<HostTensor>> = None;
     let mut results: Vec<(Config, Outcome)> = vec![];
     // Configurations that failed the compiler's resource checks: every configuration that
-    // dominates one is pruned without compiling (`tune::dominates`).
-    let mut infeasible: Vec<Config> = vec![];
+    // dominates one is pruned without compiling (`tune::dominates`). Shared with the compile
+    // threads; a configuration compiling before the failure of one it dominates is known
+    // gets its own feasibility failure instead of a pruning (the same verdict).
+    let infeasible: Mutex<Vec<Config>> = Mutex::new(vec![]);
     // Each configuration's outcome is filed under its own key: a grown or reordered space, or
     // a run stopped halfway, times only what it has not measured (--retune: everything).
-    let mkey = |c: &Config| {
-        tilec::cache::measure_key(&source, &el.func.name, &fixed, c, target, &shapes, &dev.name, a.reps.max(1))
-    };
-    let mut reused = std::collections::BTreeSet::new();
-    // The constants of a configuration measured before whose outputs would be the reference.
-    let mut first_timed: Option<BTreeMap<String, ConstArg>> = None;
+    let mut todo = vec![];
     for c in configs {
-        bar.set_message(show(&c));
         let mut consts = fixed.clone();
         for (k, v) in &c {
             match ConstArg::parse(v) {
@@ -162,109 +161,142 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 None => bail!("--space value `{v}` of {k} is not a constant"),
             };
         }
-        let key = mkey(&c);
-        if let (false, Some(o)) = (a.retune, dir.as_ref().and_then(|d| tune::load_measurement(d, &key))) {
-            if matches!(&o, Outcome::Failed { stage, .. } if stage == "feasibility") {
-                infeasible.push(c.clone());
+        let key =
+            tilec::cache::measure_key(&source, &el.func.name, &fixed, &c, target, &shapes, &dev.name, a.reps.max(1));
+        let before = if a.retune { None } else { dir.as_ref().and_then(|d| tune::load_measurement(d, &key)) };
+        if matches!(&before, Some(Outcome::Failed { stage, .. }) if stage == "feasibility") {
+            lock(&infeasible).push(c.clone());
+        }
+        todo.push((c, consts, key, before));
+    }
+    let mut reused = std::collections::BTreeSet::new();
+    // The constants of a configuration measured before whose outputs would be the reference.
+    let mut first_timed: Option<BTreeMap<String, ConstArg>> = None;
+    // The compiles run ahead on other threads (all but one of the cores: this one launches
+    // and times) while this thread times the configurations in order (`tilec::parallel`).
+    let preparer = jit.preparer().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let threads = tilec::parallel::threads().saturating_sub(1).max(1);
+    // A configuration's outcome when something stops it before a launch, else None.
+    let compile = |i: usize| -> Option<Outcome> {
+        let (c, consts, _, before) = &todo[i];
+        if before.is_some() {
+            return None;
+        }
+        match elaborate(consts) {
+            Err(d) => {
+                let msg = d.first().map(|d| d.message.clone()).unwrap_or_default();
+                return Some(Outcome::Failed { stage: "frontend".into(), reason: msg });
             }
+            Ok(e) if !e.tune_ok => {
+                return Some(Outcome::Failed {
+                    stage: "require".into(),
+                    reason: "a `require` of the tune block".into(),
+                })
+            }
+            Ok(_) => {}
+        }
+        if let Some(f) = lock(&infeasible).iter().find(|f| tune::dominates(c, f)) {
+            return Some(Outcome::Failed {
+                stage: "pruned".into(),
+                reason: format!("needs at least what {} needs, which does not fit {}", show(f), target.name),
+            });
+        }
+        // The feasibility check: the lowering knows the shared memory and threads a block
+        // needs; LLVM and ptxas, the slow part, only run for a configuration that fits.
+        let check = tilec::CompileOptions {
+            arch: target.name.to_string(),
+            kernel: Some(el.func.name.clone()),
+            consts: consts.clone(),
+            until: Some(tilec::Stage::Nvgpu),
+            ..Default::default()
+        };
+        if let Err(e) = tilec::compile(&source, &check) {
+            if let Some(d) = e.diagnostics.iter().find(|d| tune::RESOURCE_ERRORS.contains(&d.code)) {
+                lock(&infeasible).push(c.clone());
+                let why = d.notes.first().map(|n| format!(" ({n})")).unwrap_or_default();
+                return Some(Outcome::Failed {
+                    stage: "feasibility".into(),
+                    reason: format!("error[{}]: {}{why}", d.code, d.message),
+                });
+            }
+        }
+        // Into the JIT's cache: the launch below finds it there.
+        match preparer.prepare(&spec_of(&source, &el.func.name, consts)) {
+            Err(JitError::Compile(t)) => Some(Outcome::Failed { stage: "compile".into(), reason: first_line(&t) }),
+            // Anything else, the launch meets and reports.
+            _ => None,
+        }
+    };
+    tilec::parallel::ahead(todo.len(), threads, compile, |i, stopped| -> Result<()> {
+        let (c, consts, key, before) = &todo[i];
+        bar.set_message(show(c));
+        if let Some(o) = before {
             let timed_before = results.iter().any(|(_, o)| matches!(o, Outcome::Timed { .. }));
             if matches!(o, Outcome::Timed { .. }) && !timed_before {
                 first_timed = Some(consts.clone());
             }
             reused.insert(results.len());
-            results.push((c, o));
+            results.push((c.clone(), o.clone()));
             bar.inc(1);
-            continue;
+            return Ok(());
         }
-        let outcome = (|| -> Result<Outcome> {
-            match elaborate(&consts) {
-                Err(d) => {
-                    let msg = d.first().map(|d| d.message.clone()).unwrap_or_default();
-                    return Ok(Outcome::Failed { stage: "frontend".into(), reason: msg });
-                }
-                Ok(e) if !e.tune_ok => {
-                    return Ok(Outcome::Failed {
-                        stage: "require".into(),
-                        reason: "a `require` of the tune block".into(),
-                    })
-                }
-                Ok(_) => {}
-            }
-            if let Some(f) = infeasible.iter().find(|f| tune::dominates(&c, f)) {
-                return Ok(Outcome::Failed {
-                    stage: "pruned".into(),
-                    reason: format!("needs at least what {} needs, which does not fit {}", show(f), target.name),
-                });
-            }
-            // The feasibility check: the lowering knows the shared memory and threads a block
-            // needs; LLVM and ptxas, the slow part, only run for a configuration that fits.
-            let check = tilec::CompileOptions {
-                arch: target.name.to_string(),
-                kernel: Some(el.func.name.clone()),
-                consts: consts.clone(),
-                until: Some(tilec::Stage::Nvgpu),
-                ..Default::default()
-            };
-            if let Err(e) = tilec::compile(&source, &check) {
-                if let Some(d) = e.diagnostics.iter().find(|d| tune::RESOURCE_ERRORS.contains(&d.code)) {
-                    infeasible.push(c.clone());
-                    let why = d.notes.first().map(|n| format!(" ({n})")).unwrap_or_default();
-                    return Ok(Outcome::Failed {
-                        stage: "feasibility".into(),
-                        reason: format!("error[{}]: {}{why}", d.code, d.message),
-                    });
-                }
-            }
-            let spec = spec_of(&source, &el.func.name, &consts);
-            // The first configuration's outputs are the reference: measured in an earlier
-            // run, it is launched once now so that this one is checked against it.
-            if let (None, Some(fc)) = (&reference, first_timed.take()) {
-                match launch_once(&jit, dev, &spec_of(&source, &el.func.name, &fc), &iargs)? {
-                    Ok((_, outs)) => reference = Some(outs),
-                    Err(o) => {
-                        return Ok(Outcome::Failed {
-                            stage: "launch".into(),
-                            reason: format!("the reference configuration, measured before, did not run again: {o:?}"),
-                        })
+        let outcome = match stopped {
+            Some(o) => o,
+            None => (|| -> Result<Outcome> {
+                let spec = spec_of(&source, &el.func.name, consts);
+                // The first configuration's outputs are the reference: measured in an earlier
+                // run, it is launched once now so that this one is checked against it.
+                if let (None, Some(fc)) = (&reference, first_timed.take()) {
+                    match launch_once(&jit, dev, &spec_of(&source, &el.func.name, &fc), &iargs)? {
+                        Ok((_, outs)) => reference = Some(outs),
+                        Err(o) => {
+                            return Ok(Outcome::Failed {
+                                stage: "launch".into(),
+                                reason: format!(
+                                    "the reference configuration, measured before, did not run again: {o:?}"
+                                ),
+                            })
+                        }
                     }
                 }
-            }
-            let (on_device, outs) = match launch_once(&jit, dev, &spec, &iargs)? {
-                Ok(x) => x,
-                Err(o) => return Ok(o),
-            };
-            let args: Vec<Arg> = on_device.iter().map(crate::gpu::DeviceArg::jit).collect();
-            match &reference {
-                None => reference = Some(outs),
-                Some(r) => {
-                    let mut worst: f64 = 0.0;
-                    for (g, w) in outs.iter().zip(r) {
-                        let (_, rel) = tilec_interp::reference::errors(&g.to_f64(), &w.to_f64());
-                        worst = worst.max(if rel.is_nan() { f64::INFINITY } else { rel });
-                    }
-                    let tol = if outs.iter().all(|t| t.dtype == tilec::DType::F32) { 1e-4 } else { 2e-2 };
-                    if worst > tol {
-                        return Ok(Outcome::Mismatch { rel_l2: worst });
+                let (on_device, outs) = match launch_once(&jit, dev, &spec, &iargs)? {
+                    Ok(x) => x,
+                    Err(o) => return Ok(o),
+                };
+                let args: Vec<Arg> = on_device.iter().map(crate::gpu::DeviceArg::jit).collect();
+                match &reference {
+                    None => reference = Some(outs),
+                    Some(r) => {
+                        let mut worst: f64 = 0.0;
+                        for (g, w) in outs.iter().zip(r) {
+                            let (_, rel) = tilec_interp::reference::errors(&g.to_f64(), &w.to_f64());
+                            worst = worst.max(if rel.is_nan() { f64::INFINITY } else { rel });
+                        }
+                        let tol = if outs.iter().all(|t| t.dtype == tilec::DType::F32) { 1e-4 } else { 2e-2 };
+                        if worst > tol {
+                            return Ok(Outcome::Mismatch { rel_l2: worst });
+                        }
                     }
                 }
-            }
-            let samples = dev.time(
-                3,
-                a.reps.max(1),
-                || Ok(()),
-                || jit.launch(&spec, &args).map(|_| ()).map_err(|e| RuntimeError::Driver(e.to_string())),
-            );
-            Ok(match samples {
-                Ok(s) => Outcome::Timed { median_ms: tune::robust_median(&s), samples: s.len() },
-                Err(e) => Outcome::Failed { stage: "launch".into(), reason: e.to_string() },
-            })
-        })()?;
-        if let Some(Err(e)) = dir.as_ref().and_then(|d| tune::save_measurement(d, &key, &outcome)) {
-            bar.println(format!("warning: the measurement of {} was not filed: {e}", show(&c)));
+                let samples = dev.time(
+                    3,
+                    a.reps.max(1),
+                    || Ok(()),
+                    || jit.launch(&spec, &args).map(|_| ()).map_err(|e| RuntimeError::Driver(e.to_string())),
+                );
+                Ok(match samples {
+                    Ok(s) => Outcome::Timed { median_ms: tune::robust_median(&s), samples: s.len() },
+                    Err(e) => Outcome::Failed { stage: "launch".into(), reason: e.to_string() },
+                })
+            })()?,
+        };
+        if let Some(Err(e)) = dir.as_ref().and_then(|d| tune::save_measurement(d, key, &outcome)) {
+            bar.println(format!("warning: the measurement of {} was not filed: {e}", show(c)));
         }
-        results.push((c, outcome));
+        results.push((c.clone(), outcome));
         bar.inc(1);
-    }
+        Ok(())
+    })?;
     bar.finish_and_clear();
     let first_ms = results.iter().find_map(|(_, o)| match o {
         Outcome::Timed { median_ms, .. } => Some(*median_ms),
@@ -321,6 +353,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     out::print(&s)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The list behind a lock, even if a thread panicked holding it (the panic is re-raised).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The kernel of `source` with `consts`.
