@@ -110,7 +110,7 @@ impl CachedCompile {
 /// resource report when ptxas is installed. A damaged entry is recompiled and overwritten;
 /// the cache never fails a compilation.
 pub fn compile_cached(source: &Source, opts: &CompileOptions, cache: &Cache) -> Result<CachedCompile, CompileError> {
-    let opts = CompileOptions { until: None, ..opts.clone() };
+    let opts = CompileOptions { until: None, ptx_only: true, ..opts.clone() };
     // The same text and options as before (this process, or any through the request's
     // alias): no key to rebuild. The alias outlives the process, so it names the compiler
     // too: a rebuilt tilec must not be answered with the entry an older one made.

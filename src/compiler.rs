@@ -26,6 +26,10 @@ pub struct CompileOptions {
     pub opt_level: Option<u32>,
     /// Stop after this stage (`--emit`): the later stages are not run.
     pub until: Option<Stage>,
+    /// Only the PTX (and the signature and report) is wanted: the `llvm` and `llvm-ir`
+    /// stages, each a printing of the whole module, are not made (`Compiled::stage` gives ""
+    /// for them); on FMHA that is ~20 ms of ~300. The cache and the JIT compile this way.
+    pub ptx_only: bool,
     /// Optional passes left out of the default pipeline (`--disable-pass`).
     pub disabled_passes: BTreeSet<String>,
     /// Approximate every float op the source leaves to the compiler (`--fast-math`).
@@ -253,14 +257,15 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         ));
     }
     // After the upstream conversions: the `llvm` stage.
-    compiled.stages.insert(Stage::Llvm, driver.text());
+    if !opts.ptx_only || opts.until == Some(Stage::Llvm) {
+        compiled.stages.insert(Stage::Llvm, driver.text());
+        lap("print the llvm stage", &mut timings);
+    }
     compiled.report = std::mem::take(&mut driver.facts.report);
     if opts.until == Some(Stage::Llvm) {
         compiled.timings = timings;
         return Ok(compiled);
     }
-    let ir = driver.translate_to_llvm_ir().map_err(|d| fail(vec![d]))?;
-    lap("translate to LLVM IR", &mut timings);
     let mut opt = opts.opt_level.unwrap_or(el.hints.opt_level);
     // LLVM's loop passes (IndVarSimplify, LoopFullUnroll, LoopDeletion, LoopRotate) cost
     // quadratic time in the loops of one function: 1,500 loops take 10 s at O1–O3 and 3,000
@@ -272,9 +277,20 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         ));
         opt = 0;
     }
-    let cg = tilec_backend::codegen(&ir, arch, opt).map_err(|d| fail(vec![d]))?;
+    // SAFETY: the translation builds its module in the context codegen hands it, and
+    // hands the module over.
+    let cg = unsafe {
+        tilec_backend::codegen_translated(arch, opt, !opts.ptx_only, |ctx| {
+            let m = driver.translate_into(ctx);
+            lap("translate to LLVM IR", &mut timings);
+            m
+        })
+    }
+    .map_err(|d| fail(vec![d]))?;
     lap(&format!("LLVM O{} + NVPTX codegen", opt.min(3)), &mut timings);
-    compiled.stages.insert(Stage::LlvmIr, cg.llvm_ir);
+    if let Some(ir) = cg.llvm_ir {
+        compiled.stages.insert(Stage::LlvmIr, ir);
+    }
     compiled.stages.insert(Stage::Ptx, cg.ptx);
     compiled.timings = timings;
     Ok(compiled)

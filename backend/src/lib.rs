@@ -1,10 +1,13 @@
 //! tilec-backend: LLVM IR → PTX (→ ptxas).
 //!
-//! Contract: [`codegen`] takes LLVM IR text (from MLIR's translation) and a target ([`Arch`], from `tilec_core::target`),
-//! optimises it at the requested level in inkwell's own LLVM context (no context is shared
-//! with MLIR) and returns the optimised IR and the PTX. [`ptxas`] assembles PTX for the
-//! same arch with the `ptxas` it finds and parses its resource report (registers, spills,
-//! shared memory). Failures are [`Diagnostic`]s with code `E0902`.
+//! Contract: [`codegen`] takes LLVM IR text and a target ([`Arch`], from `tilec_core::target`),
+//! optimises it at the requested level in inkwell's LLVM context and returns the PTX (and the
+//! optimised IR, when asked for). [`codegen_translated`] does the same for a module a
+//! translation builds straight into that context — MLIR's translation of the `llvm` stage, so
+//! the IR is never printed and parsed again (on FMHA that round trip was ~25 ms; one LLVM is
+//! linked, so MLIR's `LLVMContextRef` is inkwell's). [`ptxas`] assembles PTX for the same arch
+//! with the `ptxas` it finds and parses its resource report (registers, spills, shared
+//! memory). Failures are [`Diagnostic`]s with code `E0902`.
 
 pub mod ptxas;
 pub mod sass;
@@ -23,10 +26,14 @@ pub use tilec_core::target::Arch;
 /// The result of code generation.
 #[derive(Clone, Debug)]
 pub struct Codegen {
-    /// LLVM IR after the optimisation pipeline.
-    pub llvm_ir: String,
+    /// LLVM IR after the optimisation pipeline, when it was asked for.
+    pub llvm_ir: Option<String>,
     pub ptx: String,
 }
+
+/// An `LLVMContextRef` or `LLVMModuleRef` between crates that name LLVM's C types through
+/// different bindings (`mlir-sys`, `llvm-sys`).
+pub type RawLlvm = *mut std::ffi::c_void;
 
 fn fail(msg: impl Into<String>) -> Diagnostic {
     Diagnostic::error("E0902", msg)
@@ -53,13 +60,53 @@ fn set_nvptx_options() {
     });
 }
 
-/// Optimises LLVM IR and emits PTX for `arch`.
+/// Optimises LLVM IR and emits PTX for `arch` (with the optimised IR's text).
 pub fn codegen(llvm_ir: &str, arch: &Arch, opt_level: u32) -> Result<Codegen, Diagnostic> {
-    Target::initialize_nvptx(&InitializationConfig::default());
-    set_nvptx_options();
-    let ctx = Context::create();
+    let ctx = context();
     let buf = MemoryBuffer::create_from_memory_range_copy(llvm_ir.as_bytes(), "tilec");
     let module = ctx.create_module_from_ir(buf).map_err(|e| fail(format!("LLVM rejected the IR: {e}")))?;
+    optimise_and_emit(&module, arch, opt_level, true)
+}
+
+/// [`codegen`] of the module `translate` builds in the context it is handed, with the
+/// optimised IR's text only when `keep_ir`.
+///
+/// # Safety
+/// `translate` returns a module of the context it was given (an `LLVMModuleRef`), which no
+/// one else owns or frees: it is dropped here.
+pub unsafe fn codegen_translated(
+    arch: &Arch,
+    opt_level: u32,
+    keep_ir: bool,
+    translate: impl FnOnce(RawLlvm) -> Result<RawLlvm, Diagnostic>,
+) -> Result<Codegen, Diagnostic> {
+    let ctx = context();
+    let raw = translate(ctx.raw().cast())?;
+    if raw.is_null() {
+        return Err(fail("the translation made no LLVM module"));
+    }
+    // SAFETY: the caller's contract — a module of `ctx`, owned by nobody else; the Module
+    // drops (disposes) it before `ctx` goes.
+    let module = unsafe { inkwell::module::Module::new(raw.cast()) };
+    // The name the text path gives its buffer: the optimised IR's first line is the same
+    // either way.
+    module.set_name("tilec");
+    optimise_and_emit(&module, arch, opt_level, keep_ir)
+}
+
+/// An LLVM context with the NVPTX target and tilec's options set up.
+fn context() -> Context {
+    Target::initialize_nvptx(&InitializationConfig::default());
+    set_nvptx_options();
+    Context::create()
+}
+
+fn optimise_and_emit(
+    module: &inkwell::module::Module<'_>,
+    arch: &Arch,
+    opt_level: u32,
+    keep_ir: bool,
+) -> Result<Codegen, Diagnostic> {
     let triple = TargetTriple::create("nvptx64-nvidia-cuda");
     let target = Target::from_triple(&triple).map_err(|e| fail(format!("no NVPTX target in this LLVM: {e}")))?;
     let level = match opt_level {
@@ -78,10 +125,9 @@ pub fn codegen(llvm_ir: &str, arch: &Arch, opt_level: u32) -> Result<Codegen, Di
         .run_passes(&pipeline, &tm, PassBuilderOptions::create())
         .map_err(|e| fail(format!("LLVM optimisation failed: {e}")))?;
     module.verify().map_err(|e| fail(format!("LLVM IR does not verify after optimisation: {e}")))?;
-    let llvm_ir = module.print_to_string().to_string();
-    let out = tm
-        .write_to_memory_buffer(&module, FileType::Assembly)
-        .map_err(|e| fail(format!("PTX emission failed: {e}")))?;
+    let llvm_ir = keep_ir.then(|| module.print_to_string().to_string());
+    let out =
+        tm.write_to_memory_buffer(module, FileType::Assembly).map_err(|e| fail(format!("PTX emission failed: {e}")))?;
     let ptx = String::from_utf8_lossy(out.as_slice()).trim_end_matches('\0').to_string();
     Ok(Codegen { llvm_ir, ptx })
 }

@@ -209,6 +209,26 @@ impl Mlir {
         })
     }
 
+    /// Translates a module in the `llvm` (+`nvvm`) dialects into a new LLVM module of
+    /// `llvm_context` (an `LLVMContextRef`), returned as an `LLVMModuleRef` the caller owns.
+    ///
+    /// # Safety
+    /// `llvm_context` is a live LLVM context of the LLVM this binary links, alive as long as
+    /// the module returned.
+    pub unsafe fn translate_into(
+        &self,
+        module: &Module,
+        llvm_context: *mut std::ffi::c_void,
+    ) -> Result<*mut std::ffi::c_void, Diagnostic> {
+        self.take();
+        // SAFETY: the caller's contract for the context; the module is alive for the call.
+        let raw = unsafe { mlir_sys::mlirTranslateModuleToLLVMIR(module.as_operation().to_raw(), llvm_context.cast()) };
+        if raw.is_null() {
+            return Err(mlir_failure("E0902", "translation to LLVM IR failed".into(), self.take()));
+        }
+        Ok(raw.cast())
+    }
+
     /// Translates a module in the `llvm` (+`nvvm`) dialects to LLVM IR text.
     pub fn translate_to_llvm_ir(&self, module: &Module) -> Result<String, Diagnostic> {
         self.take();

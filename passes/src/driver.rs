@@ -355,16 +355,24 @@ impl<'m> Driver<'m> {
         }
     }
 
-    /// The kernel translated to LLVM IR (it must be in the `llvm` and `nvvm` dialects): from
-    /// the module the last upstream pass left, else parsed from its text.
-    pub fn translate_to_llvm_ir(&mut self) -> Result<String, Diagnostic> {
+    /// The kernel (in the `llvm` and `nvvm` dialects) translated into a new LLVM module of
+    /// `llvm_context`: from the module the last upstream pass left, else parsed from its
+    /// text (see [`Mlir::translate_into`]).
+    ///
+    /// # Safety
+    /// As [`Mlir::translate_into`].
+    pub unsafe fn translate_into(
+        &mut self,
+        llvm_context: *mut std::ffi::c_void,
+    ) -> Result<*mut std::ffi::c_void, Diagnostic> {
         if self.live.is_none() {
             let text = self.text();
             self.live = Some(self.mlir.parse(&text, "llvm")?);
             self.synced = true;
         }
         match &self.live {
-            Some(m) => self.mlir.translate_to_llvm_ir(m),
+            // SAFETY: the caller's contract.
+            Some(m) => unsafe { self.mlir.translate_into(m, llvm_context) },
             None => Err(bad("no module to translate".into())),
         }
     }

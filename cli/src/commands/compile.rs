@@ -62,6 +62,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             opts.until = Some(s);
         }
     }
+    // Without --emit only the PTX is written: the `llvm` and `llvm-ir` texts are not made.
+    opts.ptx_only = a.emit.is_none();
     // The cache answers PTX requests; a stage dump or per-pass timings compile in full.
     let use_cache = a.emit.is_none() && !a.time_passes && !a.no_cache;
     let result = if use_cache {
