@@ -44,11 +44,18 @@ fn fail(msg: impl Into<String>) -> Diagnostic {
 /// compile), so shared addresses — every `ldmatrix`, `cp.async` and exchange — are 32-bit
 /// arithmetic instead of 64-bit adds and widening multiplies. The data layout then comes
 /// from the target machine with `p3:32:32`.
+///
+/// `-vectorize-slp=false`: the SLP vectorizer found nothing to vectorize in any kernel of the
+/// library on any target (every `llvm-ir` and `ptx` stage snapshot is the same without it)
+/// and was 28 % of an FMHA compile's instructions (callgrind), trying horizontal reductions
+/// over the unrolled registers of a tile. tilec vectorizes its own accesses (`tile-layout`'s
+/// vector widths); the NVPTX vector types SLP could form are the paired f16/bf16 ops, which
+/// the lowering emits as such where it means them.
 fn set_nvptx_options() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let args = [c"tilec".as_ptr(), c"-nvptx-short-ptr".as_ptr()];
-        // SAFETY: two valid NUL-terminated strings that outlive the call; called once per
+        let args = [c"tilec".as_ptr(), c"-nvptx-short-ptr".as_ptr(), c"-slp-vectorize-hor=false".as_ptr()];
+        // SAFETY: valid NUL-terminated strings that outlive the call; called once per
         // process (LLVM rejects an option given twice), before any target machine exists.
         unsafe {
             inkwell::llvm_sys::support::LLVMParseCommandLineOptions(

@@ -79,29 +79,67 @@ impl Ty {
     }
 
     pub fn text(&self) -> String {
-        match self {
-            Ty::I1 => "i1".into(),
-            Ty::I8 => "i8".into(),
-            Ty::I16 => "i16".into(),
-            Ty::I32 => "i32".into(),
-            Ty::I64 => "i64".into(),
-            Ty::F16 => "f16".into(),
-            Ty::BF16 => "bf16".into(),
-            Ty::F32 => "f32".into(),
-            Ty::F64 => "f64".into(),
-            Ty::Ptr(a) => format!("!llvm.ptr<{a}>"),
-            Ty::Vector(n, t) => format!("vector<{n}x{}>", t.text()),
-            Ty::Struct(ts) => format!("!llvm.struct<({})>", ts.iter().map(Ty::text).collect::<Vec<_>>().join(", ")),
-            Ty::Array(n, t) => format!("!llvm.array<{n} x {}>", t.text()),
-            Ty::Index => "index".into(),
-            Ty::MemRef { len, offset, elem, space } => {
-                let len = len.map_or("?".to_string(), |l| l.to_string());
-                let layout = if *offset == 0 { String::new() } else { format!(", strided<[1], offset: {offset}>") };
-                format!("memref<{len}x{}{layout}, {space}>", elem.text())
+        let mut out = String::new();
+        self.write_text(&mut out);
+        out
+    }
+
+    /// [`Ty::text`] appended to `out`: a tile's struct of 64 registers is written at every
+    /// `extractvalue` of it, so no piece is allocated on its own.
+    pub fn write_text(&self, out: &mut String) {
+        use std::fmt::Write;
+        // Writing into a String does not fail.
+        let _ = match self {
+            Ty::I1 => write!(out, "i1"),
+            Ty::I8 => write!(out, "i8"),
+            Ty::I16 => write!(out, "i16"),
+            Ty::I32 => write!(out, "i32"),
+            Ty::I64 => write!(out, "i64"),
+            Ty::F16 => write!(out, "f16"),
+            Ty::BF16 => write!(out, "bf16"),
+            Ty::F32 => write!(out, "f32"),
+            Ty::F64 => write!(out, "f64"),
+            Ty::Ptr(a) => write!(out, "!llvm.ptr<{a}>"),
+            Ty::Vector(n, t) => {
+                let _ = write!(out, "vector<{n}x");
+                t.write_text(out);
+                write!(out, ">")
             }
-            Ty::Fragments(r, c, t) => format!("vector<{r}x{c}x{}>", t.text()),
-            Ty::AsyncToken => "!nvgpu.device.async.token".into(),
-        }
+            Ty::Struct(ts) => {
+                out.push_str("!llvm.struct<(");
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    t.write_text(out);
+                }
+                write!(out, ")>")
+            }
+            Ty::Array(n, t) => {
+                let _ = write!(out, "!llvm.array<{n} x ");
+                t.write_text(out);
+                write!(out, ">")
+            }
+            Ty::Index => write!(out, "index"),
+            Ty::MemRef { len, offset, elem, space } => {
+                out.push_str("memref<");
+                let _ = match len {
+                    Some(l) => write!(out, "{l}x"),
+                    None => write!(out, "?x"),
+                };
+                elem.write_text(out);
+                if *offset != 0 {
+                    let _ = write!(out, ", strided<[1], offset: {offset}>");
+                }
+                write!(out, ", {space}>")
+            }
+            Ty::Fragments(r, c, t) => {
+                let _ = write!(out, "vector<{r}x{c}x");
+                t.write_text(out);
+                write!(out, ">")
+            }
+            Ty::AsyncToken => write!(out, "!nvgpu.device.async.token"),
+        };
     }
 
     pub fn is_float(&self) -> bool {
