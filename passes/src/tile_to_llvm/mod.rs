@@ -702,7 +702,8 @@ fn lower_with<'f>(
     let requests = std::mem::take(&mut lw.requests);
     let (pro, body) = lw.em.finish();
 
-    let mut s = String::new();
+    let (aliases, pro, body) = alias_long_structs(pro, body);
+    let mut s = aliases;
     let _ = writeln!(s, "module attributes {{tile.target = \"{}\"}} {{", arch.name);
     if smem > STATIC_SMEM_LIMIT {
         // Above the static limit: dynamic shared memory, sized at launch (the runtime passes
@@ -1338,4 +1339,68 @@ impl Lowering<'_> {
 /// Whether `[off, off + bytes)` meets one of `ranges`.
 pub(super) fn overlaps(ranges: &[(i64, i64)], off: i64, bytes: i64) -> bool {
     ranges.iter().any(|&(o, b)| o < off + bytes && off < o + b)
+}
+
+/// Struct types longer than this are named once at the top of the module (see
+/// [`alias_long_structs`]).
+const ALIASED_STRUCT_CHARS: usize = 96;
+
+/// Names each long struct type of the kernel's text once, `!tilec_sN = !llvm.struct<(…)>`
+/// before the module, and writes the name at every use: a tile's registers travel as
+/// `!llvm.struct<(f32, …)>` of up to 128 members, written again at each `extractvalue` and
+/// asm result, and MLIR's parser read every copy (on FMHA 1,152 of them: ~5 % of a compile).
+/// The module means the same: the `llvm` stage prints the types in full again. Returns the
+/// alias lines and the prologue and body with the names in place.
+fn alias_long_structs(pro: String, body: String) -> (String, String, String) {
+    const OPEN: &str = "!llvm.struct<(";
+    let mut found: Vec<String> = vec![];
+    for text in [&pro, &body] {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(OPEN) {
+            let start = from + at;
+            // The type ends where its angle brackets balance (on its line).
+            let mut depth = 0i32;
+            let mut end = None;
+            for (i, b) in text.as_bytes()[start..].iter().enumerate() {
+                match b {
+                    b'<' => depth += 1,
+                    b'>' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(start + i + 1);
+                            break;
+                        }
+                    }
+                    b'\n' => break,
+                    _ => {}
+                }
+            }
+            if let Some(end) = end {
+                let ty = &text[start..end];
+                if ty.len() > ALIASED_STRUCT_CHARS && !found.iter().any(|f| f == ty) {
+                    found.push(ty.to_string());
+                }
+            }
+            // A struct nested in another is met on a later step, inside its container.
+            from = start + OPEN.len();
+        }
+    }
+    // Longest first: a container's text is replaced before the types inside it, whose own
+    // names its alias then uses; the aliases are written shortest first (defined before use).
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(found[i].len()));
+    let (mut pro, mut body) = (pro, body);
+    let mut defs: Vec<(usize, String)> = vec![];
+    for (k, &i) in order.iter().enumerate() {
+        let name = format!("!tilec_s{i}");
+        let mut def = found[i].clone();
+        for &j in &order[k + 1..] {
+            def = def.replace(&found[j], &format!("!tilec_s{j}"));
+        }
+        defs.push((found[i].len(), format!("{name} = {def}\n")));
+        pro = pro.replace(&found[i], &name);
+        body = body.replace(&found[i], &name);
+    }
+    defs.sort_by_key(|(len, _)| *len);
+    (defs.into_iter().map(|(_, d)| d).collect(), pro, body)
 }
