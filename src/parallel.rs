@@ -6,6 +6,10 @@
 //! ones are still being built (the tuner times configuration `i` on the GPU while `i + 1 …`
 //! compile); [`map`] collects them.
 //!
+//! [`behind`] is the other way round: the calling thread produces items (the CLI's `tilec
+//! check` runs each case on the GPU) while other threads finish them (the CPU reference of
+//! each case, seconds apiece for the large ones).
+//!
 //! How many threads: [`threads`] — `$TILEC_COMPILE_THREADS` when set to a positive number,
 //! else the machine's parallelism. Each compile holds a few tens of MB (the MLIR and LLVM
 //! modules of one kernel), so the bound is the cores, not memory.
@@ -85,6 +89,53 @@ pub fn ahead<O: Send, E>(
             }
         }
         Ok(())
+    })
+}
+
+/// Runs `produce` on the calling thread; each item it hands to its `emit` is finished by
+/// `work` on one of up to `threads` other threads while `produce` goes on. At most `threads`
+/// items wait for a worker (`emit` blocks past that: the items may be large). Returns what
+/// `work` made of every item, in the order they were emitted, or `produce`'s error (the items
+/// already emitted are still finished first). With `threads` 0, `work` runs inside `emit`.
+pub fn behind<I: Send, O: Send, E>(
+    threads: usize,
+    produce: impl FnOnce(&mut dyn FnMut(I)) -> Result<(), E>,
+    work: impl Fn(I) -> O + Sync,
+) -> Result<Vec<O>, E> {
+    if threads == 0 {
+        let mut out = vec![];
+        produce(&mut |item| out.push(work(item)))?;
+        return Ok(out);
+    }
+    let (to_work, items) = mpsc::sync_channel::<(usize, I)>(threads);
+    // Owned by the workers alone: when they have all ended (a panic in `work`), the queue's
+    // end is gone and `emit` stops waiting for room in it.
+    let items = std::sync::Arc::new(std::sync::Mutex::new(items));
+    let (done_tx, done) = mpsc::channel::<(usize, O)>();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (items, done_tx, work) = (items.clone(), done_tx.clone(), &work);
+            s.spawn(move || loop {
+                // The lock is held only to take the next item, not while working on it.
+                let next = items.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok((i, item)) = next else { break };
+                if done_tx.send((i, work(item))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop((done_tx, items));
+        let mut n = 0usize;
+        let produced = produce(&mut |item| {
+            // A send fails only if every worker has ended, which a panic in `work` does (the
+            // scope re-raises it when it joins them).
+            let _ = to_work.send((n, item));
+            n += 1;
+        });
+        drop(to_work);
+        let mut out: BTreeMap<usize, O> = done.iter().collect();
+        produced?;
+        Ok((0..n).filter_map(|i| out.remove(&i)).collect())
     })
 }
 
@@ -176,6 +227,44 @@ mod tests {
             },
         );
         assert_eq!((r, seen), (Err(()), vec![0, 1]));
+    }
+
+    #[test]
+    fn work_behind_the_producer_comes_back_in_the_order_emitted() {
+        for threads in [0, 1, 4] {
+            let emitted_before_done = AtomicUsize::new(0);
+            let out = behind(
+                threads,
+                |emit| -> Result<(), String> {
+                    for ms in [6u64, 1, 4, 0, 2] {
+                        emit(ms);
+                        emitted_before_done.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok(())
+                },
+                |ms| {
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                    ms + 100
+                },
+            );
+            assert_eq!(out, Ok(vec![106, 101, 104, 100, 102]), "{threads} threads");
+        }
+        // The producer's error is returned once the emitted items are finished.
+        let finished = AtomicUsize::new(0);
+        let r = behind(
+            2,
+            |emit| {
+                emit(1);
+                emit(2);
+                Err("the device went away")
+            },
+            |x: u32| {
+                finished.fetch_add(1, Ordering::SeqCst);
+                x
+            },
+        );
+        assert_eq!(r, Err("the device went away"));
+        assert_eq!(finished.load(Ordering::SeqCst), 2);
     }
 
     #[test]

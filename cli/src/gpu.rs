@@ -202,26 +202,67 @@ fn download_all(dev: &Device, args: &[DeviceArg]) -> Result<Vec<HostTensor>, Str
         .collect()
 }
 
-/// Runs once and compares every output with the reference. With `graph`, the launch is
-/// captured into a CUDA graph on the inputs' first copy, the graph is updated to a second copy
-/// (other buffers, the same values: every tensor address changes), replayed, and the second
-/// copy's outputs are compared — while the first copy must come out untouched.
+/// A case run on the GPU, before its comparison: the arguments as launched and every
+/// argument after the run, or why it did not run (see [`launch_case`], [`Launched::finish`]).
+pub struct Launched {
+    spec: &'static Spec,
+    case: Case,
+    run: Result<(Vec<Arg>, Vec<HostTensor>), String>,
+}
+
+impl Launched {
+    /// The row: every output compared with the CPU reference (the slow part for the large
+    /// cases — `tilec check` runs it on other threads while the GPU runs the next cases).
+    pub fn finish(self) -> CheckRow {
+        let mut row = check_case_unrun(self.spec, &self.case);
+        match self.run {
+            Ok((args, after)) => {
+                let c = self.spec.compare(&self.case, &args, &after);
+                row.max_abs = c.max_abs;
+                row.rel_l2 = c.rel_l2;
+                row.pass = c.pass;
+                row.note = c.note;
+            }
+            Err(e) => row.note = e,
+        }
+        row
+    }
+}
+
+/// Runs once and compares every output with the reference ([`launch_case`], then
+/// [`Launched::finish`] on this thread).
 pub fn check_case(
     dev: &Device,
     kernels_dir: &Path,
-    spec: &Spec,
+    spec: &'static Spec,
     case: &Case,
     seed: u64,
     variant: &Variant,
     graph: bool,
 ) -> CheckRow {
-    let mut row = check_case_unrun(spec, case);
-    let run = || -> Result<tilec_suite::Comparison, String> {
+    launch_case(dev, kernels_dir, spec, case, seed, variant, graph).finish()
+}
+
+/// Runs a case once on the GPU and downloads every argument. With `graph`, the launch is
+/// captured into a CUDA graph on the inputs' first copy, the graph is updated to a second
+/// copy (other buffers, the same values: every tensor address changes), replayed, and the
+/// second copy is what is downloaded — while the first copy must come out untouched.
+pub fn launch_case(
+    dev: &Device,
+    kernels_dir: &Path,
+    spec: &'static Spec,
+    case: &Case,
+    seed: u64,
+    variant: &Variant,
+    graph: bool,
+) -> Launched {
+    let run = || -> Result<(Vec<Arg>, Vec<HostTensor>), String> {
         let p = prepare(dev, kernels_dir, spec, case, seed, variant)?;
         if !graph {
             dev.launch(&p.kernel, &p.descs).map_err(|e| e.to_string())?;
             dev.synchronize().map_err(|e| e.to_string())?;
-            return Ok(spec.compare(case, &p.args, &download_all(dev, &p.on_device)?));
+            let after = download_all(dev, &p.on_device)?;
+            return Ok((p.args, after));
         }
         let kernel = std::sync::Arc::new(p.kernel);
         let mut capture = dev.begin_capture().map_err(|e| e.to_string())?;
@@ -250,18 +291,10 @@ pub fn check_case(
         if g.end_update().is_ok() || g.replay().is_ok() {
             return Err("an update without the graph's launch was accepted".into());
         }
-        Ok(spec.compare(case, &p.args, &download_all(dev, &second)?))
+        let after = download_all(dev, &second)?;
+        Ok((p.args, after))
     };
-    match run() {
-        Ok(c) => {
-            row.max_abs = c.max_abs;
-            row.rel_l2 = c.rel_l2;
-            row.pass = c.pass;
-            row.note = c.note;
-        }
-        Err(e) => row.note = e,
-    }
-    row
+    Launched { spec, case: case.clone(), run: run() }
 }
 
 /// One timed configuration.
@@ -316,7 +349,7 @@ pub struct Timing {
 pub fn bench_case(
     dev: &Device,
     kernels_dir: &Path,
-    spec: &Spec,
+    spec: &'static Spec,
     case: &Case,
     timing: &Timing,
     variant: &Variant,

@@ -36,28 +36,41 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let specs = gpu::selected(&a.kernels).map_err(anyhow::Error::msg)?;
     let dev = tilec_runtime::Device::open(0)?;
     out::err(&format!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1));
-    let mut rows: Vec<CheckRow> = vec![];
-    for spec in specs {
-        let cases = (spec.gpu_cases)();
-        if let Some(why) = cases.first().and_then(|c| gpu::not_lowered_here(&dev, &a.kernels_dir, spec, c, &a.variant))
-        {
-            out::err(&format!("skipped {}: not lowered for this device: {why}", spec.name));
-            continue;
-        }
-        for (i, case) in cases.iter().enumerate() {
-            if a.max_ref_work.is_some_and(|m| gpu::ref_work(spec, case) > m) {
-                out::err(&format!(
-                    "skipped {} {} {}: the CPU reference is over --max-ref-work",
-                    spec.name,
-                    case.label(),
-                    case.dtype
-                ));
-                continue;
+    // The GPU runs the cases one after the other on this thread; each case's CPU reference
+    // and comparison — seconds apiece for the large ones, most of a whole check's time — runs
+    // on the other cores meanwhile (`tilec::parallel::behind`), and the rows keep their order.
+    let threads = tilec::parallel::threads().saturating_sub(1);
+    let rows: Vec<CheckRow> = tilec::parallel::behind(
+        threads,
+        |emit| -> Result<()> {
+            for spec in specs {
+                let cases = (spec.gpu_cases)();
+                if let Some(why) =
+                    cases.first().and_then(|c| gpu::not_lowered_here(&dev, &a.kernels_dir, spec, c, &a.variant))
+                {
+                    out::err(&format!("skipped {}: not lowered for this device: {why}", spec.name));
+                    continue;
+                }
+                for (i, case) in cases.iter().enumerate() {
+                    if a.max_ref_work.is_some_and(|m| gpu::ref_work(spec, case) > m) {
+                        out::err(&format!(
+                            "skipped {} {} {}: the CPU reference is over --max-ref-work",
+                            spec.name,
+                            case.label(),
+                            case.dtype
+                        ));
+                        continue;
+                    }
+                    let seed = 1000 + i as u64;
+                    emit(gpu::launch_case(&dev, &a.kernels_dir, spec, case, seed, &a.variant, a.graph));
+                }
             }
-            out::err_raw(&format!("\rchecking {} {} ...            ", spec.name, case.label()));
-            let row = gpu::check_case(&dev, &a.kernels_dir, spec, case, 1000 + i as u64, &a.variant, a.graph);
+            Ok(())
+        },
+        |launched| {
+            let row = launched.finish();
             out::err(&format!(
-                "\r{} {} {}: {} (max abs {:.3e}, rel L2 {:.3e}) {}",
+                "{} {} {}: {} (max abs {:.3e}, rel L2 {:.3e}) {}",
                 row.kernel,
                 row.shape,
                 row.dtype,
@@ -66,9 +79,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 row.rel_l2,
                 row.note.lines().next().unwrap_or("")
             ));
-            rows.push(row);
-        }
-    }
+            row
+        },
+    )?;
     out::err("");
     let table = table(&rows, &dev.name);
     out::println(&table)?;
