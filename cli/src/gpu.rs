@@ -142,6 +142,7 @@ pub fn prepare(
         kernel: Some(spec.kernel.to_string()),
         consts: spec.constants(case),
         unaligned,
+        ptx_only: true,
         ..Default::default()
     });
     let compiled = compile(&source, &opts).map_err(|e| e.render())?;

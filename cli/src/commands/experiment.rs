@@ -367,6 +367,7 @@ pub(crate) fn execute(
                 arch: arch.name.to_string(),
                 kernel: Some(vspec.kernel.to_string()),
                 consts: vspec.constants(&case),
+                ptx_only: true,
                 ..Default::default()
             });
             let compiled = tilec::compile(source, &opts);
