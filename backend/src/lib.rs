@@ -45,12 +45,11 @@ fn fail(msg: impl Into<String>) -> Diagnostic {
 /// arithmetic instead of 64-bit adds and widening multiplies. The data layout then comes
 /// from the target machine with `p3:32:32`.
 ///
-/// `-vectorize-slp=false`: the SLP vectorizer found nothing to vectorize in any kernel of the
-/// library on any target (every `llvm-ir` and `ptx` stage snapshot is the same without it)
-/// and was 28 % of an FMHA compile's instructions (callgrind), trying horizontal reductions
-/// over the unrolled registers of a tile. tilec vectorizes its own accesses (`tile-layout`'s
-/// vector widths); the NVPTX vector types SLP could form are the paired f16/bf16 ops, which
-/// the lowering emits as such where it means them.
+/// `-slp-vectorize-hor=false`: the SLP vectorizer's search for horizontal reductions over the
+/// unrolled registers of a tile found nothing in any kernel of the library on any target
+/// (every `llvm-ir` and `ptx` stage snapshot is the same without it) and was 28 % of an FMHA
+/// compile's instructions (callgrind). The rest of SLP stays on: without it 56 `llvm-ir`/`ptx`
+/// snapshots change, which only a GPU run can judge.
 fn set_nvptx_options() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {

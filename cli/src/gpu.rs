@@ -230,20 +230,6 @@ impl Launched {
     }
 }
 
-/// Runs once and compares every output with the reference ([`launch_case`], then
-/// [`Launched::finish`] on this thread).
-pub fn check_case(
-    dev: &Device,
-    kernels_dir: &Path,
-    spec: &'static Spec,
-    case: &Case,
-    seed: u64,
-    variant: &Variant,
-    graph: bool,
-) -> CheckRow {
-    launch_case(dev, kernels_dir, spec, case, seed, variant, graph).finish()
-}
-
 /// Runs a case once on the GPU and downloads every argument. With `graph`, the launch is
 /// captured into a CUDA graph on the inputs' first copy, the graph is updated to a second
 /// copy (other buffers, the same values: every tensor address changes), replayed, and the
@@ -359,7 +345,7 @@ pub fn bench_case(
     // A case whose CPU reference is too large to run (4096³, S = 16384) is timed unchecked:
     // rel L2 NaN in the row; `tilec check` covers the kernel at checkable sizes.
     let check = if ref_work(spec, case) <= BENCH_MAX_REF_WORK {
-        check_case(dev, kernels_dir, spec, case, 7, variant, false)
+        launch_case(dev, kernels_dir, spec, case, 7, variant, false).finish()
     } else {
         CheckRow { pass: true, rel_l2: f64::NAN, ..check_case_unrun(spec, case) }
     };

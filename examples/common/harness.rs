@@ -158,7 +158,8 @@ pub fn check_and_time(jit: &Jit, l: &Launcher<'_>, g: &dyn Generator, run: &Run<
     // Warm-up: every kernel compiled (or found in the cache) — side by side on the cores —
     // and loaded.
     let t = Instant::now();
-    for r in jit.prepare(&g.kernels())? {
+    let kernels = g.kernels();
+    for r in jit.prepare(&kernels)? {
         r?;
     }
     let compile_s = secs(t);
@@ -169,7 +170,7 @@ pub fn check_and_time(jit: &Jit, l: &Launcher<'_>, g: &dyn Generator, run: &Run<
     println!(
         "warm-up (compile or cache, load, one prefill and decode step): {warm_s:.1} s, {} kernel launch sites; {} kernels compiled or found in {compile_s:.1} s on up to {} threads",
         l.bound(),
-        g.kernels().len(),
+        kernels.len(),
         tilec::parallel::threads()
     );
     let mut decoder = Decoder { jit, l, g, graph: None };

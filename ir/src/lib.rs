@@ -9,9 +9,9 @@
 //! produces LLVM IR text; [`read_func`] turns a module back into tile IR, so that tilec's
 //! passes and upstream ones can alternate. Nothing here knows about GPUs: that is `passes` and `backend`.
 //!
-//! A context costs 10–16 ms to make (dialects registered and loaded, translations, the IRDL
-//! dialects parsed and loaded: `bench/results/2026-11-27-cpu-compile-stages/`), as much as a
-//! memory-bound kernel's whole lowering. [`Mlir::pooled`] lends the calling thread's context,
+//! A context costs ~2.3 ms to make (dialects registered — loaded only when a text or a pass
+//! needs them —, translations, the IRDL dialects parsed and loaded; loading every dialect up
+//! front made it 11 ms: `bench/results/2026-11-27-cpu-compile-speed/`). [`Mlir::pooled`] lends the calling thread's context,
 //! made on first use and kept for the next compile on that thread: a JIT, the tuner and
 //! `tilec cache warm` make one per thread instead of one per kernel. A context is a `!Send`
 //! value, so each thread has its own (compiles on several threads run side by side). Types

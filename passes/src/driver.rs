@@ -365,16 +365,18 @@ impl<'m> Driver<'m> {
         &mut self,
         llvm_context: *mut std::ffi::c_void,
     ) -> Result<*mut std::ffi::c_void, Diagnostic> {
-        if self.live.is_none() {
-            let text = self.text();
-            self.live = Some(self.mlir.parse(&text, "llvm")?);
-            self.synced = true;
-        }
-        match &self.live {
-            // SAFETY: the caller's contract.
-            Some(m) => unsafe { self.mlir.translate_into(m, llvm_context) },
-            None => Err(bad("no module to translate".into())),
-        }
+        let module = match self.live.take() {
+            Some(m) => m,
+            None => {
+                let m = self.mlir.parse(&self.text(), "llvm")?;
+                self.synced = true;
+                m
+            }
+        };
+        // SAFETY: the caller's contract.
+        let translated = unsafe { self.mlir.translate_into(&module, llvm_context) };
+        self.live = Some(module);
+        translated
     }
 
     /// The kernel as tile IR for a tilec pass, checked against the rules of the stage it
