@@ -24,8 +24,13 @@ The model, per kernel and shape:
   against 669.6 TFLOP/s (bench/results/2026-11-24-h100-wgmma/ablation.md): 0.114 µs a step.
   FMHA adds its softmax per key tile: one exp2 per score at the SFU rate (16 a clock per SM
   for compute capability 9.0, 10.x and 12.x: CUDA C++ Programming Guide, "Arithmetic
-  Instructions" throughput table), not overlapped with the products (our FMHA does not yet
-  overlap them: FlashAttention-4's structure is issue 28's open part);
+  Instructions" throughput table; twice that on Blackwell Ultra, B300: NVIDIA technical blog
+  "Making Softmax More Efficient with NVIDIA Blackwell Ultra"). Waited for at once (the report's "loaded into registers"),
+  a key tile costs both products, two waits and the softmax in turn. Left in flight (the
+  report's "left in flight": `tile-mma-overlap` on FlashAttention-4's order, `Q·K_jᵀ` then
+  `P_{j-1}·V_{j-1}` issued back to back), it costs the first product and its wait, then the
+  longer of the second product (with its wait) and the softmax, which run side by side:
+  t/2 + wait + max(t/2 + wait, t_exp) for t both products' tensor time;
 - estimate = roofline stretched by that serialisation, per SM, over the waves of tiles.
 
 Published figures (cited in the README this writes):
@@ -51,6 +56,10 @@ TARGETS = {
         "peaks": {"16-bit": 2250.0, "fp8": 4500.0, "fp4": 13125.0},
         "dram_tbps": 8.0,
         "sms": 148,
+        # Blackwell Ultra doubles the SFU's MUFU.EX2 throughput over Blackwell (B200's 16 a
+        # clock per SM, the programming guide's 10.x figure): NVIDIA technical blog, "Making
+        # Softmax More Efficient with NVIDIA Blackwell Ultra".
+        "sfu_exp2_per_clk_per_sm": 32,
         "sources": [
             "NVIDIA HGX B300 datasheet figures as tabulated at glennklockwood.com/garden/processors/B300 "
             "(dense FP16/BF16 2,250 TFLOP/s, FP8 4,500, FP4 13,125; 8 TB/s HBM3e)",
@@ -63,6 +72,7 @@ TARGETS = {
         "peaks": {"16-bit": 125.0, "fp8": 250.0, "fp4": 500.0},
         "dram_tbps": 0.273,
         "sms": 48,
+        "sfu_exp2_per_clk_per_sm": 16,
         "sources": [
             "NVIDIA DGX Spark product page: 1 PFLOP/s FP4 with sparsity, 128 GB LPDDR5x at 273 GB/s "
             "(dense BF16 = 1000 / 2 (sparsity) / 4 (FP4 -> BF16) = 125 TFLOP/s)",
@@ -73,7 +83,6 @@ CLOCK_GHZ = 1.9
 # One DRAM round trip before a tile's first product (assumed: about the H100's global load
 # latency, ~600-800 ns, rounded up).
 TMA_FILL_US = 1.0
-SFU_PER_CLK_PER_SM = 16
 # H100: GEMM 4096^3, 128x256x64 tiles, 64 K steps a tile, 512 tiles on 132 SMs (4 waves):
 # (t_wait0 - t_inflight) / (4 waves x 64 steps).
 H100_WAIT_US = ((2 * 4096**3 / 585.9e12) - (2 * 4096**3 / 669.6e12)) / (4 * 64) * 1e6
@@ -116,10 +125,11 @@ def products(rep):
     for m in re.finditer(pat, rep):
         fam = "tcgen05" if m.group(5).startswith("tcgen05") else "mma.sync"
         in_flight = "in flight across iterations" in m.group(7)
+        deferred = "left in flight" in m.group(7)
         # K in elements (a block-scaled mma.sync's line says so; the others give a packed
         # fp4 tile's K in bytes, which `estimate` converts).
         k = int(m.group(4))
-        found.append((int(m.group(2)), int(m.group(3)), k, fam, int(m.group(6)), in_flight, m.group(1) == "mma_scaled"))
+        found.append((int(m.group(2)), int(m.group(3)), k, fam, int(m.group(6)), in_flight, m.group(1) == "mma_scaled", deferred))
     return found
 
 
@@ -137,7 +147,7 @@ def estimate(kernel, shape, arch, prods):
         flops = 2 * M * N * K * batch
         # Operands at their precision, the output in 16 bits.
         bytes_ = batch * (elem * (M * K + K * N) + 2 * M * N)
-        (bm, bn, bk, fam, _, in_flight, in_elements) = prods[0]
+        (bm, bn, bk, fam, _, in_flight, in_elements, _) = prods[0]
         # (The report gives a packed fp4 tile's K in bytes.)
         bk = int(bk / elem) if elem < 1 and not in_elements else bk
         tiles = (M // bm) * (N // bn) * batch
@@ -161,15 +171,19 @@ def estimate(kernel, shape, arch, prods):
         frac = 0.5 if shape["causal"] else 1.0
         flops = 4 * B * H * S * S * D * frac
         bytes_ = elem * 4 * B * H * S * D
-        (bm, bn, _, fam, _, _, _) = prods[0]
+        (bm, bn, _, fam, _, _, _, _) = prods[0]
+        overlapped = fam == "tcgen05" and all(p[7] for p in prods)
         tiles = B * H * (S // bm)
         steps = int(S // bn * frac + 0.5) if shape["causal"] else S // bn
         t_step = 4 * bm * bn * D / per_sm_flops
-        t_exp = bm * bn / SFU_PER_CLK_PER_SM / (CLOCK_GHZ * 1e9)
-        per_tile = steps * (t_step + 2 * wait + t_exp)
+        t_exp = bm * bn / t["sfu_exp2_per_clk_per_sm"] / (CLOCK_GHZ * 1e9)
+        if overlapped:
+            per_tile = steps * (t_step / 2 + wait + max(t_step / 2 + wait, t_exp))
+        else:
+            per_tile = steps * (t_step + 2 * wait + t_exp)
         serial = {
             "tile": [bm, bn, D],
-            "family": fam,
+            "family": fam + (" (softmax overlapped)" if overlapped else ""),
             "key_tiles_per_tile": steps,
             "tensor_us_per_step": t_step * 1e6,
             "softmax_exp2_us_per_step": t_exp * 1e6,
@@ -212,7 +226,6 @@ def main():
         "kind": "ESTIMATES (not measured: no B300 or GB10 here)",
         "targets": TARGETS,
         "assumed_clock_ghz": CLOCK_GHZ,
-        "sfu_exp2_per_clock_per_sm": SFU_PER_CLK_PER_SM,
         "h100_wait_us": H100_WAIT_US,
         "rows": rows,
     }
@@ -229,7 +242,7 @@ def main():
     for a, t in TARGETS.items():
         md.append(f"- {a}, {t['chip']}: {t['tensor_tflops']:.0f} TFLOP/s dense BF16, {t['dram_tbps'] * 1000:.0f} GB/s, {t['sms']} SMs — {'; '.join(t['sources'])}")
     md += [
-        f"- exp2 on the SFU: {SFU_PER_CLK_PER_SM} a clock per SM (CUDA C++ Programming Guide, arithmetic instruction throughput), at an assumed {CLOCK_GHZ} GHz (no clock is published).",
+        f"- exp2 on the SFU: 16 a clock per SM on GB10 (CUDA C++ Programming Guide, arithmetic instruction throughput), 32 on B300 (Blackwell Ultra doubles MUFU.EX2 over Blackwell: NVIDIA technical blog, \"Making Softmax More Efficient with NVIDIA Blackwell Ultra\"), at an assumed {CLOCK_GHZ} GHz (no clock is published).",
         f"- the wait after each product group waited for at once: {H100_WAIT_US:.3f} µs, measured on the H100 (wgmma waited at every K step against in flight, bench/results/2026-11-24-h100-wgmma/ablation.md).",
         f"- a GEMM tile whose products stay in flight: its first fill, {TMA_FILL_US:.1f} µs (assumed: one DRAM round trip), and its epilogue's store at the SM's share of DRAM bandwidth, not overlapped.",
         "",
@@ -249,9 +262,12 @@ def main():
         "What the estimates say: the GEMM's products kept in flight across K steps (each ring stage released",
         "by a `tcgen05.commit`, no wait in the K loop) take sm_103a's GEMM past the 70 % goal; what remains",
         "is each tile's fill and epilogue, not overlapped with another tile's products (a persistent kernel",
-        "with two TMEM accumulators would hide them) and the last wave's quantisation. FMHA is far below",
-        "it: its products are standalone (S and O per key tile), each waited for, and its softmax is serial",
-        "with them — FlashAttention-4's overlap of softmax and products is the missing part (issue 28). The",
+        "with two TMEM accumulators would hide them) and the last wave's quantisation. FMHA is below it:",
+        "its softmax now runs while `P_{j-1}·V_{j-1}` is on the tensor core (FlashAttention-4's order, both",
+        "products left in flight, each with a TMEM region and an mbarrier of its own), but `Q·K_jᵀ` is still",
+        "waited for (with its tensor time) before the softmax can start — what FlashAttention-4's two",
+        "softmax warpgroups on two query tiles remove (one tile's softmax under the other's products); B300's",
+        "doubled SFU rate leaves the softmax shorter than the second product at D = 128. The",
         "sm_121a rows are upper bounds (mma.sync has no wait term; DRAM traffic is the compulsory bytes,",
         "L2 misses beyond them are not modelled).",
         "",
@@ -260,7 +276,7 @@ def main():
         "GEMM; the fp8 GEMM keeps its products in flight as the bf16 one does, and so does the block-scaled",
         "NVFP4 GEMM (its scale factors in a Tensor Memory region a stage of its A ring, so the next stages'",
         "factors are stored while a product runs), 128x256 tiles against FP4's 13 PFLOP/s: what is left is",
-        "each tile's fill and epilogue; fp8 FMHA has fp16 FMHA's serial softmax against twice the tensor rate. The decode kernels",
+        "each tile's fill and epilogue; fp8 FMHA waits for its products where they are issued (its own order), its softmax serial against twice the tensor rate. The decode kernels",
         "(16-row products since this session's tcgen05 M = 64 path) and the split-K GEMMs are bound by DRAM",
         "bandwidth; their roofline is bytes / bandwidth and no latency model of theirs is written here.",
     ]

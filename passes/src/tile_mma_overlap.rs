@@ -1,41 +1,67 @@
-//! `tile-mma-overlap`: a warpgroup product stays in flight until its result is read, while
-//! the warpgroup issues its next products and computes what does not depend on it.
+//! `tile-mma-overlap`: an asynchronous product stays in flight until its result is read,
+//! while the block issues its next products and computes what does not depend on it.
 //!
 //! Needs: `tilegpu` after `tile-pipeline` and `tile-warp-specialize` (their rings, stage
 //! releases and ping-pong turns are in place; `tile-pipeline` keeps a GEMM's accumulator chain
 //! in flight across iterations itself, and the turns are placed around products that are
 //! still waited for at once).
 //!
-//! Does: in every op list (the kernel's and each region's), a `wgmma` product over every
-//! warp (`#tilegpu.wgmma` result, not already given a `tilegpu.mma_wait`) whose result is
-//! first read at op `u` of the same list, with another such product issued or other work
-//! done between it and `u`, gets `tilegpu.mma_wait {pending = n}` right before `u` (`n`: the
-//! products issued between; groups complete in order, so at most `n` newer ones may still
-//! run) and every later read — the enclosing region's yields too — goes through the wait. A `tilegpu.stage_release` between the product and `u`
-//! of a ring the product reads moves to right after the wait: the producer may refill the
-//! stage only once the product has read it. This is FlashAttention-3's intra-warpgroup
-//! overlap where the kernel issues its products in that order (`kernels/fmha.tile`'s
-//! `OVERLAP`: `Q·K_jᵀ` then `P_{j-1}·V_{j-1}`, the softmax of tile `j` running while the second
-//! product is on the tensor cores): the lowering otherwise waits for every product where it
-//! is issued.
+//! Does: in every op list (the kernel's and each region's), an asynchronous product — a
+//! `wgmma` over every warp (`#tilegpu.wgmma` result) or a `tcgen05` one (`#tilegpu.tcgen05`
+//! result, one 256-column block, no block scales), not already given a `tilegpu.mma_wait` —
+//! whose result is first read at op `u` of the same list, with another such product issued or
+//! other work done between it and `u`, gets `tilegpu.mma_wait {pending = n}` right before `u`
+//! (`n`: the products issued between; wgmma groups complete in order, so at most `n` newer
+//! ones may still run; a tcgen05 product is waited for by its own mbarrier, the count only
+//! says how many overlap it) and every later read — the enclosing region's yields too — goes
+//! through the wait. A `tilegpu.stage_release` between the product and `u` of a ring the
+//! product reads moves to right after the wait: the producer may refill the stage only once
+//! the product has read it. This is FlashAttention-3's intra-warpgroup overlap on sm_90a and
+//! FlashAttention-4's order on sm_103a where the kernel issues its products that way
+//! (`kernels/fmha.tile`'s `OVERLAP`: `Q·K_jᵀ` then `P_{j-1}·V_{j-1}`, the softmax of tile `j`
+//! running while the second product is on the tensor cores): the lowering otherwise waits for
+//! every product where it is issued. A tcgen05 product left in flight gets a Tensor Memory
+//! region and an mbarrier of its own in the lowering (`TmemPlan::deferred`).
 //!
 //! Guarantees: results unchanged (every read of a product's result follows its wait; a ring
-//! stage a product reads is neither released nor refilled before the wait); a product's
-//! wait stays in the list it was issued in, so no product crosses a loop's back edge here.
+//! stage a product reads is neither released nor refilled before the wait; two tcgen05
+//! products that read A from Tensor Memory — one region — are never in flight together); a
+//! product's wait stays in the list it was issued in, so no product crosses a loop's back
+//! edge here.
 //!
 //! Leaves alone, and reports why: a product whose result is read only by a yield (a chain
 //! `tile-pipeline` decides), one with nothing issued or computed before its first read
 //! (nothing to overlap: turns, stage waits and releases, other waits and scalars only), one
-//! with a nested product or a copy into a buffer it reads before its first
-//! read, `tcgen05` and `mma.sync` products (the first has its own completion mbarriers, the
-//! second is synchronous).
+//! with a nested product or a copy into a buffer it reads before its first read, a tcgen05
+//! product reading A from Tensor Memory with another such product before its first read,
+//! block-scaled and multi-block tcgen05 products, and `mma.sync` ones (synchronous).
 //!
 //! Options: none.
 
 use std::collections::{BTreeMap, BTreeSet};
+use tilec_core::layout::{Layout, Mma, MmaFamily};
 use tilec_core::tir::{walk_ops, Func, Op, OpKind, ValueId};
 
+use crate::tile_layout::reads_a_from_tmem;
 use crate::tile_warp_specialize::is_wide_wgmma;
+
+/// A product this pass may leave in flight: a wgmma over every warp, or a tcgen05 product of
+/// one 256-column block without block scales (the lowering gives it a TMEM region and an
+/// mbarrier of its own).
+fn deferrable(func: &Func, op: &Op) -> bool {
+    is_wide_wgmma(func, op) || tcgen05_a_in_tmem(func, op).is_some()
+}
+
+/// For a deferrable tcgen05 product: whether it reads A from Tensor Memory.
+fn tcgen05_a_in_tmem(func: &Func, op: &Op) -> Option<bool> {
+    let (OpKind::Mma { a, scales: None, .. }, Some(r)) = (&op.kind, op.result) else { return None };
+    match func.ty(r).layout() {
+        Some(Layout::Mma(m)) if m.family == MmaFamily::Tcgen05 && Mma::tcgen05_n_blocks(func.ty(r).shape()) == 1 => {
+            Some(reads_a_from_tmem(func, *a, m))
+        }
+        _ => None,
+    }
+}
 
 /// What the pass did, for `--report`.
 #[derive(Clone, Debug, Default)]
@@ -60,7 +86,7 @@ pub fn run(func: &mut Func) -> OverlapReport {
     list(func, &mut ops, &mut [], &facts, &mut report);
     func.ops = ops;
     if report.lines.is_empty() {
-        report.lines.push("no warpgroup product to leave in flight".into());
+        report.lines.push("no asynchronous product to leave in flight".into());
     }
     report
 }
@@ -108,7 +134,7 @@ fn list(func: &mut Func, ops: &mut Vec<Op>, yields: &mut [ValueId], facts: &Fact
     }
     let mut i = 0;
     while i < ops.len() {
-        let Some(r) = ops[i].result.filter(|r| is_wide_wgmma(func, &ops[i]) && !facts.waited.contains(r)) else {
+        let Some(r) = ops[i].result.filter(|r| deferrable(func, &ops[i]) && !facts.waited.contains(r)) else {
             i += 1;
             continue;
         };
@@ -131,17 +157,23 @@ fn defer(
 ) -> Result<String, String> {
     let u = (i + 1..ops.len()).find(|&k| uses(&ops[k], r)).ok_or("its result is only yielded")?;
     let reads: BTreeSet<ValueId> = ops[i].kind.operands().into_iter().flat_map(|v| facts.buffers(v)).collect();
+    let a_in_tmem = tcgen05_a_in_tmem(func, &ops[i]) == Some(true);
     let mut newer = 0u32;
     let mut releases = vec![];
     for (k, o) in ops.iter().enumerate().take(u).skip(i + 1) {
-        if is_wide_wgmma(func, o) {
+        if deferrable(func, o) {
+            if a_in_tmem && tcgen05_a_in_tmem(func, o) == Some(true) {
+                return Err(
+                    "another product reading A from Tensor Memory (the same region) comes before its first read".into(),
+                );
+            }
             newer += 1;
             continue;
         }
         let mut nested = false;
         walk_ops(std::slice::from_ref(o), &mut |n| nested |= matches!(n.kind, OpKind::Mma { .. }));
         if nested {
-            return Err("another product before its first read is not a warpgroup product of this list".into());
+            return Err("another product before its first read is not an asynchronous product of this list".into());
         }
         let mut writes = false;
         walk_ops(std::slice::from_ref(o), &mut |n| {

@@ -761,7 +761,8 @@ fn a_warpgroup_local_buffer_takes_a_warpgroup_barrier_and_keeps_the_ping_pong() 
 /// thread as `tcgen05.ld` brought the scores out, go back into Tensor Memory with
 /// `tcgen05.st` (two elements a 32-bit column) and the second product reads A from there —
 /// `tcgen05.mma … [d], [a], b-desc` — with no shared buffer for P; the first product still
-/// reads Q through a descriptor.
+/// reads Q through a descriptor. Both products stay in flight (`OVERLAP`, FlashAttention-4's
+/// order), each committed to an mbarrier of its own.
 #[test]
 fn tcgen05_attention_reads_p_from_tensor_memory() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
@@ -770,12 +771,21 @@ fn tcgen05_attention_reads_p_from_tensor_memory() {
     let ptx = c.ptx();
     let products: Vec<&str> = ptx.lines().filter(|l| l.contains("tcgen05.mma.cta_group::1.kind::f16")).collect();
     let from_tmem = products.iter().filter(|l| l.contains("], [")).count();
-    // Q·Kᵀ: 8 K steps of 16 over D = 128 from descriptors; P·V: 4 K steps over 64 keys from TMEM.
-    assert_eq!((products.len(), from_tmem), (12, 4), "{products:#?}");
+    // Q·Kᵀ: 8 K steps of 16 over D = 128 from descriptors; P·V: 4 K steps over 64 keys from
+    // TMEM, in the loop and once after it (`OVERLAP`: the last tile's P·V follows the loop).
+    assert_eq!((products.len(), from_tmem), (16, 8), "{products:#?}");
+    // FlashAttention-4's overlap: the three products left in flight until their first read,
+    // each committed to an mbarrier of its own (the kernel's and three more, 8 warps + the
+    // commit arriving on each), the in-loop two in TMEM regions of their own.
+    let report = c.report.join("\n");
+    assert_eq!(report.matches("left in flight until its first read").count(), 3, "{report}");
+    let inits = ptx.lines().filter(|l| l.contains("mbarrier.init.shared::cta.b64") && l.ends_with(", 257;")).count();
+    assert_eq!(inits, 4, "{ptx}");
+    assert!(report.contains("D at TMEM column 0, zero (D not read); committed to its own mbarrier"), "{report}");
+    assert!(report.contains("D at TMEM column 64, stored from registers; committed to its own mbarrier"), "{report}");
     // 64 keys over two warp columns: 32 f16 a thread, 16 packed columns, one store.
     let body = loop_with(ptx, "tcgen05.mma");
     assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 1);
-    let report = c.report.join("\n");
     assert!(report.contains("A from TMEM column"), "{report}");
     assert!(!report.contains("filled by registers"), "P still goes through a shared buffer:\n{report}");
 }

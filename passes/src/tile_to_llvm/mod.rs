@@ -252,6 +252,8 @@ pub(crate) struct Lowering<'f> {
     issuer: i64,
     /// The kernel's TMEM base address and the mbarrier its tcgen05 products commit to.
     tmem: Option<(Reg, Reg)>,
+    /// The mbarrier of each tcgen05 product left in flight (`TmemPlan::deferred`).
+    tmem_bars: BTreeMap<ValueId, Reg>,
     /// Whether a thread loaded or stored TMEM since the last product (the next one waits).
     tmem_dirty: bool,
     /// The buffers holding the replicated rows of copied A operands of products of fewer
@@ -680,6 +682,7 @@ fn lower_with<'f>(
         issuer: 0,
         tmem: None,
         tmem_dirty: false,
+        tmem_bars: BTreeMap::new(),
     };
     // Programmatic dependent launch: the kernel may start while the grid before it on the
     // stream finishes (where the runtime launches it so), so it first waits for that grid's
@@ -1015,6 +1018,9 @@ impl Lowering<'_> {
                 _ => return Err(err("a shared-memory read into a layout other than #dot_operand is not lowered yet")),
             },
             OpKind::Mma { a, b, acc, scales } => self.mma(*a, *b, *acc, *scales, rty.as_ref(), op.result)?,
+            OpKind::MmaWait { value, .. } if self.facts.tmem.deferred.contains_key(value) => {
+                self.tmem_deferred_wait(*value)?
+            }
             OpKind::MmaWait { value, pending } => match self.get(*value)? {
                 Value::Tmem { col } if *pending == 0 => self.tmem_chain_wait(op.result, col)?,
                 Value::Tmem { .. } => return Err(err("a tcgen05 chain waited for with products left pending")),

@@ -47,6 +47,12 @@
 //! `stage_acquire` waits for that phase, so the tensor core runs the next stages' products
 //! while a refill waits for an older one (CUTLASS's and DeepGEMM's `umma_arrive` on the
 //! pipeline's empty barrier). The `mma_wait` after the loop is the commit-and-wait above.
+//! A standalone product `tile-mma-overlap` left in flight ([`TmemPlan::deferred`]: an
+//! `mma_wait` on its own result) has a region of its own while it runs — first fit among the
+//! products whose runs (issue to wait, in program order) meet — and an mbarrier of its own
+//! the issuing thread commits it to; its `mma_wait` is every thread's arrival and wait on
+//! that mbarrier, the fence, and the `tcgen05.ld` (FlashAttention-4's `Q·K_jᵀ` and
+//! `P_{j-1}·V_{j-1}` both running while the threads compute the softmax).
 
 use super::emit::{Reg, Ty};
 use super::ptx_asm::PtxAsm;
@@ -99,6 +105,12 @@ pub(crate) struct TmemPlan {
     /// The rings those products read: each `stage_release` of one is a `tcgen05.commit` onto
     /// the stage's empty mbarrier (one arrival), not the warps' arrivals.
     pub committed_rings: BTreeSet<ValueId>,
+    /// Standalone products `tile-mma-overlap` left in flight until their `mma_wait`, and the
+    /// column of each one's own region (another product may be issued, and TMEM read, while
+    /// it runs); each commits to an mbarrier of its own.
+    pub deferred: BTreeMap<ValueId, i64>,
+    /// Columns of the chains kept in TMEM (the deferred products' regions follow them).
+    pub kept_cols: i64,
     /// The buffers (`local_alloc` results) of the A operands of products of fewer than 64
     /// rows, and how many times each holds its rows (`Mma::tcgen05_a_replicas`).
     pub replicated: BTreeMap<ValueId, i64>,
@@ -133,6 +145,7 @@ impl TmemPlan {
         let mut loaded_from: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         let mut scale_cols = 0i64;
         let mut scaled: Vec<(ValueId, ValueId)> = vec![];
+        let mut deferred: BTreeSet<ValueId> = BTreeSet::new();
         func.walk(&mut |op| match (&op.kind, op.result) {
             (OpKind::Stage { buf, .. }, Some(r)) => {
                 ring_of.insert(r, *buf);
@@ -151,6 +164,8 @@ impl TmemPlan {
                         p.used_results.insert(r);
                     }
                     p.in_flight.insert(y);
+                } else if is_tcgen05(func, *value) {
+                    deferred.insert(*value);
                 }
             }
             (OpKind::ConstFloat(x), Some(r)) => {
@@ -205,7 +220,49 @@ impl TmemPlan {
                 p.committed_rings.extend(ab.iter().filter_map(|x| ring_of.get(x)));
             }
         }
-        let scratch = products.iter().filter(|(r, _)| !p.kept.contains_key(r)).map(|(_, c)| *c).max().unwrap_or(0);
+        // Each product left in flight a region of its own while it runs, after the chains':
+        // from its issue to its wait (positions in program order, nested ops inside), first
+        // fit among those whose runs do not meet — the post-loop product of a pipelined loop
+        // takes the region its in-loop twin had.
+        let (mut pos, mut at, mut until) = (0usize, BTreeMap::new(), BTreeMap::new());
+        func.walk(&mut |op| {
+            pos += 1;
+            match (&op.kind, op.result) {
+                (OpKind::Mma { .. }, Some(r)) if deferred.contains(&r) => {
+                    at.insert(r, pos);
+                }
+                (OpKind::MmaWait { value, .. }, _) if deferred.contains(value) => {
+                    until.insert(*value, pos);
+                }
+                _ => {}
+            }
+        });
+        let mut placed: Vec<(i64, i64, usize, usize)> = vec![];
+        p.kept_cols = next;
+        let mut end = next;
+        for (r, c) in &products {
+            let (Some(&from), Some(&to)) = (at.get(r), until.get(r)) else { continue };
+            if p.kept.contains_key(r) {
+                continue;
+            }
+            // Past every region it would share columns with while both run.
+            let mut col = next;
+            while let Some(&(c0, n0, ..)) =
+                placed.iter().find(|&&(c0, n0, f, t)| f <= to && from <= t && c0 < col + c && col < c0 + n0)
+            {
+                col = c0 + n0;
+            }
+            placed.push((col, *c, from, to));
+            p.deferred.insert(*r, col);
+            end = end.max(col + c);
+        }
+        next = end;
+        let scratch = products
+            .iter()
+            .filter(|(r, _)| !p.kept.contains_key(r) && !p.deferred.contains_key(r))
+            .map(|(_, c)| *c)
+            .max()
+            .unwrap_or(0);
         p.scratch = next;
         p.scratch_cols = scratch;
         // The A region at a multiple of 32 columns, after the accumulators.
@@ -340,8 +397,10 @@ impl Lowering<'_> {
         if cols == 0 {
             return Ok(());
         }
-        // The address slot (4 bytes) and the mbarrier (8), live for the whole kernel.
-        let off = self.smem_alloc(16, u32::MAX, 16)?;
+        // The address slot (4 bytes) and the mbarrier (8), then one mbarrier for each product
+        // left in flight, live for the whole kernel.
+        let deferred: Vec<ValueId> = self.facts.tmem.deferred.keys().copied().collect();
+        let off = self.smem_alloc(16 + 8 * deferred.len() as i64, u32::MAX, 16)?;
         let base = self.smem_address();
         let o = self.em.ci32(off);
         let slot = self.em.add(&base, &o);
@@ -355,12 +414,21 @@ impl Lowering<'_> {
             ));
             asm.emit(&mut lw.em);
         });
+        let mut bars = vec![bar.clone()];
+        for (k, r) in deferred.iter().enumerate() {
+            let c = self.em.ci32(16 + 8 * k as i64);
+            let b = self.em.add(&slot, &c);
+            self.tmem_bars.insert(*r, b.clone());
+            bars.push(b);
+        }
         let arrivals = i64::from(self.func.num_warps) * 32 + 1;
         self.on_issuer(|lw| {
-            let mut asm = PtxAsm::new();
-            let b = asm.input(&bar);
-            asm.push(&format!("mbarrier.init.shared::cta.b64 [{b}], {arrivals};"));
-            asm.emit(&mut lw.em);
+            for bar in &bars {
+                let mut asm = PtxAsm::new();
+                let b = asm.input(bar);
+                asm.push(&format!("mbarrier.init.shared::cta.b64 [{b}], {arrivals};"));
+                asm.emit(&mut lw.em);
+            }
             Ok(())
         })?;
         self.tmem_thread_sync();
@@ -382,9 +450,18 @@ impl Lowering<'_> {
                 t.scale_slots, t.scale_cols, t.scale_region
             );
         }
+        let d = if t.deferred.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} for the {} product(s) left in flight until their mma_wait (a region each while it runs)",
+                t.scratch - t.kept_cols,
+                t.deferred.len()
+            )
+        };
         self.report.push(format!(
-            "tmem: {cols} columns allocated ({} for accumulators kept across loops, {} shared by the other products{a}); its address and the products' mbarrier at shared {off}",
-            t.scratch, t.scratch_cols
+            "tmem: {cols} columns allocated ({} for accumulators kept across loops{d}, {} shared by the other products{a}); its address and the products' mbarrier(s) at shared {off}",
+            t.kept_cols, t.scratch_cols
         ));
         Ok(())
     }
@@ -720,6 +797,9 @@ impl Lowering<'_> {
         let bop = self.shared_operand(b, 1, true)?;
         let kept = result.and_then(|r| self.facts.tmem.kept.get(&r).copied());
         let in_flight = result.is_some_and(|r| self.facts.tmem.in_flight.contains(&r));
+        // Left in flight until its mma_wait (`tile-mma-overlap`): its own region and mbarrier.
+        let deferred =
+            result.and_then(|r| Some((self.facts.tmem.deferred.get(&r).copied()?, self.tmem_bars.get(&r)?.clone())));
         let a_k_major = aop.as_ref().is_none_or(|o| o.k_major);
         if fp8 && !(a_k_major && bop.k_major) {
             return Err(err("tcgen05's fp8 form reads both operands K-major here"));
@@ -760,12 +840,15 @@ impl Lowering<'_> {
                 self.tmem_store(m, &shape, k, &regs)?;
                 (k, true, "stored from registers")
             }
-            (_, None) if self.facts.tmem.zero.contains(&acc) => (self.facts.tmem.scratch, false, "zero (D not read)"),
             (_, None) => {
-                let regs = self.tile(acc)?;
-                let s = self.facts.tmem.scratch;
-                self.tmem_store(m, &shape, s, &regs)?;
-                (s, true, "stored from registers")
+                let region = deferred.as_ref().map_or(self.facts.tmem.scratch, |d| d.0);
+                if self.facts.tmem.zero.contains(&acc) {
+                    (region, false, "zero (D not read)")
+                } else {
+                    let regs = self.tile(acc)?;
+                    self.tmem_store(m, &shape, region, &regs)?;
+                    (region, true, "stored from registers")
+                }
             }
         };
         let blocks = (ms / TCGEN05_M).max(1);
@@ -796,6 +879,7 @@ impl Lowering<'_> {
             match (kept.is_some(), in_flight) {
                 (true, true) => "kept in TMEM, in flight across iterations (each stage released by tcgen05.commit)",
                 (true, false) => "kept in TMEM, waited for at once",
+                _ if deferred.is_some() => "committed to its own mbarrier and left in flight: its mma_wait waits for that mbarrier, then loads it into registers",
                 _ if m.m64 => "loaded into registers (tcgen05.ld 16x32bx2, each warp its columns from its quarter)",
                 _ => "loaded into registers (tcgen05.ld 32x32b)",
             },
@@ -903,11 +987,16 @@ impl Lowering<'_> {
                 }
             }
         }
-        self.issue_products(&issues, &kind, aop.is_none(), (!in_flight).then_some(&bar))?;
+        let commit = match (&deferred, in_flight) {
+            (Some((_, own)), _) => Some(own),
+            (None, false) => Some(&bar),
+            (None, true) => None,
+        };
+        self.issue_products(&issues, &kind, aop.is_none(), commit)?;
         for (off, bytes) in aop.iter().map(|o| o.span).chain([bop.span]) {
             self.smem_read_done(off, bytes);
         }
-        if in_flight {
+        if in_flight || deferred.is_some() {
             return Ok(Value::Tmem { col });
         }
         self.tmem_arrive_wait(&bar);
@@ -1166,6 +1255,23 @@ impl Lowering<'_> {
             Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col),
             _ => Ok(Value::Tmem { col }),
         }
+    }
+
+    /// `mma_wait` on a product left in flight by `tile-mma-overlap`: every thread arrives on
+    /// its mbarrier and waits for the phase its arrival belongs to (complete once the commit
+    /// after the product arrived — every thread passes only after all arrived, so the next
+    /// commit onto it starts the next phase), then loads the accumulator from its region.
+    pub(crate) fn tmem_deferred_wait(&mut self, value: ValueId) -> Result<Value, Diagnostic> {
+        let (Some(&col), Some(bar)) = (self.facts.tmem.deferred.get(&value), self.tmem_bars.get(&value).cloned())
+        else {
+            return Err(err(format!("mma_wait on %{}, which is no tcgen05 product left in flight", value.0)));
+        };
+        let ty = self.func.ty(value).clone();
+        let Some(Layout::Mma(m)) = ty.layout().cloned() else {
+            return Err(err("a tcgen05 product left in flight without its accumulator layout"));
+        };
+        self.tmem_arrive_wait(&bar);
+        Ok(Value::Tile(self.tmem_load(m, ty.shape(), col)?))
     }
 
     /// The issuing thread commits the products issued so far onto the mbarrier `bar`: the
