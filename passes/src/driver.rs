@@ -554,6 +554,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
         fp_fusion: step.option("fp-fusion") != "false",
         emulate_block_scale: step.option("emulate-block-scale") == "true",
         tma_store: step.option("tma-store") != "false",
+        sort_loops: step.option("sort-loops") == "true",
     };
     let low = crate::tile_to_llvm::run(&func, arch, &opts)?;
     d.facts.report.push(format!(

@@ -90,7 +90,7 @@
 //! Options: `arch` (default: the module's `tile.target`), `occupancy`, `fp-fusion` (default
 //! true: the source's float `+ - *` may contract into `fma`, see [`Options::fp_fusion`]),
 //! `emulate-block-scale` ([`Options::emulate_block_scale`]), `tma-store` (default true,
-//! [`Options::tma_store`]).
+//! [`Options::tma_store`]), `sort-loops` ([`Options::sort_loops`]).
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
@@ -197,6 +197,8 @@ pub(crate) struct Lowering<'f> {
     arch: &'static Arch,
     /// See [`Options::emulate_block_scale`].
     emulate_block_scale: bool,
+    /// See [`Options::sort_loops`].
+    sort_loops: bool,
     em: Emitter,
     vals: BTreeMap<ValueId, Value>,
     /// For i32 tiles known to be affine in the register: register r = `base + c` with `base`
@@ -508,11 +510,14 @@ pub struct Options {
     /// Epilogue stores of accumulator tiles go out through TMA where the target has it
     /// (`tma::tma_store_plan`); off: `tma-store=false`, `--no-tma-store`, `--no-tma`.
     pub tma_store: bool,
+    /// A sort's bitonic network as two loops over its stages instead of each stage written
+    /// out (`sort-loops=true`): far less code to compile, slower to run (see `sort`).
+    pub sort_loops: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { occupancy: None, fp_fusion: true, emulate_block_scale: false, tma_store: true }
+        Options { occupancy: None, fp_fusion: true, emulate_block_scale: false, tma_store: true, sort_loops: false }
     }
 }
 
@@ -650,6 +655,7 @@ fn lower_with<'f>(
     let mut lw = Lowering {
         func,
         emulate_block_scale: opts.emulate_block_scale,
+        sort_loops: opts.sort_loops,
         last_sort: None,
         num_tiles,
         arch,

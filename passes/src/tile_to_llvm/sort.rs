@@ -4,7 +4,8 @@
 //! Every thread writes its elements as (key, position along the axis) pairs — keys as f32 for
 //! the float dtypes (exact for f16 and bf16), i32 for i32 — into a buffer where each line
 //! along the sorted axis is contiguous; one barrier. Then the network: for every stage
-//! `(k, j)` of the bitonic sort of a line of `n` (a power of two, as every tile extent), the
+//! `(k, j)` of the bitonic sort of a line of `n` (a power of two, as every tile extent; each
+//! stage written out, or two loops over them with the `sort-loops` option), the
 //! `lines · n / 2` compare-exchanges are dealt out to the block's threads (a thread's last
 //! share is clamped to the last pair: two threads then write the same pair with the same
 //! values), one barrier a stage: `log₂n · (log₂n + 1) / 2` of them. The order compares
@@ -27,6 +28,24 @@ pub(crate) struct LastSort {
     pos: u32,
     values: Vec<Reg>,
     indices: Vec<Reg>,
+}
+
+/// A stage of the network by its exponents (merged size 2^sb, distance 2^jb): constants where
+/// the network is written out, the loops' run-time values with `sort-loops`.
+#[derive(Clone, Debug)]
+enum Stage {
+    Const(i64, i64),
+    Run(Reg, Reg),
+}
+
+impl Stage {
+    /// The distance's exponent of a written-out stage (0 for a run-time one, which never asks).
+    fn const_jb(&self) -> i64 {
+        match self {
+            Stage::Const(_, jb) => *jb,
+            Stage::Run(..) => 0,
+        }
+    }
 }
 
 impl Lowering<'_> {
@@ -86,27 +105,54 @@ impl Lowering<'_> {
         let (ko, io) = (self.em.ci32(region), self.em.ci32(region + total * 4));
         let keys = self.em.gep(&base, &ko, &Ty::I8);
         let idxs = self.em.gep(&base, &io, &Ty::I8);
-        let mut size = 2;
-        while size <= n {
-            let mut j = size / 2;
-            while j >= 1 {
-                for round in 0..rounds {
-                    self.compare_exchange(
-                        round * threads,
-                        pairs,
-                        n,
-                        half_bits,
-                        size,
-                        j,
-                        (&keys, &idxs),
-                        &kty,
-                        *descending,
-                    );
+        // Each of the `log₂n · (log₂n + 1) / 2` stages written out, their strides constants —
+        // or, with `sort-loops`, two loops of the program over them (outer: the merged size
+        // 2^sb, sb = 1 … log₂n; inner: the distance 2^jb, jb = sb − 1 … 0): a sort of 2048 is
+        // then 330 lines of PTX instead of 7,700 and its whole compile 137 M instructions
+        // instead of 2,843 M, but it ran 11 % slower on the H100 (topk_partial 16 / 256 rows of
+        // 152064, 0.155 / 2.149 ms against 0.138 / 1.938: the run-time strides and the loops'
+        // branches in each stage's critical path; bench/results/2026-11-27-h100-session18/sort-loops/).
+        let log_n = i64::from(n.trailing_zeros());
+        if !self.sort_loops {
+            for sb in 1..=log_n {
+                for jb in (0..sb).rev() {
+                    let st = Stage::Const(sb, jb);
+                    self.network_stage(rounds, threads, pairs, n, half_bits, st, (&keys, &idxs), &kty, *descending);
                 }
-                self.full_barrier();
-                j /= 2;
             }
-            size *= 2;
+        } else {
+            let (outer, outer_body, inner, inner_body, latch, done) = (
+                self.em.new_block(),
+                self.em.new_block(),
+                self.em.new_block(),
+                self.em.new_block(),
+                self.em.new_block(),
+                self.em.new_block(),
+            );
+            let one = self.em.ci32(1);
+            self.em.br(&outer, std::slice::from_ref(&one));
+            let sb = self.em.fresh_reg(Ty::I32);
+            self.em.label(&outer, std::slice::from_ref(&sb));
+            let last_sb = self.em.ci32(log_n);
+            let more = self.em.icmp(ICmp::Sle, &sb, &last_sb);
+            self.em.cond_br(&more, &outer_body, &done);
+            self.em.label(&outer_body, &[]);
+            let jb0 = self.em.sub(&sb, &one);
+            self.em.br(&inner, std::slice::from_ref(&jb0));
+            let jb = self.em.fresh_reg(Ty::I32);
+            self.em.label(&inner, std::slice::from_ref(&jb));
+            let zero = self.em.ci32(0);
+            let more = self.em.icmp(ICmp::Sge, &jb, &zero);
+            self.em.cond_br(&more, &inner_body, &latch);
+            self.em.label(&inner_body, &[]);
+            let st = Stage::Run(sb.clone(), jb.clone());
+            self.network_stage(rounds, threads, pairs, n, half_bits, st, (&keys, &idxs), &kty, *descending);
+            let next_jb = self.em.sub(&jb, &one);
+            self.em.br(&inner, &[next_jb]);
+            self.em.label(&latch, &[]);
+            let next_sb = self.em.add(&sb, &one);
+            self.em.br(&outer, &[next_sb]);
+            self.em.label(&done, &[]);
         }
 
         // The first k of each line, in the result's layout.
@@ -128,9 +174,31 @@ impl Lowering<'_> {
         Ok(Value::Tile(if *indices { pos } else { vals }))
     }
 
-    /// One compare-exchange of stage `(size, j)` for this thread's pair `first + tid` (clamped
-    /// to the last pair): elements `x` and `x + j` of its line, in the order of the sort where
-    /// `x & size` is 0 and in the reverse order elsewhere (the bitonic halves).
+    /// A stage of the network: the block's threads take its pairs `threads` at a time, then a
+    /// barrier.
+    #[allow(clippy::too_many_arguments)]
+    fn network_stage(
+        &mut self,
+        rounds: i64,
+        threads: i64,
+        pairs: i64,
+        n: i64,
+        half_bits: u32,
+        stage: Stage,
+        bufs: (&Reg, &Reg),
+        kty: &Ty,
+        descending: bool,
+    ) {
+        for round in 0..rounds {
+            self.compare_exchange(round * threads, pairs, n, half_bits, stage.clone(), bufs, kty, descending);
+        }
+        self.full_barrier();
+    }
+
+    /// One compare-exchange of stage `(size, j) = (2^sb, 2^jb)` (`Stage`) for this
+    /// thread's pair `first + tid` (clamped to the last pair): elements `x` and `x + j` of its
+    /// line, in the order of the sort where `x & size` is 0 and in the reverse order elsewhere
+    /// (the bitonic halves).
     #[allow(clippy::too_many_arguments)]
     fn compare_exchange(
         &mut self,
@@ -138,8 +206,7 @@ impl Lowering<'_> {
         pairs: i64,
         n: i64,
         half_bits: u32,
-        size: i64,
-        j: i64,
+        stage: Stage,
         (keys, idxs): (&Reg, &Reg),
         kty: &Ty,
         descending: bool,
@@ -154,8 +221,21 @@ impl Lowering<'_> {
         let line = self.em.lshr(&q, &hb);
         let hmask = self.em.ci32((n / 2).max(1) - 1);
         let p = self.em.and(&q, &hmask);
-        let jb = j.trailing_zeros();
-        let (jb0, jb1, jm) = (self.em.ci32(i64::from(jb)), self.em.ci32(i64::from(jb) + 1), self.em.ci32(j - 1));
+        // (Constant exponents as constants: the written-out network's code is what it was
+        // before the loops existed.)
+        let (jb0, jb1, jm, jr) = match &stage {
+            &Stage::Const(_, jb) => {
+                let (jb0, jb1, jm) = (self.em.ci32(jb), self.em.ci32(jb + 1), self.em.ci32((1 << jb) - 1));
+                (jb0, jb1, jm, None)
+            }
+            Stage::Run(_, jb) => {
+                let one = self.em.ci32(1);
+                let jr = self.em.shl(&one, jb);
+                let jm = self.em.sub(&jr, &one);
+                let jb1 = self.em.add(jb, &one);
+                (jb.clone(), jb1, jm, Some(jr))
+            }
+        };
         let hi = self.em.lshr(&p, &jb0);
         let hi = self.em.shl(&hi, &jb1);
         let lo = self.em.and(&p, &jm);
@@ -163,7 +243,8 @@ impl Lowering<'_> {
         let nb = self.em.ci32(i64::from(n.trailing_zeros()));
         let start = self.em.shl(&line, &nb);
         let ex = self.em.add(&start, &x);
-        let jr = self.em.ci32(j);
+        // (A written-out stage's distance is made here, where it always was.)
+        let jr = jr.unwrap_or_else(|| self.em.ci32(1 << stage.const_jb()));
         let ey = self.em.add(&ex, &jr);
         let at = |lw: &mut Self, base: &Reg, e: &Reg, ty: &Ty| lw.em.gep(base, e, ty);
         let (kx_p, ky_p) = (at(self, keys, &ex, kty), at(self, keys, &ey, kty));
@@ -175,7 +256,13 @@ impl Lowering<'_> {
         let y_first = self.before((&ky, &iy), (&kx, &ix), kty, descending);
         let x_first = self.before((&kx, &ix), (&ky, &iy), kty, descending);
         // In the reversed halves the pair is put in the reverse order.
-        let sz = self.em.ci32(size);
+        let sz = match &stage {
+            &Stage::Const(sb, _) => self.em.ci32(1 << sb),
+            Stage::Run(sb, _) => {
+                let one = self.em.ci32(1);
+                self.em.shl(&one, sb)
+            }
+        };
         let bit = self.em.and(&x, &sz);
         let zero = self.em.ci32(0);
         let forward = self.em.icmp(ICmp::Eq, &bit, &zero);
