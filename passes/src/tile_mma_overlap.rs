@@ -21,19 +21,18 @@
 //! (`kernels/fmha.tile`'s `OVERLAP`: `Q·K_jᵀ` then `P_{j-1}·V_{j-1}`, the softmax of tile `j`
 //! running while the second product is on the tensor cores): the lowering otherwise waits for
 //! every product where it is issued. A tcgen05 product left in flight gets a Tensor Memory
-//! region and an mbarrier of its own in the lowering (`TmemPlan::deferred`).
+//! region (and one for an A operand it reads from Tensor Memory) and an mbarrier of its own
+//! in the lowering (`TmemPlan::deferred`, `deferred_a`).
 //!
 //! Guarantees: results unchanged (every read of a product's result follows its wait; a ring
-//! stage a product reads is neither released nor refilled before the wait; two tcgen05
-//! products that read A from Tensor Memory — one region — are never in flight together); a
+//! stage a product reads is neither released nor refilled before the wait); a
 //! product's wait stays in the list it was issued in, so no product crosses a loop's back
 //! edge here.
 //!
 //! Leaves alone, and reports why: a product whose result is read only by a yield (a chain
 //! `tile-pipeline` decides), one with nothing issued or computed before its first read
 //! (nothing to overlap: turns, stage waits and releases, other waits and scalars only), one
-//! with a nested product or a copy into a buffer it reads before its first read, a tcgen05
-//! product reading A from Tensor Memory with another such product before its first read,
+//! with a nested product or a copy into a buffer it reads before its first read,
 //! block-scaled and multi-block tcgen05 products, and `mma.sync` ones (synchronous).
 //!
 //! Options: none.
@@ -42,25 +41,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use tilec_core::layout::{Layout, Mma, MmaFamily};
 use tilec_core::tir::{walk_ops, Func, Op, OpKind, ValueId};
 
-use crate::tile_layout::reads_a_from_tmem;
 use crate::tile_warp_specialize::is_wide_wgmma;
 
 /// A product this pass may leave in flight: a wgmma over every warp, or a tcgen05 product of
-/// one 256-column block without block scales (the lowering gives it a TMEM region and an
-/// mbarrier of its own).
+/// one 256-column block without block scales (the lowering gives it a TMEM region — and one
+/// for an A it reads from TMEM — and an mbarrier of its own).
 fn deferrable(func: &Func, op: &Op) -> bool {
-    is_wide_wgmma(func, op) || tcgen05_a_in_tmem(func, op).is_some()
-}
-
-/// For a deferrable tcgen05 product: whether it reads A from Tensor Memory.
-fn tcgen05_a_in_tmem(func: &Func, op: &Op) -> Option<bool> {
-    let (OpKind::Mma { a, scales: None, .. }, Some(r)) = (&op.kind, op.result) else { return None };
-    match func.ty(r).layout() {
-        Some(Layout::Mma(m)) if m.family == MmaFamily::Tcgen05 && Mma::tcgen05_n_blocks(func.ty(r).shape()) == 1 => {
-            Some(reads_a_from_tmem(func, *a, m))
-        }
-        _ => None,
+    if is_wide_wgmma(func, op) {
+        return true;
     }
+    let (OpKind::Mma { scales: None, .. }, Some(r)) = (&op.kind, op.result) else { return false };
+    matches!(func.ty(r).layout(), Some(Layout::Mma(m))
+        if m.family == MmaFamily::Tcgen05 && Mma::tcgen05_n_blocks(func.ty(r).shape()) == 1)
 }
 
 /// What the pass did, for `--report`.
@@ -157,16 +149,10 @@ fn defer(
 ) -> Result<String, String> {
     let u = (i + 1..ops.len()).find(|&k| uses(&ops[k], r)).ok_or("its result is only yielded")?;
     let reads: BTreeSet<ValueId> = ops[i].kind.operands().into_iter().flat_map(|v| facts.buffers(v)).collect();
-    let a_in_tmem = tcgen05_a_in_tmem(func, &ops[i]) == Some(true);
     let mut newer = 0u32;
     let mut releases = vec![];
     for (k, o) in ops.iter().enumerate().take(u).skip(i + 1) {
         if deferrable(func, o) {
-            if a_in_tmem && tcgen05_a_in_tmem(func, o) == Some(true) {
-                return Err(
-                    "another product reading A from Tensor Memory (the same region) comes before its first read".into(),
-                );
-            }
             newer += 1;
             continue;
         }

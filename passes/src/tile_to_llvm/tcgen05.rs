@@ -49,7 +49,8 @@
 //! pipeline's empty barrier). The `mma_wait` after the loop is the commit-and-wait above.
 //! A standalone product `tile-mma-overlap` left in flight ([`TmemPlan::deferred`]: an
 //! `mma_wait` on its own result) has a region of its own while it runs — first fit among the
-//! products whose runs (issue to wait, in program order) meet — and an mbarrier of its own
+//! products whose runs (issue to wait, in program order) meet —, an A region of its own the
+//! same way where it reads A from TMEM ([`TmemPlan::deferred_a`]), and an mbarrier of its own
 //! the issuing thread commits it to; its `mma_wait` is every thread's arrival and wait on
 //! that mbarrier, the fence, and the `tcgen05.ld` (FlashAttention-4's `Q·K_jᵀ` and
 //! `P_{j-1}·V_{j-1}` both running while the threads compute the softmax).
@@ -109,6 +110,10 @@ pub(crate) struct TmemPlan {
     /// column of each one's own region (another product may be issued, and TMEM read, while
     /// it runs); each commits to an mbarrier of its own.
     pub deferred: BTreeMap<ValueId, i64>,
+    /// The column of the A region of each of those that reads A from TMEM, its own while it
+    /// runs (placed as their accumulators are), so that a product reading A from TMEM may be
+    /// issued while another one runs; the shared [`TmemPlan::a_region`] serves the others.
+    pub deferred_a: BTreeMap<ValueId, i64>,
     /// Columns of the chains kept in TMEM (the deferred products' regions follow them).
     pub kept_cols: i64,
     /// The buffers (`local_alloc` results) of the A operands of products of fewer than 64
@@ -138,6 +143,8 @@ impl TmemPlan {
         let mut products: Vec<(ValueId, i64)> = vec![];
         let mut next = 0i64;
         let mut a_cols = 0i64;
+        // Products reading A from TMEM, and the columns their A takes (16-bit, two a column).
+        let mut a_reads: BTreeMap<ValueId, i64> = BTreeMap::new();
         // A chain loop's result → the product yielding it; stage reads → their rings.
         let mut yielded_by: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         let mut ring_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
@@ -187,7 +194,7 @@ impl TmemPlan {
                 }
                 if let Some(Layout::Mma(m)) = func.ty(r).layout() {
                     if reads_a_from_tmem(func, *a, m) {
-                        a_cols = a_cols.max(Mma::tmem_columns(func.ty(*a).shape()) / 2);
+                        a_reads.insert(r, Mma::tmem_columns(func.ty(*a).shape()) / 2);
                     }
                 }
                 operands.push((r, [*a, *b]));
@@ -237,25 +244,14 @@ impl TmemPlan {
                 _ => {}
             }
         });
-        let mut placed: Vec<(i64, i64, usize, usize)> = vec![];
         p.kept_cols = next;
-        let mut end = next;
-        for (r, c) in &products {
-            let (Some(&from), Some(&to)) = (at.get(r), until.get(r)) else { continue };
-            if p.kept.contains_key(r) {
-                continue;
-            }
-            // Past every region it would share columns with while both run.
-            let mut col = next;
-            while let Some(&(c0, n0, ..)) =
-                placed.iter().find(|&&(c0, n0, f, t)| f <= to && from <= t && c0 < col + c && col < c0 + n0)
-            {
-                col = c0 + n0;
-            }
-            placed.push((col, *c, from, to));
-            p.deferred.insert(*r, col);
-            end = end.max(col + c);
-        }
+        let runs: Vec<(ValueId, i64, usize, usize)> = products
+            .iter()
+            .filter(|(r, _)| !p.kept.contains_key(r))
+            .filter_map(|(r, c)| Some((*r, *c, *at.get(r)?, *until.get(r)?)))
+            .collect();
+        let (placed, end) = first_fit(&runs, next, 1);
+        p.deferred = placed;
         next = end;
         let scratch = products
             .iter()
@@ -265,10 +261,24 @@ impl TmemPlan {
             .unwrap_or(0);
         p.scratch = next;
         p.scratch_cols = scratch;
-        // The A region at a multiple of 32 columns, after the accumulators.
+        // The A region of the products waited for at once at a multiple of 32 columns, after
+        // the accumulators; then those of the products left in flight, each its own while it
+        // runs.
+        for (r, c) in &a_reads {
+            if !p.deferred.contains_key(r) {
+                a_cols = a_cols.max(*c);
+            }
+        }
         p.a_region = (next + scratch + 31) / 32 * 32;
         p.a_cols = a_cols;
-        let total = if a_cols > 0 { p.a_region + a_cols } else { next + scratch };
+        let mut total = if a_cols > 0 { p.a_region + a_cols } else { next + scratch };
+        let a_runs: Vec<(ValueId, i64, usize, usize)> =
+            runs.iter().filter_map(|&(r, _, f, t)| Some((r, *a_reads.get(&r)?, f, t))).collect();
+        if !a_runs.is_empty() {
+            let (placed, end) = first_fit(&a_runs, (total + 31) / 32 * 32, 32);
+            p.deferred_a = placed;
+            total = end;
+        }
         // The scale factors at a multiple of 32 columns after everything else, a region a
         // stage of an in-flight product's A ring.
         p.scale_region = (total + 31) / 32 * 32;
@@ -313,6 +323,28 @@ impl TmemPlan {
             _ => None,
         }
     }
+}
+
+/// Columns for regions that live from one program position to another (`(value, columns,
+/// from, to)`), from column `start` on: each takes the first column (a multiple of `align`)
+/// where it shares no column with a region it overlaps in time. Returns each one's column
+/// and the end of the columns used.
+fn first_fit(runs: &[(ValueId, i64, usize, usize)], start: i64, align: i64) -> (BTreeMap<ValueId, i64>, i64) {
+    let mut placed: Vec<(i64, i64, usize, usize)> = vec![];
+    let mut cols = BTreeMap::new();
+    let mut end = start;
+    for &(r, c, from, to) in runs {
+        let mut col = start;
+        while let Some(&(c0, n0, ..)) =
+            placed.iter().find(|&&(c0, n0, f, t)| f <= to && from <= t && c0 < col + c && col < c0 + n0)
+        {
+            col = (c0 + n0 + align - 1) / align * align;
+        }
+        placed.push((col, c, from, to));
+        cols.insert(r, col);
+        end = end.max(col + c);
+    }
+    (cols, end)
 }
 
 /// The TMEM address (lane in bits 16-31, column in 0-15) of the first register of 128-row
@@ -454,9 +486,14 @@ impl Lowering<'_> {
             String::new()
         } else {
             format!(
-                ", {} for the {} product(s) left in flight until their mma_wait (a region each while it runs)",
+                ", {} for the {} product(s) left in flight until their mma_wait (a region each while it runs{})",
                 t.scratch - t.kept_cols,
-                t.deferred.len()
+                t.deferred.len(),
+                if t.deferred_a.is_empty() {
+                    String::new()
+                } else {
+                    format!(", and an A region of its own for each of the {} reading A from TMEM", t.deferred_a.len())
+                }
             )
         };
         self.report.push(format!(
@@ -860,7 +897,8 @@ impl Lowering<'_> {
                 o.layout.nvmma_bytes().unwrap_or(0)
             )
         };
-        let a_col = self.facts.tmem.a_region;
+        let a_col =
+            result.and_then(|r| self.facts.tmem.deferred_a.get(&r).copied()).unwrap_or(self.facts.tmem.a_region);
         let a_how = match &aop {
             Some(o) => major(o, "M"),
             None => format!(

@@ -1,8 +1,9 @@
 // passes: tile-mma-overlap
 // Two products reading A from Tensor Memory in one iteration (fa4_order with a second
-// accumulator, acc2 = mma(p_prev, vt, acc2)): they would share the A region, so the first is
-// waited for at once (its window holds the second); the second, with only the softmax before
-// its first read, is left in flight; S is left in flight with pending = 2.
+// accumulator, acc2 = mma(p_prev, vt, acc2)): both are left in flight (pending = 1, then 0)
+// and S with pending = 2 — the lowering gives each of the two an A region of its own as well
+// as a D region, so the second's A store does not overwrite what the first still reads
+// (tile-to-llvm's report: A from TMEM columns 192 and 224).
 module attributes {tile.target = "sm_103a"} {
   func.func @fa4(%Q: memref<?x?xf16, strided<[?, ?]>> {tile.divisibility = 16 : i32}, %K: memref<?x?xf16, strided<[?, ?]>> {tile.divisibility = 16 : i32}, %V: memref<?x?xf16, strided<[?, ?]>> {tile.divisibility = 16 : i32}, %Out: memref<?x?xf16, strided<[?, ?]>> {tile.divisibility = 16 : i32}) attributes {tile.kernel, tile.num_warps = 4 : i32} {
     %4 = arith.constant 0 : i32
