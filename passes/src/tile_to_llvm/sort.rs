@@ -113,11 +113,13 @@ impl Lowering<'_> {
         // 152064, 0.155 / 2.149 ms against 0.138 / 1.938: the run-time strides and the loops'
         // branches in each stage's critical path; bench/results/2026-11-27-h100-session18/sort-loops/).
         let log_n = i64::from(n.trailing_zeros());
+        let mine: Vec<(Reg, Reg)> =
+            (0..rounds).map(|round| self.network_pair(round, threads, pairs, n, half_bits)).collect();
         if !self.sort_loops {
             for sb in 1..=log_n {
                 for jb in (0..sb).rev() {
                     let st = Stage::Const(sb, jb);
-                    self.network_stage(rounds, threads, pairs, n, half_bits, st, (&keys, &idxs), &kty, *descending);
+                    self.network_stage(&mine, st, (&keys, &idxs), &kty, *descending);
                 }
             }
         } else {
@@ -146,7 +148,7 @@ impl Lowering<'_> {
             self.em.cond_br(&more, &inner_body, &latch);
             self.em.label(&inner_body, &[]);
             let st = Stage::Run(sb.clone(), jb.clone());
-            self.network_stage(rounds, threads, pairs, n, half_bits, st, (&keys, &idxs), &kty, *descending);
+            self.network_stage(&mine, st, (&keys, &idxs), &kty, *descending);
             let next_jb = self.em.sub(&jb, &one);
             self.em.br(&inner, &[next_jb]);
             self.em.label(&latch, &[]);
@@ -174,44 +176,11 @@ impl Lowering<'_> {
         Ok(Value::Tile(if *indices { pos } else { vals }))
     }
 
-    /// A stage of the network: the block's threads take its pairs `threads` at a time, then a
-    /// barrier.
-    #[allow(clippy::too_many_arguments)]
-    fn network_stage(
-        &mut self,
-        rounds: i64,
-        threads: i64,
-        pairs: i64,
-        n: i64,
-        half_bits: u32,
-        stage: Stage,
-        bufs: (&Reg, &Reg),
-        kty: &Ty,
-        descending: bool,
-    ) {
-        for round in 0..rounds {
-            self.compare_exchange(round * threads, pairs, n, half_bits, stage.clone(), bufs, kty, descending);
-        }
-        self.full_barrier();
-    }
-
-    /// One compare-exchange of stage `(size, j) = (2^sb, 2^jb)` (`Stage`) for this
-    /// thread's pair `first + tid` (clamped to the last pair): elements `x` and `x + j` of its
-    /// line, in the order of the sort where `x & size` is 0 and in the reverse order elsewhere
-    /// (the bitonic halves).
-    #[allow(clippy::too_many_arguments)]
-    fn compare_exchange(
-        &mut self,
-        first: i64,
-        pairs: i64,
-        n: i64,
-        half_bits: u32,
-        stage: Stage,
-        (keys, idxs): (&Reg, &Reg),
-        kty: &Ty,
-        descending: bool,
-    ) {
-        let f = self.em.ci32(first);
+    /// This thread's pair of round `round` of every stage (`threads` pairs a round, the last
+    /// share clamped to the last pair): its index within its line and where the line starts,
+    /// made once for the whole network.
+    fn network_pair(&mut self, round: i64, threads: i64, pairs: i64, n: i64, half_bits: u32) -> (Reg, Reg) {
+        let f = self.em.ci32(round * threads);
         let tid = self.tid.clone();
         let q0 = self.em.add(&tid, &f);
         let last = self.em.ci32(pairs - 1);
@@ -221,6 +190,31 @@ impl Lowering<'_> {
         let line = self.em.lshr(&q, &hb);
         let hmask = self.em.ci32((n / 2).max(1) - 1);
         let p = self.em.and(&q, &hmask);
+        let nb = self.em.ci32(i64::from(n.trailing_zeros()));
+        (p, self.em.shl(&line, &nb))
+    }
+
+    /// A stage of the network: the thread's pairs of each round (`network_pair`), then a
+    /// barrier.
+    fn network_stage(&mut self, pairs: &[(Reg, Reg)], stage: Stage, bufs: (&Reg, &Reg), kty: &Ty, descending: bool) {
+        for pair in pairs {
+            self.compare_exchange(pair, stage.clone(), bufs, kty, descending);
+        }
+        self.full_barrier();
+    }
+
+    /// One compare-exchange of stage `(size, j) = (2^sb, 2^jb)` (`Stage`) for this
+    /// thread's pair `first + tid` (clamped to the last pair): elements `x` and `x + j` of its
+    /// line, in the order of the sort where `x & size` is 0 and in the reverse order elsewhere
+    /// (the bitonic halves).
+    fn compare_exchange(
+        &mut self,
+        (p, start): &(Reg, Reg),
+        stage: Stage,
+        (keys, idxs): (&Reg, &Reg),
+        kty: &Ty,
+        descending: bool,
+    ) {
         // (Constant exponents as constants: the written-out network's code is what it was
         // before the loops existed.)
         let (jb0, jb1, jm, jr) = match &stage {
@@ -236,13 +230,11 @@ impl Lowering<'_> {
                 (jb.clone(), jb1, jm, Some(jr))
             }
         };
-        let hi = self.em.lshr(&p, &jb0);
+        let hi = self.em.lshr(p, &jb0);
         let hi = self.em.shl(&hi, &jb1);
-        let lo = self.em.and(&p, &jm);
+        let lo = self.em.and(p, &jm);
         let x = self.em.or(&hi, &lo);
-        let nb = self.em.ci32(i64::from(n.trailing_zeros()));
-        let start = self.em.shl(&line, &nb);
-        let ex = self.em.add(&start, &x);
+        let ex = self.em.add(start, &x);
         // (A written-out stage's distance is made here, where it always was.)
         let jr = jr.unwrap_or_else(|| self.em.ci32(1 << stage.const_jb()));
         let ey = self.em.add(&ex, &jr);
