@@ -39,13 +39,25 @@ enum Stage {
 }
 
 impl Stage {
-    /// The distance's exponent of a written-out stage (0 for a run-time one, which never asks).
-    fn const_jb(&self) -> i64 {
+    fn sb(&self) -> Exp<'_> {
         match self {
-            Stage::Const(_, jb) => *jb,
-            Stage::Run(..) => 0,
+            Stage::Const(sb, _) => Exp::Const(*sb),
+            Stage::Run(sb, _) => Exp::Run(sb),
         }
     }
+
+    fn jb(&self) -> Exp<'_> {
+        match self {
+            Stage::Const(_, jb) => Exp::Const(*jb),
+            Stage::Run(_, jb) => Exp::Run(jb),
+        }
+    }
+}
+
+/// One of a stage's exponents.
+enum Exp<'a> {
+    Const(i64),
+    Run(&'a Reg),
 }
 
 impl Lowering<'_> {
@@ -217,17 +229,12 @@ impl Lowering<'_> {
     ) {
         // (Constant exponents as constants: the written-out network's code is what it was
         // before the loops existed.)
-        let (jb0, jb1, jm, jr) = match &stage {
-            &Stage::Const(_, jb) => {
-                let (jb0, jb1, jm) = (self.em.ci32(jb), self.em.ci32(jb + 1), self.em.ci32((1 << jb) - 1));
-                (jb0, jb1, jm, None)
-            }
-            Stage::Run(_, jb) => {
+        let (jb0, jb1, jm) = match stage.jb() {
+            Exp::Const(jb) => (self.em.ci32(jb), self.em.ci32(jb + 1), self.em.ci32((1 << jb) - 1)),
+            Exp::Run(jb) => {
                 let one = self.em.ci32(1);
-                let jr = self.em.shl(&one, jb);
-                let jm = self.em.sub(&jr, &one);
-                let jb1 = self.em.add(jb, &one);
-                (jb.clone(), jb1, jm, Some(jr))
+                let j = self.pow2(Exp::Run(jb));
+                (jb.clone(), self.em.add(jb, &one), self.em.sub(&j, &one))
             }
         };
         let hi = self.em.lshr(p, &jb0);
@@ -235,8 +242,7 @@ impl Lowering<'_> {
         let lo = self.em.and(p, &jm);
         let x = self.em.or(&hi, &lo);
         let ex = self.em.add(start, &x);
-        // (A written-out stage's distance is made here, where it always was.)
-        let jr = jr.unwrap_or_else(|| self.em.ci32(1 << stage.const_jb()));
+        let jr = self.pow2(stage.jb());
         let ey = self.em.add(&ex, &jr);
         let at = |lw: &mut Self, base: &Reg, e: &Reg, ty: &Ty| lw.em.gep(base, e, ty);
         let (kx_p, ky_p) = (at(self, keys, &ex, kty), at(self, keys, &ey, kty));
@@ -248,13 +254,7 @@ impl Lowering<'_> {
         let y_first = self.before((&ky, &iy), (&kx, &ix), kty, descending);
         let x_first = self.before((&kx, &ix), (&ky, &iy), kty, descending);
         // In the reversed halves the pair is put in the reverse order.
-        let sz = match &stage {
-            &Stage::Const(sb, _) => self.em.ci32(1 << sb),
-            Stage::Run(sb, _) => {
-                let one = self.em.ci32(1);
-                self.em.shl(&one, sb)
-            }
-        };
+        let sz = self.pow2(stage.sb());
         let bit = self.em.and(&x, &sz);
         let zero = self.em.ci32(0);
         let forward = self.em.icmp(ICmp::Eq, &bit, &zero);
@@ -265,6 +265,17 @@ impl Lowering<'_> {
         self.em.store(&nky, &ky_p, 4);
         self.em.store(&nix, &ix_p, 4);
         self.em.store(&niy, &iy_p, 4);
+    }
+
+    /// 2^e: a constant, or a shift of 1 by the run-time exponent.
+    fn pow2(&mut self, e: Exp) -> Reg {
+        match e {
+            Exp::Const(e) => self.em.ci32(1 << e),
+            Exp::Run(e) => {
+                let one = self.em.ci32(1);
+                self.em.shl(&one, e)
+            }
+        }
     }
 
     /// Whether (key a, position ia) comes before (key b, position ib) in the sort: the larger
