@@ -30,7 +30,10 @@ The model, per kernel and shape:
   report's "left in flight": `tile-mma-overlap` on FlashAttention-4's order, `Q·K_jᵀ` then
   `P_{j-1}·V_{j-1}` issued back to back), it costs the first product and its wait, then the
   longer of the second product (with its wait) and the softmax, which run side by side:
-  t/2 + wait + max(t/2 + wait, t_exp) for t both products' tensor time;
+  t/2 + wait + max(t/2 + wait, t_exp) for t both products' tensor time. With two query
+  tiles a block (two `Q·Kᵀ` products in the report: `S_A`, `P_A·V`, `S_B`, `P_B·V` issued at
+  once), a key tile costs max(2t + wait, max(t/2 + wait + t_exp, 3t/2 + wait) + t_exp): A's
+  softmax after `S_A`, B's after `S_B` and A's, the next products after both;
 - estimate = roofline stretched by that serialisation, per SM, over the waves of tiles.
 
 Published figures (cited in the README this writes):
@@ -173,17 +176,29 @@ def estimate(kernel, shape, arch, prods):
         bytes_ = elem * 4 * B * H * S * D
         (bm, bn, _, fam, _, _, _, _) = prods[0]
         overlapped = fam == "tcgen05" and all(p[7] for p in prods)
-        tiles = B * H * (S // bm)
+        # Query tiles a block: its Q·Kᵀ products (K = D; the key tile is not D on sm_103a).
+        q_tiles = max(1, sum(1 for p in prods if p[2] == D and p[1] != D))
+        tiles = B * H * (S // (bm * q_tiles))
         steps = int(S // bn * frac + 0.5) if shape["causal"] else S // bn
+        # Both products of one query tile against one key tile.
         t_step = 4 * bm * bn * D / per_sm_flops
         t_exp = bm * bn / t["sfu_exp2_per_clk_per_sm"] / (CLOCK_GHZ * 1e9)
-        if overlapped:
+        if overlapped and q_tiles == 2:
+            # S_A, P_A·V, S_B, P_B·V issued at once (t/2 each, back to back on the tensor
+            # core); A's softmax after S_A's wait, B's after S_B is done and A's softmax; the
+            # next key tile's products after both and the last product's wait.
+            per_tile = steps * max(2 * t_step + wait, max(t_step / 2 + wait + t_exp, 1.5 * t_step + wait) + t_exp)
+        elif overlapped:
             per_tile = steps * (t_step / 2 + wait + max(t_step / 2 + wait, t_exp))
         else:
             per_tile = steps * (t_step + 2 * wait + t_exp)
+        kind = " (softmax overlapped)" if overlapped else ""
+        if q_tiles == 2:
+            kind = " (two query tiles, softmax overlapped)" if overlapped else " (two query tiles)"
         serial = {
             "tile": [bm, bn, D],
-            "family": fam + (" (softmax overlapped)" if overlapped else ""),
+            "query_tiles_per_block": q_tiles,
+            "family": fam + kind,
             "key_tiles_per_tile": steps,
             "tensor_us_per_step": t_step * 1e6,
             "softmax_exp2_us_per_step": t_exp * 1e6,
@@ -262,12 +277,15 @@ def main():
         "What the estimates say: the GEMM's products kept in flight across K steps (each ring stage released",
         "by a `tcgen05.commit`, no wait in the K loop) take sm_103a's GEMM past the 70 % goal; what remains",
         "is each tile's fill and epilogue, not overlapped with another tile's products (a persistent kernel",
-        "with two TMEM accumulators would hide them) and the last wave's quantisation. FMHA is below it:",
-        "its softmax now runs while `P_{j-1}·V_{j-1}` is on the tensor core (FlashAttention-4's order, both",
-        "products left in flight, each with a TMEM region and an mbarrier of its own), but `Q·K_jᵀ` is still",
-        "waited for (with its tensor time) before the softmax can start — what FlashAttention-4's two",
-        "softmax warpgroups on two query tiles remove (one tile's softmax under the other's products); B300's",
-        "doubled SFU rate leaves the softmax shorter than the second product at D = 128. The",
+        "with two TMEM accumulators would hide them) and the last wave's quantisation. FMHA at D = 128 passes",
+        "it with two query tiles a block (FlashAttention-4's ping-pong of two softmaxes in one instruction",
+        "stream: `S_A`, `P_A·V`, `S_B`, `P_B·V` issued back to back, each left in flight with a TMEM region and",
+        "an mbarrier of its own, A's softmax under `S_B` and the products after it, B's under A's `P·V`): only",
+        "the first wait of a key tile is exposed, and the next key tile's products wait for both softmaxes and",
+        "the last product (modelled as max(2t + wait, max(t/2 + wait + softmax, 3t/2 + wait) + softmax) for",
+        "t one query tile's two products; the accumulators' TMEM stores and loads and the rescale are not",
+        "modelled). At D = 64 the two tiles' 128 x 128 scores do not fit the registers (one tile: its",
+        "softmax overlaps `P_{j-1}·V_{j-1}` only, `Q·K_jᵀ` waited for with its tensor time). The",
         "sm_121a rows are upper bounds (mma.sync has no wait term; DRAM traffic is the compulsory bytes,",
         "L2 misses beyond them are not modelled).",
         "",

@@ -762,16 +762,18 @@ fn a_warpgroup_local_buffer_takes_a_warpgroup_barrier_and_keeps_the_ping_pong() 
 /// `tcgen05.st` (two elements a 32-bit column) and the second product reads A from there —
 /// `tcgen05.mma … [d], [a], b-desc` — with no shared buffer for P; the first product still
 /// reads Q through a descriptor. Both products stay in flight (`OVERLAP`, FlashAttention-4's
-/// order), each committed to an mbarrier of its own.
+/// order), each committed to an mbarrier of its own. The one-tile configuration (`Q_TILES =
+/// 1`) here; the default's two query tiles in the test after it.
 #[test]
 fn tcgen05_attention_reads_p_from_tensor_memory() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
-    let o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
+    let mut o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
+    o.consts.insert("Q_TILES".into(), tilec::ConstArg::Int(1));
     let c = tilec::compile(&tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap()), &o).unwrap();
     let ptx = c.ptx();
     let products: Vec<&str> = ptx.lines().filter(|l| l.contains("tcgen05.mma.cta_group::1.kind::f16")).collect();
     let from_tmem = products.iter().filter(|l| l.contains("], [")).count();
-    // Q·Kᵀ: 8 K steps of 16 over D = 128 from descriptors; P·V: 4 K steps over 64 keys from
+    // Q·Kᵀ: 8 K steps of 16 over D = 128; P·V: 4 K steps over 64 keys from
     // TMEM, in the loop and once after it (`OVERLAP`: the last tile's P·V follows the loop).
     assert_eq!((products.len(), from_tmem), (16, 8), "{products:#?}");
     // FlashAttention-4's overlap: the three products left in flight until their first read,
@@ -788,6 +790,43 @@ fn tcgen05_attention_reads_p_from_tensor_memory() {
     assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 1);
     assert!(report.contains("A from TMEM column"), "{report}");
     assert!(!report.contains("filled by registers"), "P still goes through a shared buffer:\n{report}");
+}
+
+/// FlashAttention-4's two query tiles a block, sm_103a's default at D = 128: per key tile
+/// S_A, P_A·V, S_B, P_B·V issued back to back, all four left in flight (with the two P·V
+/// after the loop, six products each with an mbarrier of its own), their Tensor Memory
+/// regions placed by their issue-to-wait runs — the four in the loop side by side (64 + 128 +
+/// 64 + 128 columns, the two P after them at 384 and 416), the two after the loop on the
+/// columns the loop's had — in the 512 a block has; every product on tcgen05 (`tile-layout`
+/// budgets Tensor Memory by the same runs: a sum over the kernel would have sent the last
+/// product to mma.sync), and one K ring and one V ring each read by both tiles' products.
+#[test]
+fn tcgen05_attention_runs_two_query_tiles_in_flight() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
+    let o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
+    let c = tilec::compile(&tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap()), &o).unwrap();
+    let ptx = c.ptx();
+    assert!(!ptx.contains("mma.sync"), "an mma.sync left");
+    let products: Vec<&str> = ptx.lines().filter(|l| l.contains("tcgen05.mma.cta_group::1.kind::f16")).collect();
+    let from_tmem = products.iter().filter(|l| l.contains("], [")).count();
+    // Two Q·Kᵀ of 8 K steps; four P·V of 4 (two in the loop, two after it).
+    assert_eq!((products.len(), from_tmem), (32, 16), "{products:#?}");
+    let report = c.report.join("\n");
+    assert_eq!(report.matches("left in flight until its first read").count(), 6, "{report}");
+    let inits = ptx.lines().filter(|l| l.contains("mbarrier.init.shared::cta.b64") && l.ends_with(", 257;")).count();
+    assert_eq!(inits, 7, "{ptx}");
+    assert!(report.contains("tmem: 512 columns allocated"), "{report}");
+    let cols: Vec<&str> =
+        report.lines().filter_map(|l| l.split("D at TMEM column ").nth(1)?.split(',').next()).collect();
+    assert_eq!(cols, ["0", "64", "192", "256", "0", "128"], "{report}");
+    let a_cols: Vec<&str> =
+        report.lines().filter_map(|l| l.split("A from TMEM column ").nth(1)?.split(' ').next()).collect();
+    assert_eq!(a_cols, ["384", "416", "384", "416"], "{report}");
+    assert_eq!(report.matches("3 stages × 16384 B, TMA").count(), 1, "{report}");
+    assert_eq!(report.matches("5 stages × 16384 B, TMA").count(), 1, "{report}");
+    // Each P goes into Tensor Memory once a key tile.
+    let body = loop_with(ptx, "tcgen05.mma");
+    assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 2);
 }
 
 /// A decode's products of 16 query rows on sm_103a: one M = 64 `tcgen05.mma` each K step

@@ -23,7 +23,7 @@
 use super::ValueId;
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout, Mma, MmaFamily, SwizzledShared};
-use tilec_core::tir::{Func, Op, OpKind, Type};
+use tilec_core::tir::{walk_ops, Func, Op, OpKind, Type};
 use tilec_core::Diagnostic;
 
 fn set_layout(func: &mut Func, v: ValueId, l: Layout) {
@@ -122,10 +122,53 @@ pub(super) fn has_mma(func: &Func) -> bool {
     any
 }
 
+/// Each product's run, in `Func::walk` positions (1 the first op): from its issue to the end
+/// of the first op of its list that reads it (nested regions included) — where
+/// `tile-mma-overlap` would wait for it at the latest, as it keeps each wait in the product's
+/// list —, to the end of its list if only the list's yields read it, and to the kernel's end
+/// if a yield does (a loop's accumulator chain: the lowering keeps those in TMEM throughout).
+fn product_runs(func: &Func) -> BTreeMap<ValueId, (usize, usize)> {
+    fn list(ops: &[Op], yields: &[ValueId], pos: &mut usize, out: &mut BTreeMap<ValueId, (usize, usize)>) {
+        let mut spans = Vec::with_capacity(ops.len());
+        for op in ops {
+            *pos += 1;
+            let start = *pos;
+            match &op.kind {
+                OpKind::For { body, yields, .. } => list(body, yields, pos, out),
+                OpKind::If { then_ops, then_yields, else_ops, else_yields, .. } => {
+                    list(then_ops, then_yields, pos, out);
+                    list(else_ops, else_yields, pos, out);
+                }
+                _ => {}
+            }
+            spans.push((start, *pos));
+        }
+        let last = spans.last().map_or(*pos, |s| s.1);
+        for (k, op) in ops.iter().enumerate() {
+            let (OpKind::Mma { .. }, Some(r)) = (&op.kind, op.result) else { continue };
+            let reads = |o: &Op| {
+                let mut found = false;
+                walk_ops(std::slice::from_ref(o), &mut |x| found |= x.kind.operands().contains(&r));
+                found
+            };
+            let end = match ops.iter().enumerate().skip(k + 1).find(|(_, o)| reads(o)) {
+                Some((u, _)) => spans[u].1,
+                None if yields.contains(&r) => usize::MAX,
+                None => last,
+            };
+            out.insert(r, (spans[k].0, end));
+        }
+    }
+    let mut out = BTreeMap::new();
+    list(&func.ops, &[], &mut 0, &mut out);
+    out
+}
+
 /// Anchors `#mma` at every `mma` and propagates it; errors for products the instruction
 /// cannot do. The MMA family is the target's: `tcgen05` where the table has it (and `tcgen05`
 /// is on), the product fits the instruction (128-row blocks, N a multiple of 16 up to 256)
-/// and the kernel's tcgen05 accumulators fit Tensor Memory's 512 columns together; `wgmma`
+/// and the tcgen05 accumulators it may live beside (`product_runs`) leave it room in Tensor
+/// Memory's 512 columns; `wgmma`
 /// where the table has it and the product fits (whole warpgroups of 64-row blocks, N up to
 /// 256); else `mma.sync`. Returns the `--report` lines (one per product: its family, or why
 /// not the target's asynchronous one).
@@ -138,9 +181,13 @@ pub(super) fn propagate(
     let has_wgmma = arch.is_some_and(|a| a.has(tilec_core::target::Feature::Wgmma));
     let block_scaled = arch.is_some_and(|a| a.has(tilec_core::target::Feature::BlockScaledMmaSync));
     let has_tcgen05 = tcgen05 && arch.is_some_and(|a| a.has(tilec_core::target::Feature::Tcgen05));
-    // TMEM columns the tcgen05 accumulators chosen so far take (each product its own: an
-    // upper bound of what the lowering allocates).
-    let mut tmem_cols = 0i64;
+    // The tcgen05 accumulators chosen so far, each with the columns it takes while it may
+    // live (`product_runs`): a product is tcgen05's only if those it may meet leave it room —
+    // an upper bound of what the lowering allocates, whatever `tile-mma-overlap` leaves in
+    // flight.
+    let runs = product_runs(func);
+    let mut chosen: Vec<((usize, usize), i64)> = vec![];
+    let mut pos = 0usize;
     let mut lines = vec![];
     // Anchors. A kernel with one product is a GEMM (balanced warp grid); with a chain of
     // products (attention: S = QKᵀ, then PV) every warp owns whole rows.
@@ -149,7 +196,11 @@ pub(super) fn propagate(
     let mut anchors: Vec<(ValueId, Layout)> = vec![];
     let mut bad: Option<Diagnostic> = None;
     func.walk(&mut |op| {
+        pos += 1;
         if let (OpKind::Mma { a, b, acc, scales }, Some(r)) = (&op.kind, op.result) {
+            let run = runs.get(&r).copied().unwrap_or((pos, usize::MAX));
+            let tmem_cols: i64 =
+                chosen.iter().filter(|((f, t), _)| *f <= run.1 && run.0 <= *t).map(|(_, c)| c).sum();
             let (sa, sb) = (func.ty(*a).shape(), func.ty(*b).shape());
             let (m, k, n) = (sa[0], sa[1], sb[1]);
             let d = func.ty(*a).dtype();
@@ -218,7 +269,7 @@ pub(super) fn propagate(
                 None
             };
             if tc.is_some() {
-                tmem_cols += Mma::tmem_columns(&[m, n]);
+                chosen.push((run, Mma::tmem_columns(&[m, n])));
             }
             // wgmma's fp8 form (k32) reads both operands K-major from shared memory.
             let wg = if has_wgmma && scales.is_none() { Mma::wgmma(&[m, n], k, warps) } else { None };
@@ -258,7 +309,7 @@ pub(super) fn propagate(
                 ),
                 _ if fp8 && wg.is_none() => format!("mma [{m}, {n}, {k}] fp8: mma.sync m16n8k32"),
                 _ if has_tcgen05 => format!(
-                    "mma [{m}, {n}, {k}]: mma.sync (tcgen05 needs M 16, 32, 64 or a multiple of 128, N a multiple of 16 from 16 to 256, K a multiple of 16, warps in whole warpgroups, and its accumulators within TMEM's {} columns; {tmem_cols} taken)",
+                    "mma [{m}, {n}, {k}]: mma.sync (tcgen05 needs M 16, 32, 64 or a multiple of 128, N a multiple of 16 from 16 to 256, K a multiple of 16, warps in whole warpgroups, and its accumulators within TMEM's {} columns; {tmem_cols} taken by those it may meet)",
                     tilec_core::layout::TMEM_COLUMNS
                 ),
                 (_, Some(_)) => format!(
@@ -472,6 +523,8 @@ struct Ctx {
     /// Where each value's op is in the source (an async copy keeps its load's).
     spans: BTreeMap<ValueId, tilec_core::Span>,
     uses: BTreeMap<ValueId, usize>,
+    /// How many of each value's uses are as the B operand of an `mma`.
+    b_operand_uses: BTreeMap<ValueId, usize>,
     warps: i64,
     /// Values the kernel's top level defines (outside every loop and branch).
     top: std::collections::BTreeSet<ValueId>,
@@ -490,7 +543,11 @@ impl Ctx {
 }
 
 /// A load that can fill an operand buffer with `cp.async` instead of registers: `v` is the
-/// load's tile (or its reshape that only drops unit dims), used once; 16-bit or 8-bit float elements; a
+/// load's tile (or its reshape that only drops unit dims), used once, or only as the B operand
+/// of `mma`s (two query tiles' products reading one key tile: one buffer where they want one
+/// layout — not an A operand: `matmul_swiglu`'s activations, read by its gate and up
+/// products, ran 14 % slower from a cp.async ring than from registers on the H100,
+/// bench/results/2026-11-27-session19/swiglu-a-ring/); 16-bit or 8-bit float elements; a
 /// tensor specialised as 16-byte aligned; 16-byte vectors along the contiguous dim.
 /// Returns the load (its op and result) and the reshape's result if there is one.
 fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, Option<ValueId>)> {
@@ -513,7 +570,7 @@ fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, 
             .layout()
             .is_some_and(|h| h.to_linear(func.ty(x).shape()).squeezed() == l.to_linear(lt.shape()).squeezed())
     };
-    let ok = once(v)
+    let ok = (once(v) || ctx.b_operand_uses.get(&v).is_some_and(|n| Some(n) == ctx.uses.get(&v)))
         && aligned
         && (eb == 2 || (eb == 1 && (lt.dtype().is_fp8() || lt.dtype() == tilec_core::DType::F4E2M1X2)))
         && b.size_per_thread[b.order[0]] == i64::from(16 / eb)
@@ -647,12 +704,16 @@ pub(super) fn insert_conversions(func: &mut Func, warps: i64) -> Result<usize, D
         defs: BTreeMap::new(),
         spans: BTreeMap::new(),
         uses: func.use_counts(),
+        b_operand_uses: BTreeMap::new(),
         warps,
         top,
         views: BTreeMap::new(),
         by_descriptor: Default::default(),
     };
     func.walk(&mut |op| {
+        if let OpKind::Mma { b, .. } = &op.kind {
+            *ctx.b_operand_uses.entry(*b).or_default() += 1;
+        }
         if let Some(r) = op.result {
             ctx.defs.insert(r, op.kind.clone());
             if let Some(s) = op.span {

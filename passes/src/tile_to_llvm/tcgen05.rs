@@ -114,8 +114,10 @@ pub(crate) struct TmemPlan {
     /// runs (placed as their accumulators are), so that a product reading A from TMEM may be
     /// issued while another one runs; the shared [`TmemPlan::a_region`] serves the others.
     pub deferred_a: BTreeMap<ValueId, i64>,
-    /// Columns of the chains kept in TMEM (the deferred products' regions follow them).
+    /// Columns of the chains kept in TMEM (the deferred products' regions follow them), and
+    /// those the deferred products' regions span.
     pub kept_cols: i64,
+    pub deferred_cols: i64,
     /// The buffers (`local_alloc` results) of the A operands of products of fewer than 64
     /// rows, and how many times each holds its rows (`Mma::tcgen05_a_replicas`).
     pub replicated: BTreeMap<ValueId, i64>,
@@ -235,7 +237,7 @@ impl TmemPlan {
         func.walk(&mut |op| {
             pos += 1;
             match (&op.kind, op.result) {
-                (OpKind::Mma { .. }, Some(r)) if deferred.contains(&r) => {
+                (OpKind::Mma { .. }, Some(r)) if is_tcgen05(func, r) => {
                     at.insert(r, pos);
                 }
                 (OpKind::MmaWait { value, .. }, _) if deferred.contains(value) => {
@@ -247,38 +249,50 @@ impl TmemPlan {
         p.kept_cols = next;
         let runs: Vec<(ValueId, i64, usize, usize)> = products
             .iter()
-            .filter(|(r, _)| !p.kept.contains_key(r))
+            .filter(|(r, _)| deferred.contains(r) && !p.kept.contains_key(r))
             .filter_map(|(r, c)| Some((*r, *c, *at.get(r)?, *until.get(r)?)))
             .collect();
-        let (placed, end) = first_fit(&runs, next, 1);
-        p.deferred = placed;
-        next = end;
-        let scratch = products
-            .iter()
-            .filter(|(r, _)| !p.kept.contains_key(r) && !p.deferred.contains_key(r))
-            .map(|(_, c)| *c)
-            .max()
-            .unwrap_or(0);
+        let mut placed = vec![];
+        p.deferred = first_fit(&mut placed, &runs, next, 1);
+        p.deferred_cols = placed.iter().map(|&(c, n, ..)| c + n).max().unwrap_or(next) - next;
+        // The products waited for at once share one region, live from the first one's issue
+        // to the last one's (in program order), placed among the others' as they are: the
+        // post-loop products of a loop whose products were left in flight reuse their columns.
+        let others: Vec<&(ValueId, i64)> =
+            products.iter().filter(|(r, _)| !p.kept.contains_key(r) && !p.deferred.contains_key(r)).collect();
+        let span = |rs: &mut dyn Iterator<Item = ValueId>| {
+            let pos: Vec<usize> = rs.filter_map(|r| at.get(&r).copied()).collect();
+            Some((*pos.iter().min()?, *pos.iter().max()?))
+        };
+        let scratch = others.iter().map(|(_, c)| *c).max().unwrap_or(0);
         p.scratch = next;
+        if let (true, Some((from, to))) = (scratch > 0, span(&mut others.iter().map(|(r, _)| *r))) {
+            p.scratch = fit(&placed, scratch, from, to, next, 1);
+            placed.push((p.scratch, scratch, from, to));
+        }
         p.scratch_cols = scratch;
-        // The A region of the products waited for at once at a multiple of 32 columns, after
-        // the accumulators; then those of the products left in flight, each its own while it
-        // runs.
+        let mut total = placed.iter().map(|&(c, n, ..)| c + n).max().unwrap_or(next);
+        // The A regions in columns of their own after the accumulators, at multiples of 32:
+        // each in-flight product's its own while it runs, the shared one while the products
+        // waited for at once that read A from TMEM are issued.
         for (r, c) in &a_reads {
             if !p.deferred.contains_key(r) {
                 a_cols = a_cols.max(*c);
             }
         }
-        p.a_region = (next + scratch + 31) / 32 * 32;
-        p.a_cols = a_cols;
-        let mut total = if a_cols > 0 { p.a_region + a_cols } else { next + scratch };
+        let a_start = (total + 31) / 32 * 32;
         let a_runs: Vec<(ValueId, i64, usize, usize)> =
             runs.iter().filter_map(|&(r, _, f, t)| Some((r, *a_reads.get(&r)?, f, t))).collect();
-        if !a_runs.is_empty() {
-            let (placed, end) = first_fit(&a_runs, (total + 31) / 32 * 32, 32);
-            p.deferred_a = placed;
-            total = end;
+        let mut a_placed = vec![];
+        p.deferred_a = first_fit(&mut a_placed, &a_runs, a_start, 32);
+        p.a_region = a_start;
+        let shared_a = a_reads.keys().filter(|r| !p.deferred.contains_key(r)).copied();
+        if let (true, Some((from, to))) = (a_cols > 0, span(&mut { shared_a })) {
+            p.a_region = fit(&a_placed, a_cols, from, to, a_start, 32);
+            a_placed.push((p.a_region, a_cols, from, to));
         }
+        p.a_cols = a_cols;
+        total = a_placed.iter().map(|&(c, n, ..)| c + n).max().unwrap_or(total).max(total);
         // The scale factors at a multiple of 32 columns after everything else, a region a
         // stage of an in-flight product's A ring.
         p.scale_region = (total + 31) / 32 * 32;
@@ -326,25 +340,34 @@ impl TmemPlan {
 }
 
 /// Columns for regions that live from one program position to another (`(value, columns,
-/// from, to)`), from column `start` on: each takes the first column (a multiple of `align`)
-/// where it shares no column with a region it overlaps in time. Returns each one's column
-/// and the end of the columns used.
-fn first_fit(runs: &[(ValueId, i64, usize, usize)], start: i64, align: i64) -> (BTreeMap<ValueId, i64>, i64) {
-    let mut placed: Vec<(i64, i64, usize, usize)> = vec![];
+/// from, to)`), from column `start` on, among those already `placed` (`(column, columns,
+/// from, to)`, extended with these): each takes the first column (a multiple of `align`)
+/// where it shares no column with a region it overlaps in time. Returns each one's column.
+fn first_fit(
+    placed: &mut Vec<(i64, i64, usize, usize)>,
+    runs: &[(ValueId, i64, usize, usize)],
+    start: i64,
+    align: i64,
+) -> BTreeMap<ValueId, i64> {
     let mut cols = BTreeMap::new();
-    let mut end = start;
     for &(r, c, from, to) in runs {
-        let mut col = start;
-        while let Some(&(c0, n0, ..)) =
-            placed.iter().find(|&&(c0, n0, f, t)| f <= to && from <= t && c0 < col + c && col < c0 + n0)
-        {
-            col = (c0 + n0 + align - 1) / align * align;
-        }
+        let col = fit(placed, c, from, to, start, align);
         placed.push((col, c, from, to));
         cols.insert(r, col);
-        end = end.max(col + c);
     }
-    (cols, end)
+    cols
+}
+
+/// The first column from `start` (a multiple of `align`) where `c` columns live from `from`
+/// to `to` without sharing a column with a `placed` region that overlaps them in time.
+fn fit(placed: &[(i64, i64, usize, usize)], c: i64, from: usize, to: usize, start: i64, align: i64) -> i64 {
+    let mut col = start;
+    while let Some(&(c0, n0, ..)) =
+        placed.iter().find(|&&(c0, n0, f, t)| f <= to && from <= t && c0 < col + c && col < c0 + n0)
+    {
+        col = (c0 + n0 + align - 1) / align * align;
+    }
+    col
 }
 
 /// The TMEM address (lane in bits 16-31, column in 0-15) of the first register of 128-row
@@ -487,7 +510,7 @@ impl Lowering<'_> {
         } else {
             format!(
                 ", {} for the {} product(s) left in flight until their mma_wait (a region each while it runs{})",
-                t.scratch - t.kept_cols,
+                t.deferred_cols,
                 t.deferred.len(),
                 if t.deferred_a.is_empty() {
                     String::new()

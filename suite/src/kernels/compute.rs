@@ -378,6 +378,18 @@ pub const FMHA: Spec = Spec {
                 .with("CAUSAL", 1)
                 .with("GROUP", 3),
         );
+        // sm_103a's two query tiles a block (its default at D = 128): 80 rows are two blocks of
+        // 2 x 32, the second one's tile A ragged and its tile B past the rows.
+        for causal in [0, 1] {
+            v.push(
+                Case::new(DType::F16, &[1, 2, 80, 64])
+                    .with("TILE_M", 32)
+                    .with("TILE_N", 32)
+                    .with("CAUSAL", causal)
+                    .with("OVERLAP", 1)
+                    .with("Q_TILES", 2),
+            );
+        }
         v
     },
     gpu_cases: || {
@@ -412,6 +424,9 @@ pub const FMHA: Spec = Spec {
         m.insert("H".into(), ConstArg::Int(c.dims[1]));
         m.insert("TILE_D".into(), ConstArg::Int(c.dims[3]));
         m.insert("CAUSAL".into(), ConstArg::Bool(c.konst("CAUSAL", 0) != 0));
+        if c.consts.iter().any(|(n, _)| n == "OVERLAP") {
+            m.insert("OVERLAP".into(), ConstArg::Bool(c.konst("OVERLAP", 0) != 0));
+        }
         m
     },
     inputs: |c, rng| {
@@ -449,13 +464,13 @@ pub const FMHA: Spec = Spec {
 };
 
 /// The seed tutorial's steps (kernels/tutorial/): the same problem as [`FMHA`].
-/// What the tutorial's steps share with [`FMHA`]: its cases less the grouped-query ones (the
-/// steps predate `GROUP`).
+/// What the tutorial's steps share with [`FMHA`]: its cases less the grouped-query ones and
+/// those of two query tiles a block (the steps predate `GROUP` and `Q_TILES`).
 const FMHA_STEP: Spec =
     Spec { interp_cases: || ungrouped((FMHA.interp_cases)()), gpu_cases: || ungrouped((FMHA.gpu_cases)()), ..FMHA };
 
 fn ungrouped(cases: Vec<Case>) -> Vec<Case> {
-    cases.into_iter().filter(|c| group(c) == 1).collect()
+    cases.into_iter().filter(|c| group(c) == 1 && c.konst("Q_TILES", 1) == 1).collect()
 }
 
 pub const FMHA_STEPS: [Spec; 6] = [
