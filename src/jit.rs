@@ -546,7 +546,8 @@ impl Jit {
                 Some(k) => k.clone(),
                 None => {
                     let art = &chosen.entry.artifact;
-                    let k = Arc::new(self.device.load(&art.ptx, art.signature.clone())?);
+                    let cubin = chosen.entry.cubin.as_deref();
+                    let k = Arc::new(self.device.load_assembled(&art.ptx, cubin, art.signature.clone())?);
                     let occ = self.device.occupancy(&k).ok();
                     modules.insert(digest.clone(), (k.clone(), occ));
                     (k, occ)

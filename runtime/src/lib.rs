@@ -541,6 +541,9 @@ pub struct Device {
     /// is slower with it (4.83 against 4.53 ms) and launched kernel by kernel about the same
     /// (4.90 against 4.94 ms).
     pub programmatic_launch: bool,
+    /// Load PTX for the driver to assemble even where ptxas's cubin is at hand
+    /// ([`Device::load_assembled`]): `TILEC_DRIVER_JIT=1`, the ablation.
+    pub driver_jit: bool,
 }
 
 impl std::fmt::Debug for Device {
@@ -651,7 +654,8 @@ impl Device {
         let major = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(drv)?;
         let minor = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(drv)?;
         let programmatic_launch = std::env::var_os("TILEC_PDL").is_some_and(|v| v == "1");
-        Ok(Device { ctx, stream, name, cc: (major, minor), programmatic_launch })
+        let driver_jit = std::env::var_os("TILEC_DRIVER_JIT").is_some_and(|v| v == "1");
+        Ok(Device { ctx, stream, name, cc: (major, minor), programmatic_launch, driver_jit })
     }
 
     /// The tilec target of this device, if it is one tilec compiles for.
@@ -666,6 +670,21 @@ impl Device {
 
     /// Loads PTX (JIT-assembled by the driver for this device) and checks the signature's needs (shared memory, target) against the device.
     pub fn load(&self, ptx: &str, signature: Signature) -> Result<Kernel, RuntimeError> {
+        self.load_assembled(ptx, None, signature)
+    }
+
+    /// [`Device::load`] from the cubin ptxas assembled from `ptx` for the kernel's target,
+    /// where there is one: the driver then has nothing to assemble — its JIT of every module's
+    /// PTX was most of a cold process's warm-up once the kernels compiled side by side
+    /// (`examples/qwen2` on an H100, driver cache off: 2.7 s with the PTX, 1.2 s with the
+    /// cubins; bench/results/2026-11-27-session19/qwen2-cubin/). A cubin the driver refuses
+    /// (a ptxas newer than the driver, say) is passed over for the PTX.
+    pub fn load_assembled(
+        &self,
+        ptx: &str,
+        cubin: Option<&[u8]>,
+        signature: Signature,
+    ) -> Result<Kernel, RuntimeError> {
         let target = self.target()?;
         if signature.target != target.name {
             return Err(RuntimeError::Unsupported(format!(
@@ -686,7 +705,12 @@ impl Device {
                 signature.name, self.name
             )));
         }
-        let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(drv)?;
+        let cubin = cubin.filter(|_| !self.driver_jit);
+        let assembled = cubin.and_then(|c| self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(c.to_vec())).ok());
+        let module = match assembled {
+            Some(m) => m,
+            None => self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(drv)?,
+        };
         let func = module.load_function(&signature.name).map_err(drv)?;
         let dynamic = signature.dynamic_shared_bytes();
         if dynamic > 0 && total > u64::from(tilec_core::target::STATIC_SMEM_LIMIT) {

@@ -757,6 +757,27 @@ fn a_warpgroup_local_buffer_takes_a_warpgroup_barrier_and_keeps_the_ping_pong() 
     assert!(ptx.lines().any(|l| l.contains("bar.sync") && l.trim_end().ends_with(", 128;")), "no warpgroup barrier");
 }
 
+/// `kernels/fmha.tile` for sm_103a (with `Q_TILES` if given), and its report.
+fn fmha_on_tcgen05(q_tiles: Option<i64>) -> (tilec::Compiled, String) {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
+    let mut o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
+    if let Some(n) = q_tiles {
+        o.consts.insert("Q_TILES".into(), tilec::ConstArg::Int(n));
+    }
+    let c = tilec::compile(&tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap()), &o).unwrap();
+    let report = c.report.join("\n");
+    (c, report)
+}
+
+/// A tcgen05 kernel's products: (instructions, those reading A from TMEM, products left in
+/// flight, mbarriers of 8 warps and a commit).
+fn products_in_flight(ptx: &str, report: &str) -> (usize, usize, usize, usize) {
+    let products: Vec<&str> = ptx.lines().filter(|l| l.contains("tcgen05.mma.cta_group::1.kind::f16")).collect();
+    let from_tmem = products.iter().filter(|l| l.contains("], [")).count();
+    let inits = ptx.lines().filter(|l| l.contains("mbarrier.init.shared::cta.b64") && l.ends_with(", 257;")).count();
+    (products.len(), from_tmem, report.matches("left in flight until its first read").count(), inits)
+}
+
 /// FlashAttention-4's P on sm_103a: the softmax's f16 probabilities, in registers one row a
 /// thread as `tcgen05.ld` brought the scores out, go back into Tensor Memory with
 /// `tcgen05.st` (two elements a 32-bit column) and the second product reads A from there —
@@ -766,23 +787,14 @@ fn a_warpgroup_local_buffer_takes_a_warpgroup_barrier_and_keeps_the_ping_pong() 
 /// 1`) here; the default's two query tiles in the test after it.
 #[test]
 fn tcgen05_attention_reads_p_from_tensor_memory() {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
-    let mut o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
-    o.consts.insert("Q_TILES".into(), tilec::ConstArg::Int(1));
-    let c = tilec::compile(&tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap()), &o).unwrap();
+    let (c, report) = fmha_on_tcgen05(Some(1));
     let ptx = c.ptx();
-    let products: Vec<&str> = ptx.lines().filter(|l| l.contains("tcgen05.mma.cta_group::1.kind::f16")).collect();
-    let from_tmem = products.iter().filter(|l| l.contains("], [")).count();
     // Q·Kᵀ: 8 K steps of 16 over D = 128; P·V: 4 K steps over 64 keys from
     // TMEM, in the loop and once after it (`OVERLAP`: the last tile's P·V follows the loop).
-    assert_eq!((products.len(), from_tmem), (16, 8), "{products:#?}");
     // FlashAttention-4's overlap: the three products left in flight until their first read,
     // each committed to an mbarrier of its own (the kernel's and three more, 8 warps + the
     // commit arriving on each), the in-loop two in TMEM regions of their own.
-    let report = c.report.join("\n");
-    assert_eq!(report.matches("left in flight until its first read").count(), 3, "{report}");
-    let inits = ptx.lines().filter(|l| l.contains("mbarrier.init.shared::cta.b64") && l.ends_with(", 257;")).count();
-    assert_eq!(inits, 4, "{ptx}");
+    assert_eq!(products_in_flight(ptx, &report), (16, 8, 3, 4));
     assert!(report.contains("D at TMEM column 0, zero (D not read); committed to its own mbarrier"), "{report}");
     assert!(report.contains("D at TMEM column 64, stored from registers; committed to its own mbarrier"), "{report}");
     // 64 keys over two warp columns: 32 f16 a thread, 16 packed columns, one store.
@@ -802,19 +814,12 @@ fn tcgen05_attention_reads_p_from_tensor_memory() {
 /// product to mma.sync), and one K ring and one V ring each read by both tiles' products.
 #[test]
 fn tcgen05_attention_runs_two_query_tiles_in_flight() {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
-    let o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
-    let c = tilec::compile(&tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap()), &o).unwrap();
+    let (c, report) = fmha_on_tcgen05(None);
     let ptx = c.ptx();
     assert!(!ptx.contains("mma.sync"), "an mma.sync left");
-    let products: Vec<&str> = ptx.lines().filter(|l| l.contains("tcgen05.mma.cta_group::1.kind::f16")).collect();
-    let from_tmem = products.iter().filter(|l| l.contains("], [")).count();
-    // Two Q·Kᵀ of 8 K steps; four P·V of 4 (two in the loop, two after it).
-    assert_eq!((products.len(), from_tmem), (32, 16), "{products:#?}");
-    let report = c.report.join("\n");
-    assert_eq!(report.matches("left in flight until its first read").count(), 6, "{report}");
-    let inits = ptx.lines().filter(|l| l.contains("mbarrier.init.shared::cta.b64") && l.ends_with(", 257;")).count();
-    assert_eq!(inits, 7, "{ptx}");
+    // Two Q·Kᵀ of 8 K steps; four P·V of 4 (two in the loop, two after it); six products in
+    // flight, the kernel's mbarrier and six more.
+    assert_eq!(products_in_flight(ptx, &report), (32, 16, 6, 7));
     assert!(report.contains("tmem: 512 columns allocated"), "{report}");
     let cols: Vec<&str> =
         report.lines().filter_map(|l| l.split("D at TMEM column ").nth(1)?.split(',').next()).collect();
