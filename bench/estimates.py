@@ -31,8 +31,8 @@ The model, per kernel and shape:
   `P_{j-1}·V_{j-1}` issued back to back), it costs the first product and its wait, then the
   longer of the second product (with its wait) and the softmax, which run side by side:
   t/2 + wait + max(t/2 + wait, t_exp) for t both products' tensor time. With two query
-  tiles a block (two `Q·Kᵀ` products in the report: `S_A`, `P_A·V`, `S_B`, `P_B·V` issued at
-  once), a key tile costs max(2t + wait, max(t/2 + wait + t_exp, 3t/2 + wait) + t_exp): A's
+  tiles a block (six products in the report, three a query tile: `S_A`, `P_A·V`, `S_B`,
+  `P_B·V` issued at once), a key tile costs max(2t + wait, max(t/2 + wait + t_exp, 3t/2 + wait) + t_exp): A's
   softmax after `S_A`, B's after `S_B` and A's, the next products after both;
 - estimate = roofline stretched by that serialisation, per SM, over the waves of tiles.
 
@@ -176,8 +176,9 @@ def estimate(kernel, shape, arch, prods):
         bytes_ = elem * 4 * B * H * S * D
         (bm, bn, _, fam, _, _, _, _) = prods[0]
         overlapped = fam == "tcgen05" and all(p[7] for p in prods)
-        # Query tiles a block: its Q·Kᵀ products (K = D; the key tile is not D on sm_103a).
-        q_tiles = max(1, sum(1 for p in prods if p[2] == D and p[1] != D))
+        # Query tiles a block: in `OVERLAP`'s order each has three products (Q·Kᵀ and P·V
+        # in the loop, the last P·V after it).
+        q_tiles = max(1, len(prods) // 3) if overlapped else 1
         tiles = B * H * (S // (bm * q_tiles))
         steps = int(S // bn * frac + 0.5) if shape["causal"] else S // bn
         # Both products of one query tile against one key tile.
@@ -284,8 +285,9 @@ def main():
         "the first wait of a key tile is exposed, and the next key tile's products wait for both softmaxes and",
         "the last product (modelled as max(2t + wait, max(t/2 + wait + softmax, 3t/2 + wait) + softmax) for",
         "t one query tile's two products; the accumulators' TMEM stores and loads and the rescale are not",
-        "modelled). At D = 64 the two tiles' 128 x 128 scores do not fit the registers (one tile: its",
-        "softmax overlaps `P_{j-1}·V_{j-1}` only, `Q·K_jᵀ` waited for with its tensor time). The",
+        "modelled). At D = 64 the two tiles take 64-key tiles (128 x 128 scores twice do not fit the",
+        "registers): the products are half as long against the same wait, and the exponentials of a key",
+        "tile (one SFU pass per score) weigh as much as its products — 0.60, not 0.70. The",
         "sm_121a rows are upper bounds (mma.sync has no wait term; DRAM traffic is the compulsory bytes,",
         "L2 misses beyond them are not modelled).",
         "",
