@@ -34,6 +34,8 @@ The model, per kernel and shape:
   tiles a block (six products in the report, three a query tile: `S_A`, `P_A·V`, `S_B`,
   `P_B·V` issued at once), a key tile costs max(2t + wait, max(t/2 + wait + t_exp, 3t/2 + wait) + t_exp): A's
   softmax after `S_A`, B's after `S_B` and A's, the next products after both;
+  Under a causal mask a block walks the key tiles up to its last row (the mean over a head's
+  blocks; a block of two query tiles walks its second tile's);
 - estimate = roofline stretched by that serialisation, per SM, over the waves of tiles.
 
 Published figures (cited in the README this writes):
@@ -180,7 +182,14 @@ def estimate(kernel, shape, arch, prods):
         # in the loop, the last P·V after it).
         q_tiles = max(1, len(prods) // 3) if overlapped else 1
         tiles = B * H * (S // (bm * q_tiles))
-        steps = int(S // bn * frac + 0.5) if shape["causal"] else S // bn
+        if shape["causal"]:
+            # A block walks the key tiles up to its last row: the mean over a head's blocks
+            # (with two query tiles, tile A's rows also see B's key tiles, masked).
+            rows = bm * q_tiles
+            blocks = S // rows
+            steps = sum(-(-(i + 1) * rows // bn) for i in range(blocks)) / blocks
+        else:
+            steps = S // bn
         # Both products of one query tile against one key tile.
         t_step = 4 * bm * bn * D / per_sm_flops
         t_exp = bm * bn / t["sfu_exp2_per_clk_per_sm"] / (CLOCK_GHZ * 1e9)
