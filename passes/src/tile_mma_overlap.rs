@@ -105,7 +105,8 @@ impl Facts {
     }
 }
 
-fn uses(op: &Op, v: ValueId) -> bool {
+/// Whether `op` or an op of its regions reads `v`.
+pub(crate) fn uses(op: &Op, v: ValueId) -> bool {
     let mut found = false;
     walk_ops(std::slice::from_ref(op), &mut |o| found |= o.kind.operands().contains(&v));
     found

@@ -23,7 +23,7 @@
 use super::ValueId;
 use std::collections::BTreeMap;
 use tilec_core::layout::{Blocked, Layout, Mma, MmaFamily, SwizzledShared};
-use tilec_core::tir::{walk_ops, Func, Op, OpKind, Type};
+use tilec_core::tir::{Func, Op, OpKind, Type};
 use tilec_core::Diagnostic;
 
 fn set_layout(func: &mut Func, v: ValueId, l: Layout) {
@@ -146,12 +146,7 @@ fn product_runs(func: &Func) -> BTreeMap<ValueId, (usize, usize)> {
         let last = spans.last().map_or(*pos, |s| s.1);
         for (k, op) in ops.iter().enumerate() {
             let (OpKind::Mma { .. }, Some(r)) = (&op.kind, op.result) else { continue };
-            let reads = |o: &Op| {
-                let mut found = false;
-                walk_ops(std::slice::from_ref(o), &mut |x| found |= x.kind.operands().contains(&r));
-                found
-            };
-            let end = match ops.iter().enumerate().skip(k + 1).find(|(_, o)| reads(o)) {
+            let end = match ops.iter().enumerate().skip(k + 1).find(|(_, o)| crate::tile_mma_overlap::uses(o, r)) {
                 Some((u, _)) => spans[u].1,
                 None if yields.contains(&r) => usize::MAX,
                 None => last,

@@ -32,29 +32,13 @@ pub(crate) struct LastSort {
 
 /// A stage of the network by its exponents (merged size 2^sb, distance 2^jb): constants where
 /// the network is written out, the loops' run-time values with `sort-loops`.
-#[derive(Clone, Debug)]
-enum Stage {
-    Const(i64, i64),
-    Run(Reg, Reg),
-}
-
-impl Stage {
-    fn sb(&self) -> Exp<'_> {
-        match self {
-            Stage::Const(sb, _) => Exp::Const(*sb),
-            Stage::Run(sb, _) => Exp::Run(sb),
-        }
-    }
-
-    fn jb(&self) -> Exp<'_> {
-        match self {
-            Stage::Const(_, jb) => Exp::Const(*jb),
-            Stage::Run(_, jb) => Exp::Run(jb),
-        }
-    }
+struct Stage<'a> {
+    sb: Exp<'a>,
+    jb: Exp<'a>,
 }
 
 /// One of a stage's exponents.
+#[derive(Clone, Copy)]
 enum Exp<'a> {
     Const(i64),
     Run(&'a Reg),
@@ -130,8 +114,8 @@ impl Lowering<'_> {
         if !self.sort_loops {
             for sb in 1..=log_n {
                 for jb in (0..sb).rev() {
-                    let st = Stage::Const(sb, jb);
-                    self.network_stage(&mine, st, (&keys, &idxs), &kty, *descending);
+                    let st = Stage { sb: Exp::Const(sb), jb: Exp::Const(jb) };
+                    self.network_stage(&mine, &st, (&keys, &idxs), &kty, *descending);
                 }
             }
         } else {
@@ -159,8 +143,8 @@ impl Lowering<'_> {
             let more = self.em.icmp(ICmp::Sge, &jb, &zero);
             self.em.cond_br(&more, &inner_body, &latch);
             self.em.label(&inner_body, &[]);
-            let st = Stage::Run(sb.clone(), jb.clone());
-            self.network_stage(&mine, st, (&keys, &idxs), &kty, *descending);
+            let st = Stage { sb: Exp::Run(&sb), jb: Exp::Run(&jb) };
+            self.network_stage(&mine, &st, (&keys, &idxs), &kty, *descending);
             let next_jb = self.em.sub(&jb, &one);
             self.em.br(&inner, &[next_jb]);
             self.em.label(&latch, &[]);
@@ -208,9 +192,9 @@ impl Lowering<'_> {
 
     /// A stage of the network: the thread's pairs of each round (`network_pair`), then a
     /// barrier.
-    fn network_stage(&mut self, pairs: &[(Reg, Reg)], stage: Stage, bufs: (&Reg, &Reg), kty: &Ty, descending: bool) {
+    fn network_stage(&mut self, pairs: &[(Reg, Reg)], stage: &Stage, bufs: (&Reg, &Reg), kty: &Ty, descending: bool) {
         for pair in pairs {
-            self.compare_exchange(pair, stage.clone(), bufs, kty, descending);
+            self.compare_exchange(pair, stage, bufs, kty, descending);
         }
         self.full_barrier();
     }
@@ -222,14 +206,14 @@ impl Lowering<'_> {
     fn compare_exchange(
         &mut self,
         (p, start): &(Reg, Reg),
-        stage: Stage,
+        stage: &Stage,
         (keys, idxs): (&Reg, &Reg),
         kty: &Ty,
         descending: bool,
     ) {
         // (Constant exponents as constants: the written-out network's code is what it was
         // before the loops existed.)
-        let (jb0, jb1, jm) = match stage.jb() {
+        let (jb0, jb1, jm) = match stage.jb {
             Exp::Const(jb) => (self.em.ci32(jb), self.em.ci32(jb + 1), self.em.ci32((1 << jb) - 1)),
             Exp::Run(jb) => {
                 let one = self.em.ci32(1);
@@ -242,7 +226,7 @@ impl Lowering<'_> {
         let lo = self.em.and(p, &jm);
         let x = self.em.or(&hi, &lo);
         let ex = self.em.add(start, &x);
-        let jr = self.pow2(stage.jb());
+        let jr = self.pow2(stage.jb);
         let ey = self.em.add(&ex, &jr);
         let at = |lw: &mut Self, base: &Reg, e: &Reg, ty: &Ty| lw.em.gep(base, e, ty);
         let (kx_p, ky_p) = (at(self, keys, &ex, kty), at(self, keys, &ey, kty));
@@ -254,7 +238,7 @@ impl Lowering<'_> {
         let y_first = self.before((&ky, &iy), (&kx, &ix), kty, descending);
         let x_first = self.before((&kx, &ix), (&ky, &iy), kty, descending);
         // In the reversed halves the pair is put in the reverse order.
-        let sz = self.pow2(stage.sb());
+        let sz = self.pow2(stage.sb);
         let bit = self.em.and(&x, &sz);
         let zero = self.em.ci32(0);
         let forward = self.em.icmp(ICmp::Eq, &bit, &zero);

@@ -260,13 +260,14 @@ impl TmemPlan {
         // post-loop products of a loop whose products were left in flight reuse their columns.
         let others: Vec<&(ValueId, i64)> =
             products.iter().filter(|(r, _)| !p.kept.contains_key(r) && !p.deferred.contains_key(r)).collect();
-        let span = |rs: &mut dyn Iterator<Item = ValueId>| {
-            let pos: Vec<usize> = rs.filter_map(|r| at.get(&r).copied()).collect();
+        // The first and last issue of some products.
+        let span = |rs: Vec<ValueId>| {
+            let pos: Vec<usize> = rs.iter().filter_map(|r| at.get(r).copied()).collect();
             Some((*pos.iter().min()?, *pos.iter().max()?))
         };
         let scratch = others.iter().map(|(_, c)| *c).max().unwrap_or(0);
         p.scratch = next;
-        if let (true, Some((from, to))) = (scratch > 0, span(&mut others.iter().map(|(r, _)| *r))) {
+        if let (true, Some((from, to))) = (scratch > 0, span(others.iter().map(|(r, _)| *r).collect())) {
             p.scratch = fit(&placed, scratch, from, to, next, 1);
             placed.push((p.scratch, scratch, from, to));
         }
@@ -286,8 +287,8 @@ impl TmemPlan {
         let mut a_placed = vec![];
         p.deferred_a = first_fit(&mut a_placed, &a_runs, a_start, 32);
         p.a_region = a_start;
-        let shared_a = a_reads.keys().filter(|r| !p.deferred.contains_key(r)).copied();
-        if let (true, Some((from, to))) = (a_cols > 0, span(&mut { shared_a })) {
+        let shared_a = a_reads.keys().filter(|r| !p.deferred.contains_key(r)).copied().collect();
+        if let (true, Some((from, to))) = (a_cols > 0, span(shared_a)) {
             p.a_region = fit(&a_placed, a_cols, from, to, a_start, 32);
             a_placed.push((p.a_region, a_cols, from, to));
         }
