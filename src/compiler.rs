@@ -235,11 +235,21 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         let missing: Vec<String> = choice
             .features
             .iter()
-            .filter(|f| !arch.has(**f) && **f != Feature::Tcgen05 && **f != Feature::BlockScaledMmaSync)
+            .filter(|f| {
+                !arch.has(**f) && !matches!(**f, Feature::Tcgen05 | Feature::BlockScaledMmaSync | Feature::PackedF32)
+            })
             .map(|f| format!("{f:?}"))
             .collect();
+        // The lowering pairs f32 ops into `vector<2xf32>` for a target with paired
+        // arithmetic; LLVM makes each pair two scalar instructions elsewhere, with the same
+        // operands and the same summation order.
+        let paired = if choice.has(Feature::PackedF32) && !arch.has(Feature::PackedF32) {
+            format!("; {}'s paired f32 arithmetic as two scalar instructions a pair (same order)", choice.name)
+        } else {
+            String::new()
+        };
         driver.facts.report.push(format!(
-            "emulation: {}'s by_target values, shared memory, pipeline and instructions, compiled for {}; {blocks} block(s) per SM as on {} (shared memory padded by {pad} bytes a block; registers not emulated){not_emulated}{block_scaled}{}",
+            "emulation: {}'s by_target values, shared memory, pipeline and instructions, compiled for {}; {blocks} block(s) per SM as on {} (shared memory padded by {pad} bytes a block; registers not emulated){not_emulated}{block_scaled}{paired}{}",
             choice.name,
             arch.name,
             choice.name,

@@ -33,6 +33,12 @@ pub enum Feature {
     /// serialization may start while the kernel before it finishes, and waits for it in
     /// `griddepcontrol.wait`.
     GridDepControl,
+    /// Paired f32 arithmetic: `add`/`sub`/`mul`/`fma` `.f32x2` (PTX ISA 8.6), one
+    /// instruction for two lanes' worth of f32 each (SASS `FADD2`/`FMUL2`/`FFMA2`) — half
+    /// the issue slots of a softmax's scale, sums and rescale. Datacenter Blackwell only:
+    /// ptxas 13.0 assembles the PTX for sm_121a too but splits it into scalar FFMA/FADD
+    /// there (checked on its SASS), so sm_121a does not list it.
+    PackedF32,
 }
 
 /// Shared memory a kernel may declare statically (CUDA's limit). A kernel that needs more
@@ -143,7 +149,7 @@ pub const ARCHS: &[Arch] = &[
         threads_per_sm: 2048,
         blocks_per_sm: 32,
         regs_per_sm: 65536,
-        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Tcgen05, Fp8Mma, Fp4Mma, GridDepControl],
+        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Tcgen05, Fp8Mma, Fp4Mma, GridDepControl, PackedF32],
     },
     Arch {
         name: "sm_121a",

@@ -549,10 +549,20 @@ fn fmha_warpgroups_take_turns_on_the_tensor_cores() {
         assert!(!plain.contains("bar.arrive"), "causal {causal}: --no-pingpong has turns");
         if causal {
             let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
-            let src = tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap());
+            let text = std::fs::read_to_string(p).unwrap();
             let mut no_licm = tilec::CompileOptions { kernel: Some("fmha".into()), ..o };
             no_licm.disabled_passes.insert("tile-licm".into());
-            let e = tilec::compile(&src, &no_licm).expect_err("a barrier inside a turn is refused").render();
+            // The query offsets' conversion left in the loop: an index tile, made again in
+            // the new layout without shared memory or a barrier, so the kernel compiles.
+            tilec::compile(&tilec::Source::new("fmha", text.clone()), &no_licm).expect("no barrier in the turn");
+            // The same offsets through `min` (no longer an index tile) are exchanged through
+            // shared memory, with a barrier inside the turn: refused.
+            let line = "let offs_m = bid_x * TILE_M + arange(TILE_M);";
+            assert!(text.contains(line));
+            let opaque = text.replace(line, "let offs_m = bid_x * TILE_M + min(arange(TILE_M), TILE_M);");
+            let e = tilec::compile(&tilec::Source::new("fmha", opaque), &no_licm)
+                .expect_err("a barrier inside a turn is refused")
+                .render();
             assert!(e.contains("deadlock"), "{e}");
         }
     }
@@ -939,4 +949,68 @@ fn sort_loops_loop_over_the_network_stages() {
         let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));
         assert_eq!((r.spill_stores, r.spill_loads), (0, 0));
     }
+}
+
+/// The TMA copies, tcgen05 products and commits are issued under `elect.sync` (made once at
+/// the kernel's entry, where every lane is active) rather than under `tid == 0`: ptxas wraps a
+/// uniform-datapath instruction under a per-thread compare in a loop over the active lanes
+/// (ELECT, R2UR, BRA.U.ANY a product: 148 of sm_103a FMHA's 866 instructions a key tile).
+#[test]
+fn asynchronous_instructions_are_issued_by_an_elected_lane() {
+    let (c, _) = fmha_on_tcgen05(None);
+    let ptx = c.ptx();
+    assert_eq!(ptx.matches("elect.sync").count(), 1, "one election, at the entry");
+    let entry = ptx.find("elect.sync").unwrap();
+    let first_product = ptx.find("tcgen05.mma").unwrap();
+    assert!(entry < first_product);
+    let gemm = ptx_for("matmul", "matmul", false, "sm_90a");
+    assert_eq!(gemm.matches("elect.sync").count(), 1, "the GEMM's TMA copies too");
+}
+
+/// FlashAttention-4's conditional rescale: a row factor of the form
+/// `exp2(m - where(c, m_new, m))` is exactly 1.0 wherever the select kept `m`, and the
+/// accumulator's rescale by it is skipped for a warp whose factors all are (`vote.any`); a
+/// factor from `maximum` (the tutorial's step 2) keeps the plain multiply.
+#[test]
+fn the_conditional_rescale_is_skipped_where_a_warps_factors_are_one() {
+    for arch in ["sm_90a", "sm_103a", "sm_121a"] {
+        let ptx = ptx_for("fmha", "fmha", false, arch);
+        assert!(ptx.contains("vote.sync.any.pred"), "{arch}: fmha's threshold form takes the vote");
+    }
+    let tutorial = ptx_for("tutorial/fmha_step2_mma", "fmha_step2_mma", false, "sm_90a");
+    assert!(!tutorial.contains("vote.sync.any"), "a factor from `maximum` is multiplied as before");
+}
+
+/// Blackwell's paired f32 arithmetic: on sm_103a the softmax's scale, sums and rescale are
+/// `.f32x2` (FFMA2/FADD2/FMUL2 in the SASS); sm_121a (which ptxas would split back into
+/// scalar instructions) and sm_90a keep scalar f32.
+#[test]
+fn paired_f32_arithmetic_is_sm_103a_s() {
+    let (c, _) = fmha_on_tcgen05(None);
+    let ptx = c.ptx();
+    for op in ["fma.rn.f32x2", "add.f32x2"] {
+        assert!(ptx.contains(op), "sm_103a: {op}");
+    }
+    for arch in ["sm_90a", "sm_121a"] {
+        assert!(!ptx_for("fmha", "fmha", false, arch).contains("f32x2"), "{arch}");
+    }
+}
+
+/// An index tile made by `arange` is made again in a conversion's target layout (no shared
+/// memory round trip), and comparing it with a scalar compares one difference with
+/// constants: FMHA's ragged-tile masks on sm_103a (two query tiles, 32 key columns a thread
+/// each) compare against immediates and keep no column offsets live through the loop (9
+/// such compares before, 72 now).
+#[test]
+fn index_tiles_compare_with_constants() {
+    let (c, _) = fmha_on_tcgen05(None);
+    let immediate = c
+        .ptx()
+        .lines()
+        .filter(|l| l.trim_start().starts_with("setp.") && l.contains(".s32"))
+        .filter(|l| {
+            l.trim_end().trim_end_matches(';').rsplit(',').next().is_some_and(|x| x.trim().parse::<i64>().is_ok())
+        })
+        .count();
+    assert!(immediate >= 64, "{immediate} compares with an immediate");
 }

@@ -10,6 +10,30 @@ use super::{err, Lowering};
 use tilec_core::tir::{BinOp, LogicOp, Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
+/// `a - b` of two i32 values without wrapping: the difference in i64, clamped to i32. Against
+/// a constant `k` of magnitude below 2^30 every comparison of the clamped value is that of
+/// the exact one (a difference past the i32 range compares like the range's end).
+fn exact_difference(em: &mut Emitter, a: &Reg, b: &Reg) -> Reg {
+    let (wa, wb) = (em.convert("sext", a, Ty::I64), em.convert("sext", b, Ty::I64));
+    let d = em.sub(&wa, &wb);
+    let (lo, hi) = (em.cint(i64::from(i32::MIN), Ty::I64), em.cint(i64::from(i32::MAX), Ty::I64));
+    let d = em.intr("smax", &[&d, &lo]);
+    let d = em.intr("smin", &[&d, &hi]);
+    em.convert("trunc", &d, Ty::I32)
+}
+
+/// `vector<2xf32>` of two f32 registers.
+pub(crate) fn pack2(em: &mut Emitter, a: &Reg, b: &Reg) -> Reg {
+    let u = em.undef(Ty::Vector(2, Box::new(a.ty.clone())));
+    let v = em.insertelement(&u, a, 0);
+    em.insertelement(&v, b, 1)
+}
+
+/// A broadcast of at most this many registers a thread, each repeated at least
+/// `ROW_FACTOR_MIN_REGS` times, is a row factor `scaled_by_row_factor` may skip.
+const ROW_FACTOR_MAX_REGS: usize = 4;
+const ROW_FACTOR_MIN_REGS: usize = 16;
+
 /// `a op b` on scalars of dtype `d`.
 pub(crate) fn binop(em: &mut Emitter, op: BinOp, a: &Reg, b: &Reg, d: DType) -> Reg {
     if d.is_float() {
@@ -237,7 +261,20 @@ impl Lowering<'_> {
             OpKind::Binary { op: b, lhs: x, rhs: y, .. } => {
                 let d = func.ty(*x).dtype();
                 if let (BinOp::Add, Some(r)) = (b, op.result) {
-                    self.affine_sum(r, *x, *y);
+                    self.iota_plus_scalar(r, *x, *y);
+                }
+                match (b, op.result) {
+                    (BinOp::Add, Some(r)) => self.affine_sum(r, *x, *y, false),
+                    (BinOp::Sub, Some(r)) => self.affine_sum(r, *x, *y, true),
+                    _ => {}
+                }
+                if let Some(v) = self.scaled_by_row_factor(*b, *x, *y, d)? {
+                    return Ok(v);
+                }
+                if matches!(b, BinOp::Add | BinOp::Sub | BinOp::Mul) && d == DType::F32 {
+                    if let Some(v) = self.paired(&[*x, *y], |em, a| binop(em, *b, &a[0], &a[1], d))? {
+                        return Ok(v);
+                    }
                 }
                 self.elementwise(&[*x, *y], |em, a| Ok(binop(em, *b, &a[0], &a[1], d)))?
             }
@@ -249,6 +286,9 @@ impl Lowering<'_> {
             OpKind::Cmp(p, x, y) => {
                 let float = func.ty(*x).dtype().is_float();
                 let pred = p.mlir(float);
+                if let Some(v) = self.affine_cmp(pred, *x, *y)? {
+                    return Ok(v);
+                }
                 self.elementwise(&[*x, *y], |em, a| Ok(em.cmp(float, pred, &a[0], &a[1])))?
             }
             OpKind::Logic(l, x, y) => self.elementwise(&[*x, *y], |em, a| {
@@ -263,6 +303,11 @@ impl Lowering<'_> {
             }
             OpKind::Fma { a, b, c } => {
                 let d = func.ty(*a).dtype();
+                if d == DType::F32 {
+                    if let Some(v) = self.paired(&[*a, *b, *c], |em, x| em.intr("fma", &[&x[0], &x[1], &x[2]]))? {
+                        return Ok(v);
+                    }
+                }
                 self.elementwise(&[*a, *b, *c], |em, x| {
                     if matches!(d, DType::F32 | DType::F64) {
                         return Ok(em.intr("fma", &[&x[0], &x[1], &x[2]]));
@@ -276,6 +321,86 @@ impl Lowering<'_> {
             }
             _ => return Err(err("not an elementwise op")),
         })
+    }
+
+    /// `x * f` in a loop, for `f` a broadcast of a few registers a thread that is a
+    /// conditional rescale's factor (`Lowering::note_unit_factor`: FlashAttention-4's
+    /// `alpha`): the products are skipped where
+    /// every factor of the warp is 1.0 (`vote.any`: the branch is uniform), which is exact
+    /// (`x * 1.0 == x` for every `x`, NaN and signed zeros included). An online softmax whose
+    /// running maximum only moves past a threshold (FlashAttention-4's conditional rescale,
+    /// `kernels/fmha.tile`) gets factors of exactly 1.0 in most iterations, and its rescale
+    /// then costs a compare and a vote instead of a multiply per accumulator register.
+    fn scaled_by_row_factor(
+        &mut self,
+        b: BinOp,
+        x: ValueId,
+        y: ValueId,
+        d: DType,
+    ) -> Result<Option<Value>, Diagnostic> {
+        if b != BinOp::Mul || d != DType::F32 || self.loop_writes.is_empty() {
+            return Ok(None);
+        }
+        let (big, factors) = match (self.row_factors.get(&y), self.row_factors.get(&x)) {
+            (Some(f), _) => (x, f.clone()),
+            (None, Some(f)) => (y, f.clone()),
+            (None, None) => return Ok(None),
+        };
+        let Value::Tile(xs) = self.get(big)?.clone() else { return Ok(None) };
+        let Value::Tile(fs) = self.get(if big == x { y } else { x })?.clone() else { return Ok(None) };
+        if xs.len() != fs.len() || xs.len() < ROW_FACTOR_MIN_REGS * factors.len() {
+            return Ok(None);
+        }
+        let one = self.em.cf32(1.0);
+        let mut any: Option<Reg> = None;
+        for f in &factors {
+            let ne = self.em.cmp(true, "une", f, &one);
+            any = Some(match any {
+                Some(a) => self.em.or(&a, &ne),
+                None => ne,
+            });
+        }
+        let Some(any) = any else { return Ok(None) };
+        let all = self.em.ci32(-1);
+        let warp_any = self.em.call_intrinsic("llvm.nvvm.vote.any.sync", &[&all, &any], Ty::I1);
+        let (then, skip, join) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
+        self.em.cond_br(&warp_any, &then, &skip);
+        self.em.label(&skip, &[]);
+        self.em.br(&join, &xs);
+        self.em.label(&then, &[]);
+        let prod: Vec<Reg> = xs.iter().zip(&fs).map(|(a, f)| binop(&mut self.em, b, a, f, d)).collect();
+        self.em.br(&join, &prod);
+        let args: Vec<Reg> = xs.iter().map(|r| self.em.fresh_reg(r.ty.clone())).collect();
+        self.em.label(&join, &args);
+        Ok(Some(Value::Tile(args)))
+    }
+
+    /// An f32 op on tiles, two registers at a time as `vector<2xf32>` where the target has
+    /// paired f32 arithmetic (`Feature::PackedF32`: NVPTX makes it `.f32x2`, ptxas FFMA2
+    /// and the like); `None` elsewhere, for scalars and odd register counts. `f` is the op
+    /// on one register of each operand, applied here to pairs. Registers `2i` and `2i + 1`
+    /// are consecutive columns of a row in the tensor-core layouts, as `tcgen05.ld` returns
+    /// them, so ptxas finds the pairs in adjacent registers.
+    pub(crate) fn paired(
+        &mut self,
+        operands: &[ValueId],
+        f: impl Fn(&mut Emitter, &[Reg]) -> Reg,
+    ) -> Result<Option<Value>, Diagnostic> {
+        if !self.arch.has(tilec_core::target::Feature::PackedF32) {
+            return Ok(None);
+        }
+        let (regs, tile) = self.registers(operands)?;
+        if !tile || regs.len() < 2 || !regs.len().is_multiple_of(2) {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(regs.len());
+        for pair in regs.chunks(2) {
+            let vs: Vec<Reg> = (0..operands.len()).map(|k| pack2(&mut self.em, &pair[0][k], &pair[1][k])).collect();
+            let r = f(&mut self.em, &vs);
+            out.push(self.em.extractelement(&r, 0));
+            out.push(self.em.extractelement(&r, 1));
+        }
+        Ok(Some(Value::Tile(out)))
     }
 
     /// A broadcast of extent-1 dims: each result register is a register of the operand.
@@ -311,28 +436,94 @@ impl Lowering<'_> {
         if let (Some(a), Some(res)) = (self.aff.get(&x).cloned(), op.result) {
             self.aff.insert(res, idx.iter().map(|i| a[*i].clone()).collect());
         }
+        if let (Some(i), Some(res)) = (self.iota.get(&x).cloned(), op.result) {
+            self.iota.insert(res, i);
+        }
+        if let Some(res) = op.result {
+            let few = src.len() <= ROW_FACTOR_MAX_REGS && idx.len() >= ROW_FACTOR_MIN_REGS * src.len();
+            if few && self.is_unit_when_kept(x) {
+                self.row_factors.insert(res, src.clone());
+            }
+        }
         Ok(Value::Tile(idx.iter().map(|i| src[*i].clone()).collect()))
     }
 
-    /// Records `r = x + y` as affine when both operands are.
-    fn affine_sum(&mut self, r: ValueId, x: ValueId, y: ValueId) {
+    /// Records `r = x + y` (`x - y` with `sub`) as affine when both operands are.
+    fn affine_sum(&mut self, r: ValueId, x: ValueId, y: ValueId, sub: bool) {
         let (Some(a), Some(b)) = (self.aff.get(&x).cloned(), self.aff.get(&y).cloned()) else { return };
         if a.len() != b.len() {
             return;
         }
         let mut out = vec![];
         for ((ba, ca), (bb, cb)) in a.into_iter().zip(b) {
-            let key = (ba.name.clone(), bb.name.clone());
-            let base = match self.base_sums.get(&key) {
-                Some(s) => s.clone(),
-                None => {
-                    let s = self.em.add(&ba, &bb);
-                    self.base_sums.insert(key, s.clone());
-                    s
-                }
-            };
-            out.push((base, ca + cb));
+            let base = self.base_combination(&ba, &bb, sub);
+            out.push((base, if sub { ca - cb } else { ca + cb }));
         }
         self.aff.insert(r, out);
+    }
+
+    /// `r = x + y` of an index tile and a splat (either way round) is an index tile.
+    fn iota_plus_scalar(&mut self, r: ValueId, x: ValueId, y: ValueId) {
+        let splat = |lw: &Self, v: ValueId| match lw.aff.get(&v) {
+            Some(a) if !a.is_empty() && a.iter().all(|(b, c)| *c == 0 && b.name == a[0].0.name) => Some(a[0].0.clone()),
+            _ => None,
+        };
+        let (iota, s) = match (self.iota.get(&x).cloned(), self.iota.get(&y).cloned()) {
+            (Some(i), None) => (i, splat(self, y)),
+            (None, Some(i)) => (i, splat(self, x)),
+            _ => return,
+        };
+        let Some(s) = s else { return };
+        let offset = match &iota.1 {
+            Some(o) => self.em.add(o, &s),
+            None => s,
+        };
+        self.iota.insert(r, (iota.0, Some(offset)));
+    }
+
+    /// `a + b` (`a - b` with `sub`) of two bases, emitted once a pair for the affine sums
+    /// (as before), and for a comparison every time: a combination first made in a branch
+    /// would not dominate its next use (LLVM merges the copies).
+    fn base_combination(&mut self, a: &Reg, b: &Reg, sub: bool) -> Reg {
+        let key = (a.name.clone(), b.name.clone());
+        if let (false, Some(s)) = (sub, self.base_sums.get(&key)) {
+            return s.clone();
+        }
+        if sub {
+            return self.em.sub(a, b);
+        }
+        let s = self.em.add(a, b);
+        self.base_sums.insert(key, s.clone());
+        s
+    }
+
+    /// A comparison of two affine index tiles (`arange`, splats and their sums): register
+    /// `i` compares `bx + cx` with `by + cy`, which is `bx - by` against the constant
+    /// `cy - cx` — one difference of bases a pair (LLVM merges the copies), where comparing
+    /// the tiles' registers keeps every offset of a loop-invariant `arange` live through the
+    /// loop (sm_103a's FMHA: the 32 key columns of a thread, its ragged-tile mask). The
+    /// difference is exact (`exact_difference`), so the comparison is the one of the exact
+    /// sums: the same as the registers' wherever those do not wrap, which an index's do not.
+    fn affine_cmp(&mut self, pred: &str, x: ValueId, y: ValueId) -> Result<Option<Value>, Diagnostic> {
+        if self.func.ty(x).dtype() != DType::I32 {
+            return Ok(None);
+        }
+        let (Some(a), Some(b)) = (self.aff.get(&x).cloned(), self.aff.get(&y).cloned()) else {
+            return Ok(None);
+        };
+        let (Value::Tile(xs), Value::Tile(ys)) = (self.get(x)?, self.get(y)?) else { return Ok(None) };
+        if a.len() != b.len() || xs.len() != a.len() || ys.len() != b.len() {
+            return Ok(None);
+        }
+        if a.iter().chain(&b).any(|(_, c)| c.abs() >= 1 << 30) {
+            return Ok(None);
+        }
+        let mut out = vec![];
+        for ((bx, cx), (by, cy)) in a.into_iter().zip(b) {
+            let d = exact_difference(&mut self.em, &bx, &by);
+            let c = self.em.ci32(cy - cx);
+            out.push(self.em.cmp(false, pred, &d, &c));
+        }
+        Ok(Some(Value::Tile(out)))
     }
 }

@@ -122,7 +122,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use tilec_core::layout::Layout;
 use tilec_core::target::Arch;
-use tilec_core::tir::{walk_ops, BinOp, Func, Op, OpKind, Type, ValueId};
+use tilec_core::tir::{walk_ops, BinOp, Func, Op, OpKind, Type, UnOp, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 use tilec_core::target::STATIC_SMEM_LIMIT;
@@ -185,6 +185,17 @@ pub fn unsupported(func: &Func) -> Option<Diagnostic> {
     })
 }
 
+/// See `Lowering::note_unit_factor`.
+#[derive(Clone, Copy, Debug)]
+enum UnitFact {
+    /// `where(c, a, b)`: (a, b).
+    Select(ValueId, ValueId),
+    /// `m - where(c, _, m)`: 0 where the select kept `m`.
+    ZeroWhenKept,
+    /// `exp2` (or `exp`) of such a difference: 1.0 there.
+    OneWhenKept,
+}
+
 /// The lowering of one kernel: the emitter, the lowered value of each tile-IR value, and
 /// what the family functions share (thread coordinates, the shared-memory buffer).
 pub(crate) struct Lowering<'f> {
@@ -205,6 +216,15 @@ pub(crate) struct Lowering<'f> {
     /// an SSA value and `c` a constant (arange, splats and their sums). `rand` uses it to
     /// share one Philox call between consecutive offsets.
     aff: BTreeMap<ValueId, Vec<(Reg, i64)>>,
+    /// Index tiles whose element at coordinates `c` is `c[d]` (plus a scalar, where one was
+    /// added): `arange`, reshaped, broadcast and offset. A layout conversion of one makes
+    /// it anew in the target layout instead of sending it through shared memory.
+    iota: BTreeMap<ValueId, (usize, Option<Reg>)>,
+    /// Broadcasts of a few registers a thread over many (`scaled_by_row_factor`): the
+    /// operand's registers.
+    row_factors: BTreeMap<ValueId, Vec<Reg>>,
+    /// What `note_unit_factor` knows of a value on the way to a row factor.
+    unit_facts: BTreeMap<ValueId, UnitFact>,
     /// Sums of two bases already emitted.
     base_sums: BTreeMap<(String, String), Reg>,
     /// Per-layout thread coordinates, cached: (layout text, dim and its terms) → i32 value.
@@ -252,6 +272,9 @@ pub(crate) struct Lowering<'f> {
     /// The thread that issues TMA copies and acquires stages (the producer's first thread
     /// while its part of a warp-specialized kernel is lowered).
     issuer: i64,
+    /// `elect.sync`'s lane, and per issuing thread the predicate naming it (`on_thread`).
+    elect_lane: Option<Reg>,
+    elected: BTreeMap<i64, Reg>,
     /// The kernel's TMEM base address and the mbarrier its tcgen05 products commit to.
     tmem: Option<(Reg, Reg)>,
     /// The mbarrier of each tcgen05 product left in flight (`TmemPlan::deferred`).
@@ -465,9 +488,22 @@ impl AsyncFacts {
 /// aligned, among the requests live at the same time.
 fn pack_requests(reqs: &[Request]) -> Vec<i64> {
     let (bump, top) = bump_offsets(reqs);
-    if top <= i64::from(STATIC_SMEM_LIMIT) {
+    let packed = pack_by_liveness(reqs);
+    let packed_top = reqs.iter().zip(&packed).map(|(r, o)| o + r.2).max().unwrap_or(0);
+    // One after the other where that fits and costs little over the packing: a block of
+    // `paged_attention_decode` whose exchanges add up to 46 KB packs into 29 KB (four blocks
+    // an H100 SM against seven).
+    if top <= i64::from(STATIC_SMEM_LIMIT) && top <= packed_top + BUMP_SLACK {
         return bump;
     }
+    packed
+}
+
+/// How many bytes more than the liveness packing one-after-the-other placement may take.
+const BUMP_SLACK: i64 = 8 * 1024;
+
+/// First fit by liveness (see [`pack_requests`]).
+fn pack_by_liveness(reqs: &[Request]) -> Vec<i64> {
     let mut order: Vec<usize> = (0..reqs.len()).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(reqs[i].2), reqs[i].0, i));
     let mut placed: Vec<(usize, i64)> = vec![];
@@ -662,6 +698,9 @@ fn lower_with<'f>(
         em,
         vals,
         aff: BTreeMap::new(),
+        row_factors: BTreeMap::new(),
+        unit_facts: BTreeMap::new(),
+        iota: BTreeMap::new(),
         base_sums: BTreeMap::new(),
         bases: BTreeMap::new(),
         lane,
@@ -686,6 +725,8 @@ fn lower_with<'f>(
         report: vec![],
         lane_bases: BTreeMap::new(),
         issuer: 0,
+        elect_lane: None,
+        elected: BTreeMap::new(),
         tmem: None,
         tmem_dirty: false,
         tmem_bars: BTreeMap::new(),
@@ -888,8 +929,35 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// Follows a conditional rescale's factor, `exp2(m - where(c, m_new, m))`: exactly 1.0
+    /// wherever the select kept `m`, and only such factors are worth a warp's vote before a
+    /// multiply by them (`scaled_by_row_factor`; an `alpha` from `maximum` is 1.0 only where
+    /// the maximum did not move, rarely for a warp's rows, and the branch costs registers).
+    fn note_unit_factor(&mut self, op: &Op) {
+        let Some(r) = op.result else { return };
+        let fact = match &op.kind {
+            OpKind::Select { a, b, .. } => UnitFact::Select(*a, *b),
+            OpKind::Binary { op: BinOp::Sub, lhs, rhs, .. } if matches!(self.unit_facts.get(rhs), Some(UnitFact::Select(a, b)) if a == lhs || b == lhs) => {
+                UnitFact::ZeroWhenKept
+            }
+            OpKind::Unary { op: UnOp::Exp2 | UnOp::Exp, value, .. }
+                if matches!(self.unit_facts.get(value), Some(UnitFact::ZeroWhenKept)) =>
+            {
+                UnitFact::OneWhenKept
+            }
+            _ => return,
+        };
+        self.unit_facts.insert(r, fact);
+    }
+
+    /// Whether `v` is a factor `note_unit_factor` found exactly 1.0 in most iterations.
+    pub(crate) fn is_unit_when_kept(&self, v: ValueId) -> bool {
+        matches!(self.unit_facts.get(&v), Some(UnitFact::OneWhenKept))
+    }
+
     /// Lowers one op: the dispatch to the family functions.
     fn op(&mut self, op: &Op) -> Result<(), Diagnostic> {
+        self.note_unit_factor(op);
         let rty = op.result.map(|r| self.func.ty(r).clone());
         let value = match &op.kind {
             OpKind::Bid { .. } | OpKind::NumBlocks { .. } | OpKind::NumTiles { .. } | OpKind::Dim { .. } => {
@@ -1094,6 +1162,7 @@ impl Lowering<'_> {
                 }
                 if let Some(r) = op.result {
                     self.aff.insert(r, aff);
+                    self.iota.insert(r, (0, None));
                 }
                 Value::Tile(out)
             }
@@ -1143,6 +1212,30 @@ impl Lowering<'_> {
         };
         self.bases.insert(key, r.clone());
         r
+    }
+
+    /// An index tile (`iota`) made in layout `l` of `shape`: register `r` holds its thread's
+    /// coordinate along `d` plus the register's, plus the scalar `offset`.
+    pub(crate) fn iota_in(
+        &mut self,
+        l: &Layout,
+        shape: &[i64],
+        d: usize,
+        offset: Option<&Reg>,
+    ) -> (Vec<Reg>, Vec<(Reg, i64)>) {
+        let n = l.regs_per_thread(shape);
+        let mut base = self.thread_base(l, shape, d);
+        if let Some(s) = offset {
+            base = self.em.add(&base, s);
+        }
+        let (mut out, mut aff) = (vec![], vec![]);
+        for r in 0..n {
+            let c = l.reg_offset(shape, r)[d];
+            let o = self.em.ci32(c);
+            out.push(self.em.add(&base, &o));
+            aff.push((base.clone(), c));
+        }
+        (out, aff)
     }
 
     /// `Σ ((id >> shift) & mask) · base` over bit runs of the lane or warp id, in the

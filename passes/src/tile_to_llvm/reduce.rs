@@ -143,6 +143,26 @@ impl Lowering<'_> {
                 }
                 items.push(item);
             }
+            // A sum of f32 pairs where the target adds two at once (`Feature::PackedF32`):
+            // a tree over (x[2k], x[2k+1]) pairs, then the pair's two lanes.
+            let packed = kind == ReduceKind::Sum
+                && d == DType::F32
+                && items.len() >= 4
+                && items.len().is_multiple_of(2)
+                && self.arch.has(tilec_core::target::Feature::PackedF32);
+            if packed {
+                let mut pairs: Vec<Reg> =
+                    items.chunks(2).map(|p| super::elementwise::pack2(&mut self.em, &p[0][0], &p[1][0])).collect();
+                while pairs.len() > 1 {
+                    let mut next = vec![];
+                    for p in pairs.chunks(2) {
+                        next.push(if p.len() == 2 { self.em.fsource("fadd", &p[0], &p[1]) } else { p[0].clone() });
+                    }
+                    pairs = next;
+                }
+                let (lo, hi) = (self.em.extractelement(&pairs[0], 0), self.em.extractelement(&pairs[0], 1));
+                items = vec![vec![self.em.fsource("fadd", &lo, &hi)]];
+            }
             while items.len() > 1 {
                 let mut next = vec![];
                 for pair in items.chunks(2) {

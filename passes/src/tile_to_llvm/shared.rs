@@ -28,8 +28,35 @@ fn row_major_strides(shape: &[i64]) -> Vec<i64> {
 }
 
 impl Lowering<'_> {
+    /// A layout conversion, or a reshape that only adds or drops unit dims, of an index tile
+    /// (`Lowering::iota`) makes the tile again in the result's layout: no shared-memory round
+    /// trip, and the result stays affine (a comparison of it keeps no offsets live).
+    fn iota_exchange(&mut self, op: &Op, ty: &Type) -> Option<Value> {
+        let (x, res) = match op.kind {
+            OpKind::Reshape(x) | OpKind::ConvertLayout { value: x, .. } => (x, op.result?),
+            _ => return None,
+        };
+        let (d, s) = self.iota.get(&x).cloned()?;
+        let xshape = self.func.ty(x).shape().to_vec();
+        let big = |sh: &[i64]| sh.iter().copied().filter(|&e| e > 1).collect::<Vec<_>>();
+        if big(&xshape) != big(ty.shape()) || xshape[d] <= 1 {
+            return None;
+        }
+        // The k-th dim of more than one element is the same dim in both shapes.
+        let k = xshape[..d].iter().filter(|&&e| e > 1).count();
+        let nd = ty.shape().iter().enumerate().filter(|(_, &e)| e > 1).nth(k)?.0;
+        let l = ty.layout()?.clone();
+        let (regs, aff) = self.iota_in(&l, ty.shape(), nd, s.as_ref());
+        self.aff.insert(res, aff);
+        self.iota.insert(res, (nd, s));
+        Some(Value::Tile(regs))
+    }
+
     pub(crate) fn exchange_op(&mut self, op: &Op, rty: Option<&Type>) -> Result<Value, Diagnostic> {
         let ty = rty.ok_or_else(|| err("exchange without result"))?.clone();
+        if let Some(v) = self.iota_exchange(op, &ty) {
+            return Ok(v);
+        }
         Ok(match &op.kind {
             OpKind::Reshape(x) => {
                 let xty = self.func.ty(*x).clone();

@@ -264,18 +264,51 @@ impl Lowering<'_> {
         Ok(coord)
     }
 
-    /// Runs `f` in thread `t` of the block only.
+    /// Runs `f` in thread `t` of the block only (the first lane of a warp).
     fn on_thread(&mut self, t: i64, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
-        let z = self.em.ci32(t);
-        let tid = self.tid.clone();
-        let is0 = self.em.icmp(ICmp::Eq, &tid, &z);
+        let is_t = self.elected(t)?;
         let (then, join) = (self.em.new_block(), self.em.new_block());
-        self.em.cond_br(&is0, &then, &join);
+        self.em.cond_br(&is_t, &then, &join);
         self.em.label(&then, &[]);
         f(self)?;
         self.em.br(&join, &[]);
         self.em.label(&join, &[]);
         Ok(())
+    }
+
+    /// The predicate "this is thread `t`", made once in the kernel's entry block: `t`'s warp
+    /// (a comparison of the warp index) and the lane `elect.sync` picks there, where every
+    /// lane is active (so lane 0, the same thread as `tid == t`). Why not `tid == t`: ptxas
+    /// only knows a region is single-threaded from `elect.sync`; under a per-thread compare
+    /// it wraps each uniform-datapath instruction in it (`tcgen05.mma`, `cp.async.bulk.tensor`,
+    /// `tcgen05.commit`) in a loop over the active lanes (ELECT, R2UR, BRA.U.ANY): on sm_103a's
+    /// FMHA 148 of a key tile's 866 instructions and 17 registers.
+    fn elected(&mut self, t: i64) -> Result<Reg, Diagnostic> {
+        if t % 32 != 0 {
+            return Err(err(format!("thread {t} issues asynchronous copies: not the first lane of a warp")));
+        }
+        if let Some(r) = self.elected.get(&t) {
+            return Ok(r.clone());
+        }
+        self.em.enter_prologue();
+        let lane = match &self.elect_lane {
+            Some(r) => r.clone(),
+            None => {
+                let all = self.em.ci32(-1);
+                let ret = Ty::Struct(vec![Ty::I32, Ty::I1]);
+                let e = self.em.call_intrinsic("llvm.nvvm.elect.sync", &[&all], ret);
+                let r = self.em.extractvalue(&e, 1);
+                self.elect_lane = Some(r.clone());
+                r
+            }
+        };
+        let w = self.em.ci32(t / 32);
+        let warp = self.warp.clone();
+        let in_warp = self.em.icmp(ICmp::Eq, &warp, &w);
+        let r = self.em.and(&in_warp, &lane);
+        self.em.leave_prologue();
+        self.elected.insert(t, r.clone());
+        Ok(r)
     }
 
     /// The mbarriers of a TMA ring at byte `ring_off`: `stages` full ones (count 1) and, for a
