@@ -768,6 +768,13 @@ fn a_warpgroup_local_buffer_takes_a_warpgroup_barrier_and_keeps_the_ping_pong() 
 }
 
 /// `kernels/fmha.tile` for sm_103a (with `Q_TILES` if given), and its report.
+/// The library's kernel `name` (of `kernels/{name}.tile`) compiled for sm_103a.
+fn on_sm_103a(name: &str) -> tilec::Compiled {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}.tile"));
+    let o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some(name.into()), ..Default::default() };
+    tilec::compile(&tilec::Source::new(name, std::fs::read_to_string(p).unwrap()), &o).unwrap()
+}
+
 fn fmha_on_tcgen05(q_tiles: Option<i64>) -> (tilec::Compiled, String) {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
     let mut o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
@@ -1013,4 +1020,17 @@ fn index_tiles_compare_with_constants() {
         })
         .count();
     assert!(immediate >= 64, "{immediate} compares with an immediate");
+}
+
+/// sm_103a's block-scaled GEMM loads its scale tiles in the layout `tcgen05.st` stores them
+/// into Tensor Memory from (a thread its rows' factors of every K block, 16-byte loads),
+/// instead of loading them in a layout of their own and exchanging them through shared
+/// memory a byte at a time (two conversions before; 425 → 270 instructions a warp a K step).
+#[test]
+fn tcgen05_scale_tiles_are_loaded_where_tensor_memory_takes_them() {
+    let c = on_sm_103a("matmul_mx");
+    let gpu = c.stage(tilec::Stage::Tilegpu);
+    assert!(!gpu.contains("tilegpu.convert_layout"), "a scale tile exchanged through shared memory");
+    let loads = c.ptx().lines().filter(|l| l.contains("ld.global") && l.contains(".v4.b32")).count();
+    assert!(loads >= 12, "{loads} 16-byte scale loads");
 }

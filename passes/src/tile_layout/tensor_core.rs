@@ -679,6 +679,17 @@ fn convert_to(func: &mut Func, plan: &mut Plan, ctx: &Ctx, v: ValueId, want: &La
             ops.push(Op { kind: OpKind::LocalLoad { buf, trans: false }, result: Some(nv), span: None });
             nv
         }
+        // A block-scale tile loaded for one product, wanted in registers (tcgen05's scales,
+        // `Mma::tcgen05_scale_layouts`: a thread its rows' factors of every K block): loaded
+        // in that layout, 16-byte vectors along K, instead of loaded in the load's own layout
+        // and exchanged through shared memory (on sm_103a's NVFP4 GEMM 16 byte stores, 128
+        // byte loads and 108 byte permutes a warp a K step).
+        (Some(load @ OpKind::Load { .. }), Layout::Blocked(_)) if dtype.is_scale() && ctx.uses.get(&v) == Some(&1) => {
+            let nv = func.new_value(tile(want.clone()));
+            ops.push(Op { kind: load, result: Some(nv), span: ctx.spans.get(&v).copied() });
+            plan.remove.insert(v);
+            nv
+        }
         _ => {
             let nv = func.new_value(tile(want.clone()));
             let scratch = tilec_core::layout::Shared::for_exchange(&shape, dtype.bytes());
