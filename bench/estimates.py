@@ -45,8 +45,8 @@ The model, per kernel and shape:
   not taken, the ragged-tile mask skipped (a region with `FSEL … -INF`: only the last key
   tile, and a causal block's diagonal, take it), and a region of 16 or more FMULs and no
   MUFU — the accumulator's rescale — skipped where the kernel's running maximum moves only
-  past a threshold (FlashAttention-4's conditional rescale: `RESCALE_THRESHOLD`), taken
-  otherwise. A region the issuing thread alone enters (a tensor-core or TMA instruction in
+  past a threshold (FlashAttention-4's conditional rescale: `RESCALE_THRESHOLD`; the PTX
+  votes on those factors), taken otherwise. A region the issuing thread alone enters (a tensor-core or TMA instruction in
   it) counts for its warp only; the scheduler of that warp issues it and the other warps'
   whole iterations (`warps / 4` a scheduler, one block an SM). A key tile (a K step) then
   costs at least that many clocks: the estimate is the larger of the two terms. Latencies
@@ -131,8 +131,9 @@ GEMMS = ("matmul", "bmm", "matmul_fp8", "matmul_mx")
 CONSTS = {"matmul": {"T": "bf16"}, "bmm": {"T": "bf16"}, "fmha": {"T": "bf16"}}
 
 
-def report(tilec, kernel, arch, consts):
-    args = [tilec, "compile", f"kernels/{kernel}.tile", "--kernel", kernel, "--arch", arch, "--report", "-o", "/dev/null"]
+def report(tilec, kernel, arch, consts, ptx):
+    """The `--report` of the kernel's compile, its PTX written to `ptx`."""
+    args = [tilec, "compile", f"kernels/{kernel}.tile", "--kernel", kernel, "--arch", arch, "--report", "-o", str(ptx)]
     for k, v in consts.items():
         args += ["--const", f"{k}={v}"]
     out = subprocess.run(args, capture_output=True, text=True)
@@ -162,17 +163,18 @@ def tool(name):
     return str(local) if local.exists() else name
 
 
-def sass_of(tilec, kernel, arch, consts, work):
-    ptx, cubin = work / f"{kernel}.{arch}.ptx", work / f"{kernel}.{arch}.cubin"
-    args = [tilec, "compile", f"kernels/{kernel}.tile", "--kernel", kernel, "--arch", arch, "-o", str(ptx)]
-    for k, v in consts.items():
-        args += ["--const", f"{k}={v}"]
-    subprocess.run(args, check=True, capture_output=True)
-    subprocess.run([tool("ptxas"), f"-arch={arch}", "-O3", str(ptx), "-o", str(cubin)], check=True, capture_output=True)
+def sass_of(ptx):
+    """The SASS of the PTX `report` wrote, and the kernel's warps."""
+    cubin = ptx.with_suffix(".cubin")
+    subprocess.run([tool("ptxas"), f"-arch={ptx_target(ptx)}", "-O3", str(ptx), "-o", str(cubin)], check=True, capture_output=True)
     env = dict(os.environ, PATH=str(Path(tool("cuobjdump")).parent) + os.pathsep + os.environ.get("PATH", ""))
     sass = subprocess.run([tool("cuobjdump"), "-sass", str(cubin)], check=True, capture_output=True, text=True, env=env).stdout
     threads = int(re.search(r"\.maxntid (\d+)", ptx.read_text()).group(1))
     return sass, threads // 32
+
+
+def ptx_target(ptx):
+    return re.search(r"^\.target (\S+)", ptx.read_text(), re.M).group(1)
 
 
 SASS_LINE = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
@@ -228,12 +230,13 @@ def loop_issue(sass, conditional_rescale):
     return n, issuer
 
 
-def issue_term(tilec, kernel, arch, consts, work):
+def issue_term(ptx):
     """Clocks the busiest scheduler spends issuing one iteration of the main loop, with the
-    walk's counts (see the docstring); None where the SASS has no such loop."""
-    src = Path(f"kernels/{kernel}.tile").read_text()
-    conditional_rescale = "RESCALE_THRESHOLD: float = 8.0" in src and consts.get("RESCALE_THRESHOLD", "8.0") != "0.0"
-    sass, warps = sass_of(tilec, kernel, arch, consts, work)
+    walk's counts (see the docstring); None where the SASS has no such loop. The rescale is
+    conditional where the lowering votes on its factors (`vote.sync.any`: the factor of a
+    running maximum that moves only past a threshold)."""
+    conditional_rescale = "vote.sync.any.pred" in ptx.read_text()
+    sass, warps = sass_of(ptx)
     walk = loop_issue(sass, conditional_rescale)
     if walk is None:
         return None
@@ -355,10 +358,11 @@ def main():
                 consts = dict(CONSTS.get(kernel, {}))
                 if kernel in ("fmha", "fmha_fp8"):
                     consts.update({"TILE_D": shape["D"], "CAUSAL": str(shape["causal"]).lower()})
-                prods = products(report(tilec, kernel, arch, consts))
+                ptx = work / f"{kernel}.{arch}.{len(rows)}.ptx"
+                prods = products(report(tilec, kernel, arch, consts, ptx))
                 if not prods:
                     raise SystemExit(f"{kernel} {arch}: no product in the report")
-                issue = issue_term(tilec, kernel, arch, consts, work) if arch == "sm_103a" else None
+                issue = issue_term(ptx) if arch == "sm_103a" else None
                 e = estimate(kernel, shape, arch, prods, issue)
                 rows.append({"target": arch, "chip": TARGETS[arch]["chip"], "kernel": kernel, "case": label, **e})
     doc = {

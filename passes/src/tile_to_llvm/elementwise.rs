@@ -260,11 +260,11 @@ impl Lowering<'_> {
         Ok(match &op.kind {
             OpKind::Binary { op: b, lhs: x, rhs: y, .. } => {
                 let d = func.ty(*x).dtype();
-                if let (BinOp::Add, Some(r)) = (b, op.result) {
-                    self.iota_plus_scalar(r, *x, *y);
-                }
                 match (b, op.result) {
-                    (BinOp::Add, Some(r)) => self.affine_sum(r, *x, *y, false),
+                    (BinOp::Add, Some(r)) => {
+                        self.iota_plus_scalar(r, *x, *y);
+                        self.affine_sum(r, *x, *y, false)
+                    }
                     (BinOp::Sub, Some(r)) => self.affine_sum(r, *x, *y, true),
                     _ => {}
                 }
@@ -481,9 +481,9 @@ impl Lowering<'_> {
         self.iota.insert(r, (iota.0, Some(offset)));
     }
 
-    /// `a + b` (`a - b` with `sub`) of two bases, emitted once a pair for the affine sums
-    /// (as before), and for a comparison every time: a combination first made in a branch
-    /// would not dominate its next use (LLVM merges the copies).
+    /// `a + b` (`a - b` with `sub`) of two bases: a sum emitted once a pair (as before), a
+    /// difference every time — one first made in a branch would not dominate its next use
+    /// (LLVM merges the copies).
     fn base_combination(&mut self, a: &Reg, b: &Reg, sub: bool) -> Reg {
         let key = (a.name.clone(), b.name.clone());
         if let (false, Some(s)) = (sub, self.base_sums.get(&key)) {

@@ -1150,16 +1150,7 @@ impl Lowering<'_> {
             OpKind::Arange => {
                 let ty = rty.ok_or_else(|| err("arange without result"))?;
                 let l = ty.layout().ok_or_else(|| err("arange without layout"))?.clone();
-                let n = l.regs_per_thread(ty.shape());
-                let base = self.thread_base(&l, ty.shape(), 0);
-                let mut out = vec![];
-                let mut aff = vec![];
-                for r in 0..n {
-                    let c = l.reg_offset(ty.shape(), r)[0];
-                    let o = self.em.ci32(c);
-                    out.push(self.em.add(&base, &o));
-                    aff.push((base.clone(), c));
-                }
+                let (out, aff) = self.iota_in(&l, ty.shape(), 0, None);
                 if let Some(r) = op.result {
                     self.aff.insert(r, aff);
                     self.iota.insert(r, (0, None));
