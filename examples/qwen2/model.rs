@@ -15,10 +15,12 @@ use tilec::{ConstArg, DType};
 
 /// Split-K factors of the decode step's split products (M = batch), Q/K/V, O, down: the best
 /// of SPLIT 1–32 × TILE_N 64/128 for each on the H200
-/// (bench/results/2026-11-26-h200-qwen2-graphs/splitk-sweep.md). The gate/up product is not
-/// split (592 blocks of 64 columns already; a split only added a partial wave): it runs with
-/// its SwiGLU epilogue (`matmul_swiglu`).
-pub const SPLITS: [i64; 3] = [4, 4, 8];
+/// (bench/results/2026-11-26-h200-qwen2-graphs/splitk-sweep.md), the down product's 8 → 4
+/// since `matmul_splitk` is computed transposed three tiles ahead (H100: 0.0585 ms against
+/// 0.0605 at 8, the step 5.90 → 5.81 ms; bench/results/2026-11-27-session21/). The gate/up
+/// product is not split (296 blocks of 64 columns, all resident at once): it runs with its
+/// SwiGLU epilogue (`matmul_swiglu`).
+pub const SPLITS: [i64; 3] = [4, 4, 4];
 /// The most chunks decode attention may split a sequence's keys into (the kernel picks how
 /// many from the shapes: about two blocks per SM).
 const DECODE_SPLITS: i64 = 32;

@@ -248,13 +248,13 @@ pub const MATMUL_SWIGLU: Spec = Spec {
     class: Class::Gemm,
     peer_kernel: "",
     interp_cases: || {
-        vec![Case::new(DType::F16, &[16, 70, 200]), Case::new(DType::BF16, &[20, 40, 70]).with("TILE_N", 64)]
+        vec![Case::new(DType::F16, &[16, 70, 200]), Case::new(DType::BF16, &[20, 200, 70]).with("TILE_N", 128)]
     },
     gpu_cases: || {
         vec![
             Case::new(DType::F16, &[1, 8, 16]),
             Case::new(DType::F16, &[16, 18944, 3584]),
-            Case::new(DType::BF16, &[16, 512, 3584]).with("TILE_N", 64),
+            Case::new(DType::BF16, &[16, 512, 3584]).with("TILE_N", 128).with("NUM_WARPS", 8),
             Case::new(DType::F16, &[33, 1000, 700]),
         ]
     },
