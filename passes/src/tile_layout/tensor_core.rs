@@ -542,8 +542,8 @@ impl Ctx {
 /// of `mma`s (two query tiles' products reading one key tile: one buffer where they want one
 /// layout — not an A operand: the activations of `matmul_swiglu`'s untransposed form, read
 /// by its gate and up products, ran 14 % slower from a cp.async ring than from registers on
-/// the H100, bench/results/2026-11-27-session19/swiglu-a-ring/); 16-bit or 8-bit float elements; a
-/// tensor specialised as 16-byte aligned; 16-byte vectors along the contiguous dim.
+/// the H100, bench/results/2026-11-27-session19/swiglu-a-ring/); 16-bit or 8-bit float
+/// elements; a tensor specialised as 16-byte aligned; 16-byte vectors along the contiguous dim.
 /// Returns the load (its op and result) and the reshape's result if there is one.
 fn async_source(func: &Func, ctx: &Ctx, v: ValueId) -> Option<(OpKind, ValueId, Option<ValueId>)> {
     let once = |x: ValueId| ctx.uses.get(&x) == Some(&1);
