@@ -227,7 +227,7 @@ def decode(quick):
     """GQA decode attention through SDPA's FlashAttention-2 and cuDNN backends (bytes: K and V
     read once, plus q and out)."""
     from torch.nn.attention import SDPBackend
-    for B, L in DECODE_POINTS:
+    for B, L in POINTS or DECODE_POINTS:
         Hq, Hkv, D = 28, 4, 128
         q = torch.randn(B, Hq, 1, D, device="cuda", dtype=torch.float16)
         k = torch.randn(B, Hkv, L, D, device="cuda", dtype=torch.float16)
@@ -238,6 +238,10 @@ def decode(quick):
         time_sdpa("decode", cfg, backends,
                   lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True), nbytes=nbytes)
         del q, k, v
+
+
+# `--points`: other (B, L) decode points instead of the grid, for both decode parts.
+POINTS = []
 
 
 # MLA decode's points (DeepSeek-V2-Lite: 16 heads, latent 512, rope 64): the same grid.
@@ -251,7 +255,7 @@ def mla_decode(quick):
     them: the latent and rope rows once, plus q and the output."""
     from torch.nn.attention import SDPBackend
     H, DC, DR = 16, 512, 64
-    for B, L in MLA_POINTS:
+    for B, L in POINTS or MLA_POINTS:
         q = torch.randn(B, H, 1, DC + DR, device="cuda", dtype=torch.float16)
         k = torch.randn(B, 1, L, DC + DR, device="cuda", dtype=torch.float16)
         # No fused backend takes one key head for 16 query heads at this head dim: the key
@@ -276,7 +280,14 @@ def main():
     ap.add_argument("--out", default="peers.json")
     ap.add_argument("--quick", action="store_true", help="fewer shapes (the suite's bench cases are in both)")
     ap.add_argument("--only", default="copy,membound,gemm,fmha", help=f"comma-separated, of {','.join(PARTS)}")
+    ap.add_argument("--points", default="", help="decode points instead of the grid: `1x4096,16x562` (B x L)")
     a = ap.parse_args()
+    try:
+        POINTS.extend(tuple(int(x) for x in p.split("x")) for p in a.points.split(",") if p)
+    except ValueError:
+        ap.error(f"--points takes BxL pairs separated by commas, not {a.points!r}")
+    if any(len(p) != 2 or min(p) < 1 for p in POINTS):
+        ap.error(f"--points takes BxL pairs of positive numbers, not {a.points!r}")
     parts = a.only.split(",")
     unknown = [p for p in parts if p not in PARTS]
     if unknown:

@@ -22,13 +22,17 @@
 //! keeps it, reporting its write wavefronts (none for 16-byte writes: eight consecutive chunks
 //! of an atom's rows fall in eight distinct bank groups).
 //!
-//! On a target whose tensor cores are fed by `ldmatrix` but which has the Tensor Memory
-//! Accelerator (sm_103a and sm_121a until their own MMA families land: `tma_fillable`), a
-//! 16-bit buffer written by async copies takes the NVMMA layout — 64/32/16-element atoms,
+//! On a target with the Tensor Memory Accelerator (`tma_fillable`), a 16-bit buffer written
+//! by async copies and read by `ldmatrix` takes the NVMMA layout — 64/32/16-element atoms,
 //! the hardware's XOR swizzle — wherever `ldmatrix` reads it without a bank conflict: the
 //! layout TMA writes, so that `tile-pipeline` fills its rings with TMA copies and mbarriers
 //! instead of `cp.async` (the TMA-fed `mma.sync` of CUTLASS's sm_120 collectives). The
-//! `ldmatrix` addresses follow the atoms (`tile-to-llvm`'s swizzled index).
+//! `ldmatrix` addresses follow the atoms (`tile-to-llvm`'s swizzled index). That is every
+//! `mma.sync` ring of sm_121a and sm_103a's fallback, and on sm_90a those of the products too
+//! small for wgmma (the decode kernels' 16-row products): there a `cp.async` ring spent half
+//! of a key tile's instructions on per-chunk addresses and bounds (`attention_decode_grouped`
+//! 759 → 445 instructions an iteration; B1 L4096 0.0152 → 0.0141 ms on the H100,
+//! bench/results/2026-11-27-session22/).
 //!
 //! Guarantees: every buffer's type carries the chosen swizzle (its readers and writers see
 //! it through the value's type); for the buffers of the kernel library the choice has zero
@@ -45,10 +49,10 @@ use tilec_core::layout::SwizzledShared;
 use tilec_core::target::{Arch, Feature};
 use tilec_core::tir::{Func, OpKind, Type};
 
-/// Whether `arch` feeds `ldmatrix` from buffers TMA may fill: it has TMA, and its tensor-core
-/// operands are not read through wgmma descriptors (whose buffers `tile-layout` lays out).
+/// Whether `arch` may fill the buffers `ldmatrix` reads with TMA: it has TMA. (The buffers a
+/// wgmma or tcgen05 product reads through descriptors are laid out by `tile-layout`.)
 pub fn tma_fillable(arch: &Arch) -> bool {
-    arch.has(Feature::Tma) && !arch.has(Feature::Wgmma)
+    arch.has(Feature::Tma)
 }
 
 /// What the pass decided, one line per buffer (for `--report`).

@@ -235,14 +235,16 @@ impl Lowering<'_> {
         let ky = self.em.load(&ky_p, kty.clone(), 4);
         let ix = self.em.load(&ix_p, Ty::I32, 4);
         let iy = self.em.load(&iy_p, Ty::I32, 4);
+        // The two elements' positions differ, so the order is total and strict: x comes first
+        // exactly when y does not. One comparison serves both halves (LLVM cannot see that
+        // `before(x, y)` is `!before(y, x)`: the NaN tests and the tie-break make ~14 ops).
         let y_first = self.before((&ky, &iy), (&kx, &ix), kty, descending);
-        let x_first = self.before((&kx, &ix), (&ky, &iy), kty, descending);
         // In the reversed halves the pair is put in the reverse order.
         let sz = self.pow2(stage.sb);
         let bit = self.em.and(&x, &sz);
         let zero = self.em.ci32(0);
-        let forward = self.em.icmp(ICmp::Eq, &bit, &zero);
-        let swap = self.em.select(&forward, &y_first, &x_first);
+        let reversed = self.em.icmp(ICmp::Ne, &bit, &zero);
+        let swap = self.em.xor(&y_first, &reversed);
         let (nkx, nky) = (self.em.select(&swap, &ky, &kx), self.em.select(&swap, &kx, &ky));
         let (nix, niy) = (self.em.select(&swap, &iy, &ix), self.em.select(&swap, &ix, &iy));
         self.em.store(&nkx, &kx_p, 4);
