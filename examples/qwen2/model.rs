@@ -22,7 +22,7 @@ use tilec::{ConstArg, DType};
 /// SwiGLU epilogue (`matmul_swiglu`).
 pub const SPLITS: [i64; 3] = [4, 4, 4];
 /// The most chunks decode attention may split a sequence's keys into (the kernel picks how
-/// many from the shapes: about two blocks per SM).
+/// many from the shapes: `kernels/attention_decode_grouped.tile`'s split rule).
 const DECODE_SPLITS: i64 = 32;
 
 /// The library kernels the decoder launches, with their constants.
