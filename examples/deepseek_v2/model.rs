@@ -497,7 +497,8 @@ pub struct Model<'w> {
     sin: DeviceTensor,
     p: Activations,
     d: Activations,
-    /// mla_decode's workspace (partial outputs and (max, sum) per slot) and its counters
+    /// mla_decode's workspace (per slot a partial output in the kernel's T, its (max, sum)
+    /// in f32) and its counters
     /// (zeros between launches: the kernel puts them back).
     mla_part: DeviceTensor,
     mla_stats: DeviceTensor,
@@ -609,7 +610,7 @@ impl<'w> Model<'w> {
             sin: dev.upload(&HostTensor::from_f64(DType::F16, &[seq, half], &sin))?,
             p: Activations::new(jit, c, batch * prompt, PREFILL_TILE_M)?,
             d: Activations::new(jit, c, batch, DECODE_TILE_M)?,
-            mla_part: dev.zeros(DType::F32, &[MLA_SLOTS, 16, c.kv_lora])?,
+            mla_part: dev.zeros(DType::F16, &[MLA_SLOTS, 16, c.kv_lora])?,
             mla_stats: dev.zeros(DType::F32, &[MLA_SLOTS, 2, 16])?,
             mla_count: dev.zeros(DType::I32, &[batch, (c.heads + 15) / 16, MLA_COUNTERS])?,
             acc_q: dev.zeros(DType::F32, &[batch, c.heads * c.qk_dim()])?,

@@ -93,6 +93,13 @@ fn check_occupancy(v: &str) -> Result<(), String> {
     }
 }
 
+fn check_chains(v: &str) -> Result<(), String> {
+    match v.parse::<u32>() {
+        Ok(n) if (1..=16).contains(&n) => Ok(()),
+        _ => Err(format!("`{v}` is not a number of mma chains from 1 to 16")),
+    }
+}
+
 fn check_distance(v: &str) -> Result<(), String> {
     match v.parse::<u32>() {
         Ok(n) if n <= 16 => Ok(()),
@@ -331,6 +338,12 @@ pub const PASSES: &[PassInfo] = &[
                 doc: "loop over the stages of a sort's bitonic network instead of writing each out: a twentieth of the compile for a sort of 2048, 11 % slower on the H100 (default: false)",
                 default: "",
                 check: check_bool,
+            },
+            PassOption {
+                name: "mma-chains",
+                doc: "independent mma.sync accumulator chains a warp keeps in flight: a product with fewer accumulator blocks a warp over a long K deals its K steps to partial accumulators summed at the end (default: 4; 1: one chain a block)",
+                default: "",
+                check: check_chains,
             },
         ],
         run: driver::run_tile_to_llvm,

@@ -354,7 +354,7 @@ def mxfp8_paged_mla():
     lat, rope_part = randn(b, length, dc), randn(b, length, dr)
     lens = torch.tensor([700, 33], device=DEV, dtype=torch.int32)
     out = torch.empty(b, nh, dc, device=DEV, dtype=torch.float16)
-    o_part = torch.empty(264, 16, dc, device=DEV)
+    o_part = torch.empty(264, 16, dc, device=DEV, dtype=torch.float16)
     stats = torch.empty(264, 2, 16, device=DEV)
     count = torch.zeros(b, 1, 9, device=DEV, dtype=torch.int32)
     scale = 1.0 / math.sqrt(dc + dr)

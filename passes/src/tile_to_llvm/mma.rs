@@ -911,7 +911,29 @@ impl Lowering<'_> {
             ),
         };
         self.report.push(line);
+        // A warp with few accumulator blocks over a long K (MLA's scores: one m16n8 block a
+        // warp, 36 K steps) would make one chain of dependent mma.sync, each waiting for the
+        // last one's result (HMMA's latency, ~33 cycles on an H100, against a few cycles of
+        // issue): the K steps are dealt round-robin to `parts` partial accumulators — the
+        // first starts from `acc`, the others from zeros — so that about four products are in
+        // flight (`mma-chains`), and the partials are summed pairwise at the end.
+        let chains = m_reps * n_reps;
+        let parts = if form.is_none() && chains < self.mma_chains {
+            (self.mma_chains / chains).min(k_steps / MIN_STEPS_A_PART).max(1)
+        } else {
+            1
+        };
+        let mut partial: Vec<Vec<Reg>> = vec![];
+        if parts > 1 {
+            let zero = self.em.cfloat(0.0, ty.dtype());
+            partial = (1..parts).map(|_| vec![zero.clone(); accr.len()]).collect();
+            self.report.push(format!(
+                "mma: {chains} accumulator block(s) a warp over {k_steps} K steps: {parts} partial accumulators"
+            ));
+        }
+        let mut touched = std::collections::BTreeSet::new();
         for kk in 0..k_steps {
+            let part = (kk % parts) as usize;
             let k0 = kk * MMA_K;
             // A fragments per M repetition: (m, k) blocks (0,0) (8,0) (0,8) (8,8).
             let mut afr: Vec<Vec<Reg>> = vec![];
@@ -963,7 +985,8 @@ impl Lowering<'_> {
                                 .ok_or_else(|| err("mma accumulator register missing"))
                         })
                         .collect::<Result<_, _>>()?;
-                    let c: Vec<Reg> = idx.iter().map(|&i| accr[i].clone()).collect();
+                    let target = if part == 0 { &accr } else { &partial[part - 1] };
+                    let c: Vec<Reg> = idx.iter().map(|&i| target[i].clone()).collect();
                     let d = if let Some((f, ..)) = &form {
                         let f = *f;
                         if self.emulate_block_scale {
@@ -978,10 +1001,25 @@ impl Lowering<'_> {
                     } else {
                         self.em.nvgpu_mma_f16(af, bf, &c)
                     };
+                    let target = if part == 0 { &mut accr } else { &mut partial[part - 1] };
                     for (i, v) in idx.into_iter().zip(d) {
-                        accr[i] = v;
+                        target[i] = v;
+                        touched.insert(i);
                     }
                 }
+            }
+        }
+        if !partial.is_empty() {
+            for i in touched {
+                let mut sums: Vec<Reg> =
+                    std::iter::once(accr[i].clone()).chain(partial.iter().map(|p| p[i].clone())).collect();
+                while sums.len() > 1 {
+                    sums = sums
+                        .chunks(2)
+                        .map(|c| if c.len() == 2 { self.em.fadd(&c[0], &c[1]) } else { c[0].clone() })
+                        .collect();
+                }
+                accr[i] = sums.swap_remove(0);
             }
         }
         let scale_bufs: Vec<Value> = form.map(|(_, x, y)| vec![x, y]).unwrap_or_default();
@@ -994,6 +1032,10 @@ impl Lowering<'_> {
         Ok(Value::Tile(accr))
     }
 }
+
+/// The fewest K steps a partial accumulator takes (its final add against the chain it
+/// shortens).
+const MIN_STEPS_A_PART: i64 = 4;
 
 /// The bytes of a shared buffer (or ring) of type `ty`.
 pub(super) fn smem_bytes(ty: &Type) -> i64 {

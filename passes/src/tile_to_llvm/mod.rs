@@ -90,7 +90,8 @@
 //! Options: `arch` (default: the module's `tile.target`), `occupancy`, `fp-fusion` (default
 //! true: the source's float `+ - *` may contract into `fma`, see [`Options::fp_fusion`]),
 //! `emulate-block-scale` ([`Options::emulate_block_scale`]), `tma-store` (default true,
-//! [`Options::tma_store`]), `sort-loops` ([`Options::sort_loops`]).
+//! [`Options::tma_store`]), `sort-loops` ([`Options::sort_loops`]), `mma-chains`
+//! ([`Options::mma_chains`]).
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
@@ -210,6 +211,8 @@ pub(crate) struct Lowering<'f> {
     emulate_block_scale: bool,
     /// See [`Options::sort_loops`].
     sort_loops: bool,
+    /// See [`Options::mma_chains`].
+    mma_chains: i64,
     em: Emitter,
     vals: BTreeMap<ValueId, Value>,
     /// For i32 tiles known to be affine in the register: register r = `base + c` with `base`
@@ -549,11 +552,22 @@ pub struct Options {
     /// A sort's bitonic network as two loops over its stages instead of each stage written
     /// out (`sort-loops=true`): far less code to compile, slower to run (see `sort`).
     pub sort_loops: bool,
+    /// The independent `mma.sync` accumulator chains a warp keeps in flight where its
+    /// product has fewer accumulator blocks than this over a long K: the K steps are dealt to
+    /// partial accumulators summed at the end (see `mma`). 1: one chain per block, as written.
+    pub mma_chains: i64,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { occupancy: None, fp_fusion: true, emulate_block_scale: false, tma_store: true, sort_loops: false }
+        Options {
+            occupancy: None,
+            fp_fusion: true,
+            emulate_block_scale: false,
+            tma_store: true,
+            sort_loops: false,
+            mma_chains: 4,
+        }
     }
 }
 
@@ -692,6 +706,7 @@ fn lower_with<'f>(
         func,
         emulate_block_scale: opts.emulate_block_scale,
         sort_loops: opts.sort_loops,
+        mma_chains: opts.mma_chains.max(1),
         last_sort: None,
         num_tiles,
         arch,

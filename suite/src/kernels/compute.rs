@@ -942,8 +942,9 @@ pub const MLA_DECODE: Spec = Spec {
             normal_tensor(rng, c.dtype, &[b, smax, dr], 1.0),
             tensor(DType::I32, &[b], &seq_lens_edges(c, b, smax)),
             poisoned(c.dtype, &[b, h, dc]),
-            // The workspace: whatever it holds on entry must not matter.
-            poisoned(DType::F32, &[MLA_DECODE_SLOTS, hb, dc]),
+            // The workspace: whatever it holds on entry must not matter (partials in the
+            // kernel's T, statistics in f32).
+            poisoned(c.dtype, &[MLA_DECODE_SLOTS, hb, dc]),
             poisoned(DType::F32, &[MLA_DECODE_SLOTS, 2, hb]),
             tensor(DType::I32, &[b, nhb, 1 + ng], &vec![0.0; (b * nhb * (1 + ng)).max(0) as usize]),
             Arg::F32(1.0 / ((dc + dr) as f32).sqrt()),

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Session 23, call 3: the decode kernels normalised by one reciprocal a row instead of a
+# division an element (call 2's MLA had 320 division subroutine calls), mla_decode with
+# partials in T: checks on sm_90a and under --emulate sm_121a; MLA with mma-chains 4 and 1;
+# grouped and paged decode, committed kernels (.carry/kold) against this tree's.
+set -u
+R=$OUT/r; mkdir -p $R
+save() { (cd $OUT && tar czf r.tgz r); }
+xz -dc .carry/tilec.xz > /tmp/tilec && chmod +x /tmp/tilec
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $R/gpu.txt
+timeout 150 /tmp/tilec check mla_decode paged_attention_decode attention_decode_grouped --md $R/check.md > $R/check.log 2>&1; save
+timeout 150 /tmp/tilec check mla_decode paged_attention_decode attention_decode_grouped --emulate sm_121a --md $R/check_emu121.md > $R/check_emu121.log 2>&1; save
+M=1x16x1024x512x64:f16,1x16x4096x512x64:f16,1x16x16384x512x64:f16,1x16x32768x512x64:f16,4x16x4096x512x64:f16,4x16x16384x512x64:f16,16x16x4096x512x64:f16,16x16x16384x512x64:f16,64x16x4096x512x64:f16
+P=1x28x4x1024x128:f16,1x28x4x4096x128:f16,1x28x4x16384x128:f16,4x28x4x4096x128:f16,4x28x4x16384x128:f16,16x28x4x562x128:f16,16x28x4x4096x128:f16
+G=1x28x4x1024x128:f16,1x28x4x4096x128:f16,1x28x4x16384x128:f16,4x28x4x4096x128:f16,4x28x4x16384x128:f16,16x28x4x562x128:f16,16x28x4x4096x128:f16,16x28x4x16384x128:f16
+b() { local k=$1 n=$2 s=$3; shift 3; local t0=$(date +%s); timeout 150 /tmp/tilec bench $k --shapes $s "$@" --json $R/$n.json --md $R/$n.md > $R/$n.log 2>&1; echo "$n $(( $(date +%s) - t0 )) s" >> $R/times.txt; save; }
+b mla_decode m_new $M
+b mla_decode m_new_c1 $M --pass-option 'tile-to-llvm{mma-chains=1}'
+b attention_decode_grouped g_old $G --kernels-dir .carry/kold
+b attention_decode_grouped g_new $G
+b paged_attention_decode p_old $P --kernels-dir .carry/kold
+b paged_attention_decode p_new $P
+rm -rf $OUT/r
