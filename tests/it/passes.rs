@@ -680,6 +680,43 @@ kernel r(x: tensor<f32, [M, N]>, y: tensor<f32, [N]>, count: tensor<i32, [N]>)
     }
 }
 
+/// A loop carrying scalars (a flag, a count) in a kernel with a tcgen05 product: the Tensor
+/// Memory plan asked every loop-carried value how many 256-column blocks its product takes,
+/// scalars included, and indexed an empty shape (a panic on `mla_decode`'s combine written as
+/// one loop over its two levels). Compiles for every target.
+#[test]
+fn a_loop_carrying_scalars_beside_a_tcgen05_product_compiles() {
+    let text = r#"
+kernel m(a: tensor<f16, [M, K]>, b: tensor<f16, [K, N]>, c: tensor<f32, [M, N]>)
+    grid = (1,)
+    hints { num_warps = 4 }
+{
+    let acc = zeros((128, 128), f32);
+    for k in range(0, cdiv(K, 64)) {
+        acc = mma(load(a, index=(0, k), shape=(128, 64)), load(b, index=(k, 0), shape=(64, 128)), acc);
+    }
+    let go = bid(0) == 0;
+    let n = 0;
+    for i in range(0, 2) {
+        if go {
+            acc = acc * 2.0;
+            n = n + 1;
+            go = n < 1;
+        }
+    }
+    store(c, index=(0, 0), tile=acc);
+}
+"#;
+    let src = tilec::Source::new("m.tile", text.to_string());
+    for arch in ["sm_90a", "sm_103a", "sm_121a"] {
+        let o = tilec::CompileOptions { arch: arch.into(), ..Default::default() };
+        let c = tilec::compile(&src, &o).unwrap_or_else(|e| panic!("{arch}: {}", e.render()));
+        if arch == "sm_103a" {
+            assert!(c.ptx().contains("tcgen05.mma"), "no tcgen05 product");
+        }
+    }
+}
+
 /// `--emulate sm_121a` on sm_90a: the kernel goes through exactly sm_121a's pipeline — its
 /// `tile` and `tilegpu` stages are those of a compile for sm_121a (the `by_target` values,
 /// layouts, `mma.sync`, rings) — and the code is for sm_90a (`.target sm_90a`, the

@@ -165,10 +165,9 @@ impl Mma {
     /// How many products of 256 columns compute an `[M, N]` tcgen05 accumulator of fewer than
     /// 128 rows and N past 256 (else 1).
     pub fn tcgen05_n_blocks(shape: &[i64]) -> i64 {
-        if shape[0] < TCGEN05_M && shape[1] > 256 {
-            shape[1] / 256
-        } else {
-            1
+        match shape {
+            [m, n] if *m < TCGEN05_M && *n > 256 => n / 256,
+            _ => 1,
         }
     }
 
