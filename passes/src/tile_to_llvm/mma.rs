@@ -912,7 +912,7 @@ impl Lowering<'_> {
         };
         self.report.push(line);
         // A warp with few accumulator blocks over a long K (MLA's scores: one m16n8 block a
-        // warp, 36 K steps) would make one chain of dependent mma.sync, each waiting for the
+        // warp, 32 K steps) would make one chain of dependent mma.sync, each waiting for the
         // last one's result (HMMA's latency, ~33 cycles on an H100, against a few cycles of
         // issue): the K steps are dealt round-robin to `parts` partial accumulators — the
         // first starts from `acc`, the others from zeros — so that about four products are in
