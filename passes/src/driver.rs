@@ -555,7 +555,10 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
         emulate_block_scale: step.option("emulate-block-scale") == "true",
         tma_store: step.option("tma-store") != "false",
         sort_loops: step.option("sort-loops") == "true",
-        mma_chains: step.option("mma-chains").parse::<i64>().unwrap_or(4),
+        mma_chains: step
+            .option("mma-chains")
+            .parse::<i64>()
+            .unwrap_or(crate::tile_to_llvm::Options::default().mma_chains),
     };
     let low = crate::tile_to_llvm::run(&func, arch, &opts)?;
     d.facts.report.push(format!(

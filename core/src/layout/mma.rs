@@ -163,7 +163,8 @@ impl Mma {
     }
 
     /// How many products of 256 columns compute an `[M, N]` tcgen05 accumulator of fewer than
-    /// 128 rows and N past 256 (else 1).
+    /// 128 rows and N past 256 (else 1, and 1 for any other shape: callers ask it of every
+    /// loop-carried value, scalars included).
     pub fn tcgen05_n_blocks(shape: &[i64]) -> i64 {
         match shape {
             [m, n] if *m < TCGEN05_M && *n > 256 => n / 256,

@@ -869,7 +869,7 @@ impl Lowering<'_> {
         let [wm, wn] = m.warps_per_cta;
         let acc_l = Layout::Mma(m).to_linear(&[ms, ns]);
         let acc_of = acc_l.reg_of_offset();
-        let mut accr = self.tile(acc)?;
+        let accr = self.tile(acc)?;
         let m_reps = (ms / (MMA_M * wm)).max(1);
         let n_reps = (ns / (MMA_N * wn)).max(1);
         // An 8-bit product of K 32 (m16n8k32) places its operand bytes as the 16-bit one of
@@ -923,10 +923,12 @@ impl Lowering<'_> {
         } else {
             1
         };
-        let mut partial: Vec<Vec<Reg>> = vec![];
+        // accs[0] is the accumulator itself; accs[1..] the partials, zeros to start.
+        let mut accs: Vec<Vec<Reg>> = vec![accr];
         if parts > 1 {
             let zero = self.em.cfloat(0.0, ty.dtype());
-            partial = (1..parts).map(|_| vec![zero.clone(); accr.len()]).collect();
+            let n = accs[0].len();
+            accs.extend((1..parts).map(|_| vec![zero.clone(); n]));
             self.report.push(format!(
                 "mma: {chains} accumulator block(s) a warp over {k_steps} K steps: {parts} partial accumulators"
             ));
@@ -985,8 +987,7 @@ impl Lowering<'_> {
                                 .ok_or_else(|| err("mma accumulator register missing"))
                         })
                         .collect::<Result<_, _>>()?;
-                    let target = if part == 0 { &accr } else { &partial[part - 1] };
-                    let c: Vec<Reg> = idx.iter().map(|&i| target[i].clone()).collect();
+                    let c: Vec<Reg> = idx.iter().map(|&i| accs[part][i].clone()).collect();
                     let d = if let Some((f, ..)) = &form {
                         let f = *f;
                         if self.emulate_block_scale {
@@ -1001,25 +1002,23 @@ impl Lowering<'_> {
                     } else {
                         self.em.nvgpu_mma_f16(af, bf, &c)
                     };
-                    let target = if part == 0 { &mut accr } else { &mut partial[part - 1] };
                     for (i, v) in idx.into_iter().zip(d) {
-                        target[i] = v;
+                        accs[part][i] = v;
                         touched.insert(i);
                     }
                 }
             }
         }
-        if !partial.is_empty() {
+        if accs.len() > 1 {
             for i in touched {
-                let mut sums: Vec<Reg> =
-                    std::iter::once(accr[i].clone()).chain(partial.iter().map(|p| p[i].clone())).collect();
+                let mut sums: Vec<Reg> = accs.iter().map(|a| a[i].clone()).collect();
                 while sums.len() > 1 {
                     sums = sums
                         .chunks(2)
                         .map(|c| if c.len() == 2 { self.em.fadd(&c[0], &c[1]) } else { c[0].clone() })
                         .collect();
                 }
-                accr[i] = sums.swap_remove(0);
+                accs[0][i] = sums.swap_remove(0);
             }
         }
         let scale_bufs: Vec<Value> = form.map(|(_, x, y)| vec![x, y]).unwrap_or_default();
@@ -1029,7 +1028,7 @@ impl Lowering<'_> {
                 self.smem_read_done(*offset, smem_bytes(buf_span(ty, ring)));
             }
         }
-        Ok(Value::Tile(accr))
+        Ok(Value::Tile(accs.swap_remove(0)))
     }
 }
 

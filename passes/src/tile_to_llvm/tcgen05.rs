@@ -208,10 +208,9 @@ impl TmemPlan {
                             && o.result == Some(*y)
                             && is_tcgen05(func, *y)
                     });
-                    // (Products of several 256-column blocks take turns in the scratch region.
-                    // Asked of products only: a loop also carries scalars.)
-                    let whole = || Mma::tcgen05_n_blocks(func.ty(*y).shape()) == 1;
-                    if chained && whole() && uses.get(it) == Some(&1) && uses.get(y) == Some(&1) {
+                    // (Products of several 256-column blocks take turns in the scratch region.)
+                    let whole = Mma::tcgen05_n_blocks(func.ty(*y).shape()) == 1;
+                    if chained && whole && uses.get(it) == Some(&1) && uses.get(y) == Some(&1) {
                         for v in [*it, *y, *res] {
                             p.kept.insert(v, next);
                         }
