@@ -618,6 +618,7 @@ mod tests {
             aligned16: true,
             access: Default::default(),
             extents: vec![],
+            independent: false,
         }
     }
 

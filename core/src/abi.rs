@@ -73,6 +73,12 @@ pub enum ParamSig {
         /// empty when it declares only the rank.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         extents: Vec<Extent>,
+        /// The kernel's `independent` hint names it: no grid launched before this kernel
+        /// writes it, and its loads may be issued before the kernel's `griddepcontrol.wait`
+        /// (see the module docs). The runtime launches such a kernel with programmatic
+        /// serialization only when the launch before it wrote nothing this tensor holds.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        independent: bool,
     },
     Scalar {
         name: String,
@@ -382,6 +388,7 @@ mod tests {
                     aligned16: true,
                     access: Access::Read,
                     extents: vec![Extent::Named("M".into()), Extent::Fixed(64)],
+                    independent: false,
                 },
                 ParamSig::Tensor {
                     name: "y".into(),
@@ -390,6 +397,7 @@ mod tests {
                     aligned16: true,
                     access: Access::Write,
                     extents: vec![Extent::Named("M".into()), Extent::Any],
+                    independent: false,
                 },
                 ParamSig::Scalar { name: "n".into(), dtype: DType::I32 },
             ],

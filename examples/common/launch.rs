@@ -50,18 +50,38 @@ pub struct Launcher<'j> {
     pub jit: &'j Jit,
     bound: RefCell<BTreeMap<&'static str, Bound>>,
     profile: RefCell<Option<Vec<Timed>>>,
+    /// Passes left out of every kernel's pipeline (`--disable-pass`, for ablations).
+    disabled: std::collections::BTreeSet<String>,
 }
 
 impl<'j> Launcher<'j> {
     pub fn new(jit: &'j Jit) -> Launcher<'j> {
-        Launcher { jit, bound: RefCell::new(BTreeMap::new()), profile: RefCell::new(None) }
+        Launcher {
+            jit,
+            bound: RefCell::new(BTreeMap::new()),
+            profile: RefCell::new(None),
+            disabled: Default::default(),
+        }
+    }
+
+    /// Leaves `passes` out of the pipeline of every kernel launched from now on.
+    pub fn disable_passes(mut self, passes: &[String]) -> Launcher<'j> {
+        self.disabled.extend(passes.iter().cloned());
+        self
     }
 
     /// Launches `spec` for the launch site `role` (`phase/what`: the same shapes and
     /// alignments every time it is called).
     pub fn launch(&self, role: &'static str, spec: &KernelSpec, args: &[Arg<'_>]) -> Res<()> {
         if !self.bound.borrow().contains_key(role) {
-            let b = self.jit.bind(spec, args).map_err(|e| format!("{role}: {e}"))?;
+            let b = if self.disabled.is_empty() {
+                self.jit.bind(spec, args)
+            } else {
+                let mut o = spec.compile_options().clone();
+                o.disabled_passes.extend(self.disabled.iter().cloned());
+                self.jit.bind(&spec.clone().options(o), args)
+            }
+            .map_err(|e| format!("{role}: {e}"))?;
             self.bound.borrow_mut().insert(role, b);
         }
         let map = self.bound.borrow();

@@ -62,6 +62,10 @@ struct Args {
     /// Launch each decode step's kernels one by one instead of replaying a CUDA graph.
     #[arg(long)]
     no_graph: bool,
+    /// Leave a pass out of every kernel's pipeline (repeatable): the ablation of a pass on
+    /// the whole model, e.g. `tile-grid-dependency`.
+    #[arg(long = "disable-pass")]
+    disable_pass: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -86,7 +90,7 @@ fn run(args: &Args) -> Res<bool> {
     let map = reference::map_weights(dir)?;
     let st = File(safetensors::SafeTensors::deserialize(&map).map_err(|e| format!("model.safetensors: {e}"))?);
     let kernels = Kernels::new(&c);
-    let l = Launcher::new(&jit);
+    let l = Launcher::new(&jit).disable_passes(&args.disable_pass);
     let t = Instant::now();
     let weights = Weights::load(&l, &kernels, &st, &c, |i| {
         if (i + 1) % 4 == 0 || i + 1 == c.layers {
@@ -162,7 +166,14 @@ mod tests {
     }
 
     fn args(dir: &Path) -> Args {
-        Args { weights: dir.to_path_buf(), layers: None, new_tokens: None, json: None, no_graph: false }
+        Args {
+            weights: dir.to_path_buf(),
+            layers: None,
+            new_tokens: None,
+            json: None,
+            no_graph: false,
+            disable_pass: vec![],
+        }
     }
 
     #[test]

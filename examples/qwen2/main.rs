@@ -67,6 +67,10 @@ struct Args {
     /// `model::SPLITS`).
     #[arg(long)]
     splits: Option<String>,
+    /// Leave a pass out of every kernel's pipeline (repeatable): the ablation of a pass on
+    /// the whole model, e.g. `tile-grid-dependency`.
+    #[arg(long = "disable-pass")]
+    disable_pass: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -102,7 +106,7 @@ fn run(args: &Args) -> Res<bool> {
     };
     println!("decode split-K factors (Q/K/V, O, down): {splits:?}");
     let kernels = Kernels::new(&c, splits);
-    let l = Launcher::new(&jit);
+    let l = Launcher::new(&jit).disable_passes(&args.disable_pass);
     let t = Instant::now();
     let weights = Weights::load(&l, &kernels, &st, &c, |i| {
         if (i + 1) % 4 == 0 || i + 1 == c.layers {
@@ -180,7 +184,15 @@ mod tests {
     }
 
     fn args(dir: &Path) -> Args {
-        Args { weights: dir.to_path_buf(), layers: None, new_tokens: None, json: None, no_graph: false, splits: None }
+        Args {
+            weights: dir.to_path_buf(),
+            layers: None,
+            new_tokens: None,
+            json: None,
+            no_graph: false,
+            splits: None,
+            disable_pass: vec![],
+        }
     }
 
     fn config(layers: i64, heads: i64) -> String {

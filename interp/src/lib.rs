@@ -978,7 +978,7 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
-            OpKind::AsyncWait { .. } | OpKind::Turn { .. } => Ok(()),
+            OpKind::AsyncWait { .. } | OpKind::Turn { .. } | OpKind::GridDependencyWait => Ok(()),
             OpKind::Print { prefix, values } => {
                 let mut line = prefix.clone();
                 for v in values {

@@ -90,12 +90,13 @@ pub fn read_func_with(module: &Module, source: Option<&Source>) -> Result<Func, 
     if block.next_in_region().is_some() {
         return Err(fail("a kernel body is one block (no unstructured control flow)"));
     }
-    let divisibility = arg_divisibility(func_op, block.argument_count())?;
-    for (i, div) in divisibility.into_iter().enumerate() {
+    let attrs = param_attrs(func_op, block.argument_count())?;
+    for (i, (div, independent)) in attrs.into_iter().enumerate() {
         let arg: Value = block.argument(i).map_err(|e| fail(e.to_string()))?.into();
         let ty = r.parse_type(&arg)?;
         let v = r.func.add_param(&format!("arg{i}"), ty);
         r.func.params[i].divisibility = div;
+        r.func.params[i].independent = independent;
         r.ids.insert(key(&arg), v);
     }
     let (ops, ret) = r.block_ops(block)?;
@@ -148,19 +149,20 @@ fn i32_array(a: Attribute) -> Option<Vec<u32>> {
     (0..arr.len()).map(|i| arr.element(i).ok().and_then(|x| u32::try_from(x).ok())).collect()
 }
 
-/// `tile.divisibility` of each argument, from the function's `arg_attrs` (one dictionary
-/// per argument, in order).
-fn arg_divisibility(func: &OperationRef, n: usize) -> Result<Vec<u32>, Diagnostic> {
-    let mut out = vec![1; n];
+/// `tile.divisibility` and `tile.independent` of each argument, from the function's
+/// `arg_attrs` (one dictionary per argument, in order).
+fn param_attrs(func: &OperationRef, n: usize) -> Result<Vec<(u32, bool)>, Diagnostic> {
+    let mut out = vec![(1, false); n];
     let Ok(attrs) = func.attribute("arg_attrs") else { return Ok(out) };
     for (i, slot) in out.iter_mut().enumerate() {
         let Some(dict) = array_element(attrs, i).and_then(|a| DictionaryAttribute::try_from(a).ok()) else { continue };
+        slot.1 = dict.element_by_name("tile.independent").is_some();
         if let Some(v) = dict.element_by_name("tile.divisibility") {
             let d = int_attr(v)
                 .and_then(|x| u32::try_from(x).ok())
                 .filter(|x| x.is_power_of_two() && *x <= 16)
                 .ok_or_else(|| fail(format!("argument {i}: `tile.divisibility = {v}` is not 1, 2, 4, 8 or 16")))?;
-            *slot = d;
+            slot.0 = d;
         }
     }
     Ok(out)
@@ -357,6 +359,10 @@ impl Reader<'_> {
                 "tilegpu.turn_begin" => {
                     arity(0)?;
                     OpKind::Turn { begin: true, last: false }
+                }
+                "tilegpu.grid_dependency_wait" => {
+                    arity(0)?;
+                    OpKind::GridDependencyWait
                 }
                 "tilegpu.turn_end" => {
                     arity(0)?;

@@ -154,6 +154,10 @@ irdl.dialect @tilegpu {
     %l = irdl.base "#builtin.integer"
     irdl.attributes { "last" = %l }
   }
+  // Every thread waits for the grid before this one on the stream to complete
+  // (griddepcontrol.wait), then lets the next grid launch; once, at the kernel's top level.
+  irdl.operation @grid_dependency_wait {
+  }
   // Waits until at most `pending` copy groups are in flight, then a block barrier.
   irdl.operation @async_wait {
     %p = irdl.base "#builtin.integer"

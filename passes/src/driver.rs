@@ -582,6 +582,14 @@ pub(crate) fn run_tile_mma_overlap(d: &mut Driver, step: &Step) -> Result<(), Di
     in_place(d, step, Level::TileGpu, |f| Ok(crate::tile_mma_overlap::run(f).lines))
 }
 
+/// The driver entry of `tile-grid-dependency`.
+pub(crate) fn run_tile_grid_dependency(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    in_place(d, step, Level::TileGpu, |f| {
+        let arch = step_arch(step, f)?;
+        Ok(crate::tile_grid_dependency::run(f, arch).lines)
+    })
+}
+
 /// The driver entry of `tile-warp-specialize`.
 pub(crate) fn run_tile_warp_specialize(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     in_place(d, step, Level::TileGpu, |f| {

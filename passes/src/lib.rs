@@ -8,6 +8,7 @@
 
 pub mod driver;
 pub mod tile_approx_math;
+pub mod tile_grid_dependency;
 pub mod tile_layout;
 pub mod tile_licm;
 pub mod tile_load_order;
@@ -299,6 +300,18 @@ pub const PASSES: &[PassInfo] = &[
         run: driver::run_tile_mma_overlap,
     },
     PassInfo {
+        name: "tile-grid-dependency",
+        produces: Stage::Tilegpu,
+        doc: "issue the prologue's TMA copies of the tensors the kernel declares `independent` (no earlier grid writes them: weights) before it waits for the grid before it (programmatic dependent launch), so they arrive while that grid finishes",
+        options: &[PassOption {
+            name: "arch",
+            doc: "target (default: the module's tile.target)",
+            default: "",
+            check: check_arch,
+        }],
+        run: driver::run_tile_grid_dependency,
+    },
+    PassInfo {
         name: "tile-to-llvm",
         produces: Stage::Nvgpu,
         doc: "lower a laid-out kernel to llvm/nvvm (vector loads, shuffles, shared-memory reductions) and upstream nvgpu (ldmatrix, mma.sync, async copies)",
@@ -399,7 +412,7 @@ pub struct PipelineConfig {
 pub const REQUIRED: [&str; 2] = ["tile-layout", "tile-to-llvm"];
 
 /// The tilec passes of the default pipeline, in order.
-pub const DEFAULT_PASSES: [&str; 10] = [
+pub const DEFAULT_PASSES: [&str; 11] = [
     "tile-load-order",
     "tile-approx-math",
     "tile-persistent",
@@ -409,6 +422,7 @@ pub const DEFAULT_PASSES: [&str; 10] = [
     "tile-pipeline",
     "tile-warp-specialize",
     "tile-mma-overlap",
+    "tile-grid-dependency",
     "tile-to-llvm",
 ];
 
@@ -487,6 +501,7 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
                 }
                 o
             }
+            "tile-grid-dependency" => vec![("arch", arch.name)],
             "tile-warp-specialize" => {
                 let mut o = vec![("arch", arch.name), ("occupancy", &occ)];
                 if cfg.no_pingpong {

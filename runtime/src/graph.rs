@@ -36,6 +36,9 @@ struct Node {
     /// The kernel node; `None` for a launch with an empty grid (nothing ran), kept so that an
     /// update is compared launch by launch.
     node: Option<sys::CUgraphNode>,
+    /// Captured with a programmatic edge from the launch before (see
+    /// [`LaunchPlan::may_follow_early`]): an update must keep that safe.
+    programmatic: bool,
 }
 
 /// A graph being captured ([`crate::Device::begin_capture`]).
@@ -69,14 +72,20 @@ impl Capture {
     /// returns its index.
     pub fn launch(&mut self, kernel: &Arc<Kernel>, args: &[ArgDesc]) -> Result<usize, RuntimeError> {
         let plan = validate(&kernel.signature, args, None)?;
+        let programmatic = self.programmatic && !plan.empty && plan.may_follow_early(&self.writes_before());
         let node = if plan.empty {
             None
         } else {
-            launch_on(&self.stream, kernel, &plan, self.programmatic)?;
+            launch_on(&self.stream, kernel, &plan, programmatic)?;
             Some(self.last_node()?)
         };
-        self.nodes.push(Node { kernel: kernel.clone(), args: args.to_vec(), plan, node });
+        self.nodes.push(Node { kernel: kernel.clone(), args: args.to_vec(), plan, node, programmatic });
         Ok(self.nodes.len() - 1)
+    }
+
+    /// What the last launch that ran wrote (an empty grid runs nothing).
+    fn writes_before(&self) -> Vec<(u128, u128)> {
+        writes_before(&self.nodes)
     }
 
     /// The node the last launch added: on one stream, the capture's only dependency.
@@ -210,7 +219,7 @@ impl Graph {
 
     fn update_node(&mut self, i: usize, kernel: &Arc<Kernel>, args: &[ArgDesc]) -> Result<(), RuntimeError> {
         let captured = self.nodes.len();
-        let Some(node) = self.nodes.get_mut(i) else {
+        let Some(node) = self.nodes.get(i) else {
             return Err(graph_error(format!(
                 "the update launches `{}` as launch {}; the graph has {captured}",
                 kernel.signature.name,
@@ -226,11 +235,25 @@ impl Graph {
                 kernel.signature.target
             )));
         }
-        if node.args == args {
-            return Ok(());
+        let plan = if node.args == args {
+            None
+        } else {
+            let plan = validate(&kernel.signature, args, None)?;
+            same_launch(i, &kernel.signature.name, &node.plan, &plan)?;
+            Some(plan)
+        };
+        // The launches before this one were updated first (in order): what ran last writes
+        // what its plan says now — this launch's arguments may be unchanged and still read
+        // early what that one now writes.
+        if node.programmatic && !plan.as_ref().unwrap_or(&node.plan).may_follow_early(&writes_before(&self.nodes[..i]))
+        {
+            return Err(graph_error(format!(
+                "launch {i} (`{}`) was captured to start while the launch before it finished, reading its `independent` tensors early; after this update that launch writes memory they hold: capture the graph again",
+                kernel.signature.name,
+            )));
         }
-        let plan = validate(&kernel.signature, args, None)?;
-        same_launch(i, &kernel.signature.name, &node.plan, &plan)?;
+        let Some(plan) = plan else { return Ok(()) };
+        let node = &mut self.nodes[i];
         if let (Some(handle), Some(g)) = (node.node, &self.exec) {
             let [x, y, z] = launch_grid(kernel, &plan);
             let mut values = ParamValue::of(&plan)?;
@@ -279,6 +302,11 @@ impl Graph {
         self.stale = None;
         Ok(())
     }
+}
+
+/// What the last launch among `nodes` that ran (a non-empty grid) writes.
+fn writes_before(nodes: &[Node]) -> Vec<(u128, u128)> {
+    nodes.iter().rev().find(|n| !n.plan.empty).map(|n| n.plan.writes.clone()).unwrap_or_default()
 }
 
 /// Whether launch `i` of `kernel` by `new` can take the place of its captured `old` plan in a

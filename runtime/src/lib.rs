@@ -139,6 +139,21 @@ pub struct LaunchPlan {
     pub words: Vec<Word>,
     /// True when the grid is empty (a zero-sized tensor): nothing to launch.
     pub empty: bool,
+    /// The bytes `[first, end)` of each tensor the kernel writes (stores, scatters, atomics).
+    pub writes: Vec<(u128, u128)>,
+    /// The bytes of each tensor the kernel reads before it waits for the grid before it (its
+    /// `independent` tensors): a programmatic launch is only safe when that grid wrote none.
+    pub early_reads: Vec<(u128, u128)>,
+}
+
+impl LaunchPlan {
+    /// Whether this launch may overlap the end of a launch that wrote `before`
+    /// ([`LaunchPlan::writes`]) by programmatic stream serialization: none of the tensors it
+    /// reads before its `griddepcontrol.wait` shares a byte with them (everything else it does
+    /// after the wait, which returns once that grid has completed).
+    pub fn may_follow_early(&self, before: &[(u128, u128)]) -> bool {
+        !self.early_reads.iter().any(|&(s1, e1)| before.iter().any(|&(s2, e2)| s1 < e2 && s2 < e1))
+    }
 }
 
 /// One kernel parameter word.
@@ -504,6 +519,17 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
         })?;
         words.push(Word::TensorMap(req));
     }
+    let (mut writes, mut early_reads) = (vec![], vec![]);
+    for (p, a) in sig.params.iter().zip(args) {
+        let (ParamSig::Tensor { access, independent, .. }, ArgDesc::Tensor(t)) = (p, a) else { continue };
+        let Some(range) = byte_range(t) else { continue };
+        if access.writes() {
+            writes.push(range);
+        }
+        if *independent {
+            early_reads.push(range);
+        }
+    }
     Ok(LaunchPlan {
         grid,
         block: sig.block_threads,
@@ -511,6 +537,8 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
         dynamic_shared_bytes: sig.dynamic_shared_bytes(),
         words,
         empty,
+        writes,
+        early_reads,
     })
 }
 
@@ -536,11 +564,15 @@ pub struct Device {
     /// Compute capability (major, minor).
     pub cc: (i32, i32),
     /// Launch the kernels that wait for the grid before them ([`Signature::grid_dependency`])
-    /// with programmatic stream serialization. Off unless `TILEC_PDL=1`: measured on the H200
-    /// (bench/results/2026-11-26-h200-qwen2-graphs), the Qwen2 decode step replayed as a graph
-    /// is slower with it (4.83 against 4.53 ms) and launched kernel by kernel about the same
-    /// (4.90 against 4.94 ms).
+    /// with programmatic stream serialization (see [`LaunchPlan::may_follow_early`]). On
+    /// unless `TILEC_PDL=0`: on the H100 (bench/results/2026-11-27-session24) the Qwen2 decode
+    /// step launched kernel by kernel 6.15 → 5.90 ms with it, replayed as a graph 5.80 →
+    /// 5.76 (its products' weights copied before their wait; the H200's kernels of
+    /// 2026-11-26, which waited first thing, were slower in a graph with it).
     pub programmatic_launch: bool,
+    /// What the last launch on each stream wrote (keyed by the stream's handle), for
+    /// [`LaunchPlan::may_follow_early`].
+    last_writes: std::sync::Mutex<std::collections::BTreeMap<usize, Vec<(u128, u128)>>>,
     /// Load PTX for the driver to assemble even where ptxas's cubin is at hand
     /// ([`Device::load_assembled`]): `TILEC_DRIVER_JIT=1`, the ablation.
     pub driver_jit: bool,
@@ -653,9 +685,17 @@ impl Device {
         use cudarc::driver::sys::CUdevice_attribute as A;
         let major = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(drv)?;
         let minor = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(drv)?;
-        let programmatic_launch = std::env::var_os("TILEC_PDL").is_some_and(|v| v == "1");
+        let programmatic_launch = std::env::var_os("TILEC_PDL").is_none_or(|v| v != "0");
         let driver_jit = std::env::var_os("TILEC_DRIVER_JIT").is_some_and(|v| v == "1");
-        Ok(Device { ctx, stream, name, cc: (major, minor), programmatic_launch, driver_jit })
+        Ok(Device {
+            ctx,
+            stream,
+            name,
+            cc: (major, minor),
+            programmatic_launch,
+            last_writes: Default::default(),
+            driver_jit,
+        })
     }
 
     /// The tilec target of this device, if it is one tilec compiles for.
@@ -812,7 +852,21 @@ impl Device {
 
     /// Launches an already validated plan on the device's stream.
     pub fn launch_plan(&self, k: &Kernel, plan: &LaunchPlan) -> Result<(), RuntimeError> {
-        launch_on(&self.stream, k, plan, self.programmatic_launch)
+        let programmatic = self.programmatic_after(self.stream.cu_stream(), plan);
+        launch_on(&self.stream, k, plan, programmatic)
+    }
+
+    /// Whether a launch of `plan` on `stream` goes with programmatic stream serialization:
+    /// when the device is asked to ([`Device::programmatic_launch`]) and the launch before it
+    /// on that stream wrote nothing it reads before its wait. Records what `plan` writes for
+    /// the next launch.
+    fn programmatic_after(&self, stream: RawStream, plan: &LaunchPlan) -> bool {
+        if plan.empty {
+            return false;
+        }
+        let mut last = self.last_writes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = last.insert(stream as usize, plan.writes.clone()).unwrap_or_default();
+        self.programmatic_launch && plan.may_follow_early(&before)
     }
 
     /// Validates and launches on a stream another library made in this device's context (a
@@ -823,8 +877,11 @@ impl Device {
     /// context ([`Device::ctx`], the device's primary context), alive until the call returns.
     pub unsafe fn launch_on_stream(&self, k: &Kernel, args: &[ArgDesc], stream: RawStream) -> Result<(), RuntimeError> {
         let plan = validate(&k.signature, args, None)?;
+        // Another library's kernel before this one on that stream may have written what this
+        // one reads early: programmatic only for a kernel that reads nothing before its wait.
+        let programmatic = self.programmatic_after(stream, &plan) && plan.early_reads.is_empty();
         // SAFETY: the caller's contract.
-        unsafe { launch_raw(&self.ctx, stream, k, &plan, self.programmatic_launch) }
+        unsafe { launch_raw(&self.ctx, stream, k, &plan, programmatic) }
     }
 
     /// Starts capturing launches into a CUDA graph (see [`graph`]).
@@ -932,10 +989,11 @@ impl ParamValue {
     }
 }
 
-/// Launches `k` by a validated `plan` on `stream` (which may be capturing a graph). A kernel
-/// that waits for the grid before it ([`Signature::grid_dependency`]) is launched with
-/// programmatic stream serialization: it may start launching while that grid finishes (in a
-/// captured graph, a programmatic edge).
+/// Launches `k` by a validated `plan` on `stream` (which may be capturing a graph). With
+/// `programmatic` (the caller checked [`LaunchPlan::may_follow_early`]), a kernel that waits
+/// for the grid before it ([`Signature::grid_dependency`]) is launched with programmatic
+/// stream serialization: it may start launching while that grid finishes (in a captured
+/// graph, a programmatic edge).
 fn launch_on(stream: &Arc<CudaStream>, k: &Kernel, plan: &LaunchPlan, programmatic: bool) -> Result<(), RuntimeError> {
     // SAFETY: a stream cudarc made in its own context, alive while `stream` is.
     unsafe { launch_raw(stream.context(), stream.cu_stream(), k, plan, programmatic) }
@@ -1019,6 +1077,7 @@ mod tests {
                     aligned16: true,
                     access: Access::Read,
                     extents: vec![Extent::Named("M".into()), Extent::Named("N".into())],
+                    independent: false,
                 },
                 ParamSig::Tensor {
                     name: "y".into(),
@@ -1027,6 +1086,7 @@ mod tests {
                     aligned16: true,
                     access: Access::Write,
                     extents: vec![Extent::Named("M".into()), Extent::Named("N".into())],
+                    independent: false,
                 },
             ],
             grid: vec![
@@ -1057,6 +1117,27 @@ mod tests {
         assert_eq!(p.grid, [3, 1, 1]);
         assert_eq!(p.words.len(), 10);
         assert_eq!(p.words[0], Word::U64(256));
+    }
+
+    #[test]
+    fn a_launch_reads_early_only_what_the_launch_before_did_not_write() {
+        // x (read before the wait) at 256..1536, y (written) at 4096..5376.
+        let mut s = sig();
+        if let ParamSig::Tensor { independent, .. } = &mut s.params[0] {
+            *independent = true;
+        }
+        let p = validate(&s, &[t(vec![10, 64], 256), t(vec![10, 64], 4096)], None).unwrap();
+        assert_eq!(p.early_reads, vec![(256, 256 + 1280)]);
+        assert_eq!(p.writes, vec![(4096, 4096 + 1280)]);
+        // After a launch that wrote y: may overlap its end; after one that wrote any byte of
+        // x: must not; adjacent ranges do not overlap.
+        assert!(p.may_follow_early(&p.writes));
+        assert!(!p.may_follow_early(&[(1535, 1536)]));
+        assert!(!p.may_follow_early(&[(0, 257)]));
+        assert!(p.may_follow_early(&[(0, 256), (1536, 4096)]));
+        // A kernel that reads nothing before its wait follows anything.
+        let plain = validate(&sig(), &[t(vec![10, 64], 256), t(vec![10, 64], 4096)], None).unwrap();
+        assert!(plain.early_reads.is_empty() && plain.may_follow_early(&[(0, u128::MAX)]));
     }
 
     #[test]

@@ -162,6 +162,10 @@ pub struct Param {
     /// tensor's base address, extents·itemsize and strides·itemsize but the last (which is 1).
     /// 1 assumes nothing. Printed as `{tile.divisibility = 16 : i32}`.
     pub divisibility: u32,
+    /// The kernel declares that no grid launched before it writes this tensor (the
+    /// `independent` hint: a model's weights), so its loads may be issued before the kernel
+    /// waits for that grid (`tile-grid-dependency`). Printed as `{tile.independent}`.
+    pub independent: bool,
 }
 
 /// One kernel.
@@ -216,7 +220,7 @@ impl Func {
 
     pub fn add_param(&mut self, name: &str, ty: Type) -> ValueId {
         let v = self.new_value(ty);
-        self.params.push(Param { name: name.to_string(), value: v, divisibility: 1 });
+        self.params.push(Param { name: name.to_string(), value: v, divisibility: 1, independent: false });
         v
     }
 

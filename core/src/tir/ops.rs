@@ -228,6 +228,14 @@ pub enum OpKind {
         value: ValueId,
         pending: u32,
     },
+    /// Programmatic dependent launch (`tile-grid-dependency`, `tilegpu` only): every thread
+    /// waits here for the grid launched before this one on the stream to complete and its
+    /// memory to be visible (`griddepcontrol.wait`), then lets the grid after this one start
+    /// launching (`griddepcontrol.launch_dependents`). `tile-grid-dependency` puts one at the
+    /// kernel's top level, after which nothing but copies of the tensors the kernel declares
+    /// `independent` touches global memory; a kernel without one at its top level waits
+    /// before anything else (the lowering). No value; the interpreter runs it as nothing.
+    GridDependencyWait,
     /// The consumer warpgroups of a warp-specialized kernel take turns on the tensor cores
     /// (FlashAttention-3's ping-pong, `tile-warp-specialize`): between a `begin` and the next
     /// `end`, one warpgroup at a time issues and completes its products while the others run
@@ -349,7 +357,7 @@ macro_rules! operand_slots {
             OpKind::Mma { a, b, acc, scales: None } => vec![a, b, acc],
             OpKind::Mma { a, b, acc, scales: Some((sa, sb)) } => vec![a, sa, b, sb, acc],
             OpKind::Rand { seed, offsets } => vec![seed, offsets],
-            OpKind::AsyncWait { .. } | OpKind::StagesAlloc | OpKind::Turn { .. } => vec![],
+            OpKind::AsyncWait { .. } | OpKind::StagesAlloc | OpKind::Turn { .. } | OpKind::GridDependencyWait => vec![],
             OpKind::Stage { buf, index } => vec![buf, index],
             OpKind::StageWait { ring, slot, phase } | OpKind::StageAcquire { ring, slot, phase } => {
                 vec![ring, slot, phase]

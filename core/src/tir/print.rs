@@ -55,11 +55,14 @@ impl Func {
             .params
             .iter()
             .map(|q| {
-                let attr = if q.divisibility > 1 {
-                    format!(" {{tile.divisibility = {} : i32}}", q.divisibility)
-                } else {
-                    String::new()
-                };
+                let mut attrs = vec![];
+                if q.divisibility > 1 {
+                    attrs.push(format!("tile.divisibility = {} : i32", q.divisibility));
+                }
+                if q.independent {
+                    attrs.push("tile.independent".to_string());
+                }
+                let attr = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
                 format!("{}: {}{attr}", p.name(q.value), self.ty(q.value).to_mlir())
             })
             .collect();
@@ -356,6 +359,7 @@ impl Printer<'_> {
             OpKind::StageRelease { ring, slot } => {
                 format!("\"tilegpu.stage_release\"({}, {}) : ({}, {}) -> ()", n(ring), n(slot), t(ring), t(slot))
             }
+            OpKind::GridDependencyWait => "\"tilegpu.grid_dependency_wait\"() : () -> ()".to_string(),
             OpKind::Turn { begin: true, .. } => "\"tilegpu.turn_begin\"() : () -> ()".to_string(),
             OpKind::Turn { begin: false, last } => {
                 format!("\"tilegpu.turn_end\"() {{last = {} : i32}} : () -> ()", u8::from(*last))

@@ -231,6 +231,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             | OpKind::If { .. }
             | OpKind::AsyncWait { .. }
             | OpKind::Turn { .. }
+            | OpKind::GridDependencyWait
             | OpKind::StageWait { .. }
             | OpKind::StageAcquire { .. }
             | OpKind::StageRelease { .. }
@@ -518,7 +519,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                 return fail(format!("an async copy of a {tile:?} tile of a rank-{rank} tensor into {}", r.to_mlir()));
             }
         }
-        OpKind::AsyncWait { .. } => {}
+        OpKind::AsyncWait { .. } | OpKind::GridDependencyWait => {}
         OpKind::Turn { begin, last } => {
             if *begin && *last {
                 return fail("a warpgroup turn's `last` marks an end, not a begin".into());

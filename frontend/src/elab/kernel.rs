@@ -4,6 +4,10 @@ use super::*;
 
 /// The kernel hints: name, the rule its values follow, and the setter (false: out of range).
 type HintSetter = fn(i64, &mut Hints) -> bool;
+/// The hint naming the tensors no grid before this kernel writes (`independent = (W1, W2)`):
+/// their loads may run before the kernel waits for that grid (`tile-grid-dependency`).
+const INDEPENDENT: &str = "independent";
+
 const HINTS: &[(&str, &str, HintSetter)] = &[
     ("num_warps", "num_warps must be 1, 2, 4, 8, 16 or 32", |n, h| {
         let ok = [1, 2, 4, 8, 16, 32].contains(&n);
@@ -101,6 +105,7 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
 
     // Hints.
     let mut hints = Hints::default();
+    let mut independent = None;
     for (i, (key, e)) in k.hints.iter().enumerate() {
         if let Some((prev, _)) = k.hints[..i].iter().find(|(p, _)| p.name == key.name) {
             cx.diags.push(
@@ -108,6 +113,11 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
                     .with_primary(key.span, "second value")
                     .with_secondary(prev.span, "first value"),
             );
+            continue;
+        }
+        // Names parameters, which are bound after the hints: resolved below.
+        if key.name == INDEPENDENT {
+            independent = Some(e);
             continue;
         }
         let v = match cx.expr(e) {
@@ -139,7 +149,7 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
                 }
             }
             None => {
-                let names: Vec<&str> = HINTS.iter().map(|h| h.0).collect();
+                let names: Vec<&str> = HINTS.iter().map(|h| h.0).chain([INDEPENDENT]).collect();
                 let close = close_matches(&key.name, names.iter().copied());
                 let mut d = Diagnostic::error("E0015", format!("unknown hint `{}`", key.name))
                     .with_primary(key.span, "not a hint")
@@ -184,6 +194,9 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
                 cx.bind(&p.name.name, Val::Poison);
             }
         }
+    }
+    if let Some(e) = independent {
+        cx.independent_hint(k, e);
     }
     for name in &req.unaligned {
         let is_tensor = |p: &&ast::ParamDecl| !p.is_const && matches!(p.ty, TypeExpr::Tensor { .. });
@@ -363,19 +376,42 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         OpKind::Store { tensor, .. } | OpKind::Scatter { tensor, .. } => {
             written.insert(*tensor);
         }
+        OpKind::Atomic { tensor, .. } => {
+            read.insert(*tensor);
+            written.insert(*tensor);
+        }
         _ => {}
     });
     let tensor_values: Vec<ValueId> =
         cx.func.params.iter().filter(|p| matches!(cx.func.ty(p.value), Type::Tensor { .. })).map(|p| p.value).collect();
     let mut tensors = tensor_values.iter();
     for p in sig_params.iter_mut() {
-        if let ParamSig::Tensor { access, .. } = p {
+        if let ParamSig::Tensor { name, access, independent, .. } = p {
             if let Some(v) = tensors.next() {
                 *access = match (read.contains(v), written.contains(v)) {
                     (true, true) => tilec_core::abi::Access::ReadWrite,
                     (_, true) => tilec_core::abi::Access::Write,
                     _ => tilec_core::abi::Access::Read,
                 };
+                *independent = cx.func.params.iter().any(|q| q.value == *v && q.independent);
+                if *independent && access.writes() {
+                    let span = k.hints.iter().find(|(key, _)| key.name == INDEPENDENT).map(|(_, e)| {
+                        let named = |x: &&ast::Expr| matches!(&x.kind, ast::ExprKind::Name(n) if n == name);
+                        match &e.kind {
+                            ast::ExprKind::Tuple(items) => items.iter().find(named).map_or(e.span, |x| x.span),
+                            _ => e.span,
+                        }
+                    });
+                    let mut d = Diagnostic::error(
+                        "E0015",
+                        format!("`{name}` is written by the kernel, so it cannot be `independent`"),
+                    )
+                    .with_note("`independent` tensors are only read: their loads may run before the grid before this one has finished");
+                    if let Some(span) = span {
+                        d = d.with_primary(span, "in this hint");
+                    }
+                    cx.diags.push(d);
+                }
             }
         }
     }
@@ -422,6 +458,54 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
 }
 
 impl Cx<'_> {
+    /// `independent = (A, B)` (or `= A`): marks those tensor parameters independent.
+    fn independent_hint(&mut self, k: &Kernel, e: &ast::Expr) {
+        let names: Vec<&ast::Expr> = match &e.kind {
+            ast::ExprKind::Tuple(items) => items.iter().collect(),
+            _ => vec![e],
+        };
+        for n in names {
+            let tensors = || -> Vec<&str> {
+                k.params
+                    .iter()
+                    .filter(|p| !p.is_const && matches!(p.ty, TypeExpr::Tensor { .. }))
+                    .map(|p| p.name.name.as_str())
+                    .collect()
+            };
+            let ast::ExprKind::Name(name) = &n.kind else {
+                self.diags.push(
+                    Diagnostic::error("E0015", "hint `independent` names tensor parameters")
+                        .with_primary(n.span, "not a parameter's name")
+                        .with_note(format!("its tensor parameters: {}", tensors().join(", "))),
+                );
+                continue;
+            };
+            match self.func.params.iter_mut().find(|p| &p.name == name) {
+                Some(p) if matches!(self.func.values[p.value.0 as usize], Type::Tensor { .. }) => {
+                    p.independent = true;
+                }
+                Some(_) => self.diags.push(
+                    Diagnostic::error("E0015", format!("hint `independent` names `{name}`, a scalar parameter"))
+                        .with_primary(n.span, "not a tensor")
+                        .with_note("`independent` names tensors the kernel loads (a scalar is passed by value)"),
+                ),
+                None => {
+                    let all = tensors();
+                    let mut d = Diagnostic::error(
+                        "E0015",
+                        format!("hint `independent` names `{name}`, which is not a tensor parameter"),
+                    )
+                    .with_primary(n.span, "not a tensor parameter");
+                    let close = close_matches(name, all.iter().copied());
+                    if !close.is_empty() {
+                        d = d.with_note(format!("did you mean: {}", close.join(", ")));
+                    }
+                    self.diags.push(d.with_note(format!("its tensor parameters: {}", all.join(", "))));
+                }
+            }
+        }
+    }
+
     pub(crate) fn const_param(&mut self, p: &ast::ParamDecl, req: &Request) -> R<Val> {
         let TypeExpr::Named(ty) = &p.ty else {
             return Err(Diagnostic::error("E0016", "a constant cannot be a tensor")
@@ -510,6 +594,7 @@ impl Cx<'_> {
                     aligned16,
                     access: Default::default(),
                     extents: sig_extents,
+                    independent: false,
                 };
                 Ok((Val::Tensor { value, param: index }, sig))
             }

@@ -252,6 +252,17 @@ impl Lowering<'_> {
         Ok(Value::SmemBuf { offset, ty, ring: Some(Box::new(super::regs::Ring { ty: ring_ty, first, slot: i })) })
     }
 
+    /// Programmatic dependent launch: the kernel may start while the grid before it on the
+    /// stream finishes (where the runtime launches it so), so every thread waits for that
+    /// grid's completion and memory — before any load of what it wrote (a read after its
+    /// write) or store (a write after its read) — and then lets the grid after this one start
+    /// launching: only after the wait, so that no more than one grid waits ahead of the one
+    /// running (a chain of early launches would fill the SMs with waiting blocks).
+    pub(crate) fn grid_dependency_wait(&mut self) {
+        self.em.line("nvvm.griddepcontrol wait");
+        self.em.line("nvvm.griddepcontrol launch_dependents");
+    }
+
     /// `async_wait`: waits until at most `pending` groups of copies are in flight.
     pub(crate) fn async_wait(&mut self, pending: u32) {
         let here = self.em.block_serial();

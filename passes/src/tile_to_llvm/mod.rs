@@ -74,8 +74,9 @@
 //!   block read since its last barrier, and a load of one it wrote, get a barrier first (an
 //!   epilogue clearing the accumulator it read, RoPE in place); tensors only read never do,
 //!   two stores are left unordered, and a loop counts its own accesses as pending at its top.
-//!   Every kernel also opens with `griddepcontrol.wait` and `launch_dependents` (the
-//!   signature's `grid_dependency`).
+//!   Every kernel also waits for the grid before it (`griddepcontrol.wait`, then
+//!   `launch_dependents`; the signature's `grid_dependency`): first thing, or where
+//!   `tile-grid-dependency` put a `tilegpu.grid_dependency_wait`.
 //!
 //! Guarantees: a module with one `llvm.func` marked `nvvm.kernel`, `nvvm.maxntid` set to the
 //! block size, and (with the `occupancy` option) `nvvm.minctasm`; shared memory is one
@@ -746,15 +747,11 @@ fn lower_with<'f>(
         tmem_dirty: false,
         tmem_bars: BTreeMap::new(),
     };
-    // Programmatic dependent launch: the kernel may start while the grid before it on the
-    // stream finishes (where the runtime launches it so), so it first waits for that grid's
-    // completion and memory — before any load (a read after its write) or store (a write
-    // after its read) — and then lets the grid after it start launching, which then overlaps
-    // this one's execution instead of following its last block.
+    // Programmatic dependent launch (`grid_dependency_wait`): the kernel's first instruction,
+    // unless `tile-grid-dependency` placed the wait after the copies of independent tensors.
     let grid_dependency = arch.has(tilec_core::target::Feature::GridDepControl);
-    if grid_dependency {
-        lw.em.line("nvvm.griddepcontrol wait");
-        lw.em.line("nvvm.griddepcontrol launch_dependents");
+    if grid_dependency && !func.ops.iter().any(|o| matches!(o.kind, OpKind::GridDependencyWait)) {
+        lw.grid_dependency_wait();
     }
     lw.tmem_begin()?;
     match (func.warp_spec, &facts.partition) {
@@ -1078,6 +1075,12 @@ impl Lowering<'_> {
             }
             OpKind::StageAcquire { ring, slot, phase } => {
                 self.stage_acquire(*ring, *slot, *phase)?;
+                return Ok(());
+            }
+            OpKind::GridDependencyWait => {
+                if self.arch.has(tilec_core::target::Feature::GridDepControl) {
+                    self.grid_dependency_wait();
+                }
                 return Ok(());
             }
             OpKind::StageRelease { ring, slot } => {
