@@ -72,7 +72,7 @@ impl Capture {
     /// returns its index.
     pub fn launch(&mut self, kernel: &Arc<Kernel>, args: &[ArgDesc]) -> Result<usize, RuntimeError> {
         let plan = validate(&kernel.signature, args, None)?;
-        let programmatic = self.programmatic && !plan.empty && plan.may_follow_early(&self.writes_before());
+        let programmatic = self.programmatic && !plan.empty && plan.may_follow_early(&writes_before(&self.nodes));
         let node = if plan.empty {
             None
         } else {
@@ -81,11 +81,6 @@ impl Capture {
         };
         self.nodes.push(Node { kernel: kernel.clone(), args: args.to_vec(), plan, node, programmatic });
         Ok(self.nodes.len() - 1)
-    }
-
-    /// What the last launch that ran wrote (an empty grid runs nothing).
-    fn writes_before(&self) -> Vec<(u128, u128)> {
-        writes_before(&self.nodes)
     }
 
     /// The node the last launch added: on one stream, the capture's only dependency.

@@ -444,10 +444,16 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
         reason,
     })?;
     tilec_core::abi::check_requirements(sig, &Args(args)).map_err(RuntimeError::Requirement)?;
-    // A tensor the kernel writes must not overlap another tensor argument.
+    // A tensor the kernel writes must not overlap another tensor argument. The ranges it
+    // writes and those it reads before its wait go into the plan (`may_follow_early`).
+    let (mut writes, mut early_reads) = (vec![], vec![]);
     for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
-        let (ParamSig::Tensor { access, .. }, ArgDesc::Tensor(t)) = (p, a) else { continue };
+        let (ParamSig::Tensor { access, independent, .. }, ArgDesc::Tensor(t)) = (p, a) else { continue };
+        if *independent {
+            early_reads.extend(byte_range(t));
+        }
         let Some((s1, e1)) = byte_range(t).filter(|_| access.writes()) else { continue };
+        writes.push((s1, e1));
         for (j, (q, b)) in sig.params.iter().zip(args).enumerate() {
             let ArgDesc::Tensor(u) = b else { continue };
             if i == j {
@@ -518,17 +524,6 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
             reason: format!("the kernel copies this tensor with the Tensor Memory Accelerator: {reason}"),
         })?;
         words.push(Word::TensorMap(req));
-    }
-    let (mut writes, mut early_reads) = (vec![], vec![]);
-    for (p, a) in sig.params.iter().zip(args) {
-        let (ParamSig::Tensor { access, independent, .. }, ArgDesc::Tensor(t)) = (p, a) else { continue };
-        let Some(range) = byte_range(t) else { continue };
-        if access.writes() {
-            writes.push(range);
-        }
-        if *independent {
-            early_reads.push(range);
-        }
     }
     Ok(LaunchPlan {
         grid,
