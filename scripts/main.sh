@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (idempotent), builds tilec and runs the main job: compile kernels/fmha.tile for the
-# DGX Spark (sm_121).
-#
-# FMHA checks and its `tile` stage verifies in MLIR, but its GPU lowering (mma layouts,
-# loops, pipelining) does not exist yet: `tilec compile` stops with error E0900 naming the
-# first construct without a lowering. So the main job writes FMHA's verified tile IR and
-# reports that status, then compiles kernels/softmax.tile — which does lower — to PTX.
+# DGX Spark (sm_121) — its verified `tile` stage, then PTX on the tensor cores, assembled by
+# ptxas — and then kernels/softmax.tile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -35,6 +35,16 @@ fn with(mut s: KernelSpec, consts: &[(&str, ConstArg)]) -> KernelSpec {
     s
 }
 
+/// `matmul_swiglu`'s spec with its L2 prefetch depth set (`--prefetch N` of the model
+/// examples: the weight tiles each block announces before the wait for the kernel before).
+pub fn with_prefetch(spec: &KernelSpec, depth: i64) -> Res<KernelSpec> {
+    if !(0..=1024).contains(&depth) {
+        return Err(format!("--prefetch {depth}: a prefetch depth from 0 to 1024 tiles").into());
+    }
+    println!("the gate/up product's L2 prefetch depth: {depth} tiles");
+    Ok(spec.clone().constant("PREFETCH", ConstArg::Int(depth)))
+}
+
 /// The smallest power of two at least `n` (1 for n ≤ 1).
 pub fn pow2(n: i64) -> i64 {
     (n.max(1) as u64).next_power_of_two() as i64

@@ -11,7 +11,7 @@
 //! experts and the routed experts its tokens went to) and the latent cache:
 //!
 //! ```sh
-//! cargo run --release --example deepseek_v2 -- --weights DIR [--layers N] [--new-tokens N] [--json FILE] [--no-graph]
+//! cargo run --release --example deepseek_v2 -- --weights DIR [--layers N] [--new-tokens N] [--json FILE] [--no-graph] [--prefetch N]
 //! ```
 //!
 //! Without a GPU it says so; a missing file, a configuration other than DeepSeek-V2-Lite's, or
@@ -62,6 +62,11 @@ struct Args {
     /// Launch each decode step's kernels one by one instead of replaying a CUDA graph.
     #[arg(long)]
     no_graph: bool,
+    /// The gate/up products' L2 prefetch depth: the tiles of weights each block of
+    /// `matmul_swiglu` announces before the wait for the grid before (its `PREFETCH`;
+    /// default: the kernel's own, 0 turns it off).
+    #[arg(long)]
+    prefetch: Option<i64>,
     /// Leave a pass out of every kernel's pipeline (repeatable): the ablation of a pass on
     /// the whole model, e.g. `tile-grid-dependency`.
     #[arg(long = "disable-pass")]
@@ -89,7 +94,10 @@ fn run(args: &Args) -> Res<bool> {
     );
     let map = reference::map_weights(dir)?;
     let st = File(safetensors::SafeTensors::deserialize(&map).map_err(|e| format!("model.safetensors: {e}"))?);
-    let kernels = Kernels::new(&c);
+    let mut kernels = Kernels::new(&c);
+    if let Some(p) = args.prefetch {
+        kernels.matmul_swiglu = launch::with_prefetch(&kernels.matmul_swiglu, p)?;
+    }
     let l = Launcher::new(&jit).disable_passes(&args.disable_pass);
     let t = Instant::now();
     let weights = Weights::load(&l, &kernels, &st, &c, |i| {
@@ -172,6 +180,7 @@ mod tests {
             new_tokens: None,
             json: None,
             no_graph: false,
+            prefetch: None,
             disable_pass: vec![],
         }
     }

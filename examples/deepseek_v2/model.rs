@@ -50,7 +50,8 @@ pub struct Kernels {
     splitk: [KernelSpec; 2],
     acc_bias: KernelSpec,
     acc_residual: KernelSpec,
-    matmul_swiglu: KernelSpec,
+    /// The gate/up products (`--prefetch` sets their depth).
+    pub matmul_swiglu: KernelSpec,
     router: KernelSpec,
     silu_mul: KernelSpec,
     residual_add: KernelSpec,

@@ -12,7 +12,7 @@
 //! run times both:
 //!
 //! ```sh
-//! cargo run --release --example qwen2 -- --weights DIR [--layers N] [--new-tokens N] [--json FILE] [--no-graph]
+//! cargo run --release --example qwen2 -- --weights DIR [--layers N] [--new-tokens N] [--json FILE] [--no-graph] [--prefetch N]
 //! ```
 //!
 //! Without a GPU it says so; a missing file, a configuration other than Qwen2-7B's, or a
@@ -67,6 +67,11 @@ struct Args {
     /// `model::SPLITS`).
     #[arg(long)]
     splits: Option<String>,
+    /// The gate/up product's L2 prefetch depth: the tiles of weights each block of
+    /// `matmul_swiglu` announces before the wait for the grid before (its `PREFETCH`;
+    /// default: the kernel's own, 0 turns it off).
+    #[arg(long)]
+    prefetch: Option<i64>,
     /// Leave a pass out of every kernel's pipeline (repeatable): the ablation of a pass on
     /// the whole model, e.g. `tile-grid-dependency`.
     #[arg(long = "disable-pass")]
@@ -105,7 +110,10 @@ fn run(args: &Args) -> Res<bool> {
             .ok_or_else(|| format!("--splits {s}: three split-K factors from 1 to 64 (Q/K/V, O, down)"))?,
     };
     println!("decode split-K factors (Q/K/V, O, down): {splits:?}");
-    let kernels = Kernels::new(&c, splits);
+    let mut kernels = Kernels::new(&c, splits);
+    if let Some(p) = args.prefetch {
+        kernels.matmul_swiglu = launch::with_prefetch(&kernels.matmul_swiglu, p)?;
+    }
     let l = Launcher::new(&jit).disable_passes(&args.disable_pass);
     let t = Instant::now();
     let weights = Weights::load(&l, &kernels, &st, &c, |i| {
@@ -191,6 +199,7 @@ mod tests {
             json: None,
             no_graph: false,
             splits: None,
+            prefetch: None,
             disable_pass: vec![],
         }
     }

@@ -43,7 +43,8 @@ pub struct Kernels {
     transpose: KernelSpec,
     acc_residual_norm: KernelSpec,
     acc_bias_rope: KernelSpec,
-    matmul_swiglu: KernelSpec,
+    /// The gate/up product (`--prefetch` sets its depth).
+    pub matmul_swiglu: KernelSpec,
 }
 
 impl Kernels {

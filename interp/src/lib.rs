@@ -978,7 +978,9 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
-            OpKind::AsyncWait { .. } | OpKind::Turn { .. } | OpKind::GridDependencyWait => Ok(()),
+            OpKind::AsyncWait { .. } | OpKind::Turn { .. } | OpKind::GridDependencyWait | OpKind::Prefetch { .. } => {
+                Ok(())
+            }
             OpKind::Print { prefix, values } => {
                 let mut line = prefix.clone();
                 for v in values {

@@ -411,6 +411,15 @@ impl Reader<'_> {
                         latency: u32_attr("latency")?,
                     }
                 }
+                "tile.prefetch" => {
+                    let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
+                    OpKind::Prefetch {
+                        tensor: *tensor,
+                        index: index.to_vec(),
+                        order: i32_array(attr("order")?).ok_or_else(|| bad("bad order"))?,
+                        tile: i64_array(attr("tile")?).ok_or_else(|| bad("bad tile"))?,
+                    }
+                }
                 "tile.gather" => {
                     let (tensor, index) = operands.split_first().ok_or_else(|| bad("no tensor operand"))?;
                     let padding = padding(attr("padding")?).ok_or_else(|| bad("bad padding"))?;

@@ -290,6 +290,16 @@ irdl.dialect @tile {
     irdl.results(result: %r)
     irdl.attributes { "padding" = %pad, "order" = %order, "latency" = %lat }
   }
+  // A hint that tile `index` of a tensor (addressed as `load`, its full shape `tile`) will be
+  // read soon: fetched into the L2 cache, nothing returned, no result depends on it.
+  irdl.operation @prefetch {
+    %mem = irdl.base "!builtin.memref"
+    %i32 = irdl.is i32
+    %order = irdl.base "#builtin.dense_array"
+    %tile = irdl.base "#builtin.dense_array"
+    irdl.operands(tensor: %mem, index: variadic %i32)
+    irdl.attributes { "order" = %order, "tile" = %tile }
+  }
   // The elements at per-dimension element-index tiles (a gather, e.g. through a block table).
   irdl.operation @gather {
     %mem = irdl.base "!builtin.memref"

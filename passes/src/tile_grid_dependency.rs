@@ -11,18 +11,21 @@
 //! of what it writes, a write of what it reads). Between there and the first loop (the rings'
 //! prologue), a TMA copy of an independent tensor into a ring stage (alone or in the
 //! result-less `if` that guards it) moves above that place with the scalars it needs, in its
-//! order; a `tilegpu.grid_dependency_wait` goes after them. The kernel's loads of dependent
-//! tensors, its stores and atomics, its `cp.async` copies (one commit group each, waited for
-//! by count: reordering them would change what a wait covers) and its loops stay after it.
-//! Without an independent tensor, on a target without `griddepcontrol`, or in a
-//! warp-specialized kernel (a producer warpgroup issues the copies), the pass does nothing
-//! and the lowering waits before anything else.
+//! order; a `tilegpu.grid_dependency_wait` goes after them. So do `prefetch`es of independent
+//! tensors (alone, or in a loop that carries nothing and holds only scalars and such
+//! prefetches: the kernel announcing the tiles its main loop will read), after the copies, so
+//! that the tiles past the rings' first stages stream into L2 while the grid before finishes.
+//! The kernel's loads of dependent tensors, its stores and atomics, its `cp.async` copies (one
+//! commit group each, waited for by count: reordering them would change what a wait covers)
+//! and its other loops stay after it. Without an independent tensor, on a target without
+//! `griddepcontrol`, or in a warp-specialized kernel (a producer warpgroup issues the copies),
+//! the pass does nothing and the lowering waits before anything else.
 //!
 //! Guarantees: before the wait, global memory is only read, and only through TMA copies of
-//! independent tensors into ring stages no op before them touches; every thread executes the
-//! wait (top level, uniform); a ring's copies keep their order, so its stages and mbarrier
-//! phases are as `tile-pipeline` made them. What the grid before wrote is read only after
-//! the wait; what it reads is written only after it.
+//! independent tensors into ring stages no op before them touches and L2 prefetches of
+//! independent tensors; every thread executes the wait (top level, uniform); a ring's copies
+//! keep their order, so its stages and mbarrier phases are as `tile-pipeline` made them. What
+//! the grid before wrote is read only after the wait; what it reads is written only after it.
 //!
 //! Options: `arch` (default: the module's `tile.target`).
 
@@ -77,11 +80,20 @@ pub fn run(func: &mut Func, arch: &Arch) -> GridDependencyReport {
             defined_late.insert(r, i);
         }
     }
-    let copies = moved.iter().filter(|&&i| cx.early_copy(&ops[i])).count();
+    let copies = moved.iter().filter(|&&i| cx.early_copy(&ops[i]) && !cx.early_prefetch(&ops[i])).count();
     let tail = ops.split_off(wait_at);
     let (early, late): (Vec<_>, Vec<_>) =
         tail.into_iter().enumerate().partition(|(i, _)| moved.contains(&(i + wait_at)));
-    ops.extend(early.into_iter().map(|(_, o)| o));
+    // The rings' first copies go out before the prefetches of the tiles after them, wherever
+    // the kernel wrote those (a prefetch only needs scalars, which stay before it).
+    let (mut announce, head): (Vec<_>, Vec<_>) = ops.into_iter().partition(|o| cx.early_prefetch(o));
+    let (more, fill): (Vec<_>, Vec<_>) = early.into_iter().map(|(_, o)| o).partition(|o| cx.early_prefetch(o));
+    announce.extend(more);
+    let loops = announce.iter().filter(|o| matches!(o.kind, OpKind::For { .. })).count();
+    let prefetches = announce.len() - loops;
+    let mut ops = head;
+    ops.extend(fill);
+    ops.extend(announce);
     ops.push(Op { kind: OpKind::GridDependencyWait, result: None, span: None });
     ops.extend(late.into_iter().map(|(_, o)| o));
     func.ops = ops;
@@ -91,6 +103,13 @@ pub fn run(func: &mut Func, arch: &Arch) -> GridDependencyReport {
         if copies == 1 { "y" } else { "ies" },
         names.join(", ")
     ));
+    if loops + prefetches > 0 {
+        report.lines.push(format!(
+            "L2 prefetches of {} issued before the wait ({loops} loop{}, {prefetches} alone)",
+            names.join(", "),
+            if loops == 1 { "" } else { "s" },
+        ));
+    }
     report
 }
 
@@ -125,14 +144,30 @@ impl Cx<'_> {
 
     /// A TMA copy of an independent tensor into a ring stage, alone or guarded by a
     /// result-less `if` holding nothing else but scalars and the wait for the stage to be
-    /// free (`stage_acquire`, on the ring's own empty mbarrier: shared memory only).
+    /// free (`stage_acquire`, on the ring's own empty mbarrier: shared memory only); or
+    /// prefetches of independent tensors, alone or in a loop carrying nothing that holds
+    /// nothing else but scalars.
     fn early_copy(&self, o: &Op) -> bool {
         match &o.kind {
             OpKind::AsyncCopy { dst: Some(_), tensor, tma: true, .. } => self.independent.contains(tensor),
+            OpKind::Prefetch { .. } | OpKind::For { .. } => self.early_prefetch(o),
             OpKind::If { then_ops, else_ops, results, .. } if results.is_empty() => {
                 let all = then_ops.iter().chain(else_ops);
                 all.clone().any(|n| self.early_copy(n))
                     && all.clone().all(|n| self.scalar(n) || self.acquire(n) || self.early_copy(n))
+            }
+            _ => false,
+        }
+    }
+
+    /// A prefetch of an independent tensor, or a loop carrying nothing whose body holds only
+    /// scalars and such prefetches (a kernel's loop announcing the tiles its main loop reads).
+    fn early_prefetch(&self, o: &Op) -> bool {
+        match &o.kind {
+            OpKind::Prefetch { tensor, .. } => self.independent.contains(tensor),
+            OpKind::For { body, init, results, .. } if init.is_empty() && results.is_empty() => {
+                body.iter().any(|n| self.early_prefetch(n))
+                    && body.iter().all(|n| self.scalar(n) || self.early_prefetch(n))
             }
             _ => false,
         }
@@ -143,6 +178,7 @@ impl Cx<'_> {
     fn copies(&self, o: &Op) -> bool {
         match &o.kind {
             OpKind::AsyncCopy { dst: Some(_), .. } => true,
+            OpKind::Prefetch { .. } | OpKind::For { .. } => self.early_prefetch(o),
             OpKind::If { then_ops, else_ops, results, .. } if results.is_empty() => {
                 then_ops.iter().chain(else_ops).all(|n| self.scalar(n) || self.acquire(n) || self.copies(n))
             }

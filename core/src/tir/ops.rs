@@ -64,6 +64,19 @@ pub enum OpKind {
         order: Vec<u32>,
         latency: u32,
     },
+    /// A hint that tile `index` of `tensor` (addressed as `Load`, whose full shape is `tile`)
+    /// will be read soon: its bytes are fetched into the L2 cache, nothing is returned and no
+    /// result depends on it (the interpreter runs it as nothing; out-of-bounds parts fetch
+    /// nothing). Lowered to TMA prefetches through the tensor map of a TMA copy of the same
+    /// tensor and tile, where the kernel has one; otherwise to nothing (`tile-to-llvm` says
+    /// so). Ahead of a `tilegpu.grid_dependency_wait` for an `independent` tensor, it fetches a
+    /// model's weights while the grid before runs.
+    Prefetch {
+        tensor: ValueId,
+        index: Vec<ValueId>,
+        order: Vec<u32>,
+        tile: Vec<i64>,
+    },
     /// Tile `index` of a tensor; out-of-bounds elements are not written, nor are those whose
     /// `mask` element (an i1 tile of the tile's shape) is false.
     Store {
@@ -367,6 +380,7 @@ macro_rules! operand_slots {
                 dst.$iter().chain(std::iter::once(tensor)).chain(index.$iter()).collect()
             }
             OpKind::Load { tensor, index, .. }
+            | OpKind::Prefetch { tensor, index, .. }
             | OpKind::Gather { tensor, index, .. }
             | OpKind::Element { tensor, index } => std::iter::once(tensor).chain(index.$iter()).collect(),
             OpKind::Store { tensor, index, tile, mask } => {

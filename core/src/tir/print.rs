@@ -416,6 +416,21 @@ impl Printer<'_> {
                 format!("\"tile.print\"({}) {{prefix = {:?}}} : ({}) -> ()", args.join(", "), prefix, tys.join(", "))
             }
             OpKind::For { .. } | OpKind::If { .. } => "// region op printed by print_ops".to_string(),
+            OpKind::Prefetch { tensor, index, order, tile } => {
+                let mut args = vec![n(tensor)];
+                args.extend(index.iter().map(n));
+                let mut tys = vec![t(tensor)];
+                tys.extend(index.iter().map(t));
+                let o: Vec<String> = order.iter().map(|x| x.to_string()).collect();
+                let sh: Vec<String> = tile.iter().map(|x| x.to_string()).collect();
+                format!(
+                    "\"tile.prefetch\"({}) {{order = array<i32: {}>, tile = array<i64: {}>}} : ({}) -> ()",
+                    args.join(", "),
+                    o.join(", "),
+                    sh.join(", "),
+                    tys.join(", ")
+                )
+            }
             OpKind::Store { tensor, index, tile, mask } => {
                 let mut args = vec![n(tensor)];
                 args.extend(index.iter().map(n));

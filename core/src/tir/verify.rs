@@ -225,6 +225,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
     let want_result = !matches!(
         op.kind,
         OpKind::Store { .. }
+            | OpKind::Prefetch { .. }
             | OpKind::Scatter { .. }
             | OpKind::Print { .. }
             | OpKind::For { .. }
@@ -345,6 +346,15 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
             }
             if shape_of(&r).map(<[i64]>::len) != Some(rank) || r.dtype() != d {
                 return fail(format!("a load from a rank-{rank} {d} tensor to {}", r.to_mlir()));
+            }
+        }
+        OpKind::Prefetch { tensor, index, order, tile } => {
+            let (_, rank) = tensor_of(func, defined, op, *tensor)?;
+            indices(func, defined, op, index, rank)?;
+            let mut o = order.clone();
+            o.sort_unstable();
+            if o != (0..rank as u32).collect::<Vec<_>>() || tile.len() != rank || tile.iter().any(|&e| e < 1) {
+                return fail(format!("a prefetch of a {tile:?} tile in order {order:?} of a rank-{rank} tensor"));
             }
         }
         OpKind::Store { tensor, index, tile, mask } => {

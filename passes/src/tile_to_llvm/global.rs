@@ -225,6 +225,63 @@ impl Lowering<'_> {
         }
     }
 
+    /// A `prefetch` of a tile: the tile's 128-byte lines along its unit-stride dim, dealt
+    /// round-robin to the block's threads, each issuing `prefetch.global.L2` for an element of
+    /// each of its lines that lies inside the tensor (lines past its bounds are skipped). The
+    /// load/store unit takes them, not the Tensor Memory Accelerator: TMA prefetches
+    /// (`cp.async.bulk.prefetch.tensor`) queued ahead of the rings' copies in the SM's copy
+    /// engine and made Qwen2-7B's decode step 3 % slower on an H200
+    /// (bench/results/2026-11-28-session25/).
+    pub(crate) fn l2_prefetch(&mut self, kind: &OpKind) -> Result<(), Diagnostic> {
+        let OpKind::Prefetch { tensor, index, order, tile } = kind else { return Err(err("not a prefetch")) };
+        let Type::Tensor { dtype, .. } = self.func.ty(*tensor).clone() else {
+            return Err(err("a prefetch of a value that is not a tensor"));
+        };
+        let t = view(&self.tensor(*tensor)?, order)?;
+        let rank = tile.len();
+        let idx = index.iter().map(|i| self.scalar(*i)).collect::<Result<Vec<_>, _>>()?;
+        // The tile dim along the tensor's unit-stride dim, and the elements of a line there.
+        let c = t.contiguous.unwrap_or(rank - 1);
+        let per_line = (128 / i64::from(dtype.bytes())).max(1);
+        let mut extents = tile.clone();
+        extents[c] = (tile[c] + per_line - 1) / per_line;
+        let slots: i64 = extents.iter().product();
+        let threads = i64::from(self.func.num_warps) * 32;
+        let origin: Vec<Reg> = (0..rank)
+            .map(|k| {
+                let e = self.em.ci32(tile[k]);
+                self.em.mul(&idx[k], &e)
+            })
+            .collect();
+        for round in 0..(slots + threads - 1) / threads {
+            let first = self.em.ci32(round * threads);
+            let slot = self.em.add(&self.tid.clone(), &first);
+            // The slot's coordinates, the last dim fastest; along `c` in lines.
+            let mut rest = slot.clone();
+            let mut at = vec![self.em.ci32(0); rank];
+            for k in (0..rank).rev() {
+                let e = self.em.ci32(extents[k]);
+                let q = self.em.sdiv(&rest, &e);
+                let r = self.em.srem(&rest, &e);
+                let step = if k == c { self.em.ci32(per_line) } else { self.em.ci32(1) };
+                let local = self.em.mul(&r, &step);
+                at[k] = self.em.add(&origin[k], &local);
+                rest = q;
+            }
+            let (addr, mut pred) = element_address(&mut self.em, &t, &at, dtype)?;
+            if (round + 1) * threads > slots {
+                let n = self.em.ci32(slots);
+                let live = self.em.icmp(ICmp::Slt, &slot, &n);
+                pred = self.em.and(&pred, &live);
+            }
+            let mut asm = PtxAsm::new();
+            let (a, p) = (asm.input(&addr), asm.input(&pred));
+            asm.push(&format!("@{p} prefetch.global.L2 [{a}];"));
+            asm.emit(&mut self.em);
+        }
+        Ok(())
+    }
+
     /// Gathers, element reads and scatters; a scatter has no value.
     pub(crate) fn element_op(&mut self, kind: &OpKind, rty: Option<&Type>) -> Result<Option<Value>, Diagnostic> {
         match kind {

@@ -1077,6 +1077,10 @@ impl Lowering<'_> {
                 self.stage_acquire(*ring, *slot, *phase)?;
                 return Ok(());
             }
+            OpKind::Prefetch { .. } => {
+                self.l2_prefetch(&op.kind)?;
+                return Ok(());
+            }
             OpKind::GridDependencyWait => {
                 if self.arch.has(tilec_core::target::Feature::GridDepControl) {
                     self.grid_dependency_wait();

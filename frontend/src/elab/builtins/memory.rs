@@ -12,6 +12,11 @@ pub(super) fn store(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> 
     cx.store(args, span)
 }
 
+/// `prefetch(tensor, index, shape, order=)`.
+pub(super) fn prefetch(cx: &mut Cx, _name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
+    cx.prefetch(args, span)
+}
+
 /// `atomic_add/max/min(tensor, index, tile, mask=, sem=, scope=)` and
 /// `atomic_cas(tensor, index, cmp, tile, mask=, sem=, scope=)`: the old values.
 pub(super) fn atomic(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span) -> R<Val> {
@@ -132,14 +137,7 @@ impl Cx<'_> {
             }
         };
         let index = if a.get(1).is_some() { self.index_values(a.get(1), rank, a.span(1))? } else { vec![] };
-        let shape = self.tile_shape(a.get(2), a.span(2))?;
-        if shape.len() != rank {
-            return Err(Diagnostic::error(
-                "E0012",
-                format!("tile shape has rank {} but the tensor has rank {rank}", shape.len()),
-            )
-            .with_primary(a.span(2), "here"));
-        }
+        let shape = self.tile_shape_of_rank(a.get(2), rank, a.span(2))?;
         let padding = match a.get(3) {
             None => Padding::Zero,
             Some(Val::Int(0)) => Padding::Zero,
@@ -184,6 +182,44 @@ impl Cx<'_> {
         let pad = self.materialize(pad, d, a.span(3))?;
         let pad = self.as_tile(pad, &shape, span)?;
         Ok(Val::Tile(self.func.push(OpKind::Select { cond: mask, a: tile, b: pad }, Type::tile(shape, d), Some(span))))
+    }
+
+    /// `prefetch(tensor, index, shape, order=)`: the tile `load` with the same arguments
+    /// reads, fetched into the L2 cache ahead of that load (a hint: no value, no effect on
+    /// any result).
+    pub(crate) fn prefetch(&mut self, args: &[ast::Arg], span: Span) -> R<Val> {
+        let a = Args::new(
+            self,
+            args,
+            &[("tensor", true), ("index", true), ("shape", true), ("order", false)],
+            "prefetch",
+            span,
+        )?;
+        if a.any_poison() {
+            return Ok(Val::Tuple(vec![]));
+        }
+        let (t, _, rank) = self.tensor_arg(a.get(0), a.span(0))?;
+        let order = match a.get(3) {
+            None => (0..rank as u32).collect(),
+            Some(v) => self.permutation(Some(v), rank, a.span(3))?,
+        };
+        let index = self.index_values(a.get(1), rank, a.span(1))?;
+        let tile = self.tile_shape_of_rank(a.get(2), rank, a.span(2))?;
+        self.func.push_void(OpKind::Prefetch { tensor: t, index, order, tile }, Some(span));
+        Ok(Val::Tuple(vec![]))
+    }
+
+    /// A `shape=` argument of a tile of a rank-`rank` tensor (`load`, `prefetch`).
+    fn tile_shape_of_rank(&mut self, v: Option<&Val>, rank: usize, span: Span) -> R<Vec<i64>> {
+        let shape = self.tile_shape(v, span)?;
+        if shape.len() != rank {
+            return Err(Diagnostic::error(
+                "E0012",
+                format!("tile shape has rank {} but the tensor has rank {rank}", shape.len()),
+            )
+            .with_primary(span, "here"));
+        }
+        Ok(shape)
     }
 
     /// A `mask=` argument: an i1 tile (or bool scalar) broadcast to `shape`.

@@ -60,6 +60,7 @@ pub(crate) const BUILTINS: &[(&str, Handler)] = &[
     ("concat", shape::concat),
     ("pack_fp4", fp4::pack_fp4),
     ("pow", math::pow),
+    ("prefetch", memory::prefetch),
     ("print", misc::print),
     ("rand", misc::rand),
     ("range", misc::range),
