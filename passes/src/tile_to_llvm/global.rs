@@ -229,9 +229,10 @@ impl Lowering<'_> {
     /// round-robin to the block's threads, each issuing `prefetch.global.L2` for an element of
     /// each of its lines that lies inside the tensor (lines past its bounds are skipped). The
     /// load/store unit takes them, not the Tensor Memory Accelerator: TMA prefetches
-    /// (`cp.async.bulk.prefetch.tensor`) queued ahead of the rings' copies in the SM's copy
-    /// engine and made Qwen2-7B's decode step 3 % slower on an H200
-    /// (bench/results/2026-11-28-session25/).
+    /// (`cp.async.bulk.prefetch.tensor`, one thread a box) made Qwen2-7B's decode step 3 %
+    /// slower on an H200 — likely queued ahead of the rings' copies in the SM's copy engine
+    /// (bench/results/2026-11-28-session25/). The largest tile (2^22 elements) is 512 rounds
+    /// of a 128-thread block.
     pub(crate) fn l2_prefetch(&mut self, kind: &OpKind) -> Result<(), Diagnostic> {
         let OpKind::Prefetch { tensor, index, order, tile } = kind else { return Err(err("not a prefetch")) };
         let Type::Tensor { dtype, .. } = self.func.ty(*tensor).clone() else {
