@@ -104,9 +104,16 @@ pub fn run(func: &mut Func, arch: &Arch) -> GridDependencyReport {
         names.join(", ")
     ));
     if loops + prefetches > 0 {
+        let mut of = BTreeSet::new();
+        walk_ops(&func.ops, &mut |o| {
+            if let OpKind::Prefetch { tensor, .. } = &o.kind {
+                of.insert(*tensor);
+            }
+        });
+        let of: Vec<&str> = func.params.iter().filter(|p| of.contains(&p.value)).map(|p| p.name.as_str()).collect();
         report.lines.push(format!(
             "L2 prefetches of {} issued before the wait ({loops} loop{}, {prefetches} alone)",
-            names.join(", "),
+            of.join(", "),
             if loops == 1 { "" } else { "s" },
         ));
     }

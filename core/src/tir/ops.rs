@@ -67,10 +67,10 @@ pub enum OpKind {
     /// A hint that tile `index` of `tensor` (addressed as `Load`, whose full shape is `tile`)
     /// will be read soon: its bytes are fetched into the L2 cache, nothing is returned and no
     /// result depends on it (the interpreter runs it as nothing; out-of-bounds parts fetch
-    /// nothing). Lowered to TMA prefetches through the tensor map of a TMA copy of the same
-    /// tensor and tile, where the kernel has one; otherwise to nothing (`tile-to-llvm` says
-    /// so). Ahead of a `tilegpu.grid_dependency_wait` for an `independent` tensor, it fetches a
-    /// model's weights while the grid before runs.
+    /// nothing). Lowered to `prefetch.global.L2` of the tile's 128-byte lines, dealt to the
+    /// block's threads. `tile-grid-dependency` puts those of an `independent` tensor before the
+    /// `tilegpu.grid_dependency_wait`, so that a model's weights arrive while the grid before
+    /// runs.
     Prefetch {
         tensor: ValueId,
         index: Vec<ValueId>,

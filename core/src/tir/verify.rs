@@ -339,9 +339,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
         OpKind::Load { tensor, index, order, .. } => {
             let (d, rank) = tensor_of(func, defined, op, *tensor)?;
             indices(func, defined, op, index, rank)?;
-            let mut o = order.clone();
-            o.sort_unstable();
-            if o != (0..rank as u32).collect::<Vec<_>>() {
+            if !is_permutation(order, rank) {
                 return fail(format!("order {order:?} is not a permutation of the tensor's {rank} dims"));
             }
             if shape_of(&r).map(<[i64]>::len) != Some(rank) || r.dtype() != d {
@@ -351,9 +349,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
         OpKind::Prefetch { tensor, index, order, tile } => {
             let (_, rank) = tensor_of(func, defined, op, *tensor)?;
             indices(func, defined, op, index, rank)?;
-            let mut o = order.clone();
-            o.sort_unstable();
-            if o != (0..rank as u32).collect::<Vec<_>>() || tile.len() != rank || tile.iter().any(|&e| e < 1) {
+            if !is_permutation(order, rank) || tile.len() != rank || tile.iter().any(|&e| e < 1) {
                 return fail(format!("a prefetch of a {tile:?} tile in order {order:?} of a rank-{rank} tensor"));
             }
         }
@@ -518,12 +514,10 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
                     return fail("indices are i32".into());
                 }
             }
-            let mut o = order.clone();
-            o.sort_unstable();
             let squeezed: Vec<i64> = tile.iter().copied().filter(|&d| d != 1).collect();
             let ok = index.len() == rank
                 && tile.len() == rank
-                && o == (0..rank as u32).collect::<Vec<_>>()
+                && is_permutation(order, rank)
                 && matches!(&r, Type::Smem { shape, dtype: d, .. } if *d == dtype && shape.len() == 2 && shape.iter().copied().filter(|&x| x != 1).eq(squeezed.iter().copied()));
             if !ok {
                 return fail(format!("an async copy of a {tile:?} tile of a rank-{rank} tensor into {}", r.to_mlir()));
@@ -642,9 +636,7 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
         OpKind::Permute { value, perm } => {
             let a = u(*value)?;
             let Some(s) = shape_of(&a) else { return fail("a permute of a non-tile".into()) };
-            let mut p = perm.clone();
-            p.sort_unstable();
-            if p != (0..s.len() as u32).collect::<Vec<_>>() {
+            if !is_permutation(perm, s.len()) {
                 return fail(format!("perm {perm:?} is not a permutation of {} dims", s.len()));
             }
             let want: Vec<i64> = perm.iter().map(|&i| s[i as usize]).collect();
@@ -723,6 +715,13 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
         define(defined, res, Some(op))?;
     }
     Ok(())
+}
+
+/// Whether `p` holds each of `0..rank` exactly once.
+fn is_permutation(p: &[u32], rank: usize) -> bool {
+    let mut s = p.to_vec();
+    s.sort_unstable();
+    s.iter().copied().eq(0..rank as u32)
 }
 
 fn tensor_of(func: &Func, defined: &[bool], op: &Op, t: ValueId) -> Result<(DType, usize), Diagnostic> {

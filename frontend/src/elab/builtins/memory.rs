@@ -120,10 +120,7 @@ impl Cx<'_> {
             )
             .with_primary(span, "this load"));
         }
-        let order = match a.get(4) {
-            None => (0..rank as u32).collect(),
-            Some(v) => self.permutation(Some(v), rank, a.span(4))?,
-        };
+        let order = self.order_arg(a.get(4), rank, a.span(4))?;
         let latency = match a.get(5) {
             None => 0,
             Some(Val::Int(l)) if (1..=16).contains(l) => *l as u32,
@@ -199,14 +196,20 @@ impl Cx<'_> {
             return Ok(Val::Tuple(vec![]));
         }
         let (t, _, rank) = self.tensor_arg(a.get(0), a.span(0))?;
-        let order = match a.get(3) {
-            None => (0..rank as u32).collect(),
-            Some(v) => self.permutation(Some(v), rank, a.span(3))?,
-        };
+        let order = self.order_arg(a.get(3), rank, a.span(3))?;
         let index = self.index_values(a.get(1), rank, a.span(1))?;
         let tile = self.tile_shape_of_rank(a.get(2), rank, a.span(2))?;
         self.func.push_void(OpKind::Prefetch { tensor: t, index, order, tile }, Some(span));
         Ok(Val::Tuple(vec![]))
+    }
+
+    /// An `order=` argument (`load`, `prefetch`): the tensor's dims in their own order when
+    /// it is left out.
+    fn order_arg(&mut self, v: Option<&Val>, rank: usize, span: Span) -> R<Vec<u32>> {
+        match v {
+            None => Ok((0..rank as u32).collect()),
+            Some(v) => self.permutation(Some(v), rank, span),
+        }
     }
 
     /// A `shape=` argument of a tile of a rank-`rank` tensor (`load`, `prefetch`).
