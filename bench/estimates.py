@@ -17,7 +17,14 @@ The model, per kernel and shape:
   across iterations": each stage released by a commit) cost their tensor time only, and each
   tile adds what is not overlapped with another tile's products (one block an SM, not
   persistent): the pipeline's first fill (one DRAM round trip, TMA_FILL_US, assumed) and the
-  epilogue's store of the tile at the SM's share of DRAM bandwidth; mma.sync is synchronous
+  epilogue's store of the tile at the SM's share of DRAM bandwidth. A persistent kernel whose
+  accumulator is double-buffered in Tensor Memory (the report's "in the region of the tile's
+  slot": `tile-epilogue-overlap`) runs each tile's epilogue while the next tile's products
+  are on the tensor core: it pays the fill once a block, and a tile only the part of its
+  epilogue (and, without a producer warpgroup to copy the next tile's stages ahead, of the
+  next fill) longer than the products queued when the last one of a tile is issued — the
+  ring's stages but one (assumed: the issuing thread runs ahead of the tensor core by the
+  stages that hold data); mma.sync is synchronous
   per warp and other warps cover it (no wait term: its GEMM estimate is the roofline, an
   upper bound). The wait is the one we measured on the H100:
   wgmma waited for at every K step against kept in flight, GEMM 4096³ 128x256x64 at 585.9
@@ -41,7 +48,8 @@ The model, per kernel and shape:
   schedulers an SM, one instruction a clock each), and the softmax of a key tile is
   hundreds of them a warp. The script assembles the kernel with ptxas 13.0 and disassembles
   it (cuobjdump -sass), finds the main loop (the backward branch whose body holds the most
-  tensor and MUFU instructions) and walks one iteration's common path: a wait's retry branch
+  tensor-core instructions, the innermost of those with as many; MUFU where none has any)
+  and walks one iteration's common path: a wait's retry branch
   not taken, the ragged-tile mask skipped (a region with `FSEL … -INF`: only the last key
   tile, and a causal block's diagonal, take it), and a region of 16 or more FMULs and no
   MUFU — the accumulator's rescale — skipped where the kernel's running maximum moves only
@@ -142,6 +150,13 @@ def report(tilec, kernel, arch, consts, ptx):
     return out.stdout + out.stderr
 
 
+def pipeline_facts(rep):
+    """(the first ring's stages, whether a producer warpgroup copies, whether the chain is
+    double-buffered across a persistent tile loop) from the report."""
+    m = re.search(r"tile-pipeline: load of \S+: latency=\d+ → distance \d+, (\d+) stages", rep)
+    return (int(m.group(1)) if m else 1, "warp-specialized:" in rep, "in the region of the tile's slot" in rep)
+
+
 def products(rep):
     """(M, N, K, family, K steps, kept in flight) of each product the lowering reports."""
     found = []
@@ -199,9 +214,13 @@ def loop_issue(sass, conditional_rescale):
     for a, t in ins:
         tg = branch_target(t)
         if tg is not None and tg < a and "ANY" not in t and conditional(t):
-            n = sum(1 for b, x in ins if tg <= b <= a and any(k in x for k in TENSOR))
-            if best is None or n > best[2]:
-                best = (tg, a, n)
+            body = [x for b, x in ins if tg <= b <= a]
+            tc = sum(1 for x in body if any(k in x for k in TENSOR if k != "MUFU"))
+            # The most tensor-core instructions; among loops with as many (a persistent tile
+            # loop around its K loop, whose index division is MUFU.RCP), the innermost.
+            key = (tc, 0 if tc else sum("MUFU" in x for x in body), tg - a)
+            if best is None or key > best[2]:
+                best = (tg, a, key)
     if best is None:
         return None
     lo, hi, _ = best
@@ -230,13 +249,15 @@ def loop_issue(sass, conditional_rescale):
     return n, issuer
 
 
-def issue_term(ptx):
+def issue_term(ptx, producer_warps=0):
     """Clocks the busiest scheduler spends issuing one iteration of the main loop, with the
     walk's counts (see the docstring); None where the SASS has no such loop. The rescale is
     conditional where the lowering votes on its factors (`vote.sync.any`: the factor of a
     running maximum that moves only past a threshold)."""
     conditional_rescale = "vote.sync.any.pred" in ptx.read_text()
     sass, warps = sass_of(ptx)
+    # A producer warpgroup runs its own copy loop, not the main loop's instructions.
+    warps -= producer_warps
     walk = loop_issue(sass, conditional_rescale)
     if walk is None:
         return None
@@ -247,13 +268,14 @@ def issue_term(ptx):
             "conditional_rescale": conditional_rescale}
 
 
-def estimate(kernel, shape, arch, prods, issue=None):
+def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False)):
     t = TARGETS[arch]
     peak = t["peaks"][shape.get("prec", "16-bit")]
     elem = shape.get("elem", 2)
     per_sm_flops = peak * 1e12 / t["sms"]
     # mma.sync is synchronous per warp: other warps (and GB10's second block) cover its
     # latency, so no wait term; the asynchronous family waits for each product group.
+    once = 0.0
     fam0 = prods[0][3]
     wait = H100_WAIT_US * 1e-6 if fam0 == "tcgen05" else 0.0
     if kernel in GEMMS:
@@ -267,9 +289,16 @@ def estimate(kernel, shape, arch, prods, issue=None):
         tiles = (M // bm) * (N // bn) * batch
         steps = K // bk
         t_step = 2 * bm * bn * bk / per_sm_flops
-        if in_flight:
+        stages, producer, double = facts
+        fill, epilogue = TMA_FILL_US * 1e-6, 2 * bm * bn / (t["dram_tbps"] * 1e12 / t["sms"])
+        if in_flight and double:
             wait = 0.0
-            edges = TMA_FILL_US * 1e-6 + 2 * bm * bn / (t["dram_tbps"] * 1e12 / t["sms"])
+            queued = max(0, stages - 1) * t_step
+            edges = max(0.0, epilogue + (0.0 if producer else fill) - queued)
+            once = fill
+        elif in_flight:
+            wait = 0.0
+            edges = fill + epilogue
         else:
             edges = 0.0
         per_tile = steps * (t_step + wait) + edges
@@ -277,10 +306,11 @@ def estimate(kernel, shape, arch, prods, issue=None):
             per_tile = max(per_tile, steps * issue["issue_clocks"] / (CLOCK_GHZ * 1e9) + edges)
         serial = {
             "tile": [bm, bn, bk],
-            "family": fam + (" (in flight)" if in_flight else ""),
+            "family": fam + (" (in flight, two TMEM accumulators)" if double else " (in flight)" if in_flight else ""),
             "k_steps_per_tile": steps,
             "tensor_us_per_step": t_step * 1e6,
             "tile_fill_and_epilogue_us": edges * 1e6,
+            "fill_once_per_block_us": once * 1e6,
         }
     else:
         B, H, S, D = shape["B"], shape["H"], shape["S"], shape["D"]
@@ -330,7 +360,7 @@ def estimate(kernel, shape, arch, prods, issue=None):
         serial["issue"] = dict(issue, issue_us_per_step=issue["issue_clocks"] / (CLOCK_GHZ * 1e3))
     roof = max(flops / (peak * 1e12), bytes_ / (t["dram_tbps"] * 1e12))
     waves = -(-tiles // t["sms"])
-    t_est = max(roof, waves * per_tile)
+    t_est = max(roof, waves * per_tile + once)
     return {
         "flops": flops,
         "dram_bytes": bytes_,
@@ -359,11 +389,13 @@ def main():
                 if kernel in ("fmha", "fmha_fp8"):
                     consts.update({"TILE_D": shape["D"], "CAUSAL": str(shape["causal"]).lower()})
                 ptx = work / f"{kernel}.{arch}.{len(rows)}.ptx"
-                prods = products(report(tilec, kernel, arch, consts, ptx))
+                rep = report(tilec, kernel, arch, consts, ptx)
+                prods = products(rep)
                 if not prods:
                     raise SystemExit(f"{kernel} {arch}: no product in the report")
-                issue = issue_term(ptx) if arch == "sm_103a" else None
-                e = estimate(kernel, shape, arch, prods, issue)
+                facts = pipeline_facts(rep)
+                issue = issue_term(ptx, 4 if facts[1] else 0) if arch == "sm_103a" else None
+                e = estimate(kernel, shape, arch, prods, issue, facts)
                 rows.append({"target": arch, "chip": TARGETS[arch]["chip"], "kernel": kernel, "case": label, **e})
     doc = {
         "kind": "ESTIMATES (not measured: no B300 or GB10 here)",
@@ -404,9 +436,13 @@ def main():
         "(FlashAttention-4 94.5 at B8 S8192 H32 D64), GB10 bf16 GEMM 92; B200 FMHA 1,613 TFLOP/s (FlashAttention-4).",
         "",
         "What the estimates say: the GEMM's products kept in flight across K steps (each ring stage released",
-        "by a `tcgen05.commit`, no wait in the K loop) take sm_103a's GEMM past the 70 % goal; what remains",
-        "is each tile's fill and epilogue, not overlapped with another tile's products (a persistent kernel",
-        "with two TMEM accumulators would hide them) and the last wave's quantisation. FMHA at D = 128 passes",
+        "by a `tcgen05.commit`, no wait in the K loop) take sm_103a's GEMM past the 70 % goal; since",
+        "2026-11-28 (session 26) `matmul`, `bmm` and the fp8 GEMMs are persistent there with a producer warpgroup and two",
+        "TMEM accumulators (`tile-epilogue-overlap`: each tile's epilogue under the next tile's products, the",
+        "next tile's stages copied meanwhile), so a block pays one fill and a tile only the epilogue time past",
+        "the products its ring holds queued — none at these tiles (GEMM 4096³ 0.77 -> 0.83, 8192³ 0.93 ->",
+        "0.98, BMM 0.57 -> 0.86; `bench/results/2026-11-27-estimates-issue/` has the rows before); what remains",
+        "is the last wave's quantisation (4096³: 512 tiles on 148 SMs, 3.5 waves). FMHA at D = 128 passes",
         "it with two query tiles a block (FlashAttention-4's ping-pong of two softmaxes in one instruction",
         "stream: `S_A`, `P_A·V`, `S_B`, `P_B·V` issued back to back, each left in flight with a TMEM region and",
         "an mbarrier of its own, A's softmax under `S_B` and the products after it, B's under A's `P·V`): only",
@@ -433,11 +469,13 @@ def main():
         "L2 misses beyond them are not modelled).",
         "",
         "The other tensor-core kernels at the precision of their operands: the batched GEMM's 1024³ products",
-        "are 16 K steps a tile, so each tile's fill and epilogue weigh four times what they do in the 4096³",
-        "GEMM; the fp8 GEMM keeps its products in flight as the bf16 one does, and so does the block-scaled",
-        "NVFP4 GEMM (its scale factors in a Tensor Memory region a stage of its A ring, so the next stages'",
-        "factors are stored while a product runs), 128x256 tiles against FP4's 13 PFLOP/s: what is left is",
-        "each tile's fill and epilogue; fp8 FMHA waits for its products where they are issued (its own order), its softmax serial against twice the tensor rate. The decode kernels",
+        "are 16 K steps a tile, so a tile's fill and epilogue weighed four times what they do in the 4096³",
+        "GEMM until the persistent kernel hid them; the fp8 GEMM keeps its products in flight and is",
+        "persistent with two accumulators as the bf16 one is (0.84 -> 0.96); the block-scaled",
+        "NVFP4 GEMM keeps its products in flight too (its scale factors in a Tensor Memory region a stage of its A ring, so the next stages'",
+        "factors are stored while a product runs; its 256-column accumulator and scale regions leave no room",
+        "for a second accumulator), 128x256 tiles against FP4's 13 PFLOP/s: what is left is each tile's fill",
+        "and epilogue; fp8 FMHA waits for its products where they are issued (its own order), its softmax serial against twice the tensor rate. The decode kernels",
         "(16-row products since this session's tcgen05 M = 64 path) and the split-K GEMMs are bound by DRAM",
         "bandwidth; their roofline is bytes / bandwidth and no latency model of theirs is written here.",
     ]

@@ -393,7 +393,7 @@ fn the_experiment_file_of_the_passes_page_runs() {
     let (code, out, err) = tilec(&["experiment", "--file", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().filter(|l| l.contains("| agree (")).count(), 4, "{out}");
-    assert!(out.contains("| canonicalized | 4096x4096x4096 | agree (10 passes"), "{out}");
+    assert!(out.contains("| canonicalized | 4096x4096x4096 | agree (11 passes"), "{out}");
 }
 
 /// Variants of another kernel (`kernel=`), of an edited copy (`source=`), with constants for

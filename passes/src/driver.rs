@@ -582,6 +582,11 @@ pub(crate) fn run_tile_mma_overlap(d: &mut Driver, step: &Step) -> Result<(), Di
     in_place(d, step, Level::TileGpu, |f| Ok(crate::tile_mma_overlap::run(f).lines))
 }
 
+/// The driver entry of `tile-epilogue-overlap`.
+pub(crate) fn run_tile_epilogue_overlap(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    in_place(d, step, Level::TileGpu, |f| Ok(crate::tile_epilogue_overlap::run(f).lines))
+}
+
 /// The driver entry of `tile-grid-dependency`.
 pub(crate) fn run_tile_grid_dependency(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     in_place(d, step, Level::TileGpu, |f| {

@@ -8,6 +8,7 @@
 
 pub mod driver;
 pub mod tile_approx_math;
+pub mod tile_epilogue_overlap;
 pub mod tile_grid_dependency;
 pub mod tile_layout;
 pub mod tile_licm;
@@ -300,6 +301,13 @@ pub const PASSES: &[PassInfo] = &[
         run: driver::run_tile_mma_overlap,
     },
     PassInfo {
+        name: "tile-epilogue-overlap",
+        produces: Stage::Tilegpu,
+        doc: "in a persistent kernel whose products accumulate in Tensor Memory, run each tile's epilogue after the next tile's products are issued (two accumulators in alternating TMEM regions)",
+        options: &[],
+        run: driver::run_tile_epilogue_overlap,
+    },
+    PassInfo {
         name: "tile-grid-dependency",
         produces: Stage::Tilegpu,
         doc: "issue the prologue's TMA copies of the tensors the kernel declares `independent` (no earlier grid writes them: weights) before it waits for the grid before it (programmatic dependent launch), so they arrive while that grid finishes",
@@ -412,7 +420,7 @@ pub struct PipelineConfig {
 pub const REQUIRED: [&str; 2] = ["tile-layout", "tile-to-llvm"];
 
 /// The tilec passes of the default pipeline, in order.
-pub const DEFAULT_PASSES: [&str; 11] = [
+pub const DEFAULT_PASSES: [&str; 12] = [
     "tile-load-order",
     "tile-approx-math",
     "tile-persistent",
@@ -422,6 +430,7 @@ pub const DEFAULT_PASSES: [&str; 11] = [
     "tile-pipeline",
     "tile-warp-specialize",
     "tile-mma-overlap",
+    "tile-epilogue-overlap",
     "tile-grid-dependency",
     "tile-to-llvm",
 ];

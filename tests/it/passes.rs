@@ -238,6 +238,11 @@ fn persistent_gemms_interpret_like_their_references() {
     let mut ws = plain.clone();
     ws[3] = pass("tile-pipeline", &[("warp-specialize", "true")]);
     ws.push(pass("tile-warp-specialize", &[]));
+    // On sm_103a the accumulator is in Tensor Memory and `tile-epilogue-overlap` moves each
+    // tile's epilogue after the next tile's products (the accumulator and the coordinates
+    // carried, the last tile's epilogue after the loop).
+    let mut two = ws.clone();
+    two.extend([pass("tile-mma-overlap", &[]), pass("tile-epilogue-overlap", &[])]);
     // 128-row tiles over 8 warps: wgmma, so TMA rings.
     let gemm = |d: &[i64]| Case::new(DType::F16, d).with("TILE_M", 128).with("TILE_N", 64).with("TILE_K", 32);
     let cases = [
@@ -245,10 +250,19 @@ fn persistent_gemms_interpret_like_their_references() {
         ("matmul", gemm(&[300, 130, 100]).with("GROUP_M", 3)),
         ("matmul", gemm(&[1, 300, 64])),
         ("bmm", gemm(&[2, 300, 72, 168])),
+        // An epilogue that loads (the row and column scales at the carried coordinates).
+        (
+            "matmul_fp8_rowwise",
+            Case::new(DType::F8E4M3, &[300, 130, 256]).with("TILE_M", 128).with("TILE_N", 64).with("GROUP_M", 2),
+        ),
     ];
-    for (steps, what) in [(&plain, "plain"), (&ws, "warp-specialized")] {
+    for (steps, what) in [(&plain, "plain"), (&ws, "warp-specialized"), (&two, "two TMEM accumulators")] {
         let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
-            let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
+            let mut f = f.clone();
+            if what == "two TMEM accumulators" {
+                f.target = "sm_103a".into();
+            }
+            let mut d = Driver::new(&mlir, Ir::Tile(f));
             for s in steps.iter() {
                 d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
             }
@@ -257,7 +271,12 @@ fn persistent_gemms_interpret_like_their_references() {
             // The rings are made once, before the tile loop.
             let ring = text.find("tilegpu.stages_alloc").expect("pipelined");
             assert!(ring < text.find("scf.for").unwrap(), "{what}: a ring inside the tile loop");
-            assert_eq!(text.contains("tile.warp_specialize"), what == "warp-specialized", "{what}");
+            assert_eq!(text.contains("tile.warp_specialize"), what != "plain", "{what}");
+            if what == "two TMEM accumulators" {
+                // The epilogue's two waits: in the loop (the previous tile), after it (the last).
+                assert!(text.contains("#tilegpu.tcgen05"), "{what}: not on tcgen05");
+                assert_eq!(text.matches("tilegpu.mma_wait").count(), 2, "{what}");
+            }
             mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
         };
         for (name, case) in &cases {
@@ -765,7 +784,9 @@ fn emulating_sm_121a_on_sm_90a_compiles_spark_s_choices_for_the_h100() {
 /// `--no-tcgen05` keeps `mma.sync`.
 #[test]
 fn a_tcgen05_gemm_keeps_its_accumulator_in_tensor_memory() {
-    let ptx = ptx_for("matmul", "matmul", false, "sm_103a");
+    // Not persistent (sm_103a's default is: `a_persistent_tcgen05_gemm_alternates_two_accumulators`).
+    let one = |o: tilec::CompileOptions| tilec::CompileOptions { consts: not_persistent(), ..o };
+    let ptx = ptx_with("matmul", "matmul", one(tilec::CompileOptions { arch: "sm_103a".into(), ..Default::default() }));
     let n = |s: &str| ptx.matches(s).count();
     assert_eq!(n("tcgen05.alloc.cta_group::1"), 1);
     assert_eq!(n("tcgen05.relinquish_alloc_permit"), 1);
@@ -785,8 +806,69 @@ fn a_tcgen05_gemm_keeps_its_accumulator_in_tensor_memory() {
     assert_eq!(n("tcgen05.st.sync.aligned.32x32b.x32"), 4);
     assert_eq!(n("tcgen05.ld.sync.aligned.32x32b.x32"), 4);
     let o = tilec::CompileOptions { arch: "sm_103a".into(), no_tcgen05: true, ..Default::default() };
-    let ptx = ptx_with("matmul", "matmul", o);
+    let ptx = ptx_with("matmul", "matmul", one(o));
     assert!(ptx.contains("mma.sync") && !ptx.contains("tcgen05"));
+}
+
+/// `PERSISTENT = false` and `WARP_SPECIALIZE = false`: matmul as one block a tile.
+fn not_persistent() -> std::collections::BTreeMap<String, tilec::ConstArg> {
+    ["PERSISTENT", "WARP_SPECIALIZE"].iter().map(|k| (k.to_string(), tilec::ConstArg::Bool(false))).collect()
+}
+
+/// A persistent GEMM on sm_103a (`tile-epilogue-overlap`): 512 columns of Tensor Memory, two
+/// 256-column accumulators the tiles alternate between (a slot carried by the tile loop,
+/// flipped by `xor 1`), three mbarriers of 257 arrivals (the kernel's and one a region); each
+/// tile's products are committed to their region's mbarrier after the K loop — no wait there —
+/// and the epilogue of the previous tile waits for the other region's mbarrier and loads it
+/// (in the loop; the last tile's after it: twice four `tcgen05.ld`), never inside the K loop.
+/// With and without the producer warpgroup; ptxas takes both without spills.
+#[test]
+fn a_persistent_tcgen05_gemm_alternates_two_accumulators() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul.tile");
+    let src = tilec::Source::new("matmul", std::fs::read_to_string(p).unwrap());
+    // sm_103a's defaults (persistent, a producer warpgroup), and without the producer.
+    for ws in [true, false] {
+        let consts = if ws {
+            Default::default()
+        } else {
+            [("WARP_SPECIALIZE".to_string(), tilec::ConstArg::Bool(false))].into()
+        };
+        let o = tilec::CompileOptions { arch: "sm_103a".into(), consts, ..Default::default() };
+        let c = tilec::compile(&src, &o).unwrap();
+        let ptx = c.ptx();
+        let n = |s: &str| ptx.matches(s).count();
+        assert_eq!(n("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32"), 1);
+        assert!(ptx.contains(", 512; tcgen05.relinquish_alloc_permit"), "ws {ws}: 512 columns");
+        assert_eq!(n(", 257;"), 3, "ws {ws}: the kernel's mbarrier and one a region");
+        // Two ring releases in the K loop, the tile's commit after it; none onto the kernel's.
+        assert_eq!(n("tcgen05.commit.cta_group::1"), 3, "ws {ws}");
+        assert_eq!(n("mbarrier.arrive.shared::cta.b64 st"), 2, "ws {ws}: the two epilogues' waits");
+        assert_eq!(n("tcgen05.ld.sync.aligned.32x32b.x32"), 8, "ws {ws}");
+        assert!(ptx.contains("xor.b32") && ptx.contains(", 1;"), "ws {ws}: the slot flips");
+        // The K loop: the shortest span from a label to a branch back to it that issues.
+        let lines: Vec<&str> = ptx.lines().collect();
+        let mut spans = vec![];
+        for (i, l) in lines.iter().enumerate() {
+            let Some(label) = l.strip_suffix(':') else { continue };
+            for j in i..lines.len() {
+                let back = lines[j].contains("bra") && lines[j].trim_end().ends_with(&format!("{label};"));
+                if back && lines[i..j].iter().any(|x| x.contains("tcgen05.mma")) {
+                    spans.push(&lines[i..j]);
+                }
+            }
+        }
+        let body = spans.into_iter().min_by_key(|b| b.len()).expect("a K loop");
+        let count = |s: &str| body.iter().filter(|l| l.contains(s)).count();
+        assert_eq!(count("tcgen05.mma.cta_group::1"), 4, "ws {ws}: the K loop");
+        assert_eq!(count("tcgen05.ld") + count("tcgen05.st"), 0, "ws {ws}: TMEM moved inside the K loop");
+        assert_eq!(count("mbarrier.try_wait.shared::cta.b64"), 0, "ws {ws}: the K loop waits for its products");
+        let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap();
+        assert_eq!((r.spill_stores, r.spill_loads, r.stack_bytes), (0, 0, 0), "ws {ws}");
+    }
+    // Not persistent: one accumulator, the wait after the K loop.
+    let o = tilec::CompileOptions { arch: "sm_103a".into(), consts: not_persistent(), ..Default::default() };
+    let ptx = tilec::compile(&src, &o).unwrap().ptx().to_string();
+    assert!(ptx.contains(", 256; tcgen05.relinquish_alloc_permit") && ptx.matches(", 257;").count() == 1);
 }
 
 /// fp8 attention writes P to shared memory between its two products; each warpgroup writes

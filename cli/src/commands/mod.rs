@@ -171,7 +171,7 @@ mod tests {
 pub struct VariantArgs {
     /// Leave an optional pass out of the default pipeline (repeatable): tile-load-order,
     /// tile-approx-math, tile-persistent, tile-licm, tile-swizzle, tile-pipeline, tile-warp-specialize,
-    /// tile-mma-overlap, tile-grid-dependency.
+    /// tile-mma-overlap, tile-epilogue-overlap, tile-grid-dependency.
     #[arg(long = "disable-pass", value_name = "NAME")]
     pub disable_pass: Vec<String>,
     /// Options of a pass of the default pipeline, as a pipeline writes them (repeatable):

@@ -102,7 +102,7 @@ fn tile_dce_runs_through_experiment_and_pipeline_edits() {
     };
     // Cells: variant, case, stages, regs, spills, smem, …, bar (the last).
     let (default, dce, library) = (row("default"), row("tile-dce"), row("library-softmax"));
-    assert!(dce[3].starts_with("agree (9 passes"), "{out}");
+    assert!(dce[3].starts_with("agree (10 passes"), "{out}");
     let bar = |r: &[String]| r[r.len() - 2].parse::<u32>().unwrap();
     let smem = |r: &[String]| r[6].parse::<u32>().unwrap();
     assert!(bar(&dce) < bar(&default) && smem(&dce) < smem(&default), "{out}");

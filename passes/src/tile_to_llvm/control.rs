@@ -3,6 +3,7 @@
 use super::emit::{ICmp, Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::Value;
+use super::tcgen05::TmemPlan;
 use super::{err, Lowering};
 use tilec_core::tir::{walk_ops, OpKind};
 use tilec_core::Diagnostic;
@@ -32,10 +33,22 @@ impl Lowering<'_> {
             self.em.convert("sext", &step, Ty::I64),
         );
         let (hdr, body_b, exit) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
+        let key = TmemPlan::loop_key(kind);
+        // A tile loop double-buffering a chain (`tile-epilogue-overlap`), and whether this is
+        // the product loop of the tile loop being lowered: its chain lives in the slot's region.
+        let double = key.and_then(|k| self.facts.tmem.double.get(&k).cloned().map(|d| (k, d)));
+        let product_loop = self
+            .tmem_slot
+            .clone()
+            .filter(|_| key.is_some_and(|k| self.facts.tmem.double.values().any(|d| d.product_loop == k)));
         let mut init_vals = vec![];
         for ((i, it), res) in init.iter().zip(iters).zip(results) {
             init_vals.push(match (self.facts.tmem.kept.get(it), self.get(*i)?) {
-                (Some(&col), _) => self.tmem_chain_init(*i, col)?,
+                // (Never read: the first iteration has no previous tile.)
+                (Some(&col), _) if double.as_ref().is_some_and(|(_, d)| d.carried == *it) => {
+                    Value::Tmem { col, alt: None }
+                }
+                (Some(&col), _) => self.tmem_chain_init(*i, col, product_loop.as_ref())?,
                 // The initial registers of a wgmma chain kept in flight pass through an
                 // opaque identity: otherwise LLVM sees a constant (a zero accumulator) flowing
                 // into the loop's block argument and rematerialises it on the back edge's
@@ -59,16 +72,28 @@ impl Lowering<'_> {
         }
         let mut entry = vec![lb];
         entry.extend(super::regs::flatten_values(&init_vals)?);
+        // The double-buffered chain's slot: 0 in the first iteration, then 1, 0, …
+        if double.is_some() {
+            entry.push(self.em.ci32(0));
+        }
         self.em.br(&hdr, &entry);
         let ivn = self.em.fresh_reg(Ty::I64);
         let mut args = vec![ivn.clone()];
         args.extend(self.bind_values(iters, &init_vals)?);
+        let slot = double.as_ref().map(|_| self.em.fresh_reg(Ty::I32));
+        args.extend(slot.clone());
         self.em.label(&hdr, &args);
         let c = self.em.icmp(ICmp::Slt, &ivn, &ub);
         self.em.cond_br(&c, &body_b, &exit);
         self.em.label(&body_b, &[]);
         let iv32 = self.em.convert("trunc", &ivn, Ty::I32);
         self.vals.insert(*iv, Value::Scalar(iv32));
+        let outer_slot = self.tmem_slot.take();
+        if let (Some((k, d)), Some(slot)) = (&double, &slot) {
+            let [cur, prev] = self.tmem_regions(*k, d, slot)?;
+            self.vals.insert(d.carried, Value::Tmem { col: d.col, alt: Some(prev) });
+            self.tmem_slot = Some(cur);
+        }
         let before = self.smem_loop_begin();
         // The body's global accesses of the previous iteration may still be pending at its
         // top (no barrier is known to separate them): count them as pending from the start.
@@ -76,18 +101,35 @@ impl Lowering<'_> {
         self.tmem_loop_top(kind);
         self.ops(body)?;
         self.smem_loop_end(before);
+        self.tmem_slot = outer_slot;
         let next = self.em.add(&ivn, &step);
         let mut back: Vec<Reg> = vec![next];
         back.extend(self.flatten(yields)?);
+        if let Some(slot) = &slot {
+            let one = self.em.ci32(1);
+            back.push(self.em.xor(slot, &one));
+        }
         self.em.br(&hdr, &back);
         self.em.label(&exit, &[]);
-        // The header's arguments dominate the exit: they are the final values.
+        // The header's arguments dominate the exit: they are the final values. The tile
+        // loop's carried accumulator is the last tile's, in the region the slot does not name.
+        if let (Some((k, d)), Some(slot)) = (&double, &slot) {
+            let [_, prev] = self.tmem_regions(*k, d, slot)?;
+            self.vals.insert(d.carried, Value::Tmem { col: d.col, alt: Some(prev) });
+        }
         for (r, it) in results.iter().zip(iters) {
             let v = match self.get(*it)? {
-                Value::Tmem { col } if self.facts.tmem.used_results.contains(r) => self.tmem_chain_result(*r, col)?,
+                Value::Tmem { col, alt } if self.facts.tmem.used_results.contains(r) => {
+                    self.tmem_chain_result(*r, col, alt.as_ref())?
+                }
                 v => v,
             };
             self.vals.insert(*r, v);
+        }
+        // This tile's products complete onto their region's mbarrier, which the next
+        // iteration's epilogue waits for.
+        if let Some(alt) = &product_loop {
+            self.commit_on_issuer(&alt.bar)?;
         }
         Ok(())
     }

@@ -283,6 +283,11 @@ pub(crate) struct Lowering<'f> {
     tmem: Option<(Reg, Reg)>,
     /// The mbarrier of each tcgen05 product left in flight (`TmemPlan::deferred`).
     tmem_bars: BTreeMap<ValueId, Reg>,
+    /// The first of the two mbarriers of each double-buffered chain, by its tile loop
+    /// (`TmemPlan::double`); the second follows it.
+    tmem_double_bars: BTreeMap<ValueId, Reg>,
+    /// Inside a double-buffered tile loop's body: the region its product loop writes.
+    tmem_slot: Option<regs::TmemAlt>,
     /// Whether a thread loaded or stored TMEM since the last product (the next one waits).
     tmem_dirty: bool,
     /// The buffers holding the replicated rows of copied A operands of products of fewer
@@ -746,6 +751,8 @@ fn lower_with<'f>(
         tmem: None,
         tmem_dirty: false,
         tmem_bars: BTreeMap::new(),
+        tmem_double_bars: BTreeMap::new(),
+        tmem_slot: None,
     };
     // Programmatic dependent launch (`grid_dependency_wait`): the kernel's first instruction,
     // unless `tile-grid-dependency` placed the wait after the copies of independent tensors.
@@ -1118,7 +1125,8 @@ impl Lowering<'_> {
                 self.tmem_deferred_wait(*value)?
             }
             OpKind::MmaWait { value, pending } => match self.get(*value)? {
-                Value::Tmem { col } if *pending == 0 => self.tmem_chain_wait(op.result, col)?,
+                Value::Tmem { col, alt: Some(a) } if *pending == 0 => self.tmem_alt_wait(op.result, col, &a)?,
+                Value::Tmem { col, alt: None } if *pending == 0 => self.tmem_chain_wait(op.result, col)?,
                 Value::Tmem { .. } => return Err(err("a tcgen05 chain waited for with products left pending")),
                 _ => self.mma_wait(*value, *pending)?,
             },

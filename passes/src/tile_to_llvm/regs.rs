@@ -38,9 +38,20 @@ pub(crate) enum Value {
     /// A tcgen05 accumulator kept in Tensor Memory at this column of the kernel's allocation
     /// (a loop-carried product, see `tcgen05`): no registers; carried by a loop without
     /// block arguments, brought into registers with `tcgen05.ld` where it leaves the chain.
+    /// `alt`: one of the two regions of a chain double-buffered across a tile loop
+    /// (`tile-epilogue-overlap`), chosen at run time.
     Tmem {
         col: i64,
+        alt: Option<TmemAlt>,
     },
+}
+
+/// Where a double-buffered chain's accumulator is at run time: `col + shift` columns into the
+/// kernel's TMEM, its products committed to the mbarrier `bar` of that region.
+#[derive(Clone, Debug)]
+pub(crate) struct TmemAlt {
+    pub shift: Reg,
+    pub bar: Reg,
 }
 
 /// The ring a stage view belongs to: its type (S×M×N) and the element index of the
@@ -155,7 +166,7 @@ impl Lowering<'_> {
                         })
                         .collect(),
                 ),
-                Value::Tmem { col } => Value::Tmem { col: *col },
+                Value::Tmem { col, alt } => Value::Tmem { col: *col, alt: alt.clone() },
                 Value::Tensor(_) | Value::SmemBuf { .. } => {
                     return Err(err("a tensor or shared buffer cannot be loop-carried"))
                 }

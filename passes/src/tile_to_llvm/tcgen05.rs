@@ -57,7 +57,7 @@
 
 use super::emit::{Reg, Ty};
 use super::ptx_asm::PtxAsm;
-use super::regs::Value;
+use super::regs::{TmemAlt, Value};
 use super::{err, Lowering};
 use crate::tile_layout::reads_a_from_tmem;
 use std::collections::{BTreeMap, BTreeSet};
@@ -121,6 +121,24 @@ pub(crate) struct TmemPlan {
     /// The buffers (`local_alloc` results) of the A operands of products of fewer than 64
     /// rows, and how many times each holds its rows (`Mma::tcgen05_a_replicas`).
     pub replicated: BTreeMap<ValueId, i64>,
+    /// Tile loops carrying a chain's result to the next iteration's epilogue
+    /// (`tile-epilogue-overlap`), by [`TmemPlan::loop_key`]: the chain double-buffered.
+    pub double: BTreeMap<ValueId, DoubleChain>,
+}
+
+/// A chain kept in two TMEM regions that a tile loop's iterations alternate between: each
+/// iteration's product loop accumulates in one (its slot) while the epilogue reads the previous
+/// tile's accumulator from the other; each region's products commit to an mbarrier of its own.
+#[derive(Clone, Debug)]
+pub(crate) struct DoubleChain {
+    /// The first region's column (the second follows it) and the columns of one.
+    pub col: i64,
+    pub cols: i64,
+    /// The product loop, by [`TmemPlan::loop_key`]: its result is committed to the slot's
+    /// mbarrier after it.
+    pub product_loop: ValueId,
+    /// The tile loop's iteration argument carrying the previous tile's accumulator.
+    pub carried: ValueId,
 }
 
 fn is_tcgen05(func: &Func, v: ValueId) -> bool {
@@ -155,6 +173,34 @@ impl TmemPlan {
         let mut scale_cols = 0i64;
         let mut scaled: Vec<(ValueId, ValueId)> = vec![];
         let mut deferred: BTreeSet<ValueId> = BTreeSet::new();
+        // A product loop's result a tile loop carries to its next iteration (and out of it):
+        // the tile loop, its iteration argument and its result.
+        let mut carried_by: BTreeMap<ValueId, (ValueId, ValueId, ValueId)> = BTreeMap::new();
+        // (Only what `tile-epilogue-overlap` makes: the argument and the result read by an
+        // `mma_wait` alone, not, say, an outer loop passing its accumulator on to an inner one.)
+        let mut waited_only: BTreeSet<ValueId> = BTreeSet::new();
+        func.walk(&mut |op| {
+            if let OpKind::MmaWait { value, .. } = &op.kind {
+                waited_only.insert(*value);
+            }
+        });
+        func.walk(&mut |op| {
+            let (OpKind::For { iters, yields, results, body, .. }, Some(key)) = (&op.kind, Self::loop_key(&op.kind))
+            else {
+                return;
+            };
+            for ((it, y), res) in iters.iter().zip(yields).zip(results) {
+                let inner = body.iter().any(|o| matches!(&o.kind, OpKind::For { results: r, .. } if r.contains(y)));
+                let waited = |v| match uses.get(v).copied().unwrap_or(0) {
+                    0 => true,
+                    1 => waited_only.contains(v),
+                    _ => false,
+                };
+                if inner && is_tcgen05(func, *y) && waited(it) && waited(res) {
+                    carried_by.insert(*y, (key, *it, *res));
+                }
+            }
+        });
         func.walk(&mut |op| match (&op.kind, op.result) {
             (OpKind::Stage { buf, .. }, Some(r)) => {
                 ring_of.insert(r, *buf);
@@ -218,7 +264,20 @@ impl TmemPlan {
                         if uses.get(res).is_some_and(|&n| n > 0) {
                             p.used_results.insert(*res);
                         }
-                        next += Mma::tmem_columns(func.ty(*y).shape());
+                        let cols = Mma::tmem_columns(func.ty(*y).shape());
+                        // Carried by a tile loop: two regions, and the tile loop's argument
+                        // and result are the chain's too (waited for where they are read).
+                        let double = carried_by.get(res).zip(Self::loop_key(&op.kind));
+                        if let Some((&(tile_loop, t_it, t_res), product_loop)) = double {
+                            for v in [t_it, t_res] {
+                                p.kept.insert(v, next);
+                                yielded_by.insert(v, *y);
+                            }
+                            p.used_results.remove(res);
+                            p.double.insert(tile_loop, DoubleChain { col: next, cols, product_loop, carried: t_it });
+                            next += cols;
+                        }
+                        next += cols;
                     }
                 }
             }
@@ -324,7 +383,9 @@ impl TmemPlan {
             if any {
                 p.product_loops.insert(k);
             }
-            if standalone {
+            // (A tile loop reading the previous tile's accumulator: the region it read is the
+            // one the next iteration's products write.)
+            if standalone || p.double.contains_key(&k) {
                 p.dirty_loops.insert(k);
             }
         });
@@ -456,7 +517,9 @@ impl Lowering<'_> {
         // The address slot (4 bytes) and the mbarrier (8), then one mbarrier for each product
         // left in flight, live for the whole kernel.
         let deferred: Vec<ValueId> = self.facts.tmem.deferred.keys().copied().collect();
-        let off = self.smem_alloc(16 + 8 * deferred.len() as i64, u32::MAX, 16)?;
+        // Then two for each double-buffered chain, one a region.
+        let double: Vec<ValueId> = self.facts.tmem.double.keys().copied().collect();
+        let off = self.smem_alloc(16 + 8 * (deferred.len() + 2 * double.len()) as i64, u32::MAX, 16)?;
         let base = self.smem_address();
         let o = self.em.ci32(off);
         let slot = self.em.add(&base, &o);
@@ -476,6 +539,14 @@ impl Lowering<'_> {
             let b = self.em.add(&slot, &c);
             self.tmem_bars.insert(*r, b.clone());
             bars.push(b);
+        }
+        for (k, t) in double.iter().enumerate() {
+            let at = 16 + 8 * (deferred.len() + 2 * k) as i64;
+            let (c0, c1) = (self.em.ci32(at), self.em.ci32(at + 8));
+            let b0 = self.em.add(&slot, &c0);
+            bars.push(b0.clone());
+            bars.push(self.em.add(&slot, &c1));
+            self.tmem_double_bars.insert(*t, b0);
         }
         let arrivals = i64::from(self.func.num_warps) * 32 + 1;
         self.on_issuer(|lw| {
@@ -520,8 +591,16 @@ impl Lowering<'_> {
                 }
             )
         };
+        let d2 = if t.double.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} chain(s) of them double-buffered across the tile loop (two regions, an mbarrier each)",
+                t.double.len()
+            )
+        };
         self.report.push(format!(
-            "tmem: {cols} columns allocated ({} for accumulators kept across loops{d}, {} shared by the other products{a}); its address and the products' mbarrier(s) at shared {off}",
+            "tmem: {cols} columns allocated ({} for accumulators kept across loops{d2}{d}, {} shared by the other products{a}); its address and the products' mbarrier(s) at shared {off}",
             t.kept_cols, t.scratch_cols
         ));
         Ok(())
@@ -785,23 +864,84 @@ impl Lowering<'_> {
     }
 
     /// The TMEM accumulator a loop chain starts from: `init`'s registers stored at `col`.
-    pub(crate) fn tmem_chain_init(&mut self, init: ValueId, col: i64) -> Result<Value, Diagnostic> {
+    pub(crate) fn tmem_chain_init(
+        &mut self,
+        init: ValueId,
+        col: i64,
+        alt: Option<&TmemAlt>,
+    ) -> Result<Value, Diagnostic> {
         let ty = self.func.ty(init).clone();
         let Some(Layout::Mma(m)) = ty.layout().cloned() else {
             return Err(err("a TMEM-carried accumulator without a tcgen05 layout"));
         };
         let regs = self.tile(init)?;
-        self.tmem_store(m, ty.shape(), col, &regs)?;
-        Ok(Value::Tmem { col })
+        self.with_tmem_shift(alt, |lw| lw.tmem_store(m, ty.shape(), col, &regs))?;
+        Ok(Value::Tmem { col, alt: alt.cloned() })
     }
 
     /// A chain's final accumulator, out of TMEM into registers.
-    pub(crate) fn tmem_chain_result(&mut self, result: ValueId, col: i64) -> Result<Value, Diagnostic> {
+    pub(crate) fn tmem_chain_result(
+        &mut self,
+        result: ValueId,
+        col: i64,
+        alt: Option<&TmemAlt>,
+    ) -> Result<Value, Diagnostic> {
         let ty = self.func.ty(result).clone();
         let Some(Layout::Mma(m)) = ty.layout().cloned() else {
             return Err(err("a TMEM-carried accumulator without a tcgen05 layout"));
         };
-        Ok(Value::Tile(self.tmem_load(m, ty.shape(), col)?))
+        Ok(Value::Tile(self.with_tmem_shift(alt, |lw| lw.tmem_load(m, ty.shape(), col))?))
+    }
+
+    /// `f` with the kernel's TMEM address moved to a double-buffered chain's region at run
+    /// time (`alt`'s shift, in columns: the address's low half).
+    fn with_tmem_shift<T>(&mut self, alt: Option<&TmemAlt>, f: impl FnOnce(&mut Self) -> T) -> T {
+        let (Some(a), Some((addr, bar))) = (alt, self.tmem.clone()) else { return f(self) };
+        let moved = self.em.add(&addr, &a.shift);
+        let saved = self.tmem.replace((moved, bar));
+        let out = f(self);
+        self.tmem = saved;
+        out
+    }
+
+    /// The two regions of a double-buffered chain in an iteration of its tile loop whose slot
+    /// is `slot`: the one its product loop writes, and the previous tile's.
+    pub(crate) fn tmem_regions(
+        &mut self,
+        tile_loop: ValueId,
+        d: &DoubleChain,
+        slot: &Reg,
+    ) -> Result<[TmemAlt; 2], Diagnostic> {
+        let bar0 = self
+            .tmem_double_bars
+            .get(&tile_loop)
+            .cloned()
+            .ok_or_else(|| err("a double-buffered tcgen05 chain without its mbarriers"))?;
+        let one = self.em.ci32(1);
+        let other = self.em.xor(slot, &one);
+        let (cols, c8) = (self.em.ci32(d.cols), self.em.ci32(8));
+        let mut region = |s: &Reg| {
+            let shift = self.em.mul(s, &cols);
+            let o = self.em.mul(s, &c8);
+            TmemAlt { shift, bar: self.em.add(&bar0, &o) }
+        };
+        Ok([region(slot), region(&other)])
+    }
+
+    /// `mma_wait` on the previous tile's accumulator of a double-buffered chain: its products
+    /// were committed to its region's mbarrier after their loop; every thread arrives and waits
+    /// for that phase, then loads the accumulator from the region if something reads it.
+    pub(crate) fn tmem_alt_wait(
+        &mut self,
+        result: Option<ValueId>,
+        col: i64,
+        alt: &TmemAlt,
+    ) -> Result<Value, Diagnostic> {
+        self.tmem_arrive_wait(&alt.bar);
+        match result {
+            Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col, Some(alt)),
+            _ => Ok(Value::Tmem { col, alt: Some(alt.clone()) }),
+        }
     }
 
     /// `mma` on the tcgen05 family: `acc + a · b`.
@@ -893,8 +1033,15 @@ impl Lowering<'_> {
             return self.tcgen05_mma_n_blocks([&aop, &bop], acc, m, &shape, [ks, kstep], idesc);
         }
         // Where D is, and whether the first K step reads it.
+        let acc_alt = match self.get(acc)? {
+            Value::Tmem { alt, .. } => alt,
+            _ => None,
+        };
         let (col, read_d, how) = match (self.get(acc)?, kept) {
-            (Value::Tmem { col }, Some(k)) if col == k => (col, true, "in place (kept in TMEM across the loop)"),
+            (Value::Tmem { col, alt: Some(_) }, Some(k)) if col == k => {
+                (col, true, "in place (kept in TMEM across the loop, in the region of the tile's slot)")
+            }
+            (Value::Tmem { col, .. }, Some(k)) if col == k => (col, true, "in place (kept in TMEM across the loop)"),
             (Value::Tmem { .. }, _) => return Err(err("a TMEM accumulator used by a product outside its chain")),
             (_, Some(k)) => {
                 let regs = self.tile(acc)?;
@@ -1030,7 +1177,10 @@ impl Lowering<'_> {
                 };
                 let bd = self.descriptor_at(&bop, [kk * kstep, 0]);
                 let c = self.em.ci32(col + blk * ns);
-                let d = self.em.add(&tbase, &c);
+                let mut d = self.em.add(&tbase, &c);
+                if let Some(a) = &acc_alt {
+                    d = self.em.add(&d, &a.shift);
+                }
                 let en = self.em.ci32(i64::from(read_d || kk > 0));
                 issues.push(Issue { d, a: ad, b: bd, en, id, scales: scale_at });
             }
@@ -1059,11 +1209,11 @@ impl Lowering<'_> {
             self.smem_read_done(off, bytes);
         }
         if in_flight || deferred.is_some() {
-            return Ok(Value::Tmem { col });
+            return Ok(Value::Tmem { col, alt: acc_alt });
         }
         self.tmem_arrive_wait(&bar);
         if kept.is_some() {
-            return Ok(Value::Tmem { col });
+            return Ok(Value::Tmem { col, alt: acc_alt });
         }
         Ok(Value::Tile(self.tmem_load(m, &shape, col)?))
     }
@@ -1314,8 +1464,8 @@ impl Lowering<'_> {
         self.commit_on_issuer(&bar)?;
         self.tmem_arrive_wait(&bar);
         match result {
-            Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col),
-            _ => Ok(Value::Tmem { col }),
+            Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col, None),
+            _ => Ok(Value::Tmem { col, alt: None }),
         }
     }
 
