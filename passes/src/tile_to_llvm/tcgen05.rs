@@ -13,6 +13,17 @@
 //! start — warp 0 allocates and gives up the allocation permit, the address goes through
 //! shared memory — and frees them at its end.
 //!
+//! Two accumulators ([`TmemPlan::double`]): where `tile-epilogue-overlap` made a tile loop carry
+//! a chain's result to the next iteration's epilogue (its argument and result read by an
+//! `mma_wait` alone), the chain takes two regions of its columns and the tile loop a run-time
+//! slot (0, 1, 0, … a block argument flipped by `xor 1`): the product loop of an iteration
+//! accumulates in the slot's region and its products are committed, after the loop, to the
+//! slot's mbarrier; the carried accumulator is the other region, and its `mma_wait` is every
+//! thread's arrival and wait on the other mbarrier, then `tcgen05.ld` (`Value::Tmem`'s `alt`:
+//! the column shift and the mbarrier, registers). The tile loop counts as one that loads TMEM,
+//! so the next product loop starts after the block-wide TMEM sync: no product overwrites a
+//! region before every thread has read it out.
+//!
 //! A from TMEM: a 16-bit A operand already in registers in the accumulator's layout
 //! (`Mma::reads_a_from_tmem`: FlashAttention-4's P, the softmax of the scores one
 //! `tcgen05.ld` brought out one row a thread) is not staged through shared memory — the layout
