@@ -493,3 +493,30 @@ fn block_scaled_products_assemble_to_their_native_instructions_on_sm_121a_and_sm
         assert!(e.render().contains("block-scaled"), "{name} sm_90a: {}", e.render());
     }
 }
+
+/// The kernels whose `opt_level = 1` hint saves compile time (issue 34) lose nothing for it:
+/// on every target their PTX is the PTX of LLVM's O3, byte for byte. A lowering change that
+/// gives O3 something to find fails here, and the hint must go.
+#[test]
+fn o1_kernels_compile_to_their_o3_ptx() {
+    let kernels = [
+        ("topk", "topk_partial"),
+        ("topk", "topk_merge"),
+        ("moe_route", "moe_route"),
+        ("moe_dispatch", "moe_align"),
+        ("moe_dispatch", "moe_permute"),
+    ];
+    for (file, name) in kernels {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
+        for t in tilec_core::target::names() {
+            let o = CompileOptions { kernel: Some(name.into()), ..opts(t) };
+            let hinted = compile(&source(&path), &o).unwrap();
+            assert!(
+                hinted.timings.iter().any(|(stage, _)| stage.starts_with("LLVM O1")),
+                "{name} {t}: not compiled at O1"
+            );
+            let o3 = compile(&source(&path), &CompileOptions { opt_level: Some(3), ..o }).unwrap();
+            assert!(hinted.ptx() == o3.ptx(), "{name} {t}: O1's PTX differs from O3's: drop its opt_level hint");
+        }
+    }
+}
