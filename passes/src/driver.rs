@@ -480,8 +480,17 @@ fn in_place(
     run: impl FnOnce(&mut Func) -> Result<Vec<String>, Diagnostic>,
 ) -> Result<(), Diagnostic> {
     let mut func = d.take_func(step.name(), level)?;
+    let before = func.clone();
     let lines = run(&mut func)?;
     d.facts.report.extend(lines.iter().map(|l| format!("{}: {l}", step.name())));
+    if func == before {
+        // Unchanged: the input was verified just now and parsed by MLIR when it became the
+        // kernel, so printing and parsing it again would only cost time (a pass that finds
+        // nothing to do is the common case: ~1 % of a kernel's compile each, issue 34).
+        d.ir = Ir::Tile(func);
+        d.live = None;
+        return Ok(());
+    }
     set_func(d, func, step.name(), level)
 }
 
