@@ -90,9 +90,11 @@ impl Lowering<'_> {
         self.vals.insert(*iv, Value::Scalar(iv32));
         let outer_slot = self.tmem_slot.take();
         if let (Some((k, d)), Some(slot)) = (&double, &slot) {
-            let [cur, prev] = self.tmem_regions(*k, d, slot)?;
+            let one = self.em.ci32(1);
+            let other = self.em.xor(slot, &one);
+            self.tmem_slot = Some(self.tmem_region(*k, d, slot)?);
+            let prev = self.tmem_region(*k, d, &other)?;
             self.vals.insert(d.carried, Value::Tmem { col: d.col, alt: Some(prev) });
-            self.tmem_slot = Some(cur);
         }
         let before = self.smem_loop_begin();
         // The body's global accesses of the previous iteration may still be pending at its
@@ -114,7 +116,9 @@ impl Lowering<'_> {
         // The header's arguments dominate the exit: they are the final values. The tile
         // loop's carried accumulator is the last tile's, in the region the slot does not name.
         if let (Some((k, d)), Some(slot)) = (&double, &slot) {
-            let [_, prev] = self.tmem_regions(*k, d, slot)?;
+            let one = self.em.ci32(1);
+            let other = self.em.xor(slot, &one);
+            let prev = self.tmem_region(*k, d, &other)?;
             self.vals.insert(d.carried, Value::Tmem { col: d.col, alt: Some(prev) });
         }
         for (r, it) in results.iter().zip(iters) {

@@ -1125,8 +1125,7 @@ impl Lowering<'_> {
                 self.tmem_deferred_wait(*value)?
             }
             OpKind::MmaWait { value, pending } => match self.get(*value)? {
-                Value::Tmem { col, alt: Some(a) } if *pending == 0 => self.tmem_alt_wait(op.result, col, &a)?,
-                Value::Tmem { col, alt: None } if *pending == 0 => self.tmem_chain_wait(op.result, col)?,
+                Value::Tmem { col, alt } if *pending == 0 => self.tmem_chain_wait(op.result, col, alt.as_ref())?,
                 Value::Tmem { .. } => return Err(err("a tcgen05 chain waited for with products left pending")),
                 _ => self.mma_wait(*value, *pending)?,
             },

@@ -915,44 +915,23 @@ impl Lowering<'_> {
         out
     }
 
-    /// The two regions of a double-buffered chain in an iteration of its tile loop whose slot
-    /// is `slot`: the one its product loop writes, and the previous tile's.
-    pub(crate) fn tmem_regions(
+    /// The region of a double-buffered chain of `tile_loop` that slot `slot` (0 or 1, a
+    /// register) names: its column shift and its mbarrier.
+    pub(crate) fn tmem_region(
         &mut self,
         tile_loop: ValueId,
         d: &DoubleChain,
         slot: &Reg,
-    ) -> Result<[TmemAlt; 2], Diagnostic> {
+    ) -> Result<TmemAlt, Diagnostic> {
         let bar0 = self
             .tmem_double_bars
             .get(&tile_loop)
             .cloned()
             .ok_or_else(|| err("a double-buffered tcgen05 chain without its mbarriers"))?;
-        let one = self.em.ci32(1);
-        let other = self.em.xor(slot, &one);
         let (cols, c8) = (self.em.ci32(d.cols), self.em.ci32(8));
-        let mut region = |s: &Reg| {
-            let shift = self.em.mul(s, &cols);
-            let o = self.em.mul(s, &c8);
-            TmemAlt { shift, bar: self.em.add(&bar0, &o) }
-        };
-        Ok([region(slot), region(&other)])
-    }
-
-    /// `mma_wait` on the previous tile's accumulator of a double-buffered chain: its products
-    /// were committed to its region's mbarrier after their loop; every thread arrives and waits
-    /// for that phase, then loads the accumulator from the region if something reads it.
-    pub(crate) fn tmem_alt_wait(
-        &mut self,
-        result: Option<ValueId>,
-        col: i64,
-        alt: &TmemAlt,
-    ) -> Result<Value, Diagnostic> {
-        self.tmem_arrive_wait(&alt.bar);
-        match result {
-            Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col, Some(alt)),
-            _ => Ok(Value::Tmem { col, alt: Some(alt.clone()) }),
-        }
+        let shift = self.em.mul(slot, &cols);
+        let o = self.em.mul(slot, &c8);
+        Ok(TmemAlt { shift, bar: self.em.add(&bar0, &o) })
     }
 
     /// `mma` on the tcgen05 family: `acc + a · b`.
@@ -1141,6 +1120,11 @@ impl Lowering<'_> {
             self.tmem_thread_sync();
         }
         let (tbase, bar) = self.tmem_base()?;
+        // D in the slot's region of a double-buffered chain (A and the scales are not).
+        let dbase = match &acc_alt {
+            Some(a) => self.em.add(&tbase, &a.shift),
+            None => tbase.clone(),
+        };
         let dense_id = self.em.ci32(i64::from(idesc.encode()));
         let mut issues = vec![];
         for blk in 0..blocks {
@@ -1188,10 +1172,7 @@ impl Lowering<'_> {
                 };
                 let bd = self.descriptor_at(&bop, [kk * kstep, 0]);
                 let c = self.em.ci32(col + blk * ns);
-                let mut d = self.em.add(&tbase, &c);
-                if let Some(a) = &acc_alt {
-                    d = self.em.add(&d, &a.shift);
-                }
+                let d = self.em.add(&dbase, &c);
                 let en = self.em.ci32(i64::from(read_d || kk > 0));
                 issues.push(Issue { d, a: ad, b: bd, en, id, scales: scale_at });
             }
@@ -1469,14 +1450,27 @@ impl Lowering<'_> {
     }
 
     /// `mma_wait` on a chain kept in flight: its products complete, then its accumulator is
-    /// loaded if something uses it.
-    pub(crate) fn tmem_chain_wait(&mut self, result: Option<ValueId>, col: i64) -> Result<Value, Diagnostic> {
-        let (_, bar) = self.tmem_base()?;
-        self.commit_on_issuer(&bar)?;
+    /// loaded if something uses it. A double-buffered chain's (`alt`: the previous tile's)
+    /// products were committed to its region's mbarrier after their loop; the others are
+    /// committed to the kernel's here.
+    pub(crate) fn tmem_chain_wait(
+        &mut self,
+        result: Option<ValueId>,
+        col: i64,
+        alt: Option<&TmemAlt>,
+    ) -> Result<Value, Diagnostic> {
+        let bar = match alt {
+            Some(a) => a.bar.clone(),
+            None => {
+                let (_, bar) = self.tmem_base()?;
+                self.commit_on_issuer(&bar)?;
+                bar
+            }
+        };
         self.tmem_arrive_wait(&bar);
         match result {
-            Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col, None),
-            _ => Ok(Value::Tmem { col, alt: None }),
+            Some(r) if self.facts.tmem.used_results.contains(&r) => self.tmem_chain_result(r, col, alt),
+            _ => Ok(Value::Tmem { col, alt: alt.cloned() }),
         }
     }
 
