@@ -932,12 +932,71 @@ fn tcgen05_attention_reads_p_from_tensor_memory() {
     // commit arriving on each), the in-loop two in TMEM regions of their own.
     assert_eq!(products_in_flight(ptx, &report), (16, 8, 3, 4));
     assert!(report.contains("D at TMEM column 0, zero (D not read); committed to its own mbarrier"), "{report}");
-    assert!(report.contains("D at TMEM column 64, stored from registers; committed to its own mbarrier"), "{report}");
-    // 64 keys over two warp columns: 32 f16 a thread, 16 packed columns, one store.
+    // O and P are carried in Tensor Memory (`TmemPlan::acc_carried`, `a_carried`): P·V
+    // accumulates in place, its wait leaves O there, and the product after the loop
+    // accumulates onto the same region.
+    let in_place = "D at TMEM column 64, in place (carried in TMEM by the loop, rescaled there); committed to its own mbarrier and left in flight: its mma_wait waits for that mbarrier and leaves it in TMEM";
+    assert!(report.contains(in_place), "{report}");
+    assert_eq!(report.matches("D at TMEM column 64, in place").count(), 2, "{report}");
+    assert_eq!(report.matches("carried there by the loop: stored by tcgen05.st 32x32b where it is yielded").count(), 2);
+    // 64 keys over two warp columns: 32 f16 a thread, 16 packed columns, one store — after the
+    // iteration's last product, where the loop yields P.
     let body = loop_with(ptx, "tcgen05.mma");
     assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 1);
+    carried_accumulator_checks(&c, 1, 32);
     assert!(report.contains("A from TMEM column"), "{report}");
     assert!(!report.contains("filled by registers"), "P still goes through a shared buffer:\n{report}");
+}
+
+/// The loop body of FlashAttention-4's order with O and P carried in Tensor Memory, in
+/// tilec's lowering (the `nvgpu` stage, in program order): one TMEM sync (the
+/// `tcgen05.fence::after_thread_sync` after a block barrier) before the iteration's products,
+/// which are then issued back to back; each P (`tiles` of them) stored after the last product,
+/// where the loop yields it; O out of TMEM (`tcgen05.ld … x{o_cols}`) only in the rescale,
+/// which a warp whose factors are all 1.0 skips (`vote.any` and a branch before it), and back
+/// with as many stores (`o_cols` columns each).
+fn carried_accumulator_checks(c: &tilec::Compiled, tiles: usize, o_cols: usize) {
+    let text = &c.stages[&tilec::Stage::Nvgpu];
+    let lines: Vec<&str> = text.lines().collect();
+    let (start, end) = lines
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| {
+            let label = l.trim_start().strip_prefix('^')?.split('(').next()?;
+            let back = format!("llvm.br ^{label}(");
+            let j = (i + 1..lines.len()).find(|&j| lines[j].contains(&back))?;
+            lines[i..j].iter().any(|l| l.contains("tcgen05.mma")).then_some((i, j))
+        })
+        .expect("no loop with a product in the nvgpu stage");
+    let body = &lines[start..=end];
+    let first = body.iter().position(|l| l.contains("tcgen05.mma.cta_group")).unwrap();
+    let last = body.iter().rposition(|l| l.contains("tcgen05.mma.cta_group")).unwrap();
+    let sync_between = body[first..last].iter().any(|l| l.contains("tcgen05_fence<after>") && !l.contains("try_wait"));
+    assert!(!sync_between, "a TMEM sync between the iteration's products");
+    let p_stores: Vec<usize> =
+        (0..body.len()).filter(|&i| body[i].contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).collect();
+    assert_eq!(p_stores.len(), tiles, "P's stores");
+    assert!(p_stores.iter().all(|&i| i > last), "P stored before a product of its iteration");
+    let at = |pat: String| -> Vec<usize> { (0..body.len()).filter(|&i| body[i].contains(&pat)).collect() };
+    let lds = at(format!("tcgen05.ld.sync.aligned.32x32b.x{o_cols}.b32"));
+    let sts = at(format!("tcgen05.st.sync.aligned.32x32b.x{o_cols}.b32"));
+    let votes = at("vote.any.sync".to_string());
+    assert!(!sts.is_empty(), "O is not rescaled in Tensor Memory");
+    // Each store's rescale: the vote before it, then a branch, then O's loads (the scores'
+    // loads, of the same shape, come before the votes).
+    let mut o_loads = 0;
+    for &st in &sts {
+        let vote = *votes.iter().filter(|&&v| v < st).max().expect("no vote before O's rescale");
+        let loads: Vec<usize> = lds.iter().copied().filter(|&l| vote < l && l < st).collect();
+        assert!(!loads.is_empty() && loads[0] > last, "O's rescale without its load, or before the products");
+        assert!(
+            body[vote..loads[0]].iter().any(|l| l.contains("cond_br")),
+            "O's load not skipped by a warp whose factors are 1.0"
+        );
+        o_loads = o_loads.max(loads.len());
+    }
+    assert_eq!(lds.iter().filter(|&&l| l > *votes.first().unwrap()).count(), sts.len(), "O loaded outside its rescale");
+    assert!(o_loads > 0);
 }
 
 /// FlashAttention-4's two query tiles a block, sm_103a's default at D = 128: per key tile
@@ -959,15 +1018,18 @@ fn tcgen05_attention_runs_two_query_tiles_in_flight() {
     assert!(report.contains("tmem: 512 columns allocated"), "{report}");
     let cols: Vec<&str> =
         report.lines().filter_map(|l| l.split("D at TMEM column ").nth(1)?.split(',').next()).collect();
-    assert_eq!(cols, ["0", "64", "192", "256", "0", "128"], "{report}");
+    // (The two after the loop accumulate onto O_A and O_B where the loop carried them.)
+    assert_eq!(cols, ["0", "64", "192", "256", "64", "256"], "{report}");
     let a_cols: Vec<&str> =
         report.lines().filter_map(|l| l.split("A from TMEM column ").nth(1)?.split(' ').next()).collect();
     assert_eq!(a_cols, ["384", "416", "384", "416"], "{report}");
     assert_eq!(report.matches("3 stages × 16384 B, TMA").count(), 1, "{report}");
     assert_eq!(report.matches("5 stages × 16384 B, TMA").count(), 1, "{report}");
-    // Each P goes into Tensor Memory once a key tile.
+    // Each P goes into Tensor Memory once a key tile, after the iteration's four products.
     let body = loop_with(ptx, "tcgen05.mma");
     assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 2);
+    // D = 128 over two warp columns: 64 f32 columns a thread, two loads and stores of 32.
+    carried_accumulator_checks(&c, 2, 32);
 }
 
 /// A decode's products of 16 query rows on sm_103a: one M = 64 `tcgen05.mma` each K step

@@ -14,7 +14,9 @@ impl Lowering<'_> {
     /// 64-bit, so `iv + step` never wraps (an i32 counter near 2^31 would loop 2^32 times);
     /// a step that is not positive traps, as the interpreter stops with an error. A tcgen05
     /// accumulator chain (`tcgen05::TmemPlan`) is carried in Tensor Memory: stored before the
-    /// loop, no block argument, loaded after it where its result is used.
+    /// loop, no block argument, loaded after it where its result is used; so is an A operand
+    /// the loop carries to a product reading it from Tensor Memory (`TmemPlan::a_carried`):
+    /// stored into the product's A region before the loop and where the body yields it.
     pub(crate) fn for_loop(&mut self, kind: &OpKind) -> Result<(), Diagnostic> {
         let OpKind::For { lb, ub, step, iv, init, iters, body, yields, results } = kind else {
             return Err(err("not a for loop"));
@@ -49,6 +51,10 @@ impl Lowering<'_> {
                     Value::Tmem { col, alt: None }
                 }
                 (Some(&col), _) => self.tmem_chain_init(*i, col, product_loop.as_ref())?,
+                // An accumulator carried in Tensor Memory through a rescale: into its region.
+                (None, _) if self.facts.tmem.acc_carried.contains_key(it) => {
+                    self.tmem_chain_init(*i, self.facts.tmem.acc_carried[it], None)?
+                }
                 // The initial registers of a wgmma chain kept in flight pass through an
                 // opaque identity: otherwise LLVM sees a constant (a zero accumulator) flowing
                 // into the loop's block argument and rematerialises it on the back edge's
@@ -62,6 +68,9 @@ impl Lowering<'_> {
                     asm.push("// the accumulator enters its wgmma chain");
                     Value::Tile(asm.emit(&mut self.em))
                 }
+                // An A operand carried in Tensor Memory: the initial registers go into the
+                // region its product reads.
+                (None, _) if self.facts.tmem.a_carried.contains_key(it) => self.tmem_store_carried_a(*it, *i)?,
                 (None, v) => v,
             });
         }
@@ -105,8 +114,15 @@ impl Lowering<'_> {
         self.smem_loop_end(before);
         self.tmem_slot = outer_slot;
         let next = self.em.add(&ivn, &step);
+        let mut yielded = vec![];
+        for (y, it) in yields.iter().zip(iters) {
+            yielded.push(match self.facts.tmem.a_carried.contains_key(it) {
+                true => self.tmem_store_carried_a(*it, *y)?,
+                false => self.get(*y)?,
+            });
+        }
         let mut back: Vec<Reg> = vec![next];
-        back.extend(self.flatten(yields)?);
+        back.extend(super::regs::flatten_values(&yielded)?);
         if let Some(slot) = &slot {
             let one = self.em.ci32(1);
             back.push(self.em.xor(slot, &one));

@@ -268,6 +268,12 @@ impl Lowering<'_> {
                     (BinOp::Sub, Some(r)) => self.affine_sum(r, *x, *y, true),
                     _ => {}
                 }
+                if let (BinOp::Mul, Some(r)) = (b, op.result) {
+                    if self.facts.tmem.acc_carried.contains_key(&r) {
+                        let (acc, f) = if self.facts.tmem.acc_carried.contains_key(x) { (*x, *y) } else { (*y, *x) };
+                        return self.tmem_rescale(acc, f, r);
+                    }
+                }
                 if let Some(v) = self.scaled_by_row_factor(*b, *x, *y, d)? {
                     return Ok(v);
                 }

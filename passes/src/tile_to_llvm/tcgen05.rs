@@ -65,6 +65,21 @@
 //! the issuing thread commits it to; its `mma_wait` is every thread's arrival and wait on
 //! that mbarrier, the fence, and the `tcgen05.ld` (FlashAttention-4's `Q·K_jᵀ` and
 //! `P_{j-1}·V_{j-1}` both running while the threads compute the softmax).
+//!
+//! Carried in TMEM (FlashAttention-4's O and P in OVERLAP's order): a loop-carried
+//! accumulator whose product is left in flight, waited for in the body and then multiplied
+//! by a row factor that is yielded ([`TmemPlan::acc_carried`], `carried_accumulators`) never
+//! enters registers in the loop: stored into its product's region before the loop, accumulated
+//! onto in place, its wait leaves it there, the rescale loads, multiplies and stores it in
+//! place — in a warp whose factors are all 1.0 (the conditional rescale) not at all — and the
+//! product after the loop accumulates onto the same region (or the loop's exit loads it). A
+//! 16-bit A operand the loop carries to its in-flight product ([`TmemPlan::a_carried`],
+//! `carried_a_operands`) is stored into that product's A region where the body yields it
+//! (the product was waited for in the body, so nothing reads the region then) and before the
+//! loop, not before the product: the iteration's products are issued back to back after the
+//! one TMEM sync at its top. Their regions live from the loop's start to the last read after
+//! it. (FMHA on sm_103a: at D = 64, 487 → 420 SASS instructions a warp a key tile and 128
+//! registers; at D = 128, 244 → 174 registers.)
 
 use super::emit::{Reg, Ty};
 use super::ptx_asm::PtxAsm;
@@ -135,6 +150,17 @@ pub(crate) struct TmemPlan {
     /// Tile loops carrying a chain's result to the next iteration's epilogue
     /// (`tile-epilogue-overlap`), by [`TmemPlan::loop_key`]: the chain double-buffered.
     pub double: BTreeMap<ValueId, DoubleChain>,
+    /// A operands a loop carries in Tensor Memory rather than registers (FlashAttention-4's P
+    /// in OVERLAP's order, [`carried_a_operands`]): the iteration argument and the loop's
+    /// result, each mapped to the product in the loop that reads it, whose A region
+    /// ([`TmemPlan::deferred_a`]) holds it from before the loop to the last read after it.
+    pub a_carried: BTreeMap<ValueId, ValueId>,
+    /// Accumulators a loop carries in Tensor Memory through a row rescale (FlashAttention-4's
+    /// O, [`carried_accumulators`]): the iteration argument, the product in the loop, its
+    /// wait, the rescale (the yield) and the loop's result, each mapped to the column of the
+    /// product's region, which holds the accumulator from before the loop to the wait of the
+    /// product after it (whose region it is too) or the load at the loop's exit.
+    pub acc_carried: BTreeMap<ValueId, i64>,
 }
 
 /// A chain kept in two TMEM regions that a tile loop's iterations alternate between: each
@@ -317,13 +343,48 @@ impl TmemPlan {
             }
         });
         p.kept_cols = next;
+        // An accumulator carried in TMEM: its product's region lives from the loop's start to
+        // the wait of the product after the loop, which takes the same region.
+        let carried_acc = carried_accumulators(func, &deferred, &until);
+        let acc_span: BTreeMap<ValueId, (usize, usize)> = carried_acc.iter().map(|c| (c.product, c.span)).collect();
+        let after_loop: BTreeSet<ValueId> = carried_acc.iter().filter_map(|c| Some(c.after?.1)).collect();
         let runs: Vec<(ValueId, i64, usize, usize)> = products
             .iter()
             .filter(|(r, _)| deferred.contains(r) && !p.kept.contains_key(r))
             .filter_map(|(r, c)| Some((*r, *c, *at.get(r)?, *until.get(r)?)))
+            .map(|(r, c, f, t)| match acc_span.get(&r) {
+                Some(&(f0, t0)) => (r, c, f.min(f0), t.max(t0)),
+                None => (r, c, f, t),
+            })
             .collect();
+        // A carried in TMEM: its product's A region lives from the loop's start to the end of
+        // the last read of it (the loop's end, or the product after the loop that reads the
+        // loop's result); that product has no A region of its own.
+        let mut a_span: BTreeMap<ValueId, (usize, usize)> = BTreeMap::new();
+        for c in carried_a_operands(func, &deferred, &a_reads, &at, &until) {
+            p.a_carried.insert(c.arg, c.product);
+            if let Some((res, after)) = c.after {
+                p.a_carried.insert(res, c.product);
+                a_reads.remove(&after);
+            }
+            a_span.insert(c.product, c.span);
+        }
         let mut placed = vec![];
-        p.deferred = first_fit(&mut placed, &runs, next, 1);
+        let acc_runs: Vec<_> = runs.iter().filter(|r| !after_loop.contains(&r.0)).copied().collect();
+        p.deferred = first_fit(&mut placed, &acc_runs, next, 1);
+        for c in &carried_acc {
+            let col = p.deferred[&c.product];
+            for v in [c.arg, c.product, c.wait, c.rescaled] {
+                p.acc_carried.insert(v, col);
+            }
+            p.acc_carried.insert(c.result, col);
+            if let Some((_, after)) = c.after {
+                p.deferred.insert(after, col);
+            }
+            if c.loaded {
+                p.used_results.insert(c.result);
+            }
+        }
         p.deferred_cols = placed.iter().map(|&(c, n, ..)| c + n).max().unwrap_or(next) - next;
         // The products waited for at once share one region, live from the first one's issue
         // to the last one's (in program order), placed among the others' as they are: the
@@ -352,8 +413,13 @@ impl TmemPlan {
             }
         }
         let a_start = (total + 31) / 32 * 32;
-        let a_runs: Vec<(ValueId, i64, usize, usize)> =
-            runs.iter().filter_map(|&(r, _, f, t)| Some((r, *a_reads.get(&r)?, f, t))).collect();
+        let a_runs: Vec<(ValueId, i64, usize, usize)> = runs
+            .iter()
+            .filter_map(|&(r, _, f, t)| {
+                let (f, t) = a_span.get(&r).map_or((f, t), |&(f0, t0)| (f.min(f0), t.max(t0)));
+                Some((r, *a_reads.get(&r)?, f, t))
+            })
+            .collect();
         let mut a_placed = vec![];
         p.deferred_a = first_fit(&mut a_placed, &a_runs, a_start, 32);
         p.a_region = a_start;
@@ -410,6 +476,182 @@ impl TmemPlan {
             _ => None,
         }
     }
+}
+
+/// A 16-bit A operand a loop carries to the product in its body that reads it from Tensor
+/// Memory (FlashAttention-4's P in OVERLAP's order: computed by iteration `j`'s softmax, read
+/// by iteration `j + 1`'s `P·V`).
+struct CarriedA {
+    /// The iteration argument, and the product in the body reading it (its only use).
+    arg: ValueId,
+    product: ValueId,
+    /// The loop's result and the product after the loop that reads it (its only use).
+    after: Option<(ValueId, ValueId)>,
+    /// Program positions from the loop's start to the last read of the region.
+    span: (usize, usize),
+}
+
+/// The A operands a loop may carry in its product's A region of Tensor Memory instead of
+/// registers: the loop stores the yielded registers there where it yields them (its initial
+/// value before it), and the product reads them without a store of its own. Where the
+/// registers were carried, ptxas moved each one into the consecutive registers `tcgen05.st`
+/// takes at the top of the next iteration (36 moves a key tile in FMHA at D = 64), and each
+/// product reading A from TMEM had its own stores, so a block barrier of its own before its
+/// issue; stored at the yield, the iteration's products are issued back to back after one.
+///
+/// Sound where, when the loop yields, no product still reads the region: the product in the
+/// body is left in flight (its own A region) and waited for in the body itself, at its top
+/// level (every iteration, before the yield); the argument has no other use; the result
+/// either none or one product after the loop reading A from TMEM in the same layout.
+fn carried_a_operands(
+    func: &Func,
+    deferred: &BTreeSet<ValueId>,
+    a_reads: &BTreeMap<ValueId, i64>,
+    at: &BTreeMap<ValueId, usize>,
+    until: &BTreeMap<ValueId, usize>,
+) -> Vec<CarriedA> {
+    let uses = func.use_counts();
+    // Who reads a value as its A (products reading A from TMEM).
+    let mut a_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+    func.walk(&mut |op| {
+        if let (OpKind::Mma { a, .. }, Some(r)) = (&op.kind, op.result) {
+            if a_reads.contains_key(&r) {
+                a_of.insert(*a, r);
+            }
+        }
+    });
+    let mut out = vec![];
+    let mut pos = 0usize;
+    func.walk(&mut |op| {
+        pos += 1;
+        let OpKind::For { iters, results, body, .. } = &op.kind else { return };
+        let mut end = pos;
+        walk_ops(body, &mut |_| end += 1);
+        let top_waits: BTreeSet<ValueId> = body
+            .iter()
+            .filter_map(|o| match &o.kind {
+                OpKind::MmaWait { value, .. } => Some(*value),
+                _ => None,
+            })
+            .collect();
+        for (it, res) in iters.iter().zip(results) {
+            let Some(&product) = a_of.get(it) else { continue };
+            let in_body = body.iter().any(|o| o.result == Some(product));
+            if !in_body || uses.get(it) != Some(&1) || !deferred.contains(&product) || !top_waits.contains(&product) {
+                continue;
+            }
+            let after = match uses.get(res).copied().unwrap_or(0) {
+                0 => None,
+                1 => match a_of.get(res) {
+                    Some(&m2) if func.ty(m2).layout() == func.ty(product).layout() => Some((*res, m2)),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            let last = after.and_then(|(_, m2)| until.get(&m2).or(at.get(&m2)).copied()).unwrap_or(end);
+            out.push(CarriedA { arg: *it, product, after, span: (pos, last.max(end)) });
+        }
+    });
+    out
+}
+
+/// An accumulator a loop carries through a product and a row rescale (FlashAttention-4's O:
+/// `acc = mma(p, v, acc)`, waited for, `acc = acc * alpha`, yielded).
+struct CarriedAcc {
+    arg: ValueId,
+    product: ValueId,
+    wait: ValueId,
+    rescaled: ValueId,
+    result: ValueId,
+    /// The loop's result and the product after the loop accumulating onto it (its only use).
+    after: Option<(ValueId, ValueId)>,
+    /// Whether the result is used otherwise (then loaded into registers at the loop's exit).
+    loaded: bool,
+    /// Program positions from the loop's start to the wait of the product after it.
+    span: (usize, usize),
+}
+
+/// The accumulators a loop may keep in its product's Tensor Memory region across iterations
+/// instead of registers: stored there before the loop, accumulated onto in place, waited for
+/// without a load, rescaled in place (`tcgen05.ld`, the multiply, `tcgen05.st` — skipped by a
+/// warp whose factors are all 1.0, FlashAttention-4's conditional rescale), loaded only by the
+/// wait of the product after the loop. In registers the accumulator went into TMEM before each
+/// product and out after it (a `tcgen05.st` and a block barrier before the issue, a
+/// `tcgen05.ld` every iteration, 32 to 64 registers through the softmax).
+///
+/// The pattern, every op at the loop body's top level: the argument's only use is a tcgen05
+/// product left in flight; the product's only use its `mma_wait`; the wait's only use a
+/// multiply by a row factor (a broadcast f32 tile) whose only use is the yield; the loop's
+/// result unused, the accumulator of one product after the loop (left in flight too: it
+/// accumulates in place and its wait loads the region), or loaded at the loop's exit.
+fn carried_accumulators(
+    func: &Func,
+    deferred: &BTreeSet<ValueId>,
+    until: &BTreeMap<ValueId, usize>,
+) -> Vec<CarriedAcc> {
+    let uses = func.use_counts();
+    let mut acc_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+    let mut broadcasts: BTreeSet<ValueId> = BTreeSet::new();
+    func.walk(&mut |op| match (&op.kind, op.result) {
+        (OpKind::Mma { acc, scales: None, .. }, Some(r)) if is_tcgen05(func, r) && deferred.contains(&r) => {
+            acc_of.insert(*acc, r);
+        }
+        (OpKind::Broadcast(_), Some(r)) => {
+            broadcasts.insert(r);
+        }
+        _ => {}
+    });
+    let once = |v: &ValueId| uses.get(v) == Some(&1);
+    let mut out = vec![];
+    let mut pos = 0usize;
+    func.walk(&mut |op| {
+        pos += 1;
+        let OpKind::For { iters, yields, results, body, .. } = &op.kind else { return };
+        let mut end = pos;
+        walk_ops(body, &mut |_| end += 1);
+        let wait_of = |v: ValueId| {
+            body.iter().find_map(|o| match (&o.kind, o.result) {
+                (OpKind::MmaWait { value, .. }, Some(w)) if *value == v => Some(w),
+                _ => None,
+            })
+        };
+        let scaled = |w: ValueId| {
+            body.iter().find_map(|o| match (&o.kind, o.result) {
+                (OpKind::Binary { op: tilec_core::tir::BinOp::Mul, lhs, rhs, .. }, Some(u)) => {
+                    let other = if *lhs == w {
+                        *rhs
+                    } else if *rhs == w {
+                        *lhs
+                    } else {
+                        return None;
+                    };
+                    broadcasts.contains(&other).then_some(u)
+                }
+                _ => None,
+            })
+        };
+        for ((it, y), res) in iters.iter().zip(yields).zip(results) {
+            let Some(&product) = acc_of.get(it) else { continue };
+            let whole = Mma::tcgen05_n_blocks(func.ty(product).shape()) == 1;
+            if !whole || !body.iter().any(|o| o.result == Some(product)) || !once(it) || !once(&product) {
+                continue;
+            }
+            let Some(wait) = wait_of(product).filter(once) else { continue };
+            let Some(rescaled) = scaled(wait).filter(|u| u == y && once(u)) else { continue };
+            if func.ty(*it).dtype() != DType::F32 {
+                continue;
+            }
+            // (Any other use of the result: loaded from the region where the loop exits.)
+            let after = match acc_of.get(res) {
+                Some(&m2) if once(res) && until.contains_key(&m2) => Some((*res, m2)),
+                _ => None,
+            };
+            let loaded = after.is_none() && uses.get(res).is_some_and(|&n| n > 0);
+            let last = after.and_then(|(_, m2)| until.get(&m2).copied()).unwrap_or(end).max(end);
+            out.push(CarriedAcc { arg: *it, product, wait, rescaled, result: *res, after, loaded, span: (pos, last) });
+        }
+    });
+    out
 }
 
 /// Columns for regions that live from one program position to another (`(value, columns,
@@ -837,6 +1079,23 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// Stores `v`'s registers into the A region of the product that reads the A operand
+    /// `carried` (an iteration argument in [`TmemPlan::a_carried`]) from Tensor Memory — before
+    /// the loop, or where the body yields the next one (the product waited for in the body
+    /// already) — and returns the value the loop carries instead: the region.
+    pub(crate) fn tmem_store_carried_a(&mut self, carried: ValueId, v: ValueId) -> Result<Value, Diagnostic> {
+        let product = self.facts.tmem.a_carried[&carried];
+        let (Some(&col), Some(Layout::Mma(m))) =
+            (self.facts.tmem.deferred_a.get(&product), self.func.ty(product).layout().cloned())
+        else {
+            return Err(err("an A operand carried in Tensor Memory without a region"));
+        };
+        let regs = self.tile(v)?;
+        let ty = self.func.ty(carried);
+        self.tmem_store_a(m, ty.shape(), col, &regs, ty.dtype())?;
+        Ok(Value::Tmem { col, alt: None })
+    }
+
     /// `tcgen05.st` of a block-scaled product's scale tile `v` — A's `[rows, Ks]` or B's
     /// `[Ks, rows]`, laid out as `tile-layout` wants it (each thread the factors of rows
     /// `lane + 32 c`, all K blocks, `c` then the block in register order) — at TMEM column
@@ -1032,6 +1291,9 @@ impl Lowering<'_> {
                 (col, true, "in place (kept in TMEM across the loop, in the region of the tile's slot)")
             }
             (Value::Tmem { col, .. }, Some(k)) if col == k => (col, true, "in place (kept in TMEM across the loop)"),
+            (Value::Tmem { col, alt: None }, None) if deferred.as_ref().is_some_and(|d| d.0 == col) => {
+                (col, true, "in place (carried in TMEM by the loop, rescaled there)")
+            }
             (Value::Tmem { .. }, _) => return Err(err("a TMEM accumulator used by a product outside its chain")),
             (_, Some(k)) => {
                 let regs = self.tile(acc)?;
@@ -1058,11 +1320,20 @@ impl Lowering<'_> {
                 o.layout.nvmma_bytes().unwrap_or(0)
             )
         };
-        let a_col =
-            result.and_then(|r| self.facts.tmem.deferred_a.get(&r).copied()).unwrap_or(self.facts.tmem.a_region);
-        let a_how = match &aop {
-            Some(o) => major(o, "M"),
-            None => format!(
+        // (A carried in TMEM by a loop is where the loop stored it.)
+        let a_stored = match self.get(a)? {
+            Value::Tmem { col, .. } if aop.is_none() => Some(col),
+            _ => None,
+        };
+        let a_col = a_stored.unwrap_or(
+            result.and_then(|r| self.facts.tmem.deferred_a.get(&r).copied()).unwrap_or(self.facts.tmem.a_region),
+        );
+        let a_how = match (&aop, a_stored) {
+            (Some(o), _) => major(o, "M"),
+            (None, Some(_)) => format!(
+                "from TMEM column {a_col} (carried there by the loop: stored by tcgen05.st 32x32b where it is yielded, two elements a column; no shared buffer)"
+            ),
+            (None, None) => format!(
                 "from TMEM column {a_col} (its registers stored by tcgen05.st 32x32b, two elements a column; no shared buffer)"
             ),
         };
@@ -1078,6 +1349,9 @@ impl Lowering<'_> {
             match (kept.is_some(), in_flight) {
                 (true, true) => "kept in TMEM, in flight across iterations (each stage released by tcgen05.commit)",
                 (true, false) => "kept in TMEM, waited for at once",
+                _ if deferred.is_some() && result.is_some_and(|r| self.facts.tmem.acc_carried.contains_key(&r)) => {
+                    "committed to its own mbarrier and left in flight: its mma_wait waits for that mbarrier and leaves it in TMEM"
+                }
                 _ if deferred.is_some() => "committed to its own mbarrier and left in flight: its mma_wait waits for that mbarrier, then loads it into registers",
                 _ if m.m64 => "loaded into registers (tcgen05.ld 16x32bx2, each warp its columns from its quarter)",
                 _ => "loaded into registers (tcgen05.ld 32x32b)",
@@ -1090,7 +1364,7 @@ impl Lowering<'_> {
                 None => String::new(),
             }
         ));
-        if aop.is_none() {
+        if aop.is_none() && a_stored.is_none() {
             let regs = self.tile(a)?;
             self.tmem_store_a(m, self.func.ty(a).shape(), a_col, &regs, dt)?;
         }
@@ -1488,7 +1762,66 @@ impl Lowering<'_> {
             return Err(err("a tcgen05 product left in flight without its accumulator layout"));
         };
         self.tmem_arrive_wait(&bar);
+        // (An accumulator the loop carries in TMEM stays there: its rescale reads it.)
+        if self.facts.tmem.acc_carried.contains_key(&value) {
+            return Ok(Value::Tmem { col, alt: None });
+        }
         Ok(Value::Tile(self.tmem_load(m, ty.shape(), col)?))
+    }
+
+    /// `acc * f` for an accumulator a loop carries in Tensor Memory ([`TmemPlan::acc_carried`])
+    /// and `f` a broadcast row factor: in place — `tcgen05.ld`, the multiply, `tcgen05.st` —
+    /// and only in a warp where some factor is not 1.0 when `f` is a conditional rescale's
+    /// (`vote.any`, as `scaled_by_row_factor` does for registers: `x * 1.0 == x` exactly).
+    /// The next product is issued after the thread sync that orders the stores before it.
+    pub(crate) fn tmem_rescale(&mut self, acc: ValueId, f: ValueId, result: ValueId) -> Result<Value, Diagnostic> {
+        let (Some(&col), Value::Tmem { col: at, alt: None }) =
+            (self.facts.tmem.acc_carried.get(&result), self.get(acc)?)
+        else {
+            return Err(err("a rescale of an accumulator carried in Tensor Memory that is not there"));
+        };
+        if col != at {
+            return Err(err("a carried accumulator rescaled outside its region"));
+        }
+        let ty = self.func.ty(result).clone();
+        let Some(Layout::Mma(m)) = ty.layout().cloned() else {
+            return Err(err("a carried accumulator without its tcgen05 layout"));
+        };
+        let fs = self.tile(f)?;
+        let join = match self.row_factors.get(&f).cloned().filter(|_| !self.loop_writes.is_empty()) {
+            Some(factors) if !factors.is_empty() => {
+                let one = self.em.cf32(1.0);
+                let mut any: Option<Reg> = None;
+                for x in &factors {
+                    let ne = self.em.cmp(true, "une", x, &one);
+                    any = Some(match any {
+                        Some(a) => self.em.or(&a, &ne),
+                        None => ne,
+                    });
+                }
+                let all = self.em.ci32(-1);
+                let any = any.expect("a factor");
+                let warp_any = self.em.call_intrinsic("llvm.nvvm.vote.any.sync", &[&all, &any], Ty::I1);
+                let (then, join) = (self.em.new_block(), self.em.new_block());
+                self.em.cond_br(&warp_any, &then, &join);
+                self.em.label(&then, &[]);
+                Some(join)
+            }
+            _ => None,
+        };
+        let xs = self.tmem_load(m, ty.shape(), col)?;
+        if xs.len() != fs.len() {
+            return Err(err("a row factor that does not match its accumulator's registers"));
+        }
+        let prod: Vec<Reg> = xs.iter().zip(&fs).map(|(x, f)| self.em.fmul(x, f)).collect();
+        self.tmem_store(m, ty.shape(), col, &prod)?;
+        if let Some(join) = join {
+            self.em.br(&join, &[]);
+            self.em.label(&join, &[]);
+        }
+        // (Either way: the next product's issue orders whatever was stored before it.)
+        self.tmem_dirty = true;
+        Ok(Value::Tmem { col, alt: None })
     }
 
     /// The issuing thread commits the products issued so far onto the mbarrier `bar`: the

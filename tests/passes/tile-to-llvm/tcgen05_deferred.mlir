@@ -2,7 +2,10 @@
 // Two tcgen05 products left in flight by tile-mma-overlap (tile-mma-overlap/fa4_order after
 // the pass): each commits to an mbarrier of its own (three mbarrier.init: the kernel's and
 // theirs) and has a TMEM region of its own (S at column 0, P·V at 64; A at 128); its
-// mma_wait is the arrival and wait on that mbarrier, then tcgen05.ld. Kernel:
+// mma_wait is the arrival and wait on that mbarrier, then tcgen05.ld. The carried P goes into
+// its A region where the loop yields it (after P·V's wait), not before P·V; the accumulator,
+// scaled by a constant rather than a row factor, goes through registers
+// (tcgen05_carried_in_tmem keeps it in TMEM). Kernel:
 //   let q = load(Q, index=(0, 0), shape=(128, 64));
 //   let acc = zeros((128, 64), f32); let p_prev = zeros((128, 64), f16);
 //   for j in range(0, cdiv(K.shape[0], 64)) {
