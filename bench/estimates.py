@@ -40,7 +40,11 @@ The model, per kernel and shape:
   t/2 + wait + max(t/2 + wait, t_exp) for t both products' tensor time. With two query
   tiles a block (six products in the report, three a query tile: `S_A`, `P_A·V`, `S_B`,
   `P_B·V` issued at once), a key tile costs max(2t + wait, max(t/2 + wait + t_exp, 3t/2 + wait) + t_exp): A's
-  softmax after `S_A`, B's after `S_B` and A's, the next products after both;
+  softmax after `S_A`, B's after `S_B` and A's, the next products after both; with the
+  scores a key tile ahead (the report's "until the end of its loop's iteration": the next key
+  tile's `S_A`, `S_B` issued at the top beside the previous tile's two P·V, read by the next
+  iteration), both softmaxes run on scores already in registers under the four products, and
+  a key tile costs max(2t + wait, 2 t_exp + wait);
   Under a causal mask a block walks the key tiles up to its last row (the mean over a head's
   blocks; a block of two query tiles walks its second tile's);
 - sm_103a only: the instruction issue. Each of an SM's four schedulers issues one warp
@@ -268,7 +272,7 @@ def issue_term(ptx, producer_warps=0):
             "conditional_rescale": conditional_rescale}
 
 
-def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False)):
+def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), rep_text=""):
     t = TARGETS[arch]
     peak = t["peaks"][shape.get("prec", "16-bit")]
     elem = shape.get("elem", 2)
@@ -334,7 +338,15 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False)):
         # Both products of one query tile against one key tile.
         t_step = 4 * bm * bn * D / per_sm_flops
         t_exp = bm * bn / t["sfu_exp2_per_clk_per_sm"] / (CLOCK_GHZ * 1e9)
-        if overlapped and q_tiles == 2:
+        # The next key tile's scores issued a key tile ahead (`tile-mma-overlap` waits for them
+        # at the end of the iteration: FlashAttention-4's order since 2026-11-28): the two
+        # softmaxes read scores already in registers while the four products (the previous
+        # P·V of both tiles, the next S of both) run; a key tile costs the longer of the
+        # products and the two softmaxes, each with one wait.
+        ahead = "until the end of its loop's iteration" in rep_text
+        if overlapped and q_tiles == 2 and ahead:
+            per_tile = steps * max(2 * t_step + wait, 2 * t_exp + wait)
+        elif overlapped and q_tiles == 2:
             # S_A, P_A·V, S_B, P_B·V issued at once (t/2 each, back to back on the tensor
             # core); A's softmax after S_A's wait, B's after S_B is done and A's softmax; the
             # next key tile's products after both and the last product's wait.
@@ -348,6 +360,8 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False)):
         kind = " (softmax overlapped)" if overlapped else ""
         if q_tiles == 2:
             kind = " (two query tiles, softmax overlapped)" if overlapped else " (two query tiles)"
+            if overlapped and ahead:
+                kind = " (two query tiles, scores a key tile ahead)"
         serial = {
             "tile": [bm, bn, D],
             "query_tiles_per_block": q_tiles,
@@ -395,7 +409,7 @@ def main():
                     raise SystemExit(f"{kernel} {arch}: no product in the report")
                 facts = pipeline_facts(rep)
                 issue = issue_term(ptx, 4 if facts[1] else 0) if arch == "sm_103a" else None
-                e = estimate(kernel, shape, arch, prods, issue, facts)
+                e = estimate(kernel, shape, arch, prods, issue, facts, rep)
                 rows.append({"target": arch, "chip": TARGETS[arch]["chip"], "kernel": kernel, "case": label, **e})
     doc = {
         "kind": "ESTIMATES (not measured: no B300 or GB10 here)",
@@ -455,12 +469,21 @@ def main():
         "instructions under `elect.sync` (ptxas had wrapped each in a loop over the active lanes), the",
         "conditional rescale, affine index compares and the ragged-tile mask's offsets no longer live through",
         "the loop, and Blackwell's paired f32 arithmetic (FFMA2/FADD2 for the scale, the sums and the",
-        "rescale) bring it to 542 (975 clocks), below the products and the waits: 0.82 again. At D = 64 the",
-        "two tiles take 64-key tiles (128 x 128 scores twice do not fit the registers): the products are",
-        "half as long and a key tile's 487 instructions a warp (903 clocks against 524) bind — 0.57 (0.34",
-        "before the changes). Not modelled: each row of a 128-row tile spans two warps (8 warps, the",
-        "columns split), so every row maximum and sum crosses warps through shared memory with a block",
-        "barrier (8 a key tile) — FlashAttention-4's softmax warpgroups, a thread a row, have none. The",
+        "rescale) bring it to 542 (975 clocks), below the products and the waits: 0.82 again (462 since",
+        "O and P stay in Tensor Memory, below). At D = 64 the two tiles take 64-key tiles: the products are",
+        "half as long and a key tile's 487 instructions a warp (903 clocks against 524) bound it at 0.57",
+        "(0.34 before the changes). Since 2026-11-28 (session 27) the accumulators and P stay in Tensor",
+        "Memory across key tiles (O rescaled in place, P stored where the loop yields it, so the four products",
+        "follow one TMEM sync; ptxas no longer moves the carried P into `tcgen05.st`'s registers): 420",
+        "instructions (746 clocks), and the serial term bound it instead — S_A's product and wait exposed",
+        "at each key tile's start, then both softmaxes in turn (t/2 + wait + 2 softmaxes): 0.60. Since the",
+        "same session the scores go a key tile ahead where the products take tcgen05 (`AHEAD`): the next",
+        "key tile's S_A and S_B are issued at the top of an iteration beside the previous tile's P·V and",
+        "waited for at its end, so both softmaxes run on scores already in registers under the four",
+        "products (411 instructions, 738 clocks): 0.70, the products and one wait a key tile binding (D =",
+        "128 stays 0.82: its products bound it already). Not modelled: each row of a 128-row tile spans two warps (8 warps, the columns split), so",
+        "every row maximum and sum crosses warps through shared memory with a block barrier (6 a key tile)",
+        "— FlashAttention-4's softmax warpgroups, a thread a row, have none. The",
         "block-scaled NVFP4 GEMM is issue-bound too: 425 instructions a warp a K step while its scale",
         "factors went through shared memory a byte at a time (128 LDS.U8, 108 PRMT) — 0.39, not the 0.72",
         "of the model without the term —, 270 since they are loaded in the layout tcgen05.st stores them",

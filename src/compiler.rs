@@ -148,7 +148,7 @@ impl std::error::Error for CompileError {}
 pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, CompileError> {
     let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
     let (arch, arch_substituted, choice) = targets(opts).map_err(|d| fail(vec![d]))?;
-    let req = request(opts, choice);
+    let req = request(opts, arch, choice);
     let mut timings = vec![];
     let mut clock = Instant::now();
     let mut lap = |what: &str, timings: &mut Vec<(String, Duration)>| {
@@ -321,12 +321,16 @@ fn targets(opts: &CompileOptions) -> Result<Targets, Diagnostic> {
 }
 
 /// The frontend's request for these options and the target whose choices the code makes.
-fn request(opts: &CompileOptions, choice: &tilec_core::target::Arch) -> Request {
+fn request(opts: &CompileOptions, arch: &tilec_core::target::Arch, choice: &tilec_core::target::Arch) -> Request {
+    let tcgen05 = |a: &tilec_core::target::Arch| a.has(tilec_core::target::Feature::Tcgen05);
     Request {
         kernel: opts.kernel.clone(),
         target: choice.name.to_string(),
         consts: opts.consts.clone(),
         unaligned: opts.unaligned.clone(),
+        // As `default_steps`' `no_tcgen05`: the products take tcgen05 only where the chip
+        // compiled for has it and the options leave it on.
+        tcgen05: Some(tcgen05(choice) && tcgen05(arch) && !opts.no_tcgen05),
     }
 }
 
@@ -377,7 +381,7 @@ pub fn frontend_and_pipeline(
 ) -> Result<(tilec_frontend::Elaborated, Vec<Step>), CompileError> {
     let fail = |d: Vec<Diagnostic>| CompileError { diagnostics: d, source: source.clone() };
     let (arch, _, choice) = targets(opts).map_err(|d| fail(vec![d]))?;
-    let el = tilec_frontend::check(&source.text, &request(opts, choice)).map_err(fail)?;
+    let el = tilec_frontend::check(&source.text, &request(opts, arch, choice)).map_err(fail)?;
     let mlir = Mlir::pooled().map_err(|d| fail(vec![d]))?;
     let steps = default_steps(&mlir, opts, &el.hints, arch, choice).map_err(|d| fail(vec![d]))?;
     Ok((el, steps))

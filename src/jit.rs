@@ -315,6 +315,7 @@ impl Jit {
             target: target.name.to_string(),
             consts: spec.options.consts.clone(),
             unaligned: Default::default(),
+            tcgen05: None,
         };
         let el = tilec_frontend::check(&spec.source.text, &req)
             .map_err(|d| JitError::Compile(tilec_core::diag::render(&d, &spec.source)))?;

@@ -29,8 +29,14 @@
 //! product's wait stays in the list it was issued in, so no product crosses a loop's back
 //! edge here.
 //!
-//! Leaves alone, and reports why: a product whose result is read only by a yield (a chain
-//! `tile-pipeline` decides), one with nothing issued or computed before its first read
+//! A product whose result only the region's yield reads (not a chain: its accumulator is no
+//! iteration argument) is waited for at the end of the list, right before the yield — the
+//! next iteration reads it: FlashAttention-4's next key tile's scores, issued at the top of
+//! an iteration beside the previous tile's P·V so that neither softmax waits for a product
+//! of its own iteration (`kernels/fmha.tile`'s two query tiles).
+//!
+//! Leaves alone, and reports why: a chain's product whose result is read only by a yield
+//! (`tile-pipeline` decides those), one with nothing issued or computed before its first read
 //! (nothing to overlap: turns, stage waits and releases, other waits and scalars only), one
 //! with a nested product or a copy into a buffer it reads before its first read,
 //! block-scaled and multi-block tcgen05 products, and `mma.sync` ones (synchronous).
@@ -75,7 +81,7 @@ pub fn run(func: &mut Func) -> OverlapReport {
         _ => {}
     });
     let mut ops = std::mem::take(&mut func.ops);
-    list(func, &mut ops, &mut [], &facts, &mut report);
+    list(func, &mut ops, &mut [], &[], &facts, &mut report);
     func.ops = ops;
     if report.lines.is_empty() {
         report.lines.push("no asynchronous product to leave in flight".into());
@@ -112,15 +118,33 @@ pub(crate) fn uses(op: &Op, v: ValueId) -> bool {
     found
 }
 
+/// The accumulator operand of a product.
+fn accumulator(op: &Op) -> Option<ValueId> {
+    match &op.kind {
+        OpKind::Mma { acc, .. } => Some(*acc),
+        _ => None,
+    }
+}
+
 /// The pass over one op list; `yields` are the values its region yields (they read its
-/// results after every op of the list).
-fn list(func: &mut Func, ops: &mut Vec<Op>, yields: &mut [ValueId], facts: &Facts, report: &mut OverlapReport) {
+/// results after every op of the list), `chain_args` its loop's iteration arguments.
+fn list(
+    func: &mut Func,
+    ops: &mut Vec<Op>,
+    yields: &mut [ValueId],
+    chain_args: &[ValueId],
+    facts: &Facts,
+    report: &mut OverlapReport,
+) {
     for op in ops.iter_mut() {
         match &mut op.kind {
-            OpKind::For { body, yields, .. } => list(func, body, yields, facts, report),
+            OpKind::For { body, yields, iters, .. } => {
+                let iters = iters.clone();
+                list(func, body, yields, &iters, facts, report)
+            }
             OpKind::If { then_ops, then_yields, else_ops, else_yields, .. } => {
-                list(func, then_ops, then_yields, facts, report);
-                list(func, else_ops, else_yields, facts, report);
+                list(func, then_ops, then_yields, chain_args, facts, report);
+                list(func, else_ops, else_yields, chain_args, facts, report);
             }
             _ => {}
         }
@@ -131,7 +155,7 @@ fn list(func: &mut Func, ops: &mut Vec<Op>, yields: &mut [ValueId], facts: &Fact
             i += 1;
             continue;
         };
-        match defer(func, ops, yields, i, r, facts) {
+        match defer(func, ops, yields, chain_args, i, r, facts) {
             Ok(line) => report.lines.push(line),
             Err(why) => report.lines.push(format!("product %{} waited for at once: {why}", r.0)),
         }
@@ -144,11 +168,20 @@ fn defer(
     func: &mut Func,
     ops: &mut Vec<Op>,
     yields: &mut [ValueId],
+    chain_args: &[ValueId],
     i: usize,
     r: ValueId,
     facts: &Facts,
 ) -> Result<String, String> {
-    let u = (i + 1..ops.len()).find(|&k| uses(&ops[k], r)).ok_or("its result is only yielded")?;
+    // A product only the region's yield reads — not a chain's (its accumulator an iteration
+    // argument: `tile-pipeline` decides those) — is waited for at the end of the list, before
+    // the yield: FlashAttention-4's next key tile's scores, issued at the top of an iteration
+    // and read by the next one.
+    let u = match (i + 1..ops.len()).find(|&k| uses(&ops[k], r)) {
+        Some(u) => u,
+        None if yields.contains(&r) && !chain_args.contains(&accumulator(&ops[i]).unwrap_or(r)) => ops.len(),
+        None => return Err("its result is only yielded".into()),
+    };
     let reads: BTreeSet<ValueId> = ops[i].kind.operands().into_iter().flat_map(|v| facts.buffers(v)).collect();
     let mut newer = 0u32;
     let mut releases = vec![];
@@ -180,6 +213,8 @@ fn defer(
     if newer == 0 && ops[i + 1..u].iter().all(|o| bookkeeping(func, o)) {
         return Err("nothing is issued or computed before its first read".into());
     }
+    let until =
+        if u == ops.len() { "the end of its loop's iteration (read by the next one)" } else { "its first read" };
     let ty = func.ty(r).clone();
     let w = func.new_value(ty);
     for op in &mut ops[u..] {
@@ -197,7 +232,7 @@ fn defer(
         ops.insert(u + 1 + n, m);
     }
     Ok(format!(
-        "product %{} left in flight until its first read (mma_wait pending={newer}: the {newer} product(s) issued after it may still run){}",
+        "product %{} left in flight until {until} (mma_wait pending={newer}: the {newer} product(s) issued after it may still run){}",
         r.0,
         if releases.is_empty() { String::new() } else { format!("; {} stage release(s) moved after the wait", releases.len()) }
     ))

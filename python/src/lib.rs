@@ -199,6 +199,7 @@ impl Kernel {
             target: arch.name.to_string(),
             consts: opts.consts.clone(),
             unaligned: BTreeSet::new(),
+            tcgen05: None,
         };
         let source = self.spec.source();
         let el = tilec_frontend::check(&source.text, &req)

@@ -110,3 +110,31 @@ fn requirements_are_recorded_and_checked_at_launch() {
     assert_eq!(j["requires"][0]["text"], "N <= BLOCK_N");
     assert_eq!(j["requires"][0]["cond"]["cmp"][0], "le");
 }
+
+/// `by_target`'s `tcgen05` key: taken where the products may take the tcgen05 family —
+/// sm_103a's own choice, over its target entry — and not where they run as `mma.sync`: under
+/// `--no-tcgen05` or an emulation on a chip without it (the compiler's
+/// `Request::tcgen05 = Some(false)`), nor on a target without it.
+#[test]
+fn by_target_tcgen05_key_follows_the_product_family() {
+    let text =
+        "kernel k(x: tensor<f32, 1>, const B: int = by_target { tcgen05: 32, sm_103: 64, default: 128 }) grid = (1,) {
+        store(x, index=(0,), tile=load(x, index=(0,), shape=(B,)));
+    }";
+    let width = |target: &str, tcgen05: Option<bool>| {
+        let req = Request { target: target.into(), tcgen05, ..Default::default() };
+        let ir = check(text, &req).unwrap_or_else(|d| panic!("{}", render(&d, &Source::new("k", text)))).func.to_mlir();
+        [32, 64, 128].into_iter().find(|w| ir.contains(&format!("tensor<{w}xf32"))).unwrap()
+    };
+    assert_eq!(width("sm_103a", None), 32);
+    assert_eq!(width("sm_103a", Some(true)), 32);
+    assert_eq!(width("sm_103a", Some(false)), 64);
+    assert_eq!(width("sm_90a", None), 128);
+    assert_eq!(width("sm_121a", None), 128);
+    // Compiled: the compiler says which family the products take.
+    let opts = |no_tcgen05| tilec::CompileOptions { arch: "sm_103a".into(), no_tcgen05, ..Default::default() };
+    for (no, w) in [(false, 32), (true, 64)] {
+        let c = tilec::compile(&tilec::Source::new("k", text), &opts(no)).unwrap();
+        assert!(c.stages[&tilec::Stage::Tile].contains(&format!("tensor<{w}xf32")), "no_tcgen05 {no}");
+    }
+}

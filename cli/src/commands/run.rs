@@ -91,6 +91,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         target: arch.name.to_string(),
         consts: consts.clone(),
         unaligned: Default::default(),
+        tcgen05: None,
     };
     let el = match tilec_frontend::check(&source.text, &req) {
         Ok(e) => e,

@@ -80,6 +80,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 target: target.name.to_string(),
                 consts: consts.clone(),
                 unaligned: Default::default(),
+                tcgen05: None,
             },
         )
     };

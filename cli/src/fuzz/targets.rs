@@ -148,6 +148,7 @@ impl Corpus {
                         target: "sm_90a".into(),
                         consts: consts.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
                         unaligned: Default::default(),
+                        tcgen05: None,
                     };
                     // A constant a kernel does not have: take its defaults instead.
                     let el = tilec_frontend::check(text, &req).or_else(|_| {

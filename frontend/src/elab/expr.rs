@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The `by_target` key of the products' tcgen05 family.
+const FAMILY_KEY: &str = "tcgen05";
+
 impl Cx<'_> {
     pub(crate) fn expr(&mut self, e: &Expr) -> R<Val> {
         match &e.kind {
@@ -67,9 +70,15 @@ impl Cx<'_> {
         self.param_names.iter().position(|p| p == name)
     }
 
+    /// `by_target { sm_121: …, tcgen05: …, default: … }`: the entry of the target the kernel is
+    /// compiled for (its choices: an emulated target's), or `tcgen05`'s where the products may
+    /// take that family — it wins over the target's entry, since the same target then runs
+    /// differently shaped code (FMHA's order keeps its accumulators in Tensor Memory, which
+    /// `mma.sync` would hold in registers) — else `default`.
     pub(crate) fn by_target(&mut self, entries: &[(ast::Ident, Expr)], span: Span) -> R<Val> {
         let mut default = None;
         let mut chosen = None;
+        let mut family = None;
         for (i, (k, e)) in entries.iter().enumerate() {
             let key = k.name.as_str();
             let same = |other: &str| {
@@ -87,16 +96,22 @@ impl Cx<'_> {
                 default = Some(e);
                 continue;
             }
+            if key == FAMILY_KEY {
+                family = Some(e);
+                continue;
+            }
             let Some(arch) = tilec_core::target::by_key(key) else {
                 return Err(Diagnostic::error("E0013", format!("unknown target `{key}` in by_target"))
                     .with_primary(k.span, "not a target tilec knows")
-                    .with_note("keys: sm_90, sm_103, sm_121 (with or without the `a` suffix) and `default`"));
+                    .with_note(
+                        "keys: sm_90, sm_103, sm_121 (with or without the `a` suffix), `tcgen05` and `default`",
+                    ));
             };
             if arch.name == self.target {
                 chosen = Some(e);
             }
         }
-        match chosen.or(default) {
+        match family.filter(|_| self.tcgen05).or(chosen).or(default) {
             Some(e) => self.expr(e),
             None => {
                 Err(Diagnostic::error("E0014", format!("by_target has no entry for {} and no `default`", self.target))

@@ -49,6 +49,9 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         func: Func::new(&k.name.name, &req.target, 4),
         scopes: vec![BTreeMap::new()],
         target: &req.target,
+        tcgen05: req.tcgen05.unwrap_or_else(|| {
+            tilec_core::target::by_name(&req.target).is_some_and(|a| a.has(tilec_core::target::Feature::Tcgen05))
+        }),
         diags: vec![],
         host: false,
         param_names: vec![],

@@ -76,6 +76,10 @@ pub struct Request {
     pub consts: BTreeMap<String, ConstArg>,
     /// Tensor parameters *not* known to be 16-byte aligned with unit last stride.
     pub unaligned: BTreeSet<String>,
+    /// Whether the products may take the tcgen05 family (`by_target`'s `tcgen05` key): `None`
+    /// is the target's own (sm_100a, sm_103a); the compiler says `Some(false)` under
+    /// `--no-tcgen05` and where an emulated target's products run as `mma.sync`.
+    pub tcgen05: Option<bool>,
 }
 
 pub use tilec_core::artifact::Hints;
@@ -187,6 +191,8 @@ pub(crate) struct Cx<'a> {
     /// Name → value, innermost scope last (maps: lookups stay logarithmic in big kernels).
     scopes: Vec<BTreeMap<String, Val>>,
     target: &'a str,
+    /// The products may take tcgen05 ([`Request::tcgen05`]).
+    tcgen05: bool,
     diags: Vec<Diagnostic>,
     /// Evaluating the grid: tensor shapes and scalars are host expressions, not ops.
     host: bool,

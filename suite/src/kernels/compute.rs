@@ -379,16 +379,21 @@ pub const FMHA: Spec = Spec {
                 .with("GROUP", 3),
         );
         // sm_103a's two query tiles a block (its default at D = 128): 80 rows are two blocks of
-        // 2 x 32, the second one's tile A ragged and its tile B past the rows.
+        // 2 x 32, the second one's tile A ragged and its tile B past the rows; in the order of
+        // mma.sync and, with AHEAD (tcgen05's), with the scores a key tile ahead (the last
+        // iteration's of the key tile past the end).
         for causal in [0, 1] {
-            v.push(
-                Case::new(DType::F16, &[1, 2, 80, 64])
-                    .with("TILE_M", 32)
-                    .with("TILE_N", 32)
-                    .with("CAUSAL", causal)
-                    .with("OVERLAP", 1)
-                    .with("Q_TILES", 2),
-            );
+            for ahead in [0, 1] {
+                v.push(
+                    Case::new(DType::F16, &[1, 2, 80, 64])
+                        .with("TILE_M", 32)
+                        .with("TILE_N", 32)
+                        .with("CAUSAL", causal)
+                        .with("OVERLAP", 1)
+                        .with("Q_TILES", 2)
+                        .with("AHEAD", ahead),
+                );
+            }
         }
         v
     },
