@@ -357,18 +357,7 @@ impl Lowering<'_> {
         if xs.len() != fs.len() || xs.len() < ROW_FACTOR_MIN_REGS * factors.len() {
             return Ok(None);
         }
-        let one = self.em.cf32(1.0);
-        let mut any: Option<Reg> = None;
-        for f in &factors {
-            let ne = self.em.cmp(true, "une", f, &one);
-            any = Some(match any {
-                Some(a) => self.em.or(&a, &ne),
-                None => ne,
-            });
-        }
-        let Some(any) = any else { return Ok(None) };
-        let all = self.em.ci32(-1);
-        let warp_any = self.em.call_intrinsic("llvm.nvvm.vote.any.sync", &[&all, &any], Ty::I1);
+        let Some(warp_any) = self.warp_any_not_one(&factors) else { return Ok(None) };
         let (then, skip, join) = (self.em.new_block(), self.em.new_block(), self.em.new_block());
         self.em.cond_br(&warp_any, &then, &skip);
         self.em.label(&skip, &[]);
@@ -379,6 +368,23 @@ impl Lowering<'_> {
         let args: Vec<Reg> = xs.iter().map(|r| self.em.fresh_reg(r.ty.clone())).collect();
         self.em.label(&join, &args);
         Ok(Some(Value::Tile(args)))
+    }
+
+    /// Whether some factor of the warp's lanes is not exactly 1.0 (`vote.any` of each lane's
+    /// `f != 1.0` over its `factors`): a uniform branch condition. `None` without factors.
+    pub(crate) fn warp_any_not_one(&mut self, factors: &[Reg]) -> Option<Reg> {
+        let one = self.em.cf32(1.0);
+        let mut any: Option<Reg> = None;
+        for f in factors {
+            let ne = self.em.cmp(true, "une", f, &one);
+            any = Some(match any {
+                Some(a) => self.em.or(&a, &ne),
+                None => ne,
+            });
+        }
+        let any = any?;
+        let all = self.em.ci32(-1);
+        Some(self.em.call_intrinsic("llvm.nvvm.vote.any.sync", &[&all, &any], Ty::I1))
     }
 
     /// An f32 op on tiles, two registers at a time as `vector<2xf32>` where the target has

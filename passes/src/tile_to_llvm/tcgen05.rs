@@ -1788,20 +1788,9 @@ impl Lowering<'_> {
             return Err(err("a carried accumulator without its tcgen05 layout"));
         };
         let fs = self.tile(f)?;
-        let join = match self.row_factors.get(&f).cloned().filter(|_| !self.loop_writes.is_empty()) {
-            Some(factors) if !factors.is_empty() => {
-                let one = self.em.cf32(1.0);
-                let mut any: Option<Reg> = None;
-                for x in &factors {
-                    let ne = self.em.cmp(true, "une", x, &one);
-                    any = Some(match any {
-                        Some(a) => self.em.or(&a, &ne),
-                        None => ne,
-                    });
-                }
-                let all = self.em.ci32(-1);
-                let any = any.expect("a factor");
-                let warp_any = self.em.call_intrinsic("llvm.nvvm.vote.any.sync", &[&all, &any], Ty::I1);
+        let factors = self.row_factors.get(&f).cloned().filter(|_| !self.loop_writes.is_empty());
+        let join = match factors.and_then(|fs| self.warp_any_not_one(&fs)) {
+            Some(warp_any) => {
                 let (then, join) = (self.em.new_block(), self.em.new_block());
                 self.em.cond_br(&warp_any, &then, &join);
                 self.em.label(&then, &[]);
