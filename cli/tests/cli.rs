@@ -914,6 +914,22 @@ fn tune_without_a_gpu_says_so() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// `tilec check --const` takes what `bench --const` takes and refuses the rest before it
+/// looks for a GPU.
+#[test]
+fn check_consts_are_integers_named_once() {
+    for (args, says) in [
+        (&["check", "fmha", "--const", "AHEAD"][..], "expected NAME=VALUE"),
+        (&["check", "fmha", "--const", "AHEAD=yes"][..], "integer values"),
+        (&["check", "fmha", "--const", "AHEAD=1", "--const", "AHEAD=0"][..], "given twice"),
+    ] {
+        let (code, _, err) = tilec(args);
+        assert_ne!(code, 0);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
 /// Issue 27's two silent-wrong launches are refused before any block runs: softmax rows wider
 /// than its tile (a `require` clause), matmul operands whose K differ (named extents).
 #[test]

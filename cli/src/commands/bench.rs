@@ -93,19 +93,25 @@ fn ablation(a: &Args) -> Result<ExitCode> {
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    if a.ablation {
-        return ablation(&a);
-    }
+/// `--const NAME=VALUE` overrides of every case (`bench`, `check`): integers, each name once.
+pub(crate) fn const_overrides(consts: &[String]) -> Result<Vec<(String, i64)>> {
     let mut overrides: Vec<(String, i64)> = vec![];
-    for c in &a.consts {
+    for c in consts {
         let (k, v) = c.split_once('=').with_context(|| format!("--const {c}: expected NAME=VALUE"))?;
-        let v: i64 = v.trim().parse().with_context(|| format!("--const {c}: bench takes integer values"))?;
+        let v: i64 = v.trim().parse().with_context(|| format!("--const {c}: the cases take integer values"))?;
         if overrides.iter().any(|(n, _)| n == k.trim()) {
             anyhow::bail!("--const {} is given twice", k.trim());
         }
         overrides.push((k.trim().to_string(), v));
     }
+    Ok(overrides)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    if a.ablation {
+        return ablation(&a);
+    }
+    let overrides = const_overrides(&a.consts)?;
     let peer_rows = match &a.peers {
         Some(p) => bench_report::load_peers(p).map_err(anyhow::Error::msg)?,
         None => vec![],

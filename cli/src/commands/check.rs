@@ -28,11 +28,17 @@ pub struct Args {
     /// and the first copy must come out untouched.
     #[arg(long)]
     graph: bool,
+    /// Integer constant override for every case, NAME=VALUE (repeatable, as `bench` takes it:
+    /// `--const AHEAD=1` checks a configuration the target's defaults do not pick). Shown in
+    /// the case labels.
+    #[arg(long = "const", value_name = "NAME=VALUE")]
+    consts: Vec<String>,
     #[command(flatten)]
     variant: super::VariantArgs,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let overrides = super::bench::const_overrides(&a.consts)?;
     let specs = gpu::selected(&a.kernels).map_err(anyhow::Error::msg)?;
     let dev = tilec_runtime::Device::open(0)?;
     out::err(&format!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1));
@@ -44,7 +50,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         threads,
         |emit| -> Result<()> {
             for spec in specs {
-                let cases = (spec.gpu_cases)();
+                let cases: Vec<_> = (spec.gpu_cases)()
+                    .into_iter()
+                    .map(|c| overrides.iter().fold(c, |c, (n, v)| c.with(n, *v)))
+                    .collect();
                 if let Some(why) =
                     cases.first().and_then(|c| gpu::not_lowered_here(&dev, &a.kernels_dir, spec, c, &a.variant))
                 {
