@@ -179,7 +179,7 @@ fn defer(
     // and read by the next one.
     let u = match (i + 1..ops.len()).find(|&k| uses(&ops[k], r)) {
         Some(u) => u,
-        None if yields.contains(&r) && !chain_args.contains(&accumulator(&ops[i]).unwrap_or(r)) => ops.len(),
+        None if yields.contains(&r) && !accumulator(&ops[i]).is_some_and(|a| chain_args.contains(&a)) => ops.len(),
         None => return Err("its result is only yielded".into()),
     };
     let reads: BTreeSet<ValueId> = ops[i].kind.operands().into_iter().flat_map(|v| facts.buffers(v)).collect();

@@ -345,7 +345,7 @@ impl TmemPlan {
         p.kept_cols = next;
         // An accumulator carried in TMEM: its product's region lives from the loop's start to
         // the wait of the product after the loop, which takes the same region.
-        let carried_acc = carried_accumulators(func, &deferred, &until);
+        let carried_acc = carried_accumulators(func, &uses, &deferred, &until);
         let acc_span: BTreeMap<ValueId, (usize, usize)> = carried_acc.iter().map(|c| (c.product, c.span)).collect();
         let after_loop: BTreeSet<ValueId> = carried_acc.iter().filter_map(|c| Some(c.after?.1)).collect();
         let runs: Vec<(ValueId, i64, usize, usize)> = products
@@ -361,7 +361,7 @@ impl TmemPlan {
         // the last read of it (the loop's end, or the product after the loop that reads the
         // loop's result); that product has no A region of its own.
         let mut a_span: BTreeMap<ValueId, (usize, usize)> = BTreeMap::new();
-        for c in carried_a_operands(func, &deferred, &a_reads, &at, &until) {
+        for c in carried_a_operands(func, &uses, &deferred, &a_reads, &at, &until) {
             p.a_carried.insert(c.arg, c.product);
             if let Some((res, after)) = c.after {
                 p.a_carried.insert(res, c.product);
@@ -374,10 +374,9 @@ impl TmemPlan {
         p.deferred = first_fit(&mut placed, &acc_runs, next, 1);
         for c in &carried_acc {
             let col = p.deferred[&c.product];
-            for v in [c.arg, c.product, c.wait, c.rescaled] {
+            for v in [c.arg, c.product, c.wait, c.rescaled, c.result] {
                 p.acc_carried.insert(v, col);
             }
-            p.acc_carried.insert(c.result, col);
             if let Some((_, after)) = c.after {
                 p.deferred.insert(after, col);
             }
@@ -505,12 +504,12 @@ struct CarriedA {
 /// either none or one product after the loop reading A from TMEM in the same layout.
 fn carried_a_operands(
     func: &Func,
+    uses: &BTreeMap<ValueId, usize>,
     deferred: &BTreeSet<ValueId>,
     a_reads: &BTreeMap<ValueId, i64>,
     at: &BTreeMap<ValueId, usize>,
     until: &BTreeMap<ValueId, usize>,
 ) -> Vec<CarriedA> {
-    let uses = func.use_counts();
     // Who reads a value as its A (products reading A from TMEM).
     let mut a_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
     func.walk(&mut |op| {
@@ -586,10 +585,10 @@ struct CarriedAcc {
 /// accumulates in place and its wait loads the region), or loaded at the loop's exit.
 fn carried_accumulators(
     func: &Func,
+    uses: &BTreeMap<ValueId, usize>,
     deferred: &BTreeSet<ValueId>,
     until: &BTreeMap<ValueId, usize>,
 ) -> Vec<CarriedAcc> {
-    let uses = func.use_counts();
     let mut acc_of: BTreeMap<ValueId, ValueId> = BTreeMap::new();
     let mut broadcasts: BTreeSet<ValueId> = BTreeSet::new();
     func.walk(&mut |op| match (&op.kind, op.result) {
@@ -1133,6 +1132,15 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// The tcgen05 layout and the shape of the accumulator `v` (`what` names it in the error
+    /// a value without that layout gets).
+    fn accumulator_layout(&self, v: ValueId, what: &str) -> Result<(Mma, Vec<i64>), Diagnostic> {
+        match self.func.ty(v) {
+            Type::Tile { shape, layout: Some(Layout::Mma(m)), .. } => Ok((*m, shape.clone())),
+            _ => Err(err(format!("{what} without a tcgen05 layout"))),
+        }
+    }
+
     /// The TMEM accumulator a loop chain starts from: `init`'s registers stored at `col`.
     pub(crate) fn tmem_chain_init(
         &mut self,
@@ -1140,12 +1148,9 @@ impl Lowering<'_> {
         col: i64,
         alt: Option<&TmemAlt>,
     ) -> Result<Value, Diagnostic> {
-        let ty = self.func.ty(init).clone();
-        let Some(Layout::Mma(m)) = ty.layout().cloned() else {
-            return Err(err("a TMEM-carried accumulator without a tcgen05 layout"));
-        };
+        let (m, shape) = self.accumulator_layout(init, "a TMEM-carried accumulator")?;
         let regs = self.tile(init)?;
-        self.with_tmem_shift(alt, |lw| lw.tmem_store(m, ty.shape(), col, &regs))?;
+        self.with_tmem_shift(alt, |lw| lw.tmem_store(m, &shape, col, &regs))?;
         Ok(Value::Tmem { col, alt: alt.cloned() })
     }
 
@@ -1156,11 +1161,8 @@ impl Lowering<'_> {
         col: i64,
         alt: Option<&TmemAlt>,
     ) -> Result<Value, Diagnostic> {
-        let ty = self.func.ty(result).clone();
-        let Some(Layout::Mma(m)) = ty.layout().cloned() else {
-            return Err(err("a TMEM-carried accumulator without a tcgen05 layout"));
-        };
-        Ok(Value::Tile(self.with_tmem_shift(alt, |lw| lw.tmem_load(m, ty.shape(), col))?))
+        let (m, shape) = self.accumulator_layout(result, "a TMEM-carried accumulator")?;
+        Ok(Value::Tile(self.with_tmem_shift(alt, |lw| lw.tmem_load(m, &shape, col))?))
     }
 
     /// `f` with the kernel's TMEM address moved to a double-buffered chain's region at run
@@ -1757,16 +1759,13 @@ impl Lowering<'_> {
         else {
             return Err(err(format!("mma_wait on %{}, which is no tcgen05 product left in flight", value.0)));
         };
-        let ty = self.func.ty(value).clone();
-        let Some(Layout::Mma(m)) = ty.layout().cloned() else {
-            return Err(err("a tcgen05 product left in flight without its accumulator layout"));
-        };
+        let (m, shape) = self.accumulator_layout(value, "a tcgen05 product left in flight")?;
         self.tmem_arrive_wait(&bar);
         // (An accumulator the loop carries in TMEM stays there: its rescale reads it.)
         if self.facts.tmem.acc_carried.contains_key(&value) {
             return Ok(Value::Tmem { col, alt: None });
         }
-        Ok(Value::Tile(self.tmem_load(m, ty.shape(), col)?))
+        Ok(Value::Tile(self.tmem_load(m, &shape, col)?))
     }
 
     /// `acc * f` for an accumulator a loop carries in Tensor Memory ([`TmemPlan::acc_carried`])
@@ -1783,10 +1782,7 @@ impl Lowering<'_> {
         if col != at {
             return Err(err("a carried accumulator rescaled outside its region"));
         }
-        let ty = self.func.ty(result).clone();
-        let Some(Layout::Mma(m)) = ty.layout().cloned() else {
-            return Err(err("a carried accumulator without its tcgen05 layout"));
-        };
+        let (m, shape) = self.accumulator_layout(result, "a carried accumulator")?;
         let fs = self.tile(f)?;
         let factors = self.row_factors.get(&f).cloned().filter(|_| !self.loop_writes.is_empty());
         let join = match factors.and_then(|fs| self.warp_any_not_one(&fs)) {
@@ -1798,12 +1794,12 @@ impl Lowering<'_> {
             }
             _ => None,
         };
-        let xs = self.tmem_load(m, ty.shape(), col)?;
+        let xs = self.tmem_load(m, &shape, col)?;
         if xs.len() != fs.len() {
             return Err(err("a row factor that does not match its accumulator's registers"));
         }
         let prod: Vec<Reg> = xs.iter().zip(&fs).map(|(x, f)| self.em.fmul(x, f)).collect();
-        self.tmem_store(m, ty.shape(), col, &prod)?;
+        self.tmem_store(m, &shape, col, &prod)?;
         if let Some(join) = join {
             self.em.br(&join, &[]);
             self.em.label(&join, &[]);
