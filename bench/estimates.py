@@ -44,7 +44,9 @@ The model, per kernel and shape:
   scores a key tile ahead (the report's "until the end of its loop's iteration": the next key
   tile's `S_A`, `S_B` issued at the top beside the previous tile's two P·V, read by the next
   iteration), both softmaxes run on scores already in registers under the four products, and
-  a key tile costs max(2t + wait, 2 t_exp + wait);
+  a key tile costs max(2t + wait, 2 t_exp + wait) — as it does for one tile of 256 rows (its
+  two 128-row blocks a warpgroup each, a thread a row: FlashAttention-4's softmax warpgroups
+  in one instruction stream, since 2026-11-28 session 28) whose scores go a key tile ahead;
   Under a causal mask a block walks the key tiles up to its last row (the mean over a head's
   blocks; a block of two query tiles walks its second tile's);
 - sm_103a only: the instruction issue. Each of an SM's four schedulers issues one warp
@@ -344,8 +346,10 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         # P·V of both tiles, the next S of both) run; a key tile costs the longer of the
         # products and the two softmaxes, each with one wait.
         ahead = "until the end of its loop's iteration" in rep_text
-        if overlapped and q_tiles == 2 and ahead:
-            per_tile = steps * max(2 * t_step + wait, 2 * t_exp + wait)
+        if overlapped and ahead:
+            # (One 256-row tile, a warpgroup a 128-row block, is the same four products and
+            # two blocks' softmaxes: t_step and t_exp are already twice a 128-row tile's.)
+            per_tile = steps * max(q_tiles * t_step + wait, q_tiles * t_exp + wait)
         elif overlapped and q_tiles == 2:
             # S_A, P_A·V, S_B, P_B·V issued at once (t/2 each, back to back on the tensor
             # core); A's softmax after S_A's wait, B's after S_B is done and A's softmax; the
@@ -358,6 +362,8 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         if issue:
             per_tile = max(per_tile, steps * issue["issue_clocks"] / (CLOCK_GHZ * 1e9))
         kind = " (softmax overlapped)" if overlapped else ""
+        if overlapped and ahead:
+            kind = " (scores a key tile ahead)"
         if q_tiles == 2:
             kind = " (two query tiles, softmax overlapped)" if overlapped else " (two query tiles)"
             if overlapped and ahead:

@@ -886,7 +886,7 @@ fn a_warpgroup_local_buffer_takes_a_warpgroup_barrier_and_keeps_the_ping_pong() 
     assert!(ptx.lines().any(|l| l.contains("bar.sync") && l.trim_end().ends_with(", 128;")), "no warpgroup barrier");
 }
 
-/// `kernels/fmha.tile` for sm_103a (with `Q_TILES` if given), and its report.
+/// `kernels/fmha.tile` for sm_103a (with the constants given), and its report.
 /// The library's kernel `name` (of `kernels/{name}.tile`) compiled for sm_103a.
 fn on_sm_103a(name: &str) -> tilec::Compiled {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}.tile"));
@@ -894,11 +894,11 @@ fn on_sm_103a(name: &str) -> tilec::Compiled {
     tilec::compile(&tilec::Source::new(name, std::fs::read_to_string(p).unwrap()), &o).unwrap()
 }
 
-fn fmha_on_tcgen05(q_tiles: Option<i64>) -> (tilec::Compiled, String) {
+fn fmha_on_tcgen05(consts: &[(&str, i64)]) -> (tilec::Compiled, String) {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
     let mut o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
-    if let Some(n) = q_tiles {
-        o.consts.insert("Q_TILES".into(), tilec::ConstArg::Int(n));
+    for &(name, v) in consts {
+        o.consts.insert(name.into(), tilec::ConstArg::Int(v));
     }
     let c = tilec::compile(&tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap()), &o).unwrap();
     let report = c.report.join("\n");
@@ -919,11 +919,12 @@ fn products_in_flight(ptx: &str, report: &str) -> (usize, usize, usize, usize) {
 /// `tcgen05.st` (two elements a 32-bit column) and the second product reads A from there —
 /// `tcgen05.mma … [d], [a], b-desc` — with no shared buffer for P; the first product still
 /// reads Q through a descriptor. Both products stay in flight (`OVERLAP`, FlashAttention-4's
-/// order), each committed to an mbarrier of its own. The one-tile configuration (`Q_TILES =
-/// 1`) here; the default's two query tiles in the test after it.
+/// order), each committed to an mbarrier of its own. One 128-row tile computing a key tile's
+/// scores in its own iteration here; two query tiles and the default's one 256-row tile, the
+/// scores a key tile ahead, in the tests after it.
 #[test]
 fn tcgen05_attention_reads_p_from_tensor_memory() {
-    let (c, report) = fmha_on_tcgen05(Some(1));
+    let (c, report) = fmha_on_tcgen05(&[("Q_TILES", 1), ("TILE_M", 128), ("AHEAD", 0)]);
     let ptx = c.ptx();
     // Q·Kᵀ: 8 K steps of 16 over D = 128; P·V: 4 K steps over 64 keys from
     // TMEM, in the loop and once after it (`OVERLAP`: the last tile's P·V follows the loop).
@@ -943,19 +944,30 @@ fn tcgen05_attention_reads_p_from_tensor_memory() {
     // iteration's last product, where the loop yields P.
     let body = loop_with(ptx, "tcgen05.mma");
     assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 1);
-    carried_accumulator_checks(&c, 1, 32);
+    carried_accumulator_checks(&c, TmemTraffic { p_stores: 1, p_cols: 16, s_loads: 1, o_cols: 32 });
     assert!(report.contains("A from TMEM column"), "{report}");
     assert!(!report.contains("filled by registers"), "P still goes through a shared buffer:\n{report}");
+}
+
+/// What a thread moves through Tensor Memory in an iteration of FlashAttention-4's loop: P's
+/// stores (`p_cols` packed columns each), the scores' loads, and O's loads and stores in the
+/// rescale (`o_cols` columns each; the scores' loads are as wide).
+struct TmemTraffic {
+    p_stores: usize,
+    p_cols: usize,
+    s_loads: usize,
+    o_cols: usize,
 }
 
 /// The loop body of FlashAttention-4's order with O and P carried in Tensor Memory, in
 /// tilec's lowering (the `nvgpu` stage, in program order): one TMEM sync (the
 /// `tcgen05.fence::after_thread_sync` after a block barrier) before the iteration's products,
-/// which are then issued back to back; each P (`tiles` of them) stored after the last product,
-/// where the loop yields it; O out of TMEM (`tcgen05.ld … x{o_cols}`) only in the rescale,
-/// which a warp whose factors are all 1.0 skips (`vote.any` and a branch before it), and back
-/// with as many stores (`o_cols` columns each).
-fn carried_accumulator_checks(c: &tilec::Compiled, tiles: usize, o_cols: usize) {
+/// which are then issued back to back; each P stored after the last product, where the loop
+/// yields it (the last stores of their width where P's columns are as many as O's); O out of
+/// TMEM only in the rescale, which a warp whose factors are all 1.0 skips (`vote.any` and a
+/// branch before it), and back with as many stores.
+fn carried_accumulator_checks(c: &tilec::Compiled, t: TmemTraffic) {
+    let TmemTraffic { p_stores: n_p, p_cols, s_loads, o_cols } = t;
     let text = &c.stages[&tilec::Stage::Nvgpu];
     let lines: Vec<&str> = text.lines().collect();
     let (start, end) = lines
@@ -973,13 +985,15 @@ fn carried_accumulator_checks(c: &tilec::Compiled, tiles: usize, o_cols: usize) 
     let last = body.iter().rposition(|l| l.contains("tcgen05.mma.cta_group")).unwrap();
     let sync_between = body[first..last].iter().any(|l| l.contains("tcgen05_fence<after>") && !l.contains("try_wait"));
     assert!(!sync_between, "a TMEM sync between the iteration's products");
-    let p_stores: Vec<usize> =
-        (0..body.len()).filter(|&i| body[i].contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).collect();
-    assert_eq!(p_stores.len(), tiles, "P's stores");
-    assert!(p_stores.iter().all(|&i| i > last), "P stored before a product of its iteration");
     let at = |pat: String| -> Vec<usize> { (0..body.len()).filter(|&i| body[i].contains(&pat)).collect() };
+    let mut p_stores = at(format!("tcgen05.st.sync.aligned.32x32b.x{p_cols}.b32"));
+    let mut sts = at(format!("tcgen05.st.sync.aligned.32x32b.x{o_cols}.b32"));
+    if p_cols == o_cols {
+        p_stores = sts.split_off(sts.len().saturating_sub(n_p));
+    }
+    assert_eq!(p_stores.len(), n_p, "P's stores");
+    assert!(p_stores.iter().all(|&i| i > last), "P stored before a product of its iteration");
     let lds = at(format!("tcgen05.ld.sync.aligned.32x32b.x{o_cols}.b32"));
-    let sts = at(format!("tcgen05.st.sync.aligned.32x32b.x{o_cols}.b32"));
     let votes = at("vote.any.sync".to_string());
     assert!(!sts.is_empty(), "O is not rescaled in Tensor Memory");
     // Each store's rescale: the vote before it, then a branch, then O's loads (the scores'
@@ -995,14 +1009,13 @@ fn carried_accumulator_checks(c: &tilec::Compiled, tiles: usize, o_cols: usize) 
         );
         o_loads = o_loads.max(loads.len());
     }
-    // Besides the rescales', only the scores' loads (one a query tile: 64 keys over two warp
-    // columns, 32 a thread).
-    assert_eq!(lds.len(), sts.len() + tiles, "O loaded outside its rescale");
+    // Besides the rescales', only the scores' loads.
+    assert_eq!(lds.len(), sts.len() + s_loads, "O loaded outside its rescale");
     assert!(o_loads > 0);
 }
 
-/// FlashAttention-4's two query tiles a block, sm_103a's default at D = 128, the scores a key
-/// tile ahead: key tile 0's S_A and S_B before the loop; per key tile P_A·V and P_B·V of the
+/// FlashAttention-4's two query tiles a block of 128 rows each (`Q_TILES = 2`, rows split
+/// between warps `w` and `w + 4`), the scores a key tile ahead: key tile 0's S_A and S_B before the loop; per key tile P_A·V and P_B·V of the
 /// previous tile and S_A, S_B of the next issued at the top, all four left in flight — the P·V
 /// waited for where O is rescaled, the next scores at the end of the iteration
 /// (`tile-mma-overlap`: read by the next one), so neither softmax waits for a product of its
@@ -1014,7 +1027,7 @@ fn carried_accumulator_checks(c: &tilec::Compiled, tiles: usize, o_cols: usize) 
 /// products.
 #[test]
 fn tcgen05_attention_runs_two_query_tiles_in_flight() {
-    let (c, report) = fmha_on_tcgen05(None);
+    let (c, report) = fmha_on_tcgen05(&[("Q_TILES", 2), ("TILE_M", 128)]);
     let ptx = c.ptx();
     assert!(!ptx.contains("mma.sync"), "an mma.sync left");
     // Four Q·Kᵀ of 8 K steps (two before the loop, two in it); four P·V of 4 (two in the loop,
@@ -1034,7 +1047,36 @@ fn tcgen05_attention_runs_two_query_tiles_in_flight() {
     let body = loop_with(ptx, "tcgen05.mma");
     assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 2);
     // D = 128 over two warp columns: 64 f32 columns a thread, two loads and stores of 32.
-    carried_accumulator_checks(&c, 2, 32);
+    carried_accumulator_checks(&c, TmemTraffic { p_stores: 2, p_cols: 16, s_loads: 2, o_cols: 32 });
+    // Each row's maximum and sum meet their other half through shared memory: 8 block
+    // barriers a key tile (the TMEM sync and the ring's release, and 6 for the statistics).
+    assert_eq!(body.iter().filter(|l| l.contains("bar.sync")).count(), 8);
+    assert!(body.iter().any(|l| l.contains("st.shared")));
+}
+
+/// sm_103a's default: one 256-row tile a block, FlashAttention-4's softmax warpgroups in one
+/// instruction stream — warps 0-3 hold the first 128-row block, warps 4-7 the second, a
+/// thread a whole row (`Mma::tcgen05`: the warp bits past the lane quarter walk the blocks
+/// before they split the columns) — so no row maximum or sum leaves its thread: the loop's
+/// only block barriers are its TMEM sync before the products and its ring's release (the two
+/// query tiles' loop has eight). The scores go a key tile ahead (key tile 0's before the loop,
+/// the next key tile's issued beside the previous P·V and waited for at the iteration's end);
+/// four products, each two 128-row instructions a K step, with an mbarrier of its own.
+#[test]
+fn tcgen05_attention_gives_each_warpgroup_a_block_of_rows() {
+    let (c, report) = fmha_on_tcgen05(&[]);
+    assert!(report.contains("2 block(s) of 128 rows"), "{report}");
+    assert_eq!(report.matches("a warpgroup a block for 2 blocks, a whole row a thread").count(), 4, "{report}");
+    let ptx = c.ptx();
+    // Q·Kᵀ before and in the loop (2 blocks x 8 K steps), P·V in and after it (2 x 4, A from
+    // Tensor Memory); the kernel's mbarrier and four more.
+    assert_eq!(products_in_flight(ptx, &report), (48, 16, 3, 5));
+    assert_eq!(report.matches("left in flight until the end of its loop's iteration").count(), 1, "{report}");
+    let body = loop_with(ptx, "tcgen05.mma");
+    assert_eq!(body.iter().filter(|l| l.contains("bar.sync")).count(), 2, "a row's statistics crossed warps");
+    assert!(!body.iter().any(|l| l.contains("st.shared")), "a row's statistics went through shared memory");
+    // A thread's row: 64 keys (two loads of 32), 32 packed columns of P, 128 of O (four of 32).
+    carried_accumulator_checks(&c, TmemTraffic { p_stores: 1, p_cols: 32, s_loads: 2, o_cols: 32 });
 }
 
 /// A decode's products of 16 query rows on sm_103a: one M = 64 `tcgen05.mma` each K step
@@ -1158,7 +1200,7 @@ fn sort_loops_loop_over_the_network_stages() {
 /// (ELECT, R2UR, BRA.U.ANY a product: 148 of sm_103a FMHA's 866 instructions a key tile).
 #[test]
 fn asynchronous_instructions_are_issued_by_an_elected_lane() {
-    let (c, _) = fmha_on_tcgen05(None);
+    let (c, _) = fmha_on_tcgen05(&[]);
     let ptx = c.ptx();
     assert_eq!(ptx.matches("elect.sync").count(), 1, "one election, at the entry");
     let entry = ptx.find("elect.sync").unwrap();
@@ -1187,7 +1229,7 @@ fn the_conditional_rescale_is_skipped_where_a_warps_factors_are_one() {
 /// scalar instructions) and sm_90a keep scalar f32.
 #[test]
 fn paired_f32_arithmetic_is_sm_103a_s() {
-    let (c, _) = fmha_on_tcgen05(None);
+    let (c, _) = fmha_on_tcgen05(&[]);
     let ptx = c.ptx();
     for op in ["fma.rn.f32x2", "add.f32x2"] {
         assert!(ptx.contains(op), "sm_103a: {op}");
@@ -1204,7 +1246,7 @@ fn paired_f32_arithmetic_is_sm_103a_s() {
 /// such compares before, 72 now).
 #[test]
 fn index_tiles_compare_with_constants() {
-    let (c, _) = fmha_on_tcgen05(None);
+    let (c, _) = fmha_on_tcgen05(&[]);
     let immediate = c
         .ptx()
         .lines()

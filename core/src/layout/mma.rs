@@ -121,9 +121,13 @@ impl Mma {
     /// M a multiple of 128: one `cta_group::1` instruction per 128-row block, at TMEM columns
     /// `N · block`; its registers are what `tcgen05.ld.32x32b` returns: warp `w` may read only
     /// TMEM lanes `32 (w % 4) …` (its quarter of the data path), so warp bits 0-1 walk the rows
-    /// 32 at a time, lane `l` holds row `32 (w % 4) + l` — a whole row a thread, so row
-    /// reductions need no shuffle — and the higher warp bits split N into `warps / 4` column
-    /// ranges (`warps_per_cta` = `[4, warps / 4]`).
+    /// 32 at a time, lane `l` holds row `32 (w % 4) + l`. The higher warp bits walk the
+    /// 128-row blocks first ([`Mma::tcgen05_block_warps`]: a warpgroup a block, as many as
+    /// both have), then split N into column ranges (`warps_per_cta` = `[4 · bw, warps / 4 /
+    /// bw]`): where a warpgroup is left to each block, a thread holds a whole row, so row
+    /// reductions cross no warp — FlashAttention-4's softmax warpgroups, a thread a row of a
+    /// 256-row tile over 8 warps; a 128-row tile over 8 warps splits its rows' columns between
+    /// warps `w` and `w + 4`, and its row maxima and sums meet in shared memory.
     ///
     /// M of 16, 32 or 64: one M = 64 instruction ([`TCGEN05_M_SMALL`]), quarter `q` holding
     /// rows `16q …` of the replicated A, i.e. the tile's rows `16 (q mod M/16) …`. Its
@@ -143,7 +147,17 @@ impl Mma {
             // compute either (8 rows would make it 0).
             return None;
         }
-        let rows = if m % TCGEN05_M == 0 { 4 } else { m / MMA_M };
+        let rows = if m % TCGEN05_M == 0 {
+            // The most warpgroups (a power of two) that share both the blocks and the warps
+            // evenly.
+            let mut bw = 1;
+            while (m / TCGEN05_M) % (2 * bw) == 0 && (warps / 4) % (2 * bw) == 0 {
+                bw *= 2;
+            }
+            4 * bw
+        } else {
+            m / MMA_M
+        };
         let wn = warps / rows;
         if wn == 0 {
             return None;
@@ -160,6 +174,17 @@ impl Mma {
             && k % MMA_K == 0
             && k >= MMA_K;
         ok.then_some(Mma { warps_per_cta: [rows, wn], family: MmaFamily::Tcgen05, m64: m < TCGEN05_M })
+    }
+
+    /// How many warpgroups of a tcgen05 accumulator of 128-row blocks take a block each (its
+    /// warp bits past the lane quarter that walk the blocks, [`Mma::tcgen05`]); 1 below 128
+    /// rows. A thread's registers hold `M / 128 / bw` blocks.
+    pub fn tcgen05_block_warps(&self) -> i64 {
+        if self.m64 {
+            1
+        } else {
+            self.warps_per_cta[0] / 4
+        }
     }
 
     /// How many products of 256 columns compute an `[M, N]` tcgen05 accumulator of fewer than
@@ -291,8 +316,8 @@ impl Mma {
     }
 
     /// The tcgen05 accumulator's registers (see [`Mma::tcgen05`]): the warp's columns, then
-    /// the 128-row blocks; lanes down the rows; warp bits 0-1 the lane quarters, the rest the
-    /// column ranges.
+    /// the 128-row blocks its warpgroup holds; lanes down the rows; warp bits 0-1 the lane
+    /// quarters, then the blocks the warpgroups take, the rest the column ranges.
     fn tmem_linear(&self, shape: &[i64]) -> LinearLayout {
         let wn = self.warps_per_cta[1];
         if self.m64 {
@@ -313,10 +338,12 @@ impl Mma {
             return LinearLayout { shape: shape.to_vec(), regs, lanes, warps };
         }
         let cols = (shape[1] / wn).max(1);
+        let bw = self.tcgen05_block_warps();
         let mut regs: Vec<Vec<i64>> = (0..log2(cols)).map(|k| basis(shape, 1, 1 << k)).collect();
-        regs.extend((0..log2(shape[0] / TCGEN05_M)).map(|k| basis(shape, 0, TCGEN05_M << k)));
+        regs.extend((0..log2(shape[0] / TCGEN05_M / bw)).map(|k| basis(shape, 0, (TCGEN05_M * bw) << k)));
         let lanes = (0..5).map(|k| basis(shape, 0, 1 << k)).collect();
         let mut warps = vec![basis(shape, 0, 32), basis(shape, 0, 64)];
+        warps.extend((0..log2(bw)).map(|k| basis(shape, 0, TCGEN05_M << k)));
         warps.extend((0..log2(wn)).map(|k| basis(shape, 1, cols << k)));
         LinearLayout { shape: shape.to_vec(), regs, lanes, warps }
     }

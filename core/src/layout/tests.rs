@@ -353,12 +353,17 @@ proptest! {
         let acc = l.to_linear(&[m, n]);
         check_cover(&acc)?;
         let cols = n / mma.warps_per_cta[1];
+        // A warpgroup a block while both last: 8 warps over 256 rows leave each thread a row.
+        let bw = mma.tcgen05_block_warps();
+        prop_assert_eq!(bw, (m / 128).min(wgs & wgs.wrapping_neg()).min(warps / 4));
+        prop_assert_eq!(acc.warps.iter().all(|b| b[1] == 0), bw == warps / 4);
         for w in 0..warps {
             for lane in 0..32 {
                 for r in 0..acc.num_regs() {
                     let c = acc.coord(w, lane, r);
-                    prop_assert_eq!(c[0], (r / cols) * 128 + 32 * (w % 4) + lane);
-                    prop_assert_eq!(c[1], (w / 4) * cols + r % cols);
+                    let block = (r / cols) * bw + (w / 4) % bw;
+                    prop_assert_eq!(c[0], block * 128 + 32 * (w % 4) + lane);
+                    prop_assert_eq!(c[1], (w / 4 / bw) * cols + r % cols);
                 }
             }
         }

@@ -53,14 +53,15 @@ fn parse_mma(text: &str) -> Option<Mma> {
     let inner = inner.strip_suffix('>')?;
     match int_list(inner)?.as_slice() {
         [wm, wn] if *wm >= 1 && *wn >= 1 && (wm & (wm - 1)) == 0 && (wn & (wn - 1)) == 0 && wm * wn <= 32 => {
-            // A warpgroup is four warps; one wgmma covers the tile's N. The four warps along M
-            // of a tcgen05 accumulator are TMEM's four 32-lane quarters (1, 2 or 4 16-row
-            // blocks for the M = 64 instruction, see `Mma::tcgen05`).
+            // A warpgroup is four warps; one wgmma covers the tile's N. The warps along M of a
+            // tcgen05 accumulator are TMEM's four 32-lane quarters, times the warpgroups that
+            // take a 128-row block each (1, 2 or 4 16-row blocks for the M = 64 instruction,
+            // see `Mma::tcgen05`).
             let ok = match family {
                 MmaFamily::MmaSync => true,
                 MmaFamily::Wgmma => *wm >= 4 && *wn == 1,
                 MmaFamily::Tcgen05 if m64 => *wm <= 4,
-                MmaFamily::Tcgen05 => *wm == 4,
+                MmaFamily::Tcgen05 => *wm >= 4,
             };
             ok.then_some(Mma { warps_per_cta: [*wm, *wn], family, m64 })
         }

@@ -295,12 +295,16 @@ pub(super) fn propagate(
                     n * m / 16 / warps / 2
                 ),
                 _ if tc.is_some() => format!(
-                    "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 kind::{} m128n{n}k{}, {} block(s) of 128 rows, the accumulator in TMEM ({} columns), read out over {warps} warps ({} columns a thread)",
+                    "mma [{m}, {n}, {k}]: tcgen05.mma cta_group::1 kind::{} m128n{n}k{}, {} block(s) of 128 rows, the accumulator in TMEM ({} columns), read out over {warps} warps ({}{} columns a thread)",
                     if fp8 { "f8f6f4" } else { "f16" },
                     if fp8 { 32 } else { 16 },
                     m / 128,
                     Mma::tmem_columns(&[m, n]),
-                    n / (warps / 4)
+                    tc.map_or(String::new(), |t| match t.tcgen05_block_warps() {
+                        1 => String::new(),
+                        bw => format!("a warpgroup a block for {bw} blocks, a whole row a thread: "),
+                    }),
+                    n / tc.map_or(warps / 4, |t| t.warps_per_cta[1])
                 ),
                 _ if fp8 && wg.is_none() => format!("mma [{m}, {n}, {k}] fp8: mma.sync m16n8k32"),
                 _ if has_tcgen05 => format!(

@@ -684,12 +684,21 @@ fn fit(placed: &[(i64, i64, usize, usize)], c: i64, from: usize, to: usize, star
     col
 }
 
-/// The TMEM address (lane in bits 16-31, column in 0-15) of the first register of 128-row
-/// block `block` that warp `warp` loads, for an accumulator of `shape` at column `base` over
-/// `wn` warp columns: its lane quarter and its column range.
-pub(crate) fn ld_origin(shape: &[i64], wn: i64, base: i64, warp: i64, block: i64) -> (i64, i64) {
-    let cols = shape[1] / wn;
-    (32 * (warp % 4), base + block * shape[1] + (warp / 4) * cols)
+/// The 128-row block and the column range of warp `warp`'s registers of block `block` (of
+/// those it holds, in register order) of a tcgen05 accumulator laid out as `m`
+/// ([`Mma::tcgen05`]: the warp bits past the quarter walk the blocks, then the ranges).
+fn warp_block_range(m: Mma, warp: i64, block: i64) -> (i64, i64) {
+    let (bw, g) = (m.tcgen05_block_warps(), warp / 4);
+    (block * bw + g % bw, g / bw)
+}
+
+/// The TMEM address (lane in bits 16-31, column in 0-15) of the first register of the
+/// `block`-th 128-row block that warp `warp` loads, for an accumulator of `shape` laid out as
+/// `m` at column `base`: its lane quarter, its block and its column range.
+pub(crate) fn ld_origin(shape: &[i64], m: Mma, base: i64, warp: i64, block: i64) -> (i64, i64) {
+    let cols = shape[1] / m.warps_per_cta[1];
+    let (blk, range) = warp_block_range(m, warp, block);
+    (32 * (warp % 4), base + blk * shape[1] + range * cols)
 }
 
 /// The TMEM address (lane, column) where warp `warp` loads its first register of an
@@ -731,16 +740,17 @@ fn ld_form(m: Mma, shape: &[i64]) -> (&'static str, String) {
     }
 }
 
-/// Where a warp's first register of a 128-row block of a TMEM tile is: (shape, warp columns,
-/// base column, warp, block) → (lane, column). [`ld_origin`] and [`a_origin`].
-type TmemOrigin = fn(&[i64], i64, i64, i64, i64) -> (i64, i64);
+/// Where a warp's first register of a 128-row block of a TMEM tile is: (shape, layout, base
+/// column, warp, block in register order) → (lane, column). [`ld_origin`] and [`a_origin`].
+type TmemOrigin = fn(&[i64], Mma, i64, i64, i64) -> (i64, i64);
 
-/// The TMEM address (lane, column) where warp `warp` stores the first packed register of
-/// 128-row block `block` of an A operand of `shape` read from TMEM at column `base`, over
-/// `wn` warp columns: its lane quarter, and its K range two elements a column
+/// The TMEM address (lane, column) where warp `warp` stores the first packed register of the
+/// `block`-th 128-row block it holds of an A operand of `shape` laid out as `m`, read from
+/// TMEM at column `base`: its lane quarter, and its K range two elements a column
 /// (`tmem::a_operand_cell`).
-pub(crate) fn a_origin(shape: &[i64], wn: i64, base: i64, warp: i64, block: i64) -> (i64, i64) {
-    (32 * (warp % 4), base + (block * shape[1] + (warp / 4) * (shape[1] / wn)) / 2)
+pub(crate) fn a_origin(shape: &[i64], m: Mma, base: i64, warp: i64, block: i64) -> (i64, i64) {
+    let (blk, range) = warp_block_range(m, warp, block);
+    (32 * (warp % 4), base + (blk * shape[1] + range * (shape[1] / m.warps_per_cta[1])) / 2)
 }
 
 /// The bits of a tcgen05 shared-memory descriptor besides the start address.
@@ -907,19 +917,31 @@ impl Lowering<'_> {
         origin: TmemOrigin,
     ) -> Result<Reg, Diagnostic> {
         let (addr, _) = self.tmem_base()?;
-        let wn = m.warps_per_cta[1];
-        // Linear in the warp's two fields: lane quarter · 2^16 + column range.
-        let (l0, c0) = origin(shape, wn, col, 0, block);
-        let (l1, _) = origin(shape, wn, col, 1, block);
-        let c4 = if wn > 1 { origin(shape, wn, col, 4, block).1 } else { c0 };
+        let (bw, wn) = (m.tcgen05_block_warps(), m.warps_per_cta[1]);
+        // Linear in the warp's fields: lane quarter · 2^16 + block + column range.
+        let (l0, c0) = origin(shape, m, col, 0, block);
+        let (l1, _) = origin(shape, m, col, 1, block);
+        let c4 = if wn > 1 { origin(shape, m, col, 4 * bw, block).1 } else { c0 };
         let warp = self.warp.clone();
         let (c3, c2) = (self.em.ci32(3), self.em.ci32(2));
         let q = self.em.and(&warp, &c3);
         let per_q = self.em.ci32((l1 - l0) << 16);
         let qo = self.em.mul(&q, &per_q);
         let g = self.em.lshr(&warp, &c2);
-        let per_g = self.em.ci32(c4 - c0);
-        let go = self.em.mul(&g, &per_g);
+        let go = if bw == 1 {
+            let per_g = self.em.ci32(c4 - c0);
+            self.em.mul(&g, &per_g)
+        } else {
+            // The warpgroup's low bits pick its block, the rest its column range.
+            let per_b = self.em.ci32(origin(shape, m, col, 4, block).1 - c0);
+            let (mask, lg) = (self.em.ci32(bw - 1), self.em.ci32(i64::from(bw.trailing_zeros())));
+            let gb = self.em.and(&g, &mask);
+            let bo = self.em.mul(&gb, &per_b);
+            let gr = self.em.lshr(&g, &lg);
+            let per_r = self.em.ci32(c4 - c0);
+            let ro = self.em.mul(&gr, &per_r);
+            self.em.add(&bo, &ro)
+        };
         let k = self.em.ci32((l0 << 16) + c0);
         let t = self.em.add(&addr, &k);
         let t = self.em.add(&t, &qo);
@@ -993,7 +1015,7 @@ impl Lowering<'_> {
             }
             return Ok(());
         }
-        for blk in 0..(shape[0] / TCGEN05_M) {
+        for blk in 0..(shape[0] / TCGEN05_M / m.tcgen05_block_warps()) {
             let at = self.tmem_thread_addr(m, shape, col, blk, ld_origin)?;
             for c0 in (0..cols).step_by(CHUNK as usize) {
                 let a = if c0 == 0 {
@@ -1033,7 +1055,7 @@ impl Lowering<'_> {
     /// `tcgen05.st` of this thread's registers `regs` of an accumulator of `shape` at `col`.
     fn tmem_store(&mut self, m: Mma, shape: &[i64], col: i64, regs: &[Reg]) -> Result<(), Diagnostic> {
         let cols = shape[1] / m.warps_per_cta[1];
-        let per_thread = if m.m64 { cols / 2 } else { cols * (shape[0] / TCGEN05_M) };
+        let per_thread = if m.m64 { cols / 2 } else { cols * (shape[0] / TCGEN05_M / m.tcgen05_block_warps()) };
         if regs.len() as i64 != per_thread {
             return Err(err("tcgen05 accumulator registers do not match its layout"));
         }
@@ -1056,7 +1078,7 @@ impl Lowering<'_> {
     /// consecutive K elements of the thread's row packed into one 32-bit column.
     fn tmem_store_a(&mut self, m: Mma, shape: &[i64], col: i64, regs: &[Reg], dtype: DType) -> Result<(), Diagnostic> {
         let per = shape[1] / m.warps_per_cta[1];
-        let blocks = shape[0] / TCGEN05_M;
+        let blocks = shape[0] / TCGEN05_M / m.tcgen05_block_warps();
         if regs.len() as i64 != per * blocks || per % 2 != 0 {
             return Err(err("the registers of an A operand read from TMEM do not match its layout"));
         }
@@ -1863,7 +1885,7 @@ mod tests {
                             for reg in 0..l.num_regs() {
                                 let c = l.coord(warp, lane, reg);
                                 let (blk, r) = (reg / cols, reg % cols);
-                                let (al, ac) = ld_origin(&shape, mma.warps_per_cta[1], base, warp, blk);
+                                let (al, ac) = ld_origin(&shape, mma, base, warp, blk);
                                 let got = tmem::ld_32x32b(warp, lane, al, ac, r).unwrap();
                                 assert_eq!(got, tmem::accumulator_cell(base, n, c[0], c[1]), "{shape:?} {warps} warps");
                                 checked += 1;
@@ -2040,7 +2062,7 @@ mod tests {
                                 let (lo, hi) = (l.coord(warp, lane, 2 * j), l.coord(warp, lane, 2 * j + 1));
                                 assert_eq!((lo[0], lo[1] % 2, hi[0], hi[1]), (hi[0], 0, lo[0], lo[1] + 1), "{shape:?}");
                                 let (blk, r) = ((2 * j) / per, ((2 * j) % per) / 2);
-                                let (al, ac) = a_origin(&shape, mma.warps_per_cta[1], base, warp, blk);
+                                let (al, ac) = a_origin(&shape, mma, base, warp, blk);
                                 let (lane_at, col_at) = tmem::ld_32x32b(warp, lane, al, ac, r).unwrap();
                                 assert_eq!(
                                     (lane_at, col_at, 0),

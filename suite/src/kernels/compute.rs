@@ -394,6 +394,17 @@ pub const FMHA: Spec = Spec {
                         .with("AHEAD", ahead),
                 );
             }
+            // sm_103a's tcgen05 order: one query tile (there 256 rows, a warpgroup a 128-row
+            // block) with the scores a key tile ahead; 80 rows are a 64-row block and a ragged one.
+            v.push(
+                Case::new(DType::F16, &[1, 2, 80, 64])
+                    .with("TILE_M", 64)
+                    .with("TILE_N", 32)
+                    .with("CAUSAL", causal)
+                    .with("OVERLAP", 1)
+                    .with("Q_TILES", 1)
+                    .with("AHEAD", 1),
+            );
         }
         v
     },
@@ -469,13 +480,14 @@ pub const FMHA: Spec = Spec {
 };
 
 /// The seed tutorial's steps (kernels/tutorial/): the same problem as [`FMHA`].
-/// What the tutorial's steps share with [`FMHA`]: its cases less the grouped-query ones and
-/// those of two query tiles a block (the steps predate `GROUP` and `Q_TILES`).
+/// What the tutorial's steps share with [`FMHA`]: its cases less the grouped-query ones,
+/// those of two query tiles a block and those of the scores a key tile ahead (the steps
+/// predate `GROUP`, `Q_TILES` and `AHEAD`).
 const FMHA_STEP: Spec =
     Spec { interp_cases: || ungrouped((FMHA.interp_cases)()), gpu_cases: || ungrouped((FMHA.gpu_cases)()), ..FMHA };
 
 fn ungrouped(cases: Vec<Case>) -> Vec<Case> {
-    cases.into_iter().filter(|c| group(c) == 1 && c.konst("Q_TILES", 1) == 1).collect()
+    cases.into_iter().filter(|c| group(c) == 1 && c.konst("Q_TILES", 1) == 1 && c.konst("AHEAD", 0) == 0).collect()
 }
 
 pub const FMHA_STEPS: [Spec; 6] = [
