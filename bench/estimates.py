@@ -504,7 +504,10 @@ def main():
         "NVFP4 GEMM keeps its products in flight too (its scale factors in a Tensor Memory region a stage of its A ring, so the next stages'",
         "factors are stored while a product runs; its 256-column accumulator and scale regions leave no room",
         "for a second accumulator), 128x256 tiles against FP4's 13 PFLOP/s: what is left is each tile's fill",
-        "and epilogue; fp8 FMHA waits for its products where they are issued (its own order), its softmax serial against twice the tensor rate. The decode kernels",
+        "and epilogue; fp8 FMHA takes FMHA's order since 2026-11-28 (session 28: 256 rows a block, a warpgroup a",
+        "128-row block, the scores a key tile ahead, O in Tensor Memory; before, its products were waited for where",
+        "they were issued, 0.27): at twice the tensor rate its exponentials weigh as much as its products, and P's",
+        "trip to shared memory (an 8-bit A is not read from Tensor Memory here) makes it issue-bound. The decode kernels",
         "(16-row products since this session's tcgen05 M = 64 path) and the split-K GEMMs are bound by DRAM",
         "bandwidth; their roofline is bytes / bandwidth and no latency model of theirs is written here.",
     ]

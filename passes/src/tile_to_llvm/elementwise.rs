@@ -139,6 +139,20 @@ fn f32_to_fp8(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
     em.convert("trunc", &w, Ty::I8)
 }
 
+/// Two f32 as fp8 `d` with one conversion (`f32_to_fp8`'s rounding): `lo` into the low
+/// byte of the pair, `hi` into the high one, returned as the two bytes.
+fn f32_pair_to_fp8(em: &mut Emitter, lo: &Reg, hi: &Reg, d: DType) -> [Reg; 2] {
+    let kind = if d == DType::F8E4M3 { "e4m3x2" } else { "e5m2x2" };
+    let mut asm = PtxAsm::new();
+    let o = asm.output(Ty::I16);
+    let (a, b) = (asm.input(hi), asm.input(lo));
+    asm.push(&format!("cvt.rn.satfinite.{kind}.f32 {o}, {a}, {b};"));
+    let w = asm.emit(em).pop().unwrap_or_else(|| em.cint(0, Ty::I16));
+    let eight = em.cint(8, Ty::I16);
+    let high = em.lshr(&w, &eight);
+    [em.convert("trunc", &w, Ty::I8), em.convert("trunc", &high, Ty::I8)]
+}
+
 /// A ue8m0 byte as its f32 (`tilec_core::dtype::from_ue8m0`): the byte is the exponent
 /// field, 0 the subnormal 2^-127, 0xFF NaN.
 fn ue8m0_to_f32(em: &mut Emitter, x: &Reg) -> Reg {
@@ -287,6 +301,15 @@ impl Lowering<'_> {
             OpKind::Cast(x) => {
                 let from = func.ty(*x).dtype();
                 let to = rty.map(Type::dtype).unwrap_or(from);
+                if from == DType::F32 && matches!(to, DType::F8E4M3 | DType::F8E5M2) {
+                    // A tile's f32 registers two to a conversion (FMHA's P: half the cvt, and
+                    // the pairs' bytes are already where 8-bit stores pack them).
+                    let (regs, tile) = self.registers(&[*x])?;
+                    if tile && regs.len() >= 2 && regs.len().is_multiple_of(2) {
+                        let out = regs.chunks(2).flat_map(|p| f32_pair_to_fp8(&mut self.em, &p[0][0], &p[1][0], to));
+                        return Ok(Value::Tile(out.collect()));
+                    }
+                }
                 self.elementwise(&[*x], |em, a| Ok(cast(em, &a[0], from, to)))?
             }
             OpKind::Cmp(p, x, y) => {

@@ -116,6 +116,22 @@ impl Lowering<'_> {
                 let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd]);
                 if chunk == 1 {
                     self.em.store(&regs[r as usize], &addr, bytes);
+                } else if bytes == 1 && chunk % 4 == 0 {
+                    // Bytes as 32-bit words made by shifts and ors, which LLVM folds where a
+                    // word's bytes come from wider values (a pair of fp8 conversions); a
+                    // vector of i8 it would put together a byte at a time.
+                    let mut v = self.em.undef(Ty::Vector((chunk / 4) as u32, Box::new(Ty::I32)));
+                    for w in 0..chunk / 4 {
+                        let mut word = self.em.ci32(0);
+                        for b in 0..4 {
+                            let x = self.em.convert("zext", &regs[(r + 4 * w + b) as usize], Ty::I32);
+                            let sh = self.em.ci32(8 * b);
+                            let x = self.em.shl(&x, &sh);
+                            word = self.em.or(&word, &x);
+                        }
+                        v = self.em.insertelement(&v, &word, w);
+                    }
+                    self.em.store(&v, &addr, chunk);
                 } else {
                     let mut v = self.em.undef(Ty::Vector(chunk as u32, Box::new(ety.clone())));
                     for e in 0..chunk {

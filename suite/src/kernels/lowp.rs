@@ -408,11 +408,15 @@ pub const FMHA_FP8: Spec = Spec {
     class: Class::Fmha,
     peer_kernel: "fmha_fp8",
     interp_cases: || {
+        // And sm_103a's tcgen05 order (AHEAD: the scores a key tile ahead, P·V of the previous
+        // key tile beside them, the conditional rescale), 80 rows a 64-row block and a ragged one.
         [0, 1]
-            .map(|causal| {
-                Case::new(DType::F8E4M3, &[1, 2, 80, 64]).with("TILE_M", 32).with("TILE_N", 32).with("CAUSAL", causal)
+            .into_iter()
+            .flat_map(|causal| {
+                let c = Case::new(DType::F8E4M3, &[1, 2, 80, 64]).with("TILE_N", 32).with("CAUSAL", causal);
+                [c.clone().with("TILE_M", 32), c.with("TILE_M", 64).with("AHEAD", 1)]
             })
-            .to_vec()
+            .collect()
     },
     gpu_cases: || {
         let mut v = vec![];
