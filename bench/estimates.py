@@ -174,7 +174,7 @@ def products(rep):
         # K in elements (a block-scaled mma.sync's line says so; the others give a packed
         # fp4 tile's K in bytes, which `estimate` converts).
         k = int(m.group(4))
-        found.append((int(m.group(2)), int(m.group(3)), k, fam, int(m.group(6)), in_flight, m.group(1) == "mma_scaled", deferred))
+        found.append((int(m.group(2)), int(m.group(3)), k, fam, int(m.group(6)), in_flight, m.group(1) == "mma_scaled", deferred, "zero (D not read)" in m.group(7)))
     return found
 
 
@@ -289,7 +289,7 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         flops = 2 * M * N * K * batch
         # Operands at their precision, the output in 16 bits.
         bytes_ = batch * (elem * (M * K + K * N) + 2 * M * N)
-        (bm, bn, bk, fam, _, in_flight, in_elements, _) = prods[0]
+        (bm, bn, bk, fam, _, in_flight, in_elements, *_) = prods[0]
         # (The report gives a packed fp4 tile's K in bytes.)
         bk = int(bk / elem) if elem < 1 and not in_elements else bk
         tiles = (M // bm) * (N // bn) * batch
@@ -323,11 +323,18 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         frac = 0.5 if shape["causal"] else 1.0
         flops = 4 * B * H * S * S * D * frac
         bytes_ = elem * 4 * B * H * S * D
-        (bm, bn, _, fam, _, _, _, _) = prods[0]
+        (bm, bn, _, fam, *_) = prods[0]
         overlapped = fam == "tcgen05" and all(p[7] for p in prods)
+        ahead = "until the end of its loop's iteration" in rep_text
         # Query tiles a block: in `OVERLAP`'s order each has three products (Q·Kᵀ and P·V
-        # in the loop, the last P·V after it).
+        # in the loop, the last P·V after it); with the scores ahead one next-scores product
+        # each is waited for at the iteration's end, and a query tile's Q·Kᵀ products beyond
+        # the one before the loop are the key tiles an iteration (`KEY_TILES`).
         q_tiles = max(1, len(prods) // 3) if overlapped else 1
+        key_tiles = 1
+        if overlapped and ahead:
+            q_tiles = rep_text.count("until the end of its loop's iteration")
+            key_tiles = max(1, (sum(1 for p in prods if p[8]) - q_tiles) // q_tiles)
         tiles = B * H * (S // (bm * q_tiles))
         if shape["causal"]:
             # A block walks the key tiles up to its last row: the mean over a head's blocks
@@ -345,11 +352,12 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         # softmaxes read scores already in registers while the four products (the previous
         # P·V of both tiles, the next S of both) run; a key tile costs the longer of the
         # products and the two softmaxes, each with one wait.
-        ahead = "until the end of its loop's iteration" in rep_text
         if overlapped and ahead:
             # (One 256-row tile, a warpgroup a 128-row block, is the same four products and
             # two blocks' softmaxes: t_step and t_exp are already twice a 128-row tile's.)
-            per_tile = steps * max(q_tiles * t_step + wait, q_tiles * t_exp + wait)
+            # With two key tiles an iteration the second one's scores are read after the
+            # next products are issued: one wait in `key_tiles` is exposed.
+            per_tile = steps * max(q_tiles * t_step + wait / key_tiles, q_tiles * t_exp + wait / key_tiles)
         elif overlapped and q_tiles == 2:
             # S_A, P_A·V, S_B, P_B·V issued at once (t/2 each, back to back on the tensor
             # core); A's softmax after S_A's wait, B's after S_B is done and A's softmax; the
@@ -360,10 +368,11 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         else:
             per_tile = steps * (t_step + 2 * wait + t_exp)
         if issue:
-            per_tile = max(per_tile, steps * issue["issue_clocks"] / (CLOCK_GHZ * 1e9))
+            # (The SASS walk is one iteration: `key_tiles` key tiles.)
+            per_tile = max(per_tile, steps * issue["issue_clocks"] / key_tiles / (CLOCK_GHZ * 1e9))
         kind = " (softmax overlapped)" if overlapped else ""
         if overlapped and ahead:
-            kind = " (scores a key tile ahead)"
+            kind = " (scores a key tile ahead)" if key_tiles == 1 else f" (scores a key tile ahead, {key_tiles} key tiles an iteration)"
         if q_tiles == 2:
             kind = " (two query tiles, softmax overlapped)" if overlapped else " (two query tiles)"
             if overlapped and ahead:
@@ -371,6 +380,7 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         serial = {
             "tile": [bm, bn, D],
             "query_tiles_per_block": q_tiles,
+            "key_tiles_per_iteration": key_tiles,
             "family": fam + kind,
             "key_tiles_per_tile": steps,
             "tensor_us_per_step": t_step * 1e6,

@@ -1079,6 +1079,26 @@ fn tcgen05_attention_gives_each_warpgroup_a_block_of_rows() {
     carried_accumulator_checks(&c, TmemTraffic { p_stores: 1, p_cols: 32, s_loads: 2, o_cols: 32 });
 }
 
+/// sm_103a's default at D = 64: two key tiles an iteration (`KEY_TILES`), so that the second
+/// one's scores are read only after the next key tile's P·V and scores are issued — their
+/// wait has two products issued after it (`pending=2`) — and only the last scores of an
+/// iteration are waited for at its end. Six products in flight, each with its Tensor Memory
+/// region and mbarrier (the two scores of an iteration, O, the two P: all 512 columns).
+#[test]
+fn tcgen05_attention_at_d64_takes_two_key_tiles_an_iteration() {
+    let (c, report) = fmha_on_tcgen05(&[("TILE_D", 64)]);
+    assert_eq!(report.matches("left in flight until the end of its loop's iteration").count(), 1, "{report}");
+    assert!(report.contains("(mma_wait pending=2:"), "{report}");
+    assert!(report.contains("tmem: 512 columns allocated"), "{report}");
+    // Q·Kᵀ before and twice in the loop, P·V twice in and once after it: 2 blocks x 4 K steps.
+    let (products, from_tmem, _, mbarriers) = products_in_flight(c.ptx(), &report);
+    assert_eq!((products, from_tmem, mbarriers), (48, 24, 7));
+    let body = loop_with(c.ptx(), "tcgen05.mma");
+    assert_eq!(body.iter().filter(|l| l.contains("tcgen05.commit")).count(), 4);
+    let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!((r.spill_stores, r.spill_loads), (0, 0));
+}
+
 /// A decode's products of 16 query rows on sm_103a: one M = 64 `tcgen05.mma` each K step
 /// (instruction descriptor M field 64 >> 4 = 4), the queries' buffer written four times over
 /// (64 rows), the accumulators read out with `tcgen05.ld.16x32bx2` — 128 keys over 4 warps,

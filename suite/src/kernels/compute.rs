@@ -396,15 +396,20 @@ pub const FMHA: Spec = Spec {
             }
             // sm_103a's tcgen05 order: one query tile (there 256 rows, a warpgroup a 128-row
             // block) with the scores a key tile ahead; 80 rows are a 64-row block and a ragged one.
-            v.push(
-                Case::new(DType::F16, &[1, 2, 80, 64])
-                    .with("TILE_M", 64)
-                    .with("TILE_N", 32)
-                    .with("CAUSAL", causal)
-                    .with("OVERLAP", 1)
-                    .with("Q_TILES", 1)
-                    .with("AHEAD", 1),
-            );
+            // And its two key tiles an iteration (D = 64's): 80 keys are three 32-key tiles, the
+            // last iteration's second one past the keys (all masked); 128 keys are four.
+            for (seq, key_tiles) in [(80, 1), (80, 2), (128, 2)] {
+                v.push(
+                    Case::new(DType::F16, &[1, 2, seq, 64])
+                        .with("TILE_M", 64)
+                        .with("TILE_N", 32)
+                        .with("CAUSAL", causal)
+                        .with("OVERLAP", 1)
+                        .with("Q_TILES", 1)
+                        .with("AHEAD", 1)
+                        .with("KEY_TILES", key_tiles),
+                );
+            }
         }
         v
     },
