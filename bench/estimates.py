@@ -521,8 +521,10 @@ def main():
         "for a second accumulator), 128x256 tiles against FP4's 13 PFLOP/s: what is left is each tile's fill",
         "and epilogue; fp8 FMHA takes FMHA's order since 2026-11-28 (session 28: 256 rows a block, a warpgroup a",
         "128-row block, the scores a key tile ahead, O in Tensor Memory; before, its products were waited for where",
-        "they were issued, 0.27): at twice the tensor rate its exponentials weigh as much as its products, and P's",
-        "trip to shared memory (an 8-bit A is not read from Tensor Memory here) makes it issue-bound. The decode kernels",
+        "they were issued, 0.27): at twice the tensor rate its exponentials weigh as much as its products; P went",
+        "through shared memory a byte at a time (488 instructions a warp a key tile, 0.56) until it went into",
+        "Tensor Memory four e4m3 a column (kind::f8f6f4 reads A there; 349 instructions): 0.70, the products and",
+        "a wait a key tile binding. The decode kernels",
         "(16-row products since this session's tcgen05 M = 64 path) and the split-K GEMMs are bound by DRAM",
         "bandwidth; their roofline is bytes / bandwidth and no latency model of theirs is written here.",
     ]

@@ -1099,6 +1099,37 @@ fn tcgen05_attention_at_d64_takes_two_key_tiles_an_iteration() {
     assert_eq!((r.spill_stores, r.spill_loads), (0, 0));
 }
 
+/// fp8 attention on sm_103a in FlashAttention-4's order: P, quantized to e4m3 one row a
+/// thread, goes into Tensor Memory four elements a 32-bit column where the loop yields it, and
+/// the P·V products (`kind::f8f6f4`, A from TMEM: CUTLASS's `SM100_MMA_F8F6F4_TS`) read it
+/// there — no shared buffer for P, whose bytes were put together a byte at a time (PRMT, SHF,
+/// LOP3: 472 instructions a warp a key tile, 349 now); the stores are held against the
+/// instruction's packing by `a_operand_stores_follow_the_layout`.
+#[test]
+fn tcgen05_fp8_attention_reads_p_from_tensor_memory() {
+    let c = on_sm_103a("fmha_fp8");
+    let report = c.report.join("\n");
+    assert_eq!(
+        report
+            .matches(
+                "carried there by the loop: stored by tcgen05.st 32x32b where it is yielded, four elements a column"
+            )
+            .count(),
+        2,
+        "{report}"
+    );
+    assert_eq!(report.matches("left in flight until the end of its loop's iteration").count(), 1, "{report}");
+    // Two blocks x 2 K steps of 32 keys, in the loop and after it.
+    let from_tmem =
+        c.ptx().lines().filter(|l| l.contains("tcgen05.mma.cta_group::1.kind::f8f6f4") && l.contains("], [")).count();
+    assert_eq!(from_tmem, 8);
+    // P's 64 keys a row: 16 words, one store of 16 columns a key tile.
+    let body = loop_with(c.ptx(), "tcgen05.mma");
+    assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 1);
+    let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!((r.spill_stores, r.spill_loads), (0, 0));
+}
+
 /// A decode's products of 16 query rows on sm_103a: one M = 64 `tcgen05.mma` each K step
 /// (instruction descriptor M field 64 >> 4 = 4), the queries' buffer written four times over
 /// (64 rows), the accumulators read out with `tcgen05.ld.16x32bx2` — 128 keys over 4 warps,

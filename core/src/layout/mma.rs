@@ -243,22 +243,31 @@ impl Mma {
     }
 
     /// Whether a tcgen05 product with this accumulator reads its A operand — an `[M, K]`
-    /// tile of `dtype` laid out as `a` — from Tensor Memory rather than through a shared
-    /// buffer: A is 16-bit and already in registers in this very layout (FlashAttention-4's
-    /// P, which comes out of the first product's `tcgen05.ld` one row a thread), so each thread
-    /// stores its row's elements two to a 32-bit column with `tcgen05.st.32x32b` where the
-    /// instruction reads them (`super::tmem::a_operand_cell`), with no shared memory and no
-    /// layout change. `bf16`/`f16` only (the instruction's `kind::f16`), K a power of two (the
-    /// warp columns then hold whole contiguous K ranges, as the stores assume).
-    pub fn reads_a_from_tmem(&self, a: Option<&super::Layout>, a_shape: &[i64], a_16bit: bool) -> bool {
+    /// tile of `a_bytes`-byte elements laid out as `a` — from Tensor Memory rather than
+    /// through a shared buffer: A is already in registers in this very layout
+    /// (FlashAttention-4's P, which comes out of the first product's `tcgen05.ld` one row a
+    /// thread), so each thread stores its row's elements packed into 32-bit columns
+    /// ([`Mma::a_per_column`]) with `tcgen05.st.32x32b` where the instruction reads them
+    /// (`super::tmem::a_operand_cell`), with no shared memory and no layout change. 16-bit A
+    /// (`kind::f16`) and 8-bit A (`kind::f8f6f4`, K-major as TMEM's A always is), K a
+    /// multiple of the instruction's K step and a power of two (the warp columns then hold
+    /// whole contiguous K ranges, whole columns each, as the stores assume).
+    pub fn reads_a_from_tmem(&self, a: Option<&super::Layout>, a_shape: &[i64], a_bytes: u32) -> bool {
+        let per = Self::a_per_column(a_bytes);
         self.family == MmaFamily::Tcgen05
             && a == Some(&super::Layout::Mma(*self))
-            && a_16bit
+            && matches!(a_bytes, 1 | 2)
             && a_shape.len() == 2
             && a_shape[0] % TCGEN05_M == 0
-            && a_shape[1] % MMA_K == 0
+            && a_shape[1] % (MMA_K * 2 / i64::from(a_bytes)) == 0
             && a_shape[1] & (a_shape[1] - 1) == 0
-            && (a_shape[1] / self.warps_per_cta[1]) % 2 == 0
+            && (a_shape[1] / self.warps_per_cta[1]) % per == 0
+    }
+
+    /// How many elements of an A operand of `a_bytes`-byte elements one 32-bit Tensor Memory
+    /// column holds (sub-word elements packed contiguously: two 16-bit, four 8-bit).
+    pub fn a_per_column(a_bytes: u32) -> i64 {
+        4 / i64::from(a_bytes.clamp(1, 4))
     }
 
     /// The warp grid for a lone product (a GEMM): warps split M and N so that each warp's

@@ -223,15 +223,16 @@ pub fn ld_16x32bx2(warp: i64, lane: i64, at_lane: i64, at_col: i64, half: i64, r
     Ok((at_lane + lane % 16, at_col + (lane / 16) * half + reg))
 }
 
-/// Where element (`row`, `k`) of a 16-bit A operand of `k_extent` columns that `tcgen05.mma`
-/// reads from Tensor Memory at column `base` lives: (lane, 32-bit column, half — 0 the low 16
-/// bits). A in TMEM is row-major (Table "Major-ness for different matrices"), its rows the
-/// lanes as D's (data path layout D for M = 128), and sub-word elements of A are packed
-/// contiguously in a 32-bit word ("Packing formats"), so two consecutive K elements share a
-/// column, the even one in the low half. Each 128-row block starts `k_extent / 2` columns
-/// after the previous one, and a K step of 16 elements reads 8 consecutive columns.
-pub fn a_operand_cell(base: i64, k_extent: i64, row: i64, k: i64) -> (i64, i64, i64) {
-    (row % 128, base + (row / 128) * (k_extent / 2) + k / 2, k % 2)
+/// Where element (`row`, `k`) of an A operand of `k_extent` columns and `per` elements a
+/// 32-bit word (two 16-bit, four 8-bit) that `tcgen05.mma` reads from Tensor Memory at column
+/// `base` lives: (lane, 32-bit column, place in the word — 0 the lowest bits). A in TMEM is
+/// row-major (Table "Major-ness for different matrices"), its rows the lanes as D's (data path
+/// layout D for M = 128), and sub-word elements of A are packed contiguously in a 32-bit word
+/// ("Packing formats"), so `per` consecutive K elements share a column, the first in the low
+/// bits. Each 128-row block starts `k_extent / per` columns after the previous one, and a K
+/// step of 32 bytes (16 16-bit elements, 32 8-bit ones) reads 8 consecutive columns.
+pub fn a_operand_cell(base: i64, k_extent: i64, per: i64, row: i64, k: i64) -> (i64, i64, i64) {
+    (row % 128, base + (row / 128) * (k_extent / per) + k / per, k % per)
 }
 
 /// What register `reg` of the thread in lane `lane` of warp `warp` holds after

@@ -53,7 +53,7 @@ pub(crate) fn reads_a_from_tmem(
     m: &tilec_core::layout::Mma,
 ) -> bool {
     let t = func.ty(a);
-    m.reads_a_from_tmem(t.layout(), t.shape(), t.dtype().bytes() == 2)
+    m.reads_a_from_tmem(t.layout(), t.shape(), t.dtype().bytes())
 }
 
 use std::collections::BTreeMap;

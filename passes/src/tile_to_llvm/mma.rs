@@ -24,7 +24,7 @@
 //! without it) the instruction becomes fp8 products times the factors taken from the lanes
 //! the instruction reads.
 
-use super::emit::{Reg, Ty};
+use super::emit::{Emitter, Reg, Ty};
 use super::regs::Value;
 use super::{err, Lowering};
 use std::collections::BTreeMap;
@@ -47,6 +47,20 @@ pub(crate) struct Operand {
     origin: [Reg; 2],
     /// The same origin of every warp, known at compile time.
     origins: Vec<[i64; 2]>,
+}
+
+/// Four bytes as a 32-bit word, the first in the low bits, made by shifts and ors — which
+/// LLVM folds where a word's bytes come from wider values (a pair of fp8 conversions); a
+/// vector of i8 it would put together a byte at a time.
+pub(crate) fn bytes_to_word(em: &mut Emitter, bytes: &[Reg]) -> Reg {
+    let mut word = em.ci32(0);
+    for (b, x) in bytes.iter().enumerate() {
+        let x = em.convert("zext", x, Ty::I32);
+        let sh = em.ci32(8 * b as i64);
+        let x = em.shl(&x, &sh);
+        word = em.or(&word, &x);
+    }
+    word
 }
 
 impl Lowering<'_> {
@@ -117,18 +131,10 @@ impl Lowering<'_> {
                 if chunk == 1 {
                     self.em.store(&regs[r as usize], &addr, bytes);
                 } else if bytes == 1 && chunk % 4 == 0 {
-                    // Bytes as 32-bit words made by shifts and ors, which LLVM folds where a
-                    // word's bytes come from wider values (a pair of fp8 conversions); a
-                    // vector of i8 it would put together a byte at a time.
                     let mut v = self.em.undef(Ty::Vector((chunk / 4) as u32, Box::new(Ty::I32)));
                     for w in 0..chunk / 4 {
-                        let mut word = self.em.ci32(0);
-                        for b in 0..4 {
-                            let x = self.em.convert("zext", &regs[(r + 4 * w + b) as usize], Ty::I32);
-                            let sh = self.em.ci32(8 * b);
-                            let x = self.em.shl(&x, &sh);
-                            word = self.em.or(&word, &x);
-                        }
+                        let at = (r + 4 * w) as usize;
+                        let word = bytes_to_word(&mut self.em, &regs[at..at + 4]);
                         v = self.em.insertelement(&v, &word, w);
                     }
                     self.em.store(&v, &addr, chunk);

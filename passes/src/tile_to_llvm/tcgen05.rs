@@ -24,12 +24,12 @@
 //! so the next product loop starts after the block-wide TMEM sync: no product overwrites a
 //! region before every thread has read it out.
 //!
-//! A from TMEM: a 16-bit A operand already in registers in the accumulator's layout
+//! A from TMEM: a 16-bit or 8-bit A operand already in registers in the accumulator's layout
 //! (`Mma::reads_a_from_tmem`: FlashAttention-4's P, the softmax of the scores one
 //! `tcgen05.ld` brought out one row a thread) is not staged through shared memory — the layout
-//! pass leaves it in registers and each thread stores its row's elements, two to a 32-bit
-//! column, into the region [`TmemPlan::a_region`] with `tcgen05.st.32x32b`; the product reads
-//! A there (`tcgen05.mma … [d], [a], b-desc`, 8 columns a K step). The stores are ordered
+//! pass leaves it in registers and each thread stores its row's elements, two (four) to a
+//! 32-bit column, into the region [`TmemPlan::a_region`] with `tcgen05.st.32x32b`; the product
+//! reads A there (`tcgen05.mma … [d], [a], b-desc`, 8 columns a K step of 32 bytes). The stores are ordered
 //! before the issue as any TMEM access is (below). `a_operand_stores_follow_the_layout`
 //! checks the stores against `tilec_core::layout::tmem::a_operand_cell`.
 //!
@@ -279,7 +279,8 @@ impl TmemPlan {
                 }
                 if let Some(Layout::Mma(m)) = func.ty(r).layout() {
                     if reads_a_from_tmem(func, *a, m) {
-                        a_reads.insert(r, Mma::tmem_columns(func.ty(*a).shape()) / 2);
+                        let per = Mma::a_per_column(func.ty(*a).dtype().bytes());
+                        a_reads.insert(r, Mma::tmem_columns(func.ty(*a).shape()) / per);
                     }
                 }
                 operands.push((r, [*a, *b]));
@@ -740,17 +741,13 @@ fn ld_form(m: Mma, shape: &[i64]) -> (&'static str, String) {
     }
 }
 
-/// Where a warp's first register of a 128-row block of a TMEM tile is: (shape, layout, base
-/// column, warp, block in register order) → (lane, column). [`ld_origin`] and [`a_origin`].
-type TmemOrigin = fn(&[i64], Mma, i64, i64, i64) -> (i64, i64);
-
 /// The TMEM address (lane, column) where warp `warp` stores the first packed register of the
 /// `block`-th 128-row block it holds of an A operand of `shape` laid out as `m`, read from
-/// TMEM at column `base`: its lane quarter, and its K range two elements a column
+/// TMEM at column `base`: its lane quarter, and its K range `per` elements a column
 /// (`tmem::a_operand_cell`).
-pub(crate) fn a_origin(shape: &[i64], m: Mma, base: i64, warp: i64, block: i64) -> (i64, i64) {
+pub(crate) fn a_origin(shape: &[i64], m: Mma, per: i64, base: i64, warp: i64, block: i64) -> (i64, i64) {
     let (blk, range) = warp_block_range(m, warp, block);
-    (32 * (warp % 4), base + (blk * shape[1] + range * (shape[1] / m.warps_per_cta[1])) / 2)
+    (32 * (warp % 4), base + (blk * shape[1] + range * (shape[1] / m.warps_per_cta[1])) / per)
 }
 
 /// The bits of a tcgen05 shared-memory descriptor besides the start address.
@@ -907,21 +904,15 @@ impl Lowering<'_> {
     }
 
     /// This thread's TMEM address for block `block` of a tile of `shape` at `col`, placed by
-    /// `origin` ([`ld_origin`] for an accumulator, [`a_origin`] for an A operand).
-    fn tmem_thread_addr(
-        &mut self,
-        m: Mma,
-        shape: &[i64],
-        col: i64,
-        block: i64,
-        origin: TmemOrigin,
-    ) -> Result<Reg, Diagnostic> {
+    /// `origin` (warp → its first register's lane and column: [`ld_origin`] for an
+    /// accumulator, [`a_origin`] for an A operand).
+    fn tmem_thread_addr(&mut self, m: Mma, origin: impl Fn(i64) -> (i64, i64)) -> Result<Reg, Diagnostic> {
         let (addr, _) = self.tmem_base()?;
         let (bw, wn) = (m.tcgen05_block_warps(), m.warps_per_cta[1]);
         // Linear in the warp's fields: lane quarter · 2^16 + block + column range.
-        let (l0, c0) = origin(shape, m, col, 0, block);
-        let (l1, _) = origin(shape, m, col, 1, block);
-        let c4 = if wn > 1 { origin(shape, m, col, 4 * bw, block).1 } else { c0 };
+        let (l0, c0) = origin(0);
+        let (l1, _) = origin(1);
+        let c4 = if wn > 1 { origin(4 * bw).1 } else { c0 };
         let warp = self.warp.clone();
         let (c3, c2) = (self.em.ci32(3), self.em.ci32(2));
         let q = self.em.and(&warp, &c3);
@@ -933,7 +924,7 @@ impl Lowering<'_> {
             self.em.mul(&g, &per_g)
         } else {
             // The warpgroup's low bits pick its block, the rest its column range.
-            let per_b = self.em.ci32(origin(shape, m, col, 4, block).1 - c0);
+            let per_b = self.em.ci32(origin(4).1 - c0);
             let (mask, lg) = (self.em.ci32(bw - 1), self.em.ci32(i64::from(bw.trailing_zeros())));
             let gb = self.em.and(&g, &mask);
             let bo = self.em.mul(&gb, &per_b);
@@ -1016,7 +1007,7 @@ impl Lowering<'_> {
             return Ok(());
         }
         for blk in 0..(shape[0] / TCGEN05_M / m.tcgen05_block_warps()) {
-            let at = self.tmem_thread_addr(m, shape, col, blk, ld_origin)?;
+            let at = self.tmem_thread_addr(m, |w| ld_origin(shape, m, col, w, blk))?;
             for c0 in (0..cols).step_by(CHUNK as usize) {
                 let a = if c0 == 0 {
                     at.clone()
@@ -1073,24 +1064,30 @@ impl Lowering<'_> {
         Ok(())
     }
 
-    /// `tcgen05.st` of this thread's registers `regs` of a 16-bit A operand of `shape`
-    /// (`dtype`) where the product reads it from TMEM, at column `col`: each pair of
+    /// `tcgen05.st` of this thread's registers `regs` of a 16-bit or 8-bit A operand of
+    /// `shape` (`dtype`) where the product reads it from TMEM, at column `col`: each two (four)
     /// consecutive K elements of the thread's row packed into one 32-bit column.
     fn tmem_store_a(&mut self, m: Mma, shape: &[i64], col: i64, regs: &[Reg], dtype: DType) -> Result<(), Diagnostic> {
-        let per = shape[1] / m.warps_per_cta[1];
+        let cols = shape[1] / m.warps_per_cta[1];
         let blocks = shape[0] / TCGEN05_M / m.tcgen05_block_warps();
-        if regs.len() as i64 != per * blocks || per % 2 != 0 {
+        let per = Mma::a_per_column(dtype.bytes());
+        if regs.len() as i64 != cols * blocks || cols % per != 0 {
             return Err(err("the registers of an A operand read from TMEM do not match its layout"));
         }
-        let half = if dtype == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+        let elem = Ty::of(dtype);
         for blk in 0..blocks {
-            let at = self.tmem_thread_addr(m, shape, col, blk, a_origin)?;
+            let at = self.tmem_thread_addr(m, |w| a_origin(shape, m, per, col, w, blk))?;
             let mut words = vec![];
-            for j in 0..per / 2 {
-                let r = (blk * per + 2 * j) as usize;
-                let v = self.em.undef(Ty::Vector(2, Box::new(half.clone())));
-                let v = self.em.insertelement(&v, &regs[r], 0);
-                let v = self.em.insertelement(&v, &regs[r + 1], 1);
+            for j in 0..cols / per {
+                let r = (blk * cols + per * j) as usize;
+                if per == 4 {
+                    words.push(super::mma::bytes_to_word(&mut self.em, &regs[r..r + 4]));
+                    continue;
+                }
+                let mut v = self.em.undef(Ty::Vector(per as u32, Box::new(elem.clone())));
+                for e in 0..per {
+                    v = self.em.insertelement(&v, &regs[r + e as usize], e);
+                }
                 words.push(self.em.bitcast(&v, Ty::I32));
             }
             self.tmem_store_words(&at, &words);
@@ -1352,13 +1349,17 @@ impl Lowering<'_> {
         let a_col = a_stored.unwrap_or(
             result.and_then(|r| self.facts.tmem.deferred_a.get(&r).copied()).unwrap_or(self.facts.tmem.a_region),
         );
+        let per = match Mma::a_per_column(dt.bytes()) {
+            2 => "two",
+            _ => "four",
+        };
         let a_how = match (&aop, a_stored) {
             (Some(o), _) => major(o, "M"),
             (None, Some(_)) => format!(
-                "from TMEM column {a_col} (carried there by the loop: stored by tcgen05.st 32x32b where it is yielded, two elements a column; no shared buffer)"
+                "from TMEM column {a_col} (carried there by the loop: stored by tcgen05.st 32x32b where it is yielded, {per} elements a column; no shared buffer)"
             ),
             (None, None) => format!(
-                "from TMEM column {a_col} (its registers stored by tcgen05.st 32x32b, two elements a column; no shared buffer)"
+                "from TMEM column {a_col} (its registers stored by tcgen05.st 32x32b, {per} elements a column; no shared buffer)"
             ),
         };
         let kind = match &scaled {
@@ -1462,9 +1463,10 @@ impl Lowering<'_> {
                 };
                 let ad = match &aop {
                     Some(o) => self.descriptor_at(o, [blk * TCGEN05_M, kk * kstep]),
-                    // 16-bit elements two a column: a K step of 16 is 8 columns.
+                    // Elements two (8-bit: four) a column: a K step of 32 bytes is 8 columns.
                     None => {
-                        let c = self.em.ci32(a_col + blk * (ks / 2) + kk * kstep / 2);
+                        let per = Mma::a_per_column(dt.bytes());
+                        let c = self.em.ci32(a_col + blk * (ks / per) + kk * kstep / per);
                         self.em.add(&tbase, &c)
                     }
                 };
@@ -2034,50 +2036,62 @@ mod tests {
         assert!(checked > 100_000, "{checked}");
     }
 
-    /// For every A operand shape and warp count the family reads from Tensor Memory, each
-    /// packed register a thread stores (`tcgen05.st.32x32b` at the address `a_origin` gives,
-    /// plus the register's index) holds two elements its register layout says are
-    /// consecutive along K of one row — the even one in the low half — and lands in the
-    /// TMEM cell where the instruction reads that pair (`tmem::a_operand_cell`); each K step's
-    /// address (the lowering's `a_region + block · K/2 + step · 8`) is the column of the
-    /// step's first element of the block's first row.
+    /// For every A operand shape, element width (16 and 8 bits) and warp count the family
+    /// reads from Tensor Memory, each packed register a thread stores (`tcgen05.st.32x32b` at
+    /// the address `a_origin` gives, plus the register's index) holds two (four) elements its
+    /// register layout says are consecutive along K of one row — the first in the low bits —
+    /// and lands in the TMEM cells where the instruction reads them (`tmem::a_operand_cell`);
+    /// each K step's address (the lowering's `a_region + block · K/per + step · 8`) is the
+    /// column of the step's first element of the block's first row.
     #[test]
     fn a_operand_stores_follow_the_layout() {
         let mut checked = 0;
-        for m in [128i64, 256] {
-            for k in (16i64..=256).step_by(16) {
-                for warps in [4i64, 8, 16] {
-                    let Some(mma) = Mma::tcgen05(&[m, 128], k, warps) else { continue };
-                    let shape = [m, k];
-                    let a = Layout::Mma(mma);
-                    if !mma.reads_a_from_tmem(Some(&a), &shape, true) {
-                        continue;
-                    }
-                    let l = a.to_linear(&shape);
-                    let per = k / mma.warps_per_cta[1];
-                    let base = 96;
-                    for warp in 0..warps {
-                        for lane in 0..32 {
-                            for j in 0..l.num_regs() / 2 {
-                                let (lo, hi) = (l.coord(warp, lane, 2 * j), l.coord(warp, lane, 2 * j + 1));
-                                assert_eq!((lo[0], lo[1] % 2, hi[0], hi[1]), (hi[0], 0, lo[0], lo[1] + 1), "{shape:?}");
-                                let (blk, r) = ((2 * j) / per, ((2 * j) % per) / 2);
-                                let (al, ac) = a_origin(&shape, mma, base, warp, blk);
-                                let (lane_at, col_at) = tmem::ld_32x32b(warp, lane, al, ac, r).unwrap();
-                                assert_eq!(
-                                    (lane_at, col_at, 0),
-                                    tmem::a_operand_cell(base, k, lo[0], lo[1]),
-                                    "{shape:?} {warps} w{warp} l{lane} j{j} {lo:?}"
-                                );
-                                assert_eq!((lane_at, col_at, 1), tmem::a_operand_cell(base, k, hi[0], hi[1]));
-                                checked += 1;
+        for bytes in [2u32, 1] {
+            let per = Mma::a_per_column(bytes);
+            for m in [128i64, 256] {
+                for k in (16i64..=256).step_by(16) {
+                    for warps in [4i64, 8, 16] {
+                        let Some(mma) = Mma::tcgen05(&[m, 128], k, warps) else { continue };
+                        let shape = [m, k];
+                        let a = Layout::Mma(mma);
+                        if !mma.reads_a_from_tmem(Some(&a), &shape, bytes) {
+                            continue;
+                        }
+                        let l = a.to_linear(&shape);
+                        let cols = k / mma.warps_per_cta[1];
+                        let base = 96;
+                        for warp in 0..warps {
+                            for lane in 0..32 {
+                                for j in 0..l.num_regs() / per {
+                                    // A word's elements: one row, consecutive K from a multiple of `per`.
+                                    let first = l.coord(warp, lane, per * j);
+                                    let (blk, r) = ((per * j) / cols, ((per * j) % cols) / per);
+                                    let (al, ac) = a_origin(&shape, mma, per, base, warp, blk);
+                                    let (lane_at, col_at) = tmem::ld_32x32b(warp, lane, al, ac, r).unwrap();
+                                    for e in 0..per {
+                                        let c = l.coord(warp, lane, per * j + e);
+                                        assert_eq!((c[0], c[1]), (first[0], first[1] + e), "{shape:?}");
+                                        assert_eq!(
+                                            (lane_at, col_at, e),
+                                            tmem::a_operand_cell(base, k, per, c[0], c[1]),
+                                            "{shape:?} {bytes} B {warps} w{warp} l{lane} j{j} {c:?}"
+                                        );
+                                    }
+                                    checked += 1;
+                                }
                             }
                         }
-                    }
-                    for blk in 0..m / TCGEN05_M {
-                        for step in 0..k / MMA_K {
-                            let at = base + blk * (k / 2) + step * MMA_K / 2;
-                            assert_eq!(tmem::a_operand_cell(base, k, blk * TCGEN05_M, step * MMA_K), (0, at, 0));
+                        // A K step is 32 bytes of a row: 8 columns from the block's first.
+                        let kstep = MMA_K * 2 / i64::from(bytes);
+                        for blk in 0..m / TCGEN05_M {
+                            for step in 0..k / kstep {
+                                let at = base + blk * (k / per) + step * kstep / per;
+                                assert_eq!(
+                                    tmem::a_operand_cell(base, k, per, blk * TCGEN05_M, step * kstep),
+                                    (0, at, 0)
+                                );
+                                assert_eq!(step * kstep / per, 8 * step);
+                            }
                         }
                     }
                 }
