@@ -1095,8 +1095,7 @@ fn tcgen05_attention_at_d64_takes_two_key_tiles_an_iteration() {
     assert_eq!((products, from_tmem, mbarriers), (48, 24, 7));
     let body = loop_with(c.ptx(), "tcgen05.mma");
     assert_eq!(body.iter().filter(|l| l.contains("tcgen05.commit")).count(), 4);
-    let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));
-    assert_eq!((r.spill_stores, r.spill_loads), (0, 0));
+    assert_no_spills(&c);
 }
 
 /// fp8 attention on sm_103a in FlashAttention-4's order: P, quantized to e4m3 one row a
@@ -1126,8 +1125,7 @@ fn tcgen05_fp8_attention_reads_p_from_tensor_memory() {
     // P's 64 keys a row: 16 words, one store of 16 columns a key tile.
     let body = loop_with(c.ptx(), "tcgen05.mma");
     assert_eq!(body.iter().filter(|l| l.contains("tcgen05.st.sync.aligned.32x32b.x16.b32")).count(), 1);
-    let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));
-    assert_eq!((r.spill_stores, r.spill_loads), (0, 0));
+    assert_no_spills(&c);
 }
 
 /// A decode's products of 16 query rows on sm_103a: one M = 64 `tcgen05.mma` each K step
@@ -1240,9 +1238,14 @@ fn sort_loops_loop_over_the_network_stages() {
         lines(written.ptx())
     );
     for c in [&written, &looped] {
-        let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));
-        assert_eq!((r.spill_stores, r.spill_loads), (0, 0));
+        assert_no_spills(c);
     }
+}
+
+/// ptxas assembles the compile's PTX with nothing spilled to local memory.
+fn assert_no_spills(c: &tilec::Compiled) {
+    let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!((r.spill_stores, r.spill_loads), (0, 0));
 }
 
 /// The TMA copies, tcgen05 products and commits are issued under `elect.sync` (made once at

@@ -29,9 +29,10 @@
 //! `tcgen05.ld` brought out one row a thread) is not staged through shared memory — the layout
 //! pass leaves it in registers and each thread stores its row's elements, two (four) to a
 //! 32-bit column, into the region [`TmemPlan::a_region`] with `tcgen05.st.32x32b`; the product
-//! reads A there (`tcgen05.mma … [d], [a], b-desc`, 8 columns a K step of 32 bytes). The stores are ordered
-//! before the issue as any TMEM access is (below). `a_operand_stores_follow_the_layout`
-//! checks the stores against `tilec_core::layout::tmem::a_operand_cell`.
+//! reads A there (`tcgen05.mma … [d], [a], b-desc`, 8 columns a K step of 32 bytes). The
+//! stores are ordered before the issue as any TMEM access is (below).
+//! `a_operand_stores_follow_the_layout` checks the stores against
+//! `tilec_core::layout::tmem::a_operand_cell`.
 //!
 //! Registers: `tcgen05.ld/st.32x32b` — warp `w` reaches TMEM lanes `32 (w % 4) …` only, each
 //! thread one lane (one accumulator row) and consecutive columns: the `#tilegpu.tcgen05`
@@ -750,6 +751,44 @@ pub(crate) fn a_origin(shape: &[i64], m: Mma, per: i64, base: i64, warp: i64, bl
     (32 * (warp % 4), base + (blk * shape[1] + range * (shape[1] / m.warps_per_cta[1])) / per)
 }
 
+/// A warp's TMEM address (lane in bits 16-31, column in 0-15) as the lowering computes it,
+/// linear in the warp's fields: `first + (w % 4) · per_quarter + b · per_block + r ·
+/// per_range`, for `g = w / 4` the warpgroup, `b` its low `block_bits` bits (the block it
+/// takes) and `r` the rest (its column range). `tmem_thread_addr` emits it;
+/// `warp_addresses_are_their_origins` holds it to the origin functions for every warp.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct WarpAddress {
+    first: i64,
+    per_quarter: i64,
+    block_bits: u32,
+    per_block: i64,
+    per_range: i64,
+}
+
+impl WarpAddress {
+    /// The terms of a layout `m`'s placement `origin` (warp → lane, column), read off warps 0,
+    /// 1, 4 and `4 · bw`.
+    pub(crate) fn of(m: Mma, origin: impl Fn(i64) -> (i64, i64)) -> WarpAddress {
+        let (bw, wn) = (m.tcgen05_block_warps(), m.warps_per_cta[1]);
+        let (l0, c0) = origin(0);
+        let col = |w: i64, on: bool| if on { origin(w).1 - c0 } else { 0 };
+        WarpAddress {
+            first: (l0 << 16) + c0,
+            per_quarter: (origin(1).0 - l0) << 16,
+            block_bits: bw.trailing_zeros(),
+            per_block: col(4, bw > 1),
+            per_range: col(4 * bw, wn > 1),
+        }
+    }
+
+    /// The address of warp `w`.
+    pub(crate) fn at(&self, w: i64) -> i64 {
+        let g = w / 4;
+        let b = g & ((1 << self.block_bits) - 1);
+        self.first + (w % 4) * self.per_quarter + b * self.per_block + (g >> self.block_bits) * self.per_range
+    }
+}
+
 /// The bits of a tcgen05 shared-memory descriptor besides the start address.
 pub(crate) fn descriptor_bits(swizzle_bytes: i64, k_major: bool, rows: i64) -> i64 {
     let (lbo, sbo) = if k_major { (16, 8 * swizzle_bytes) } else { (rows * swizzle_bytes, 8 * swizzle_bytes) };
@@ -905,35 +944,31 @@ impl Lowering<'_> {
 
     /// This thread's TMEM address for block `block` of a tile of `shape` at `col`, placed by
     /// `origin` (warp → its first register's lane and column: [`ld_origin`] for an
-    /// accumulator, [`a_origin`] for an A operand).
+    /// accumulator, [`a_origin`] for an A operand), as [`WarpAddress`] computes it.
     fn tmem_thread_addr(&mut self, m: Mma, origin: impl Fn(i64) -> (i64, i64)) -> Result<Reg, Diagnostic> {
         let (addr, _) = self.tmem_base()?;
-        let (bw, wn) = (m.tcgen05_block_warps(), m.warps_per_cta[1]);
-        // Linear in the warp's fields: lane quarter · 2^16 + block + column range.
-        let (l0, c0) = origin(0);
-        let (l1, _) = origin(1);
-        let c4 = if wn > 1 { origin(4 * bw).1 } else { c0 };
+        let w = WarpAddress::of(m, origin);
         let warp = self.warp.clone();
         let (c3, c2) = (self.em.ci32(3), self.em.ci32(2));
         let q = self.em.and(&warp, &c3);
-        let per_q = self.em.ci32((l1 - l0) << 16);
+        let per_q = self.em.ci32(w.per_quarter);
         let qo = self.em.mul(&q, &per_q);
         let g = self.em.lshr(&warp, &c2);
-        let go = if bw == 1 {
-            let per_g = self.em.ci32(c4 - c0);
+        let go = if w.block_bits == 0 {
+            let per_g = self.em.ci32(w.per_range);
             self.em.mul(&g, &per_g)
         } else {
             // The warpgroup's low bits pick its block, the rest its column range.
-            let per_b = self.em.ci32(origin(4).1 - c0);
-            let (mask, lg) = (self.em.ci32(bw - 1), self.em.ci32(i64::from(bw.trailing_zeros())));
+            let per_b = self.em.ci32(w.per_block);
+            let (mask, lg) = (self.em.ci32((1 << w.block_bits) - 1), self.em.ci32(i64::from(w.block_bits)));
             let gb = self.em.and(&g, &mask);
             let bo = self.em.mul(&gb, &per_b);
             let gr = self.em.lshr(&g, &lg);
-            let per_r = self.em.ci32(c4 - c0);
+            let per_r = self.em.ci32(w.per_range);
             let ro = self.em.mul(&gr, &per_r);
             self.em.add(&bo, &ro)
         };
-        let k = self.em.ci32((l0 << 16) + c0);
+        let k = self.em.ci32(w.first);
         let t = self.em.add(&addr, &k);
         let t = self.em.add(&t, &qo);
         Ok(self.em.add(&t, &go))
@@ -1898,6 +1933,39 @@ mod tests {
             }
         }
         assert!(checked > 100_000, "{checked}");
+    }
+
+    /// The address `tmem_thread_addr` computes from a warp's fields is the one the origin
+    /// functions give that warp, for every layout of 128-row blocks the family takes (a
+    /// warpgroup a block, column ranges, both) and every block a warp holds, accumulators and
+    /// A operands of both widths.
+    #[test]
+    fn warp_addresses_are_their_origins() {
+        let mut checked = 0;
+        for m in [128i64, 256, 512] {
+            for n in [32i64, 64, 128, 256] {
+                for warps in [4i64, 8, 16] {
+                    let Some(mma) = Mma::tcgen05(&[m, n], 64, warps) else { continue };
+                    let shape = [m, n];
+                    for blk in 0..m / TCGEN05_M / mma.tcgen05_block_warps() {
+                        let ld = |w| ld_origin(&shape, mma, 64, w, blk);
+                        let terms = WarpAddress::of(mma, ld);
+                        for per in [2, 4] {
+                            let a = |w| a_origin(&shape, mma, per, 96, w, blk);
+                            let a_terms = WarpAddress::of(mma, a);
+                            for w in 0..warps {
+                                let (l, c) = ld(w);
+                                assert_eq!(terms.at(w), (l << 16) + c, "{shape:?} {warps} w{w} b{blk}");
+                                let (l, c) = a(w);
+                                assert_eq!(a_terms.at(w), (l << 16) + c, "{shape:?} {warps} w{w} b{blk} A/{per}");
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 500, "{checked}");
     }
 
     /// The same for accumulators of 16, 32 and 64 rows: each register is what
