@@ -68,6 +68,12 @@ The model, per kernel and shape:
   instructions' cost;
 - estimate = roofline stretched by that serialisation, per SM, over the waves of tiles.
 
+Every other tensor-core kernel of the library (the latent-attention prefill, the decode
+kernels, the split-K, grouped, rowwise and blockwise GEMMs) gets its roofline alone — max(FLOPs
+/ the peak at its operands' precision, compulsory bytes / DRAM bandwidth), an upper bound with
+no latency or issue model — for each of `tilec bench --list --quick`'s cases (the suite's own
+FLOP and byte counts), compiled for the target to name the products' family and tile.
+
 Published figures (cited in the README this writes):
 - B300 (HGX, per GPU): dense FP16/BF16 tensor 2,250 TFLOP/s, HBM3e 8 TB/s; 148 SMs.
 - GB10 (DGX Spark): 1 PFLOP/s FP4 with sparsity → 500 dense FP4 → 125 TFLOP/s dense BF16 at
@@ -405,6 +411,53 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
     }
 
 
+def listed_cases(tilec):
+    """`tilec bench --list --quick`: every bench case of the library with its constants, bytes
+    and FLOPs (the suite's counts)."""
+    out = subprocess.run([tilec, "bench", "--list", "--quick"], capture_output=True, text=True, check=True)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def precision(dtype):
+    """The peak class of a case's operands."""
+    return "fp8" if dtype.startswith("f8") else "fp4" if dtype.startswith("f4") else "16-bit"
+
+
+def roofline_only(tilec, arch, case, work):
+    """The roofline row of a case of a kernel without a latency model (see the docstring), or
+    None when its compile for `arch` issues no tensor-core product."""
+    t = TARGETS[arch]
+    ptx = work / f"{case['name']}.{arch}.{abs(hash(case['label']))}.ptx"
+    args = [tilec, "compile", f"kernels/{case['file']}", "--kernel", case["kernel"], "--arch", arch, "--report", "-o", str(ptx)]
+    for k, v in case["consts"].items():
+        args += ["--const", f"{k}={v}"]
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{case['name']} {arch}: {out.stderr}")
+    prods = products(out.stdout + out.stderr)
+    if not prods:
+        return None
+    prec = precision(case["dtype"])
+    peak = t["peaks"][prec]
+    flops, bytes_ = case["flops"], case["bytes"]
+    t_mem = bytes_ / (t["dram_tbps"] * 1e12)
+    t_roof = max(flops / (peak * 1e12), t_mem) if flops else t_mem
+    (bm, bn, bk, fam, *_) = prods[0]
+    return {
+        "target": arch,
+        "chip": t["chip"],
+        "kernel": case["name"],
+        "case": f"{case['label']} {case['dtype']}",
+        "family": f"{fam} {bm}x{bn}x{bk}",
+        "flops": flops,
+        "dram_bytes": bytes_,
+        "peak_tflops": peak,
+        "roofline_tflops": flops / t_roof / 1e12 if flops else None,
+        "roofline_gbps": bytes_ / t_roof / 1e9,
+        "bound": "DRAM" if t_mem >= t_roof else "tensor",
+    }
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
@@ -427,12 +480,22 @@ def main():
                 issue = issue_term(ptx, 4 if facts[1] else 0) if arch == "sm_103a" else None
                 e = estimate(kernel, shape, arch, prods, issue, facts, rep)
                 rows.append({"target": arch, "chip": TARGETS[arch]["chip"], "kernel": kernel, "case": label, **e})
+    modelled = set(SHAPES)
+    roof_rows = []
+    for case in listed_cases(tilec):
+        if case["name"] in modelled:
+            continue
+        for arch in TARGETS:
+            r = roofline_only(tilec, arch, case, work)
+            if r:
+                roof_rows.append(r)
     doc = {
         "kind": "ESTIMATES (not measured: no B300 or GB10 here)",
         "targets": TARGETS,
         "assumed_clock_ghz": CLOCK_GHZ,
         "h100_wait_us": H100_WAIT_US,
         "rows": rows,
+        "roofline_only": roof_rows,
     }
     (out / "estimates.json").write_text(json.dumps(doc, indent=1) + "\n")
     md = [
@@ -459,6 +522,20 @@ def main():
         s = r["serialisation"]
         md.append(
             f"| {r['target']} | {r['kernel']} | {r['case']} | {s['family']} {'x'.join(map(str, s['tile']))} | {r['peak_tflops']:.0f} | {r['roofline_tflops']:.0f} | {r['estimate_tflops']:.0f} | {r['estimate_of_peak']:.2f} |"
+        )
+    md += [
+        "",
+        "The other tensor-core kernels, roofline alone (an upper bound: no latency or issue model), for",
+        "`tilec bench --list --quick`'s cases — the FLOPs and compulsory bytes are the suite's:",
+        "",
+        "| target | kernel | case | first product's family, tile | bound | roofline TFLOP/s | roofline GB/s |",
+        "|---|---|---|---|---|---:|---:|",
+    ]
+    for r in roof_rows:
+        tf = r["roofline_tflops"]
+        tf = "—" if tf is None else f"{tf:.0f}" if tf >= 10 else f"{tf:.1f}"
+        md.append(
+            f"| {r['target']} | {r['kernel']} | {r['case']} | {r['family']} | {r['bound']} | {tf} | {r['roofline_gbps']:.0f} |"
         )
     md += [
         "",

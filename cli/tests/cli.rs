@@ -930,6 +930,30 @@ fn check_consts_are_integers_named_once() {
     }
 }
 
+/// `tilec bench --list` prints each case with the suite's counts and the constants a compile
+/// takes — as `tilec compile --const` reads them back — without a GPU: `bench/estimates.py`
+/// compiles every listed case of a tensor-core kernel for the targets we cannot run.
+#[test]
+fn bench_lists_its_cases_without_a_gpu() {
+    let (code, out, err) = tilec(&["bench", "--list", "--quick", "mla", "fmha"]);
+    assert_eq!(code, 0, "{err}");
+    let cases: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mla = cases.iter().find(|c| c["name"] == "mla").expect("mla's bench case");
+    assert_eq!(mla["dims"], serde_json::json!([4, 16, 4096, 128, 64]));
+    // Causal: the scores over D + DR and P·V over D, half of each.
+    assert_eq!(mla["flops"].as_f64(), Some(2.0 * 4.0 * 16.0 * 4096.0 * 4096.0 * (2.0 * 128.0 + 64.0) * 0.5));
+    assert_eq!(mla["consts"]["CAUSAL"], "true");
+    let fmha = cases.iter().find(|c| c["name"] == "fmha").unwrap();
+    let mut args = vec!["compile".to_string(), "kernels/fmha.tile".into(), "--arch".into(), "sm_103a".into()];
+    for (k, v) in fmha["consts"].as_object().unwrap() {
+        args.extend(["--const".to_string(), format!("{k}={}", v.as_str().unwrap())]);
+    }
+    args.extend(["--emit".into(), "tile".into(), "-o".into(), "-".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = tilec(&args);
+    assert_eq!(code, 0, "the listed constants do not compile: {err}");
+}
+
 /// Issue 27's two silent-wrong launches are refused before any block runs: softmax rows wider
 /// than its tile (a `require` clause), matmul operands whose K differ (named extents).
 #[test]

@@ -53,6 +53,12 @@ pub struct Args {
     /// mbarriers, warp-specialized (a producer warpgroup), persistent, and both.
     #[arg(long)]
     ablation: bool,
+    /// Print the cases instead of timing them, one JSON object a line: the kernel (name,
+    /// file, function), the case (label, dims, dtype), the constants its compile takes (as
+    /// `tilec compile --const` reads them), its fewest bytes and, for a compute-bound kernel,
+    /// its floating-point operations. Needs no GPU (`bench/estimates.py` reads it).
+    #[arg(long)]
+    list: bool,
 }
 
 /// The experiment files `--ablation` runs (embedded: the binary needs no checkout).
@@ -119,10 +125,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let shapes = a.shapes.as_deref().map(parse_shapes).transpose()?;
     let reps = if a.quick { a.reps.max(1) } else { a.reps.max(100) };
     let specs = gpu::selected(&a.kernels).map_err(anyhow::Error::msg)?;
-    let dev = tilec_runtime::Device::open(0)?;
-    out::err(&format!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1));
-    let copy = dev.copy_bandwidth(512 << 20)?;
-    out::err(&format!("copy bandwidth (512 MiB, read+write): {copy:.0} GB/s"));
     let mut jobs = vec![];
     for spec in specs {
         let cases = match &shapes {
@@ -140,6 +142,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
             jobs.push((spec, c));
         }
     }
+    if a.list {
+        for (spec, c) in &jobs {
+            let consts: serde_json::Map<String, serde_json::Value> =
+                spec.constants(c).into_iter().map(|(k, v)| (k, v.text().into())).collect();
+            let line = serde_json::json!({
+                "name": spec.name, "file": spec.file, "kernel": spec.kernel, "label": c.label(),
+                "dims": c.dims, "dtype": c.dtype.to_string(), "consts": consts,
+                "bytes": (spec.bytes)(c), "flops": spec.flops.map(|f| f(c)),
+            });
+            out::println(&line.to_string())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let dev = tilec_runtime::Device::open(0)?;
+    out::err(&format!("device: {} (sm_{}{})", dev.name, dev.cc.0, dev.cc.1));
+    let copy = dev.copy_bandwidth(512 << 20)?;
+    out::err(&format!("copy bandwidth (512 MiB, read+write): {copy:.0} GB/s"));
     // The measured matrix rate for compute floors: the best cuBLAS figure of the run.
     let matmul_rate = peer_rows.iter().filter(|p| p.provider == "cublas").filter_map(|p| p.tflops).reduce(f64::max);
     let mut rows: Vec<BenchRow> = vec![];

@@ -56,6 +56,17 @@ impl ConstArg {
         s.parse::<f64>().ok().map(ConstArg::Float)
     }
 
+    /// The text [`ConstArg::parse`] reads back as this value (`--const NAME=TEXT`): a float
+    /// keeps its point, so that it is not read as an integer.
+    pub fn text(&self) -> String {
+        match self {
+            ConstArg::Int(v) => v.to_string(),
+            ConstArg::Bool(v) => v.to_string(),
+            ConstArg::Float(v) => format!("{v:?}"),
+            ConstArg::DType(d) => d.to_string(),
+        }
+    }
+
     pub(crate) fn to_val(&self) -> Val {
         match self {
             ConstArg::Int(v) => Val::Int(*v),

@@ -782,6 +782,7 @@ impl WarpAddress {
     }
 
     /// The address of warp `w`.
+    #[cfg(test)]
     pub(crate) fn at(&self, w: i64) -> i64 {
         let g = w / 4;
         let b = g & ((1 << self.block_bits) - 1);

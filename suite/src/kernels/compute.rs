@@ -540,6 +540,14 @@ pub const FMHA_STEPS: [Spec; 6] = [
     },
 ];
 
+/// The floating-point operations of an MLA prefill case `[B, H, S, D, DR]` (`mla`,
+/// `mla_fp8`): the scores over D + DR, P·V over D, half of each under `CAUSAL` (its default).
+pub(crate) fn mla_flops(c: &Case) -> f64 {
+    let [b, h, s, d, dr] = c.dims[..] else { return 0.0 };
+    let causal = if c.konst("CAUSAL", 1) != 0 { 0.5 } else { 1.0 };
+    2.0 * (b * h * s * s * (2 * d + dr)) as f64 * causal
+}
+
 /// MLA prefill (kernels/mla.tile). Case dims `[B, H, S, D, DR]`; constant `CAUSAL`.
 pub const MLA: Spec = Spec {
     name: "mla",
@@ -561,7 +569,8 @@ pub const MLA: Spec = Spec {
             .collect()
     },
     gpu_cases: || vec![Case::new(DType::BF16, &[1, 16, 1024, 128, 64]).with("CAUSAL", 1)],
-    bench_cases: |_| vec![],
+    // DeepSeek-V2-Lite's prefill heads (mla_fp8's case in 16 bits).
+    bench_cases: |_| vec![Case::new(DType::BF16, &[4, 16, 4096, 128, 64]).with("CAUSAL", 1)],
     consts: |c| {
         let mut m = t_const(c);
         m.insert("H".into(), ConstArg::Int(c.dims[1]));
@@ -616,7 +625,7 @@ pub const MLA: Spec = Spec {
         let [b, h, s, d, dr] = c.dims[..] else { return 0.0 };
         (b * s * (h * (4 * d + dr) + dr)) as f64 * f64::from(c.dtype.bytes())
     },
-    flops: None,
+    flops: Some(mla_flops),
     case_for: |dims, dtype| match dims {
         [_, _, _, _, _] => Ok(Case::new(dtype, dims)),
         _ => Err(format!("mla takes BxHxSxDxDR, not {dims:?}")),

@@ -848,7 +848,7 @@ pub const MLA_FP8: Spec = Spec {
         let [b, h, s, d, dr] = c.dims[..] else { return 0.0 };
         (b * s * (h * (3 * d + dr) + dr)) as f64 + (b * h * s * d) as f64 * f64::from(OUT.bytes())
     },
-    flops: None,
+    flops: Some(super::compute::mla_flops),
     case_for: |dims, dtype| match dims {
         [_, _, _, _, _] if dtype.is_fp8() => Ok(Case::new(dtype, dims)),
         _ => Err(format!("mla_fp8 takes BxHxSxDxDR in f8e4m3, not {dims:?} {dtype}")),
