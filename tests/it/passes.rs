@@ -1128,6 +1128,31 @@ fn tcgen05_fp8_attention_reads_p_from_tensor_memory() {
     assert_no_spills(&c);
 }
 
+/// A product whose only use is the accumulator of the product right after it accumulates
+/// into that one's Tensor Memory region with no commit, wait, load or store between: MLA's
+/// scores `mma(qr, kr, mma(q, k, 0))` — the nope part's 8 K steps then the rope part's 4
+/// onto the same columns, one commit after both (they went out of TMEM and back before: one
+/// `tcgen05.ld` and one `tcgen05.st` more a key tile in the SASS, and a block barrier).
+#[test]
+fn tcgen05_chained_products_accumulate_in_tensor_memory() {
+    let c = on_sm_103a("mla");
+    let report = c.report.join("\n");
+    assert!(report.contains("not committed: the next product accumulates onto it in TMEM"), "{report}");
+    assert!(report.contains("onto the product before it, in its region"), "{report}");
+    let body: Vec<&str> = c.ptx().lines().collect();
+    let issues: Vec<usize> = (0..body.len()).filter(|&i| body[i].contains("tcgen05.mma.cta_group")).collect();
+    // The scores' 12 K steps, then P·V's 2 (the kernel's only products).
+    assert_eq!(issues.len(), 14);
+    let between = &body[issues[0]..=issues[11]];
+    for what in ["tcgen05.commit", "tcgen05.ld", "tcgen05.st", "mbarrier.try_wait", "bar.sync"] {
+        assert!(!between.iter().any(|l| l.contains(what)), "{what} between the chained products");
+    }
+    // Both chains' products write the same columns: the descriptors' D operand is one register.
+    let d = |l: &str| l.split('[').nth(1).and_then(|x| x.split(']').next()).map(str::to_string);
+    assert_eq!(d(body[issues[0]]), d(body[issues[11]]));
+    assert_no_spills(&c);
+}
+
 /// A decode's products of 16 query rows on sm_103a: one M = 64 `tcgen05.mma` each K step
 /// (instruction descriptor M field 64 >> 4 = 4), the queries' buffer written four times over
 /// (64 rows), the accumulators read out with `tcgen05.ld.16x32bx2` — 128 keys over 4 warps,

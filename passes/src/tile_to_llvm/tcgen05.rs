@@ -162,6 +162,12 @@ pub(crate) struct TmemPlan {
     /// product's region, which holds the accumulator from before the loop to the wait of the
     /// product after it (whose region it is too) or the load at the loop's exit.
     pub acc_carried: BTreeMap<ValueId, i64>,
+    /// Products whose only use is the accumulator of the product right after them (MLA's
+    /// scores: `mma(qr, kr, mma(q, k, 0))`), each mapped to that product: it accumulates
+    /// into the next one's region and is neither committed nor waited for — the next one's
+    /// commit tracks both, in issue order — so its sum never leaves Tensor Memory
+    /// ([`product_chains`]).
+    pub chained: BTreeMap<ValueId, ValueId>,
 }
 
 /// A chain kept in two TMEM regions that a tile loop's iterations alternate between: each
@@ -448,6 +454,7 @@ impl TmemPlan {
             )));
         }
         p.columns = if total == 0 { 0 } else { (total.max(32) as u64).next_power_of_two() as i64 };
+        product_chains(func, &func.ops, &uses, &mut p.chained);
         // Loops whose body holds a product, and those where one is standalone.
         func.walk(&mut |op| {
             let (OpKind::For { body, .. }, Some(k)) = (&op.kind, Self::loop_key(&op.kind)) else { return };
@@ -475,6 +482,45 @@ impl TmemPlan {
         match op {
             OpKind::For { iters, body, .. } => iters.first().copied().or(body.iter().find_map(|o| o.result)),
             _ => None,
+        }
+    }
+}
+
+/// The products of `ops` (and of their regions) that accumulate into the product right after
+/// them ([`TmemPlan::chained`]): the first's only use is the second's accumulator, both
+/// tcgen05 of one 256-column block, of the same layout, without block scales, neither reading
+/// A from Tensor Memory (the second's A stores would meet the first's A region while it may
+/// still run). Nothing between them to lower: their operands are in place before the first.
+fn product_chains(
+    func: &Func,
+    ops: &[tilec_core::tir::Op],
+    uses: &BTreeMap<ValueId, usize>,
+    out: &mut BTreeMap<ValueId, ValueId>,
+) {
+    let plain = |op: &tilec_core::tir::Op| match (&op.kind, op.result) {
+        (OpKind::Mma { a, acc, scales: None, .. }, Some(r))
+            if is_tcgen05(func, r) && Mma::tcgen05_n_blocks(func.ty(r).shape()) == 1 =>
+        {
+            let Some(Layout::Mma(m)) = func.ty(r).layout() else { return None };
+            (!reads_a_from_tmem(func, *a, m)).then_some((r, *acc))
+        }
+        _ => None,
+    };
+    for pair in ops.windows(2) {
+        if let (Some((first, _)), Some((second, acc))) = (plain(&pair[0]), plain(&pair[1])) {
+            if acc == first && uses.get(&first) == Some(&1) && func.ty(first) == func.ty(second) {
+                out.insert(first, second);
+            }
+        }
+    }
+    for op in ops {
+        match &op.kind {
+            OpKind::For { body, .. } => product_chains(func, body, uses, out),
+            OpKind::If { then_ops, else_ops, .. } => {
+                product_chains(func, then_ops, uses, out);
+                product_chains(func, else_ops, uses, out);
+            }
+            _ => {}
         }
     }
 }
@@ -1343,7 +1389,16 @@ impl Lowering<'_> {
             Value::Tmem { alt, .. } => alt,
             _ => None,
         };
+        // A product the next one accumulates onto: in that one's region (its own, or the
+        // shared one), neither committed nor waited for.
+        let chained_into = result.and_then(|r| self.facts.tmem.chained.get(&r).copied());
+        let chain_col =
+            chained_into.map(|n| self.facts.tmem.deferred.get(&n).copied().unwrap_or(self.facts.tmem.scratch));
+        let chained_onto = self.facts.tmem.chained.get(&acc).is_some_and(|n| Some(*n) == result);
         let (col, read_d, how) = match (self.get(acc)?, kept) {
+            (Value::Tmem { col, alt: None }, None) if chained_onto => {
+                (col, true, "onto the product before it, in its region (a chain in TMEM: no wait, no load between)")
+            }
             (Value::Tmem { col, alt: Some(_) }, Some(k)) if col == k => {
                 (col, true, "in place (kept in TMEM across the loop, in the region of the tile's slot)")
             }
@@ -1358,7 +1413,7 @@ impl Lowering<'_> {
                 (k, true, "stored from registers")
             }
             (_, None) => {
-                let region = deferred.as_ref().map_or(self.facts.tmem.scratch, |d| d.0);
+                let region = chain_col.unwrap_or(deferred.as_ref().map_or(self.facts.tmem.scratch, |d| d.0));
                 if self.facts.tmem.zero.contains(&acc) {
                     (region, false, "zero (D not read)")
                 } else {
@@ -1410,6 +1465,7 @@ impl Lowering<'_> {
             match (kept.is_some(), in_flight) {
                 (true, true) => "kept in TMEM, in flight across iterations (each stage released by tcgen05.commit)",
                 (true, false) => "kept in TMEM, waited for at once",
+                _ if chained_into.is_some() => "not committed: the next product accumulates onto it in TMEM, and its commit covers both",
                 _ if deferred.is_some() && result.is_some_and(|r| self.facts.tmem.acc_carried.contains_key(&r)) => {
                     "committed to its own mbarrier and left in flight: its mma_wait waits for that mbarrier and leaves it in TMEM"
                 }
@@ -1528,6 +1584,7 @@ impl Lowering<'_> {
             }
         }
         let commit = match (&deferred, in_flight) {
+            _ if chained_into.is_some() => None,
             (Some((_, own)), _) => Some(own),
             (None, false) => Some(&bar),
             (None, true) => None,
@@ -1536,7 +1593,7 @@ impl Lowering<'_> {
         for (off, bytes) in aop.iter().map(|o| o.span).chain([bop.span]) {
             self.smem_read_done(off, bytes);
         }
-        if in_flight || deferred.is_some() {
+        if in_flight || deferred.is_some() || chained_into.is_some() {
             return Ok(Value::Tmem { col, alt: acc_alt });
         }
         self.tmem_arrive_wait(&bar);
