@@ -7,8 +7,8 @@ the H100. Usage: python3 bench/estimates.py TILEC OUT_DIR (writes estimates.json
 README.md there).
 
 The model, per kernel and shape:
-- work: the kernel's FLOPs (2·M·N·K for a GEMM; 4·S²·D per head for attention, half of it
-  under a causal mask), its compulsory DRAM bytes (every input read once, every output
+- work: the kernel's FLOPs (2·M·N·K for a GEMM; 2·S²·(2D + DR) per head for attention — DR
+  MLA's rope part, 0 for FMHA —, half of it under a causal mask), its compulsory DRAM bytes (every input read once, every output
   written once);
 - roofline: max(FLOPs / tensor peak, bytes / DRAM bandwidth);
 - the lowering's serialisation, from the instruction mix in the report: a tcgen05 product
@@ -138,6 +138,7 @@ SHAPES = {
     "matmul_fp8": [("GEMM 8192³ e4m3, per-tensor scales", {"M": 8192, "N": 8192, "K": 8192, "prec": "fp8", "elem": 1})],
     "matmul_mx": [("GEMM 8192³ NVFP4 (ue4m3 every 16)", {"M": 8192, "N": 8192, "K": 8192, "prec": "fp4", "elem": 0.5})],
     "fmha_fp8": [("FMHA fp8 B4 H32 S8192 D128", {"B": 4, "H": 32, "S": 8192, "D": 128, "causal": False, "prec": "fp8", "elem": 1})],
+    "mla": [("MLA prefill B4 H16 S4096 D128 DR64 causal", {"B": 4, "H": 16, "S": 4096, "D": 128, "DR": 64, "causal": True})],
     "fmha": [
         ("FMHA B4 H32 S8192 D128", {"B": 4, "H": 32, "S": 8192, "D": 128, "causal": False}),
         ("FMHA B4 H32 S8192 D128 causal", {"B": 4, "H": 32, "S": 8192, "D": 128, "causal": True}),
@@ -176,7 +177,8 @@ def products(rep):
     for m in re.finditer(pat, rep):
         fam = "tcgen05" if m.group(5).startswith("tcgen05") else "mma.sync"
         in_flight = "in flight across iterations" in m.group(7)
-        deferred = "left in flight" in m.group(7)
+        # (A product chained into the next one is in flight with it: its commit covers both.)
+        deferred = "left in flight" in m.group(7) or "the next product accumulates onto it" in m.group(7)
         # K in elements (a block-scaled mma.sync's line says so; the others give a packed
         # fp4 tile's K in bytes, which `estimate` converts).
         k = int(m.group(4))
@@ -326,9 +328,12 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         }
     else:
         B, H, S, D = shape["B"], shape["H"], shape["S"], shape["D"]
+        # MLA's scores take a rope part of DR besides the D of its keys (0 for FMHA); its
+        # shared rope keys are one head's.
+        DR = shape.get("DR", 0)
         frac = 0.5 if shape["causal"] else 1.0
-        flops = 4 * B * H * S * S * D * frac
-        bytes_ = elem * 4 * B * H * S * D
+        flops = 2 * B * H * S * S * (2 * D + DR) * frac
+        bytes_ = elem * (B * H * S * (4 * D + DR) + B * S * DR)
         (bm, bn, _, fam, *_) = prods[0]
         overlapped = fam == "tcgen05" and all(p[7] for p in prods)
         ahead = "until the end of its loop's iteration" in rep_text
@@ -351,7 +356,7 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         else:
             steps = S // bn
         # Both products of one query tile against one key tile.
-        t_step = 4 * bm * bn * D / per_sm_flops
+        t_step = 2 * bm * bn * (2 * D + DR) / per_sm_flops
         t_exp = bm * bn / t["sfu_exp2_per_clk_per_sm"] / (CLOCK_GHZ * 1e9)
         # The next key tile's scores issued a key tile ahead (`tile-mma-overlap` waits for them
         # at the end of the iteration: FlashAttention-4's order since 2026-11-28): the two
@@ -471,6 +476,8 @@ def main():
                 consts = dict(CONSTS.get(kernel, {}))
                 if kernel in ("fmha", "fmha_fp8"):
                     consts.update({"TILE_D": shape["D"], "CAUSAL": str(shape["causal"]).lower()})
+                if kernel == "mla":
+                    consts.update({"D": shape["D"], "DR": shape["DR"], "CAUSAL": str(shape["causal"]).lower()})
                 ptx = work / f"{kernel}.{arch}.{len(rows)}.ptx"
                 rep = report(tilec, kernel, arch, consts, ptx)
                 prods = products(rep)
@@ -601,7 +608,9 @@ def main():
         "they were issued, 0.27): at twice the tensor rate its exponentials weigh as much as its products; P went",
         "through shared memory a byte at a time (488 instructions a warp a key tile, 0.56) until it went into",
         "Tensor Memory four e4m3 a column (kind::f8f6f4 reads A there; 349 instructions): 0.70, the products and",
-        "a wait a key tile binding. The decode kernels",
+        "a wait a key tile binding. MLA's prefill (modelled since session 28: its scores over D + DR) takes the",
+        "same order on sm_103a, its two score products one chain in Tensor Memory (`TmemPlan::chained`): 0.35 -> 0.70",
+        "(32-key tiles: the issue and the products balance at 661 clocks a key tile). The decode kernels",
         "(16-row products since this session's tcgen05 M = 64 path) and the split-K GEMMs are bound by DRAM",
         "bandwidth; their roofline is bytes / bandwidth and no latency model of theirs is written here.",
     ]

@@ -1132,24 +1132,28 @@ fn tcgen05_fp8_attention_reads_p_from_tensor_memory() {
 /// into that one's Tensor Memory region with no commit, wait, load or store between: MLA's
 /// scores `mma(qr, kr, mma(q, k, 0))` — the nope part's 8 K steps then the rope part's 4
 /// onto the same columns, one commit after both (they went out of TMEM and back before: one
-/// `tcgen05.ld` and one `tcgen05.st` more a key tile in the SASS, and a block barrier).
+/// `tcgen05.ld` and one `tcgen05.st` more a key tile in the SASS, and a block barrier). On
+/// sm_103a MLA takes fmha's order (256 rows, the scores a key tile ahead): the chain before
+/// the loop, key tile 0's, is the first 24 instructions (two 128-row blocks).
 #[test]
 fn tcgen05_chained_products_accumulate_in_tensor_memory() {
     let c = on_sm_103a("mla");
     let report = c.report.join("\n");
-    assert!(report.contains("not committed: the next product accumulates onto it in TMEM"), "{report}");
-    assert!(report.contains("onto the product before it, in its region"), "{report}");
+    assert_eq!(report.matches("not committed: the next product accumulates onto it in TMEM").count(), 2, "{report}");
+    assert_eq!(report.matches("onto the product before it, in its region").count(), 2, "{report}");
+    assert_eq!(report.matches("left in flight until the end of its loop's iteration").count(), 1, "{report}");
     let body: Vec<&str> = c.ptx().lines().collect();
     let issues: Vec<usize> = (0..body.len()).filter(|&i| body[i].contains("tcgen05.mma.cta_group")).collect();
-    // The scores' 12 K steps, then P·V's 2 (the kernel's only products).
-    assert_eq!(issues.len(), 14);
-    let between = &body[issues[0]..=issues[11]];
+    // Two chains of 2 x (8 + 4) K steps, two P·V of 2 x 2.
+    assert_eq!(issues.len(), 56);
+    let between = &body[issues[0]..=issues[23]];
     for what in ["tcgen05.commit", "tcgen05.ld", "tcgen05.st", "mbarrier.try_wait", "bar.sync"] {
         assert!(!between.iter().any(|l| l.contains(what)), "{what} between the chained products");
     }
-    // Both chains' products write the same columns: the descriptors' D operand is one register.
+    assert!(body[issues[23]..issues[24]].iter().any(|l| l.contains("tcgen05.commit")), "no commit after the chain");
+    // Block 0 of both parts writes the same columns: the D operand is one register.
     let d = |l: &str| l.split('[').nth(1).and_then(|x| x.split(']').next()).map(str::to_string);
-    assert_eq!(d(body[issues[0]]), d(body[issues[11]]));
+    assert_eq!(d(body[issues[0]]), d(body[issues[16]]));
     assert_no_spills(&c);
 }
 

@@ -566,9 +566,23 @@ pub const MLA: Spec = Spec {
                 .with("TILE_M", 32)
                 .with("TILE_N", 32)
                 .with("CAUSAL", 0)])
+            // sm_103a's order (the scores a key tile ahead, P·V of the previous one beside
+            // them, the conditional rescale): 72 rows a 64-row block and a ragged one.
+            .chain([1, 0].map(|causal| {
+                Case::new(DType::BF16, &[1, 2, 72, 32, 16])
+                    .with("TILE_M", 64)
+                    .with("TILE_N", 32)
+                    .with("CAUSAL", causal)
+                    .with("AHEAD", 1)
+            }))
             .collect()
     },
-    gpu_cases: || vec![Case::new(DType::BF16, &[1, 16, 1024, 128, 64]).with("CAUSAL", 1)],
+    gpu_cases: || {
+        // And sequences that are not a multiple of the key tiles (the last one masked).
+        let mut v = vec![Case::new(DType::BF16, &[1, 16, 1024, 128, 64]).with("CAUSAL", 1)];
+        v.extend([0, 1].map(|causal| Case::new(DType::BF16, &[2, 16, 1000, 128, 64]).with("CAUSAL", causal)));
+        v
+    },
     // DeepSeek-V2-Lite's prefill heads (mla_fp8's case in 16 bits).
     bench_cases: |_| vec![Case::new(DType::BF16, &[4, 16, 4096, 128, 64]).with("CAUSAL", 1)],
     consts: |c| {
