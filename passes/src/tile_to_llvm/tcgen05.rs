@@ -455,6 +455,8 @@ impl TmemPlan {
         }
         p.columns = if total == 0 { 0 } else { (total.max(32) as u64).next_power_of_two() as i64 };
         product_chains(func, &func.ops, &uses, &mut p.chained);
+        // (A loop's chain kept in TMEM has its own column: its products stay as they are.)
+        p.chained.retain(|f, s| !p.kept.contains_key(f) && !p.kept.contains_key(s));
         // Loops whose body holds a product, and those where one is standalone.
         func.walk(&mut |op| {
             let (OpKind::For { body, .. }, Some(k)) = (&op.kind, Self::loop_key(&op.kind)) else { return };
