@@ -126,11 +126,20 @@ pub(crate) fn binop(em: &mut Emitter, op: BinOp, a: &Reg, b: &Reg, d: DType) -> 
     }
 }
 
+/// The PTX name of a pair of fp8 `d` values, as the conversions spell it.
+fn fp8x2(d: DType) -> &'static str {
+    if d == DType::F8E4M3 {
+        "e4m3x2"
+    } else {
+        "e5m2x2"
+    }
+}
+
 /// An f32 as fp8 `d` (round to nearest even, saturating to the largest finite value, NaN
 /// kept: `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`, which packs its second operand in the low
 /// byte).
 fn f32_to_fp8(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
-    let kind = if d == DType::F8E4M3 { "e4m3x2" } else { "e5m2x2" };
+    let kind = fp8x2(d);
     let mut asm = PtxAsm::new();
     let o = asm.output(Ty::I16);
     let a = asm.input(x);
@@ -142,7 +151,7 @@ fn f32_to_fp8(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
 /// Two f32 as fp8 `d` with one conversion (`f32_to_fp8`'s rounding): `lo` into the low
 /// byte of the pair, `hi` into the high one, returned as the two bytes.
 fn f32_pair_to_fp8(em: &mut Emitter, lo: &Reg, hi: &Reg, d: DType) -> [Reg; 2] {
-    let kind = if d == DType::F8E4M3 { "e4m3x2" } else { "e5m2x2" };
+    let kind = fp8x2(d);
     let mut asm = PtxAsm::new();
     let o = asm.output(Ty::I16);
     let (a, b) = (asm.input(hi), asm.input(lo));
@@ -197,7 +206,7 @@ fn f32_to_ue4m3(em: &mut Emitter, x: &Reg) -> Reg {
 
 /// An fp8 byte as the f16 holding its value exactly (`cvt.rn.f16x2.{e4m3,e5m2}x2`).
 fn fp8_to_f16(em: &mut Emitter, x: &Reg, d: DType) -> Reg {
-    let kind = if d == DType::F8E4M3 { "e4m3x2" } else { "e5m2x2" };
+    let kind = fp8x2(d);
     let w = em.convert("zext", x, Ty::I16);
     let mut asm = PtxAsm::new();
     let o = asm.output(Ty::I32);
