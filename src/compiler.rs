@@ -203,6 +203,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         compiled.signature.tma = driver.facts.tma.clone();
         compiled.signature.persistent = driver.facts.persistent;
         compiled.signature.grid_dependency = driver.facts.grid_dependency;
+        compiled.signature.cluster = driver.facts.cluster.max(1);
         if opts.until == Some(pass.produces) {
             compiled.report = driver.facts.report;
             compiled.timings = timings;
@@ -358,6 +359,7 @@ fn default_steps(
         warp_specialize: opts.warp_specialize || hints.warp_specialize,
         no_pingpong: opts.no_pingpong,
         persistent: opts.persistent || hints.persistent,
+        cta_pair: hints.cta_pair,
         // sm_121a's block-scaled products on a chip without them (the report says so).
         emulate_block_scale: choice.has(tilec_core::target::Feature::BlockScaledMmaSync)
             && !arch.has(tilec_core::target::Feature::BlockScaledMmaSync),

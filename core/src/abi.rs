@@ -329,10 +329,22 @@ pub struct Signature {
     /// of its blocks share an SM than on that target.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub shared_pad: u32,
+    /// CTAs each block of the grid runs on (`tile-cta-pair`: 2, a cluster declared in the PTX
+    /// with `.reqnctapercluster`): the launch runs `cluster` times the grid's x extent in CTAs.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cluster: u32,
 }
 
 fn is_zero(v: &u32) -> bool {
     *v == 0
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Signature {
@@ -418,6 +430,7 @@ mod tests {
             persistent: true,
             grid_dependency: false,
             shared_pad: 4096,
+            cluster: 1,
         };
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<Signature>(&j).unwrap(), s);

@@ -28,11 +28,23 @@ pub struct Hints {
     /// `tma = false`: rings stay `cp.async` where TMA could fill them (as `--no-tma`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_tma: bool,
+    /// `cta_pair = true`: each block runs on a 2-CTA cluster, half of its products' rows a CTA
+    /// (`tile-cta-pair`, where the target has clusters with TMA multicast).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cta_pair: bool,
 }
 
 impl Default for Hints {
     fn default() -> Self {
-        Hints { num_warps: 4, occupancy: None, opt_level: 3, warp_specialize: false, persistent: false, no_tma: false }
+        Hints {
+            num_warps: 4,
+            occupancy: None,
+            opt_level: 3,
+            warp_specialize: false,
+            persistent: false,
+            no_tma: false,
+            cta_pair: false,
+        }
     }
 }
 
@@ -96,6 +108,7 @@ mod tests {
             persistent: false,
             grid_dependency: false,
             shared_pad: 0,
+            cluster: 1,
         };
         let a = Artifact {
             kernel: "k".into(),

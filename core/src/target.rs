@@ -39,6 +39,14 @@ pub enum Feature {
     /// ptxas 13.0 assembles the PTX for sm_121a too but splits it into scalar FFMA/FADD
     /// there (checked on its SASS), so sm_121a does not list it.
     PackedF32,
+    /// Thread block clusters whose CTAs share data: TMA multicast
+    /// (`cp.async.bulk.tensor … .multicast::cluster`), `mapa` and remote mbarrier arrivals in
+    /// distributed shared memory, `.reqnctapercluster` (PTX ISA 8.0, sm_90+). Not on sm_12x:
+    /// issue 28 records GB10 without multicast or distributed shared memory, and ptxas 13.0,
+    /// which assembles `.multicast::cluster` for sm_121a, warns that it "should be used on
+    /// .target sm_90a/sm_100a/sm_100f/sm_103a/sm_103f/sm_110a/sm_110f … expected to have
+    /// substantially reduced performance" elsewhere.
+    ClusterMulticast,
 }
 
 /// Shared memory a kernel may declare statically (CUDA's limit). A kernel that needs more
@@ -134,7 +142,7 @@ pub const ARCHS: &[Arch] = &[
         threads_per_sm: 2048,
         blocks_per_sm: 32,
         regs_per_sm: 65536,
-        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Wgmma, Setmaxnreg, Fp8Mma, GridDepControl],
+        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Wgmma, Setmaxnreg, Fp8Mma, GridDepControl, ClusterMulticast],
     },
     Arch {
         name: "sm_103a",
@@ -149,7 +157,19 @@ pub const ARCHS: &[Arch] = &[
         threads_per_sm: 2048,
         blocks_per_sm: 32,
         regs_per_sm: 65536,
-        features: &[MmaSync, Ldmatrix, CpAsync, Tma, Setmaxnreg, Tcgen05, Fp8Mma, Fp4Mma, GridDepControl, PackedF32],
+        features: &[
+            MmaSync,
+            Ldmatrix,
+            CpAsync,
+            Tma,
+            Setmaxnreg,
+            Tcgen05,
+            Fp8Mma,
+            Fp4Mma,
+            GridDepControl,
+            PackedF32,
+            ClusterMulticast,
+        ],
     },
     Arch {
         name: "sm_121a",

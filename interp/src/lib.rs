@@ -272,6 +272,8 @@ struct Machine<'a> {
     budget: &'a mut Budget,
     tensors: &'a mut [HostTensor],
     bid: [i64; 3],
+    /// This CTA's rank in its block's cluster (`tile.cluster`; 0 in a kernel of one CTA a block).
+    rank: i64,
     nblocks: [i64; 3],
     /// The grid the launch stands for (`num_tiles`): `nblocks` but for a persistent kernel.
     ntiles: [i64; 3],
@@ -441,6 +443,7 @@ impl Machine<'_> {
         match &op.kind {
             OpKind::Bid { axis } => self.set(op, V::Scalar(N::I(self.bid[*axis as usize % 3]))),
             OpKind::NumBlocks { axis } => self.set(op, V::Scalar(N::I(self.nblocks[*axis as usize % 3]))),
+            OpKind::ClusterRank => self.set(op, V::Scalar(N::I(self.rank))),
             OpKind::NumTiles { axis } => self.set(op, V::Scalar(N::I(self.ntiles[*axis as usize % 3]))),
             OpKind::Dim { tensor, axis } => {
                 let t = &self.tensors[self.tensor(*tensor)?];
@@ -1414,7 +1417,8 @@ pub fn run_streaming(
     for i in 0..total {
         let lin = if order == BlockOrder::Forward { i } else { total - 1 - i };
         let (x, y, z) = (lin % nblocks[0], (lin / nblocks[0]) % nblocks[1], lin / (nblocks[0] * nblocks[1]));
-        {
+        // A block of a CTA-pair kernel is its CTAs, one after the other (each does its half).
+        for rank in 0..i64::from(func.cluster) {
             {
                 budget.live = 0;
                 let mut m = Machine {
@@ -1423,6 +1427,7 @@ pub fn run_streaming(
                     budget: &mut budget,
                     tensors: &mut tensors,
                     bid: [x, y, z],
+                    rank,
                     nblocks,
                     ntiles,
                     mbar: BTreeMap::new(),

@@ -85,6 +85,11 @@ pub fn read_func_with(module: &Module, source: Option<&Source>) -> Result<Func, 
             }
         }
     }
+    if let Ok(a) = func_op.attribute("tile.cluster") {
+        r.func.cluster = int_attr(a)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| fail("`tile.cluster` is a number of CTAs (`2 : i32`)"))?;
+    }
     let region = func_op.region(0).map_err(|_| fail("func without a body"))?;
     let block = region.first_block().ok_or_else(|| fail("func without a body"))?;
     if block.next_in_region().is_some() {
@@ -273,6 +278,7 @@ impl Reader<'_> {
                 "scf.if" => return self.if_op(op, operands),
                 "tile.bid" => OpKind::Bid { axis: u32_attr("axis")? },
                 "tile.num_blocks" => OpKind::NumBlocks { axis: u32_attr("axis")? },
+                "tile.cluster_rank" => OpKind::ClusterRank,
                 "tile.num_tiles" => OpKind::NumTiles { axis: u32_attr("axis")? },
                 "tile.dim" => {
                     arity(1)?;

@@ -220,6 +220,11 @@ irdl.dialect @tile {
     irdl.results(result: %i32)
     irdl.attributes { "axis" = %axis }
   }
+  // This CTA's rank (0 or 1) in its block's CTA pair (`tile-cta-pair`; 0 elsewhere).
+  irdl.operation @cluster_rank {
+    %i32 = irdl.is i32
+    irdl.results(result: %i32)
+  }
   // The grid extent along `axis` that a persistent kernel's launch stands for (it runs on
   // fewer blocks and walks its tiles); a parameter the launcher fills.
   irdl.operation @num_tiles {

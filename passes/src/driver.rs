@@ -311,6 +311,8 @@ pub struct Facts {
     pub persistent: bool,
     /// The lowered kernel opens with `griddepcontrol.wait` (the signature's `grid_dependency`).
     pub grid_dependency: bool,
+    /// CTAs a block of the grid runs on (the signature's `cluster`; 0: not lowered yet).
+    pub cluster: u32,
     pub report: Vec<String>,
 }
 
@@ -505,6 +507,14 @@ pub(crate) fn run_tile_approx_math(d: &mut Driver, step: &Step) -> Result<(), Di
     in_place(d, step, Level::Tile, |f| Ok(crate::tile_approx_math::run(f, fast).lines))
 }
 
+/// The driver entry of `tile-cta-pair`.
+pub(crate) fn run_tile_cta_pair(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
+    in_place(d, step, Level::Tile, |f| {
+        let arch = step_arch(step, f)?;
+        Ok(crate::tile_cta_pair::run(f, arch).lines)
+    })
+}
+
 /// The driver entry of `tile-persistent`.
 pub(crate) fn run_tile_persistent(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     in_place(d, step, Level::Tile, |f| Ok(crate::tile_persistent::run(f).lines))
@@ -580,6 +590,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     d.facts.tma = low.tma.clone();
     d.facts.persistent = low.persistent;
     d.facts.grid_dependency = low.grid_dependency;
+    d.facts.cluster = func.cluster;
     d.live = Some(d.mlir.parse(&low.text, "llvm")?);
     d.synced = true;
     d.ir = Ir::Text(low.text);

@@ -8,6 +8,7 @@
 
 pub mod driver;
 pub mod tile_approx_math;
+pub mod tile_cta_pair;
 pub mod tile_epilogue_overlap;
 pub mod tile_grid_dependency;
 pub mod tile_layout;
@@ -162,6 +163,13 @@ pub const PASSES: &[PassInfo] = &[
             check: check_bool,
         }],
         run: driver::run_tile_approx_math,
+    },
+    PassInfo {
+        name: "tile-cta-pair",
+        produces: Stage::Tile,
+        doc: "run each block on a 2-CTA cluster, each CTA half of the products' rows, B loaded once a pair (TMA multicast)",
+        options: &[PassOption { name: "arch", doc: "target architecture", default: "", check: check_arch }],
+        run: driver::run_tile_cta_pair,
     },
     PassInfo {
         name: "tile-persistent",
@@ -408,6 +416,8 @@ pub struct PipelineConfig {
     pub no_pingpong: bool,
     /// The kernel's `persistent` hint or `--persistent`: `tile-persistent` runs.
     pub persistent: bool,
+    /// The kernel's `cta_pair` hint: `tile-cta-pair` runs.
+    pub cta_pair: bool,
     /// Lower block-scaled products to an emulation the executing chip runs (`--emulate`).
     pub emulate_block_scale: bool,
     /// `--no-tma-store` (or `--no-tma`): epilogue stores stay direct register stores
@@ -420,9 +430,10 @@ pub struct PipelineConfig {
 pub const REQUIRED: [&str; 2] = ["tile-layout", "tile-to-llvm"];
 
 /// The tilec passes of the default pipeline, in order.
-pub const DEFAULT_PASSES: [&str; 12] = [
+pub const DEFAULT_PASSES: [&str; 13] = [
     "tile-load-order",
     "tile-approx-math",
+    "tile-cta-pair",
     "tile-persistent",
     "tile-layout",
     "tile-licm",
@@ -473,6 +484,7 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
         if cfg.disabled.contains(name)
             || (name == "tile-warp-specialize" && !cfg.warp_specialize)
             || (name == "tile-persistent" && !cfg.persistent)
+            || (name == "tile-cta-pair" && !cfg.cta_pair)
         {
             continue;
         }
@@ -510,7 +522,7 @@ pub fn pipeline(arch: &Arch, occupancy: Option<u32>, cfg: &PipelineConfig) -> Ve
                 }
                 o
             }
-            "tile-grid-dependency" => vec![("arch", arch.name)],
+            "tile-grid-dependency" | "tile-cta-pair" => vec![("arch", arch.name)],
             "tile-warp-specialize" => {
                 let mut o = vec![("arch", arch.name), ("occupancy", &occ)];
                 if cfg.no_pingpong {

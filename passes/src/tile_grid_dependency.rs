@@ -143,6 +143,7 @@ impl Cx<'_> {
                 | OpKind::Cast(_)
                 | OpKind::NumBlocks { .. }
                 | OpKind::NumTiles { .. }
+                | OpKind::ClusterRank
                 | OpKind::Splat(_)
                 | OpKind::StagesAlloc
                 | OpKind::Stage { .. }

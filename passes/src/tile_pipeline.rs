@@ -374,6 +374,7 @@ pub(crate) fn pure_scalar(func: &Func, op: &Op) -> bool {
                 | OpKind::Bid { .. }
                 | OpKind::NumBlocks { .. }
                 | OpKind::NumTiles { .. }
+                | OpKind::ClusterRank
         )
 }
 
@@ -521,6 +522,14 @@ struct RingInfo {
     span: Option<tilec_core::Span>,
 }
 
+impl Pass<'_> {
+    /// A TMA copy of these coordinates (and tensor) in a CTA-pair kernel loads the same tile
+    /// in both CTAs: the lowering multicasts it.
+    fn multicast(&self, roots: &[ValueId]) -> bool {
+        self.rank_dependent.as_ref().is_some_and(|d| !roots.iter().any(|v| d.contains(v)))
+    }
+}
+
 struct Pass<'a> {
     opts: &'a Options,
     consts: BTreeMap<ValueId, i64>,
@@ -528,6 +537,11 @@ struct Pass<'a> {
     rings: Vec<RingInfo>,
     /// The tensors the kernel writes (found before the pass takes the ops apart).
     written: std::collections::BTreeSet<ValueId>,
+    /// In a CTA-pair kernel, the values that differ between the pair's CTAs
+    /// (`tile_cta_pair::rank_dependent`): a TMA copy whose coordinates are none of them loads
+    /// the same tile in both and becomes a multicast, whose ring is released on empty
+    /// mbarriers that both CTAs' warps arrive on (the copy writes the peer's stage too).
+    rank_dependent: Option<std::collections::BTreeSet<ValueId>>,
 }
 
 /// The loop a pipelined loop sits in, at the top of its body (a persistent kernel's tile
@@ -675,7 +689,7 @@ impl Pass<'_> {
                         ring,
                         stages,
                         tma,
-                        released: if tma && (self.opts.empty_barriers || committed(buf)) {
+                        released: if tma && (self.opts.empty_barriers || committed(buf) || self.multicast(&roots)) {
                             last_reader(body, buf)
                         } else {
                             None
@@ -972,7 +986,8 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<PipelineReport, Diagnostic
         }
     });
     let written = written_tensors(func);
-    let mut pass = Pass { opts, consts, report: vec![], rings: vec![], written };
+    let rank_dependent = (func.cluster > 1).then(|| crate::tile_cta_pair::rank_dependent(func));
+    let mut pass = Pass { opts, consts, report: vec![], rings: vec![], written, rank_dependent };
     // Hinted loads that stayed register loads: the hint has nothing to act on.
     func.walk(&mut |op| {
         if let OpKind::Load { tensor, latency, .. } = &op.kind {

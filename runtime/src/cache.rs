@@ -606,6 +606,7 @@ mod tests {
             persistent: false,
             grid_dependency: false,
             shared_pad: 0,
+            cluster: 1,
         };
         Artifact {
             kernel: name.into(),

@@ -476,7 +476,8 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
     let grid = match grid {
         Some(g) => {
             for (i, &v) in g.iter().enumerate() {
-                let max = if i == 0 { i32::MAX as u32 } else { 65535 };
+                // Along x a block may be a cluster of CTAs: the CTAs must fit.
+                let max = if i == 0 { i32::MAX as u32 / sig.cluster.max(1) } else { 65535 };
                 if v > max {
                     return Err(RuntimeError::BadGrid(format!("grid dimension {i} is {v}, outside 0..={max}")));
                 }
@@ -490,7 +491,7 @@ pub fn validate(sig: &Signature, args: &[ArgDesc], grid: Option<[u32; 3]>) -> Re
             let mut g = [1u32; 3];
             for (i, e) in sig.grid.iter().take(3).enumerate() {
                 let v = e.eval(&Args(args)).map_err(RuntimeError::BadGrid)?;
-                let max = if i == 0 { i64::from(i32::MAX) } else { 65535 };
+                let max = if i == 0 { i64::from(i32::MAX / sig.cluster.max(1) as i32) } else { 65535 };
                 if !(0..=max).contains(&v) {
                     return Err(RuntimeError::BadGrid(format!("grid dimension {i} is {v}, outside 0..={max}")));
                 }
@@ -935,14 +936,16 @@ impl Device {
     }
 }
 
-/// The grid a launch of `k` by `plan` runs: a persistent kernel walks its tiles on the blocks
-/// the device holds at once.
+/// The grid of CTAs a launch of `k` by `plan` runs: a persistent kernel walks its tiles on
+/// the blocks the device holds at once; a block of a CTA-pair kernel is `cluster` CTAs along x
+/// (the PTX's `.reqnctapercluster` groups them; the validated grid keeps the product in range).
 fn launch_grid(k: &Kernel, plan: &LaunchPlan) -> [u32; 3] {
+    let c = k.signature.cluster.max(1);
     let x = match k.resident_blocks {
-        Some(r) if k.signature.persistent => plan.grid[0].min(r).max(1),
+        Some(r) if k.signature.persistent => plan.grid[0].min(r / c).max(1),
         _ => plan.grid[0],
     };
-    [x, plan.grid[1], plan.grid[2]]
+    [x.saturating_mul(c), plan.grid[1], plan.grid[2]]
 }
 
 /// A plan's parameter values, each in its own slot, tensor maps encoded: what the driver
@@ -1097,6 +1100,7 @@ mod tests {
             persistent: false,
             grid_dependency: false,
             shared_pad: 0,
+            cluster: 1,
         }
     }
 

@@ -81,6 +81,29 @@ fn integer_identities_with_a_constant_emit_no_op() {
     }
 }
 
+/// A bool constant given from outside as 0 or 1 (`--const CTA_PAIR=1`, the suites' integer
+/// overrides) is that bool, as a float constant takes an integer; any other integer, or a
+/// bool's default written as an integer in the source, is refused.
+#[test]
+fn a_bool_constant_takes_zero_or_one_from_outside() {
+    use tilec_frontend::ConstArg;
+    let text = "kernel k(x: tensor<f32, [N]>, const B: bool = false) grid = (1,) {
+        let t = load(x, index=(0,), shape=(16,));
+        if B { store(x, index=(0,), tile=t * 2.0); }
+    }";
+    let run = |v: Option<i64>| {
+        let consts = v.map(|v| ("B".to_string(), ConstArg::Int(v))).into_iter().collect();
+        check(text, &Request { target: "sm_90a".into(), consts, ..Default::default() }).map(|e| e.func.to_mlir())
+    };
+    let (off, on) = (run(None).unwrap(), run(Some(1)).unwrap());
+    assert!(!off.contains("tile.store") && on.contains("tile.store"), "{on}");
+    assert_eq!(run(Some(0)).unwrap(), off);
+    let e = run(Some(2)).unwrap_err();
+    assert!(render(&e, &Source::new("k", text)).contains("declared `bool`"));
+    let own = "kernel k(x: tensor<f32, [N]>, const B: bool = 1) grid = (1,) { store(x, index=(0,), tile=load(x, index=(0,), shape=(16,))); }";
+    assert!(check(own, &Request { target: "sm_90a".into(), ..Default::default() }).is_err());
+}
+
 /// A `require` clause is recorded in the signature as the source writes it, with its line and
 /// a host expression the launchers evaluate: the softmax launch of issue 27 (N = 5000 past
 /// BLOCK_N = 1024) is refused, naming the requirement and both sides' values.

@@ -288,6 +288,107 @@ fn persistent_gemms_interpret_like_their_references() {
     }
 }
 
+/// `tile-cta-pair` before the rest of the tile-level pipeline (plain, persistent, and
+/// persistent with the producer warpgroup): a block of 256 rows runs as two CTAs of 128 —
+/// the interpreter runs a block as its two CTAs in turn, each `cluster_rank` its own — and
+/// every GEMM matches its reference on ragged shapes: M = 300 (the last pair's second CTA
+/// holds 44 rows), M = 100 (its second CTA none), K not a multiple of TILE_K. B's ring is
+/// released on empty mbarriers (the multicast's), which the interpreter's mbarrier model
+/// checks at every wait, acquire and release. A pass that forgot the rank (every CTA the
+/// first half) or split B would fail them.
+#[test]
+fn cta_pairs_interpret_like_their_references() {
+    use tilec_core::DType;
+    use tilec_passes::driver::Step;
+    use tilec_suite::Case;
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    let pass = |n: &str, o: &[(&str, &str)]| Step::tilec(tilec_passes::PASSES.iter().find(|p| p.name == n).unwrap(), o);
+    let pair = pass("tile-cta-pair", &[("arch", "sm_90a")]);
+    let plain = vec![pair.clone(), pass("tile-layout", &[]), pass("tile-licm", &[]), pass("tile-pipeline", &[])];
+    let mut persistent = plain.clone();
+    persistent.insert(1, pass("tile-persistent", &[]));
+    let mut ws = persistent.clone();
+    ws[4] = pass("tile-pipeline", &[("warp-specialize", "true")]);
+    ws.push(pass("tile-warp-specialize", &[]));
+    let gemm = |d: &[i64]| Case::new(DType::F16, d).with("TILE_M", 256).with("TILE_N", 64).with("TILE_K", 32);
+    let cases =
+        [gemm(&[300, 150, 168]).with("GROUP_M", 2), gemm(&[100, 130, 100]), gemm(&[512, 64, 64]).with("GROUP_M", 1)];
+    for (steps, what) in [(&plain, "plain"), (&persistent, "persistent"), (&ws, "warp-specialized")] {
+        let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
+            let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
+            for s in steps.iter() {
+                d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
+            }
+            let text = d.text();
+            assert!(text.contains("tile.cluster = 2"), "{what}: not paired");
+            assert!(text.contains("tensor<128x64xf32"), "{what}: the accumulator kept 256 rows");
+            assert!(text.contains("tilegpu.stage_release"), "{what}: B's ring is not released");
+            mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
+        };
+        let spec = tilec_suite::find("matmul").unwrap();
+        for case in &cases {
+            let c = tilec_suite::run_on_interp_with(spec, case, &kernels, 11, &lower)
+                .unwrap_or_else(|e| panic!("{what} {}: {e}", case.label()));
+            assert!(c.pass, "{what} {}: rel L2 {:.3e} {}", case.label(), c.rel_l2, c.note);
+        }
+    }
+}
+
+/// matmul's CTA pair through the whole pipeline: on sm_90a (wgmma) and sm_103a (tcgen05,
+/// persistent, warp-specialized) the signature runs two CTAs a block, the PTX declares the
+/// cluster, reads the cluster's index, multicasts B's copies (each CTA half the atoms) and
+/// releases B's stages in both CTAs (a remote arrival through `mapa` on sm_90a, a multicast
+/// commit on sm_103a); ptxas assembles it without spills, and the SASS has no GPU-scope
+/// memory barrier in the loop (a `.release.cluster` arrival put one there: the pair ran
+/// 0.63x the default on the H200) — the two `MEMBAR.ALL.GPU` are the cluster barriers at the
+/// start and the end. On sm_121a the pass is not applied and says why.
+#[test]
+fn matmul_pairs_ctas_in_a_cluster_with_multicast_b() {
+    use tilec::ConstArg;
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul.tile");
+    let src = tilec::Source::new("matmul", std::fs::read_to_string(p).unwrap());
+    let consts = std::collections::BTreeMap::from([
+        ("CTA_PAIR".to_string(), ConstArg::Bool(true)),
+        ("TILE_M".to_string(), ConstArg::Int(256)),
+    ]);
+    for (arch, release) in [
+        ("sm_90a", "mapa.shared::cluster.u32"),
+        ("sm_103a", "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster"),
+    ] {
+        let o = tilec::CompileOptions { arch: arch.into(), consts: consts.clone(), ..Default::default() };
+        let c = tilec::compile(&src, &o).unwrap_or_else(|e| panic!("{arch}: {e:?}"));
+        assert_eq!(c.signature.cluster, 2, "{arch}");
+        let ptx = c.ptx();
+        assert!(ptx.contains(".reqnctapercluster 2, 1, 1"), "{arch}");
+        assert!(ptx.contains("%clusterid.x") && ptx.contains("%cluster_ctarank"), "{arch}");
+        assert!(ptx.contains(".multicast::cluster [") && ptx.contains(release), "{arch}");
+        assert!(c.report.iter().any(|l| l.contains("multicast to both CTAs")), "{arch}: {:#?}", c.report);
+        let r = tilec_backend::ptxas(ptx, c.arch).unwrap_or_else(|d| panic!("{arch}: {d:?}"));
+        assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{arch}");
+        if tilec_backend::find_cuobjdump().is_some() {
+            let sass = tilec_backend::sass(&r.cubin).unwrap();
+            assert_eq!(
+                sass.matches("MEMBAR.ALL.GPU").count(),
+                2,
+                "{arch}: a GPU-scope barrier beyond the cluster's two"
+            );
+        }
+    }
+    let o = tilec::CompileOptions {
+        arch: "sm_121a".into(),
+        consts: consts.into_iter().chain([("OCCUPANCY".to_string(), ConstArg::Int(1))]).collect(),
+        ..Default::default()
+    };
+    let c = tilec::compile(&src, &o).unwrap();
+    assert_eq!(c.signature.cluster, 1);
+    assert!(
+        c.report.iter().any(|l| l.contains("tile-cta-pair: not applied: sm_121a has no thread block clusters")),
+        "{:#?}",
+        c.report
+    );
+}
+
 /// `tile-swizzle` over the kernel library: every shared buffer of every compute kernel on
 /// every target gets a swizzle with no extra wavefront for its `ldmatrix` reads or its
 /// 16-byte writes (the pass's CPU model, `SwizzledShared::{ldmatrix,write}_conflicts`), and

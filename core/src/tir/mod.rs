@@ -184,6 +184,10 @@ pub struct Func {
     /// `num_warps` consumer warps the layouts spread over. Printed as
     /// `tile.warp_specialize = array<i32: producer warps, producer regs, consumer regs>`.
     pub warp_spec: Option<WarpSpec>,
+    /// CTAs a block of the program runs on (set by `tile-cta-pair`; 1 elsewhere): the block's
+    /// rows are split over a cluster of that many CTAs, `bid`/`num_blocks` count clusters and
+    /// `cluster_rank` tells the CTAs apart. Printed as `tile.cluster = N : i32` when above 1.
+    pub cluster: u32,
 }
 
 /// The partition of a warp-specialized kernel (see `tile-warp-specialize`): `producer_warps`
@@ -206,6 +210,7 @@ impl Func {
             num_warps,
             target: target.into(),
             warp_spec: None,
+            cluster: 1,
         }
     }
 

@@ -138,6 +138,9 @@ pub enum OpKind {
     NumBlocks {
         axis: u32,
     },
+    /// This CTA's rank in its cluster (`tilegpu`-level, made by `tile-cta-pair`): 0 or 1 in a
+    /// kernel whose blocks are CTA pairs (`Func::cluster` = 2), 0 elsewhere.
+    ClusterRank,
     /// The grid extent along `axis` that the launch stands for (the signature's grid), where a
     /// persistent kernel (`tile-persistent`) runs on fewer blocks than that and walks its
     /// tiles; lowered as a parameter the launcher fills (the ABI's `persistent`).
@@ -343,6 +346,7 @@ macro_rules! operand_slots {
             OpKind::Bid { .. }
             | OpKind::NumBlocks { .. }
             | OpKind::NumTiles { .. }
+            | OpKind::ClusterRank
             | OpKind::ConstInt(_)
             | OpKind::ConstFloat(_)
             | OpKind::Arange => vec![],

@@ -73,9 +73,10 @@ impl Func {
             ),
             None => String::new(),
         };
+        let cluster = if self.cluster > 1 { format!(", tile.cluster = {} : i32", self.cluster) } else { String::new() };
         let _ = writeln!(
             s,
-            "  func.func @{}({}) attributes {{tile.kernel, tile.num_warps = {} : i32{ws}}} {{",
+            "  func.func @{}({}) attributes {{tile.kernel, tile.num_warps = {} : i32{ws}{cluster}}} {{",
             self.name,
             params.join(", "),
             self.num_warps
@@ -294,6 +295,7 @@ impl Printer<'_> {
                 format!("\"tile.element\"({}) : ({}) -> {rty}", args.join(", "), tys.join(", "))
             }
             OpKind::NumBlocks { axis } => format!("\"tile.num_blocks\"() {{axis = {axis} : i32}} : () -> {rty}"),
+            OpKind::ClusterRank => format!("\"tile.cluster_rank\"() : () -> {rty}"),
             OpKind::NumTiles { axis } => format!("\"tile.num_tiles\"() {{axis = {axis} : i32}} : () -> {rty}"),
             OpKind::Cmp(p, x, y) => {
                 let f = self.f.ty(*x).dtype().is_float();

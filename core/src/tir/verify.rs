@@ -32,6 +32,12 @@ pub fn verify(func: &Func, level: Level) -> Result<(), Diagnostic> {
             format!("the kernel asks for {} warps; a block has 1, 2, 4, 8, 16 or 32", func.num_warps),
         ));
     }
+    if !matches!(func.cluster, 1 | 2) {
+        return Err(bad(
+            None,
+            format!("a block of {} CTAs: tilec pairs CTAs (`tile.cluster` is 1 or 2)", func.cluster),
+        ));
+    }
     if let Some(w) = func.warp_spec {
         // A producer warpgroup beside whole consumer warpgroups (setmaxnreg acts per
         // warpgroup), register counts setmaxnreg accepts, within the SM's 64K registers.
@@ -254,6 +260,11 @@ fn check_op(func: &Func, op: &Op, defined: &mut Vec<bool>) -> Result<(), Diagnos
         OpKind::Bid { axis } | OpKind::NumBlocks { axis } | OpKind::NumTiles { axis } => {
             if *axis > 2 || !scalar_i32(&r) {
                 return fail(format!("grid axis {axis} (0, 1 or 2) with an i32 result"));
+            }
+        }
+        OpKind::ClusterRank => {
+            if !scalar_i32(&r) {
+                return fail("a cluster rank is an i32".into());
             }
         }
         OpKind::Dim { tensor, axis } => match u(*tensor)? {

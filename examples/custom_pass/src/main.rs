@@ -69,6 +69,7 @@ fn pure(k: &OpKind) -> bool {
             | OpKind::Element { .. }
             | OpKind::NumBlocks { .. }
             | OpKind::NumTiles { .. }
+            | OpKind::ClusterRank
             | OpKind::Cmp(..)
             | OpKind::Logic(..)
             | OpKind::Select { .. }

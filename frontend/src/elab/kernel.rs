@@ -38,6 +38,10 @@ const HINTS: &[(&str, &str, HintSetter)] = &[
         h.persistent = n != 0;
         (0..=1).contains(&n)
     }),
+    ("cta_pair", "cta_pair is true or false", |n, h| {
+        h.cta_pair = n != 0;
+        (0..=1).contains(&n)
+    }),
     ("tma", "tma is true or false", |n, h| {
         h.no_tma = n == 0;
         (0..=1).contains(&n)
@@ -456,6 +460,7 @@ pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, 
         persistent: false,
         grid_dependency: false,
         shared_pad: 0,
+        cluster: 1,
     };
     Ok(Elaborated { func: cx.func, signature, hints, tune, tune_ok })
 }
@@ -543,6 +548,10 @@ impl Cx<'_> {
                 | ("float", Val::Int(_))
                 | (_, Val::Poison)
         );
+        // A bool given as 0 or 1 from outside (`--const CTA_PAIR=1`, the suites' integer
+        // overrides), as a float constant takes an integer.
+        let given = req.consts.contains_key(&p.name.name);
+        let ok = ok || (given && kind == "bool" && matches!(v, Val::Int(0 | 1)));
         if !ok {
             let code = if req.consts.contains_key(&p.name.name) { "E0019" } else { "E0006" };
             return Err(Diagnostic::error(
@@ -553,6 +562,7 @@ impl Cx<'_> {
         }
         Ok(match (kind, v) {
             ("float", Val::Int(i)) => Val::Float(i as f64),
+            ("bool", Val::Int(i)) => Val::Bool(i != 0),
             (_, v) => v,
         })
     }

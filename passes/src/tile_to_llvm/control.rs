@@ -149,7 +149,7 @@ impl Lowering<'_> {
         // This tile's products complete onto their region's mbarrier, which the next
         // iteration's epilogue waits for.
         if let Some(alt) = &product_loop {
-            self.commit_on_issuer(&alt.bar)?;
+            self.commit_on_issuer(&alt.bar, false)?;
         }
         Ok(())
     }

@@ -241,6 +241,10 @@ pub(crate) struct Lowering<'f> {
     /// Per TMA ring (by its offset): its mbarriers' offset, its stage count, whether it has
     /// empty barriers (after the full ones).
     tma_bars: BTreeMap<i64, (i64, i64, bool)>,
+    /// The rings (by offset) whose copies are multicast to both CTAs of a pair.
+    multicast_rings: std::collections::BTreeSet<i64>,
+    /// `%cluster_ctarank`, read once where a CTA pair needs it.
+    cluster_rank: Option<Reg>,
     /// Bytes of `@__tilec_smem` handed out so far.
     smem: u32,
     /// The largest alignment a request asked for (the alignment of `@__tilec_smem`).
@@ -430,6 +434,8 @@ struct AsyncFacts {
     tma_stores: BTreeMap<ValueId, tma::TmaStore>,
     /// The rings whose stages are released on empty mbarriers (`stage_release`).
     released_rings: std::collections::BTreeSet<ValueId>,
+    /// The rings of a CTA pair whose copies are multicast (`tma::multicast_rings`).
+    multicast: std::collections::BTreeSet<ValueId>,
     /// Where the tcgen05 accumulators live in Tensor Memory.
     tmem: tcgen05::TmemPlan,
     /// Whether some `mma` is a `wgmma` or `tcgen05`: its operands are read through the async proxy, so
@@ -458,6 +464,7 @@ impl AsyncFacts {
             tmem: tcgen05::TmemPlan::of(func)?,
             warpgroup_local: crate::tile_warp_specialize::warpgroup_local_buffers(func),
             released_rings: Default::default(),
+            multicast: Default::default(),
             async_proxy: false,
             in_flight: Default::default(),
             partition: None,
@@ -488,6 +495,7 @@ impl AsyncFacts {
             }
             _ => {}
         });
+        f.multicast = tma::multicast_rings(func, &f.released_rings);
         Ok(f)
     }
 }
@@ -729,6 +737,8 @@ fn lower_with<'f>(
         tid,
         facts,
         tma_bars: BTreeMap::new(),
+        multicast_rings: Default::default(),
+        cluster_rank: None,
         a_replicas: BTreeMap::new(),
         smem: 0,
         smem_align: 16,
@@ -766,6 +776,10 @@ fn lower_with<'f>(
         _ => lw.ops(&func.ops)?,
     }
     lw.tmem_end();
+    if func.cluster > 1 {
+        // No CTA of a pair leaves while the other may still arrive on its mbarriers.
+        tma::cluster_sync(&mut lw.em);
+    }
     let smem = lw.smem;
     let smem_align = lw.smem_align;
     let requests = std::mem::take(&mut lw.requests);
@@ -796,6 +810,10 @@ fn lower_with<'f>(
     };
     if let Some(o) = occupancy {
         let _ = write!(attrs, ", nvvm.minctasm = {o} : i32");
+    }
+    if func.cluster > 1 {
+        // `.reqnctapercluster`: a plain launch groups the CTAs along x into clusters.
+        let _ = write!(attrs, ", nvvm.cluster_dim = array<i32: {}, 1, 1>", func.cluster);
     }
     let _ = writeln!(s, "  llvm.func @{}({}) attributes {{{attrs}}} {{", func.name, args.join(", "));
     s.push_str(&pro);
@@ -979,9 +997,11 @@ impl Lowering<'_> {
         self.note_unit_factor(op);
         let rty = op.result.map(|r| self.func.ty(r).clone());
         let value = match &op.kind {
-            OpKind::Bid { .. } | OpKind::NumBlocks { .. } | OpKind::NumTiles { .. } | OpKind::Dim { .. } => {
-                self.grid_value(&op.kind)?
-            }
+            OpKind::Bid { .. }
+            | OpKind::NumBlocks { .. }
+            | OpKind::NumTiles { .. }
+            | OpKind::Dim { .. }
+            | OpKind::ClusterRank => self.grid_value(&op.kind)?,
             OpKind::ConstInt(_) | OpKind::ConstFloat(_) | OpKind::Splat(_) | OpKind::Arange => {
                 self.constant(op, rty.as_ref())?
             }
@@ -1071,7 +1091,8 @@ impl Lowering<'_> {
                             (true, true) => Some(1),
                             (true, false) => Some(i64::from(self.func.num_warps)),
                         };
-                        self.tma_barriers(op, *offset, ty.shape()[0], empty)?;
+                        let multicast = self.facts.multicast.contains(&r);
+                        self.tma_barriers(op, *offset, ty.shape()[0], empty, multicast)?;
                     }
                 }
                 v
@@ -1146,11 +1167,19 @@ impl Lowering<'_> {
                 Value::Scalar(self.num_tiles.clone().ok_or_else(|| err("num_tiles without its parameter"))?)
             }
             // Only x is walked by a persistent kernel: along y and z the launch is the grid.
+            // A block of a CTA-pair kernel is a cluster: its index and count are the cluster's.
             OpKind::Bid { axis } | OpKind::NumBlocks { axis } | OpKind::NumTiles { axis } => {
                 let a = ["x", "y", "z"].get(*axis as usize).ok_or_else(|| err("grid axis out of range"))?;
-                let reg = if matches!(kind, OpKind::Bid { .. }) { "ctaid" } else { "nctaid" };
+                let reg = match (matches!(kind, OpKind::Bid { .. }), self.func.cluster > 1) {
+                    (true, false) => "ctaid",
+                    (false, false) => "nctaid",
+                    (true, true) => "clusterid",
+                    (false, true) => "nclusterid",
+                };
                 Value::Scalar(self.em.sreg(&format!("{reg}.{a}")))
             }
+            OpKind::ClusterRank if self.func.cluster > 1 => Value::Scalar(self.cluster_rank()),
+            OpKind::ClusterRank => Value::Scalar(self.em.ci32(0)),
             OpKind::Dim { tensor, axis } => {
                 let t = self.tensor(*tensor)?;
                 let d = t.dims.get(*axis as usize).ok_or_else(|| err("dim axis out of range"))?.clone();

@@ -1858,7 +1858,7 @@ impl Lowering<'_> {
             Some(a) => a.bar.clone(),
             None => {
                 let (_, bar) = self.tmem_base()?;
-                self.commit_on_issuer(&bar)?;
+                self.commit_on_issuer(&bar, false)?;
                 bar
             }
         };
@@ -1932,9 +1932,20 @@ impl Lowering<'_> {
     /// chain's final wait, and the `stage_release` of a ring tcgen05 products read (the
     /// stage's empty mbarrier, which they arrive on once they complete, their reads of the
     /// stage with them).
-    pub(crate) fn commit_on_issuer(&mut self, bar: &Reg) -> Result<(), Diagnostic> {
+    /// `multicast`: the commit arrives on the mbarrier at `bar`'s offset in both CTAs of the
+    /// pair (a ring whose copies fill both CTAs' stages, see `tma_copy_into`).
+    pub(crate) fn commit_on_issuer(&mut self, bar: &Reg, multicast: bool) -> Result<(), Diagnostic> {
         self.on_issuer(|lw| {
-            lw.tmem_commit(bar);
+            if multicast {
+                let mut asm = PtxAsm::new();
+                let b = asm.input(bar);
+                asm.push(&format!(
+                    "{{ .reg .b16 mask; mov.b16 mask, 3; tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [{b}], mask; }}"
+                ));
+                asm.emit(&mut lw.em);
+            } else {
+                lw.tmem_commit(bar);
+            }
             Ok(())
         })
     }

@@ -233,7 +233,62 @@ pub(crate) fn tma_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
     rings
 }
 
+/// The rings of a CTA-pair kernel (`tile-cta-pair`) whose TMA copies load the same tile in
+/// both CTAs — no coordinate depends on the rank (`tile_cta_pair::rank_dependent`) — and whose
+/// stages are released on empty mbarriers (`released`): their copies are multicast.
+pub(crate) fn multicast_rings(
+    func: &Func,
+    released: &std::collections::BTreeSet<ValueId>,
+) -> std::collections::BTreeSet<ValueId> {
+    let mut out = std::collections::BTreeSet::new();
+    if func.cluster < 2 {
+        return out;
+    }
+    let dep = crate::tile_cta_pair::rank_dependent(func);
+    let mut stages = std::collections::BTreeMap::new();
+    func.walk(&mut |op| {
+        if let (OpKind::Stage { buf, .. }, Some(r)) = (&op.kind, op.result) {
+            stages.insert(r, *buf);
+        }
+    });
+    let mut per_rank = std::collections::BTreeSet::new();
+    func.walk(&mut |op| {
+        if let OpKind::AsyncCopy { dst: Some(d), tma: true, tensor, index, .. } = &op.kind {
+            if let Some(r) = stages.get(d) {
+                if std::iter::once(tensor).chain(index).any(|v| dep.contains(v)) {
+                    per_rank.insert(*r);
+                } else {
+                    out.insert(*r);
+                }
+            }
+        }
+    });
+    out.retain(|r| !per_rank.contains(r) && released.contains(r));
+    out
+}
+
+/// The cluster's two CTAs meet (`barrier.cluster`, every thread of both; the release/acquire
+/// forms order each CTA's shared-memory work before the other's next step). Not `.aligned`:
+/// a warp-specialized kernel's roles reach it from their own branches.
+pub(super) fn cluster_sync(em: &mut Emitter) {
+    let mut asm = PtxAsm::new();
+    asm.push("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;");
+    asm.emit(em);
+}
+
 impl Lowering<'_> {
+    /// `cluster.ctarank`: this CTA's rank in a CTA pair (read once, in the entry block).
+    pub(super) fn cluster_rank(&mut self) -> Reg {
+        if let Some(r) = &self.cluster_rank {
+            return r.clone();
+        }
+        self.em.enter_prologue();
+        let r = self.em.sreg("cluster.ctarank");
+        self.em.leave_prologue();
+        self.cluster_rank = Some(r.clone());
+        r
+    }
+
     /// Runs `f` in the thread that issues TMA copies only (a branch around it): thread 0, or
     /// the producer's first thread in a warp-specialized kernel.
     pub(super) fn on_issuer(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
@@ -314,15 +369,26 @@ impl Lowering<'_> {
     /// The mbarriers of a TMA ring at byte `ring_off`: `stages` full ones (count 1) and, for a
     /// ring released with `empty_arrivals` (the block's warps, or one commit), `stages` empty
     /// ones, initialised by thread 0 and published. Called where the ring is made.
+    /// A ring whose copies are multicast to a CTA pair (`multicast`) counts both CTAs' releases
+    /// on each CTA's empty mbarriers (`empty_arrivals` is per CTA), keeps its mbarriers to the
+    /// kernel's end (the peer's arrivals may come after this CTA's last use of the ring) and
+    /// meets the peer once they are initialised: no copy or arrival reaches an mbarrier the
+    /// peer has not made yet.
     pub(crate) fn tma_barriers(
         &mut self,
         op: &Op,
         ring_off: i64,
         stages: i64,
         empty_arrivals: Option<i64>,
+        multicast: bool,
     ) -> Result<(), Diagnostic> {
         let released = empty_arrivals.is_some();
-        let end = op.result.and_then(|r| self.facts.live_end.get(&r).copied()).unwrap_or(self.pos);
+        let end = if multicast {
+            u32::MAX
+        } else {
+            op.result.and_then(|r| self.facts.live_end.get(&r).copied()).unwrap_or(self.pos)
+        };
+        let empty_arrivals = empty_arrivals.map(|n| if multicast { 2 * n } else { n });
         let count = if released { 2 * stages } else { stages };
         let bars = self.smem_alloc(8 * count, end, 8)?;
         self.tma_bars.insert(ring_off, (bars, stages, released));
@@ -345,12 +411,25 @@ impl Lowering<'_> {
             Ok(())
         })?;
         self.smem_written();
+        if multicast {
+            self.multicast_rings.insert(ring_off);
+            cluster_sync(&mut self.em);
+        }
         self.report.push(format!(
-            "ring at {ring_off}: {stages} full mbarriers at {bars}{} (TMA-filled)",
-            match empty_arrivals {
-                Some(1) => format!(", {stages} empty ones after them (one arrival: the tcgen05 commit)"),
-                Some(_) => format!(", {stages} empty ones after them (one arrival a warp)"),
-                None => String::new(),
+            "ring at {ring_off}: {stages} full mbarriers at {bars}{} (TMA-filled{})",
+            match (empty_arrivals, multicast) {
+                (Some(1), _) => format!(", {stages} empty ones after them (one arrival: the tcgen05 commit)"),
+                (Some(2), true) => {
+                    format!(", {stages} empty ones after them (two arrivals: the commits of both CTAs of the pair)")
+                }
+                (Some(_), true) => format!(", {stages} empty ones after them (one arrival a warp of either CTA)"),
+                (Some(_), false) => format!(", {stages} empty ones after them (one arrival a warp)"),
+                (None, _) => String::new(),
+            },
+            if multicast {
+                "; each copy multicast to both CTAs of the pair, each CTA issuing half its atoms; the mbarriers kept to the kernel's end"
+            } else {
+                ""
             }
         ));
         Ok(())
@@ -415,6 +494,12 @@ impl Lowering<'_> {
             self.em.add(&a, &f)
         };
         let bytes = self.em.ci32(stage_elems * eb);
+        // A multicast ring: CTA r of the pair issues atoms r, r + 2, …, each landing in both
+        // CTAs' stages and counted on both CTAs' full mbarriers (the same offsets); each CTA
+        // expects the whole stage. A peer's bytes may arrive before this CTA's expect: the
+        // phase stays open on the arrival still owed.
+        let multicast = self.multicast_rings.contains(region);
+        let cta = if multicast { Some(self.cluster_rank()) } else { None };
         self.on_issuer(|lw| {
             let mut asm = PtxAsm::new();
             let (b, n) = (asm.input(&bar), asm.input(&bytes));
@@ -429,10 +514,20 @@ impl Lowering<'_> {
                 let m = asm.input(&tmap);
                 let cs: Vec<String> = c.iter().map(|x| asm.input(x)).collect();
                 let b = asm.input(&bar);
-                asm.push(&format!(
-                    "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{}}}], [{b}];",
-                    cs.join(", ")
-                ));
+                match &cta {
+                    Some(r) => {
+                        let r = asm.input(r);
+                        asm.push(&format!(
+                            "{{ .reg .pred P1; .reg .b16 mask; mov.b16 mask, 3; setp.eq.u32 P1, {r}, {}; @P1 cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{}}}], [{b}], mask; }}",
+                            j % 2,
+                            cs.join(", ")
+                        ));
+                    }
+                    None => asm.push(&format!(
+                        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{}}}], [{b}];",
+                        cs.join(", ")
+                    )),
+                }
                 asm.emit(&mut lw.em);
             }
             Ok(())
@@ -530,15 +625,31 @@ impl Lowering<'_> {
     pub(crate) fn stage_release(&mut self, ring: ValueId, slot: ValueId) -> Result<(), Diagnostic> {
         let (offset, s) = self.ring_slot(ring, slot, "release")?;
         let bar = self.stage_barrier(offset, &s, true)?;
+        let multicast = self.multicast_rings.contains(&offset);
         if self.facts.tmem.committed_rings.contains(&ring) {
-            return self.commit_on_issuer(&bar);
+            return self.commit_on_issuer(&bar, multicast);
         }
         let lane = self.lane.clone();
         let mut asm = PtxAsm::new();
         let (b, l) = (asm.input(&bar), asm.input(&lane));
-        asm.push(&format!(
-            "{{ .reg .pred P1; .reg .b64 st; setp.eq.u32 P1, {l}, 0; @P1 mbarrier.arrive.shared::cta.b64 st, [{b}]; }}"
-        ));
+        if multicast {
+            // The peer's refill writes this CTA's stage too: its empty mbarrier hears from
+            // this warp as well (the same offset in the peer's shared memory, through `mapa`).
+            // The arrival's default semantics (release at CTA scope), as CUTLASS's
+            // `ClusterBarrier::arrive(cta_id)`: the stage's readers are the products, complete
+            // before the release; `.release.cluster` would put a `MEMBAR.ALL.GPU` before each
+            // arrival (ncu on the H200: 10.4 cycles of membar stall an instruction, the pair
+            // 0.63x the default's 4096³ GEMM).
+            let r = self.cluster_rank();
+            let r = asm.input(&r);
+            asm.push(&format!(
+                "{{ .reg .pred P1; .reg .b32 peer, remote; .reg .b64 st; setp.eq.u32 P1, {l}, 0; xor.b32 peer, {r}, 1; mapa.shared::cluster.u32 remote, {b}, peer; @P1 mbarrier.arrive.shared::cta.b64 st, [{b}]; @P1 mbarrier.arrive.shared::cluster.b64 _, [remote]; }}"
+            ));
+        } else {
+            asm.push(&format!(
+                "{{ .reg .pred P1; .reg .b64 st; setp.eq.u32 P1, {l}, 0; @P1 mbarrier.arrive.shared::cta.b64 st, [{b}]; }}"
+            ));
+        }
         asm.emit(&mut self.em);
         Ok(())
     }
