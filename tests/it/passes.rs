@@ -335,16 +335,20 @@ fn cta_pairs_interpret_like_their_references() {
     }
 }
 
-/// matmul's CTA pair through the whole pipeline: on sm_90a (wgmma) and sm_103a (tcgen05,
-/// persistent, warp-specialized) the signature runs two CTAs a block, the PTX declares the
-/// cluster, reads the cluster's index, multicasts B's copies (each CTA half the atoms) and
-/// releases B's stages in both CTAs (a remote arrival through `mapa` on sm_90a, a multicast
-/// commit on sm_103a); ptxas assembles it without spills, and the SASS has no GPU-scope
-/// memory barrier in the loop (a `.release.cluster` arrival put one there: the pair ran
-/// 0.63x the default on the H200) — the two `MEMBAR.ALL.GPU` are the cluster barriers at the
-/// start and the end. On sm_121a the pass is not applied and says why.
+/// matmul's CTA pair through the whole pipeline. On sm_90a (wgmma) the signature runs two CTAs
+/// a block, the PTX declares the cluster, reads the cluster's index, multicasts B's copies
+/// (each CTA half the atoms) and releases B's stages in both CTAs (a remote arrival through
+/// `mapa`), and the SASS has no GPU-scope memory barrier in the loop (a `.release.cluster`
+/// arrival put one there: the pair ran 0.63x the default on the H200) — its two
+/// `MEMBAR.ALL.GPU` are the cluster barriers at the start and the end. On sm_103a (tcgen05,
+/// persistent, warp-specialized) the products become one `cta_group::2` product for both CTAs
+/// (every tcgen05 instruction of the kernel `cta_group::2`, as ptxas requires): SASS
+/// `UTCHMMA.2CTA`, each CTA's copies `UTMALDG.2D.2CTA` onto the leader's mbarrier, the commits
+/// `UTCBAR.2CTA.MULTICAST`, no GPU-scope barrier in the K loop (the cluster's three and the
+/// once-a-tile TMEM handshake). ptxas assembles both without spills. On sm_121a the pass is
+/// not applied and says why.
 #[test]
-fn matmul_pairs_ctas_in_a_cluster_with_multicast_b() {
+fn matmul_pairs_ctas_in_a_cluster() {
     use tilec::ConstArg;
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul.tile");
     let src = tilec::Source::new("matmul", std::fs::read_to_string(p).unwrap());
@@ -352,28 +356,38 @@ fn matmul_pairs_ctas_in_a_cluster_with_multicast_b() {
         ("CTA_PAIR".to_string(), ConstArg::Bool(true)),
         ("TILE_M".to_string(), ConstArg::Int(256)),
     ]);
-    for (arch, release) in [
-        ("sm_90a", "mapa.shared::cluster.u32"),
-        ("sm_103a", "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster"),
-    ] {
+    let sass_of = |arch: &str| {
         let o = tilec::CompileOptions { arch: arch.into(), consts: consts.clone(), ..Default::default() };
         let c = tilec::compile(&src, &o).unwrap_or_else(|e| panic!("{arch}: {e:?}"));
         assert_eq!(c.signature.cluster, 2, "{arch}");
-        let ptx = c.ptx();
+        let ptx = c.ptx().to_string();
         assert!(ptx.contains(".reqnctapercluster 2, 1, 1"), "{arch}");
         assert!(ptx.contains("%clusterid.x") && ptx.contains("%cluster_ctarank"), "{arch}");
-        assert!(ptx.contains(".multicast::cluster [") && ptx.contains(release), "{arch}");
-        assert!(c.report.iter().any(|l| l.contains("multicast to both CTAs")), "{arch}: {:#?}", c.report);
-        let r = tilec_backend::ptxas(ptx, c.arch).unwrap_or_else(|d| panic!("{arch}: {d:?}"));
+        let r = tilec_backend::ptxas(&ptx, c.arch).unwrap_or_else(|d| panic!("{arch}: {d:?}"));
         assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{arch}");
-        if tilec_backend::find_cuobjdump().is_some() {
-            let sass = tilec_backend::sass(&r.cubin).unwrap();
-            assert_eq!(
-                sass.matches("MEMBAR.ALL.GPU").count(),
-                2,
-                "{arch}: a GPU-scope barrier beyond the cluster's two"
-            );
+        let sass = tilec_backend::find_cuobjdump().map(|_| tilec_backend::sass(&r.cubin).unwrap());
+        (c, ptx, sass)
+    };
+    let (c, ptx, sass) = sass_of("sm_90a");
+    assert!(ptx.contains(".multicast::cluster [") && ptx.contains("mapa.shared::cluster.u32"));
+    assert!(c.report.iter().any(|l| l.contains("multicast to both CTAs")), "{:#?}", c.report);
+    if let Some(s) = sass {
+        assert_eq!(s.matches("MEMBAR.ALL.GPU").count(), 2, "sm_90a: a GPU-scope barrier beyond the cluster's two");
+    }
+    let (c, ptx, sass) = sass_of("sm_103a");
+    assert!(ptx.contains("tcgen05.mma.cta_group::2") && !ptx.contains("cta_group::1"), "sm_103a");
+    assert!(ptx.contains("tcgen05.alloc.cta_group::2") && ptx.contains("cp.async.bulk.tensor.2d.cta_group::2"));
+    assert!(c.report.iter().any(|l| l.contains("m256n256k16 issued by the pair's leader")), "{:#?}", c.report);
+    if let Some(s) = sass {
+        for op in ["UTCHMMA.2CTA", "UTMALDG.2D.2CTA", "UTCBAR.2CTA.MULTICAST"] {
+            assert!(s.contains(op), "sm_103a: no {op}");
         }
+        assert!(!s.contains("UTCHMMA ") && !s.contains("UTCHMMA\t"), "sm_103a: a one-CTA product");
+        assert_eq!(
+            s.matches("MEMBAR.ALL.GPU").count(),
+            4,
+            "sm_103a: the cluster's three barriers and the tile's handshake"
+        );
     }
     let o = tilec::CompileOptions {
         arch: "sm_121a".into(),

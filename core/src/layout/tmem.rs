@@ -93,14 +93,30 @@ impl InstrDescriptor {
         };
         let n_ok = match d.m {
             64 => d.n % 8 == 0 && (8..=256).contains(&d.n),
-            128 => d.n % 16 == 0 && (16..=256).contains(&d.n),
-            m => return Err(format!("{bits:#010x}: M = {m} is not a cta_group::1 shape")),
+            // 256: `cta_group::2` (a CTA pair's 128 rows each, [`pair_cell`]).
+            128 | 256 => d.n % 16 == 0 && (16..=256).contains(&d.n),
+            m => return Err(format!("{bits:#010x}: M = {m} is not a cta_group::1 or ::2 shape")),
         };
         if !n_ok {
             return Err(format!("{bits:#010x}: N = {} with M = {}", d.n, d.m));
         }
         Ok(d)
     }
+}
+
+/// Where element (`row`, `col`) of a `cta_group::2` product's M = 256 accumulator lives: (the
+/// CTA of the pair, lane, column) — rows 0-127 in the first CTA's Tensor Memory (the one whose
+/// rank's low bit is 0), 128-255 in the second's, at the same columns ("Matrix fragments for
+/// tcgen05.mma", `cta_group::2`: D split by rows between the pair).
+pub fn pair_cell(base: i64, row: i64, col: i64) -> (i64, i64, i64) {
+    (row / 128, row % 128, base + col)
+}
+
+/// Which CTA of a pair holds column `col` of a `cta_group::2` product's B operand of `n`
+/// columns, and at which of its own columns: the first CTA the first half, the second the
+/// second (each CTA's shared memory at the descriptor's address holds N/2 columns).
+pub fn pair_b_column(n: i64, col: i64) -> (i64, i64) {
+    (col / (n / 2), col % (n / 2))
 }
 
 /// Where element (`row`, `col`) of an M = 128·b accumulator of `n` columns placed at TMEM

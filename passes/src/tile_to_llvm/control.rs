@@ -77,7 +77,7 @@ impl Lowering<'_> {
         // TMEM accesses before the loop complete before its first product, once, not in
         // every iteration.
         if self.tmem_dirty {
-            self.tmem_before_loop(kind);
+            self.tmem_before_loop(kind)?;
         }
         let mut entry = vec![lb];
         entry.extend(super::regs::flatten_values(&init_vals)?);

@@ -241,8 +241,8 @@ pub(crate) struct Lowering<'f> {
     /// Per TMA ring (by its offset): its mbarriers' offset, its stage count, whether it has
     /// empty barriers (after the full ones).
     tma_bars: BTreeMap<i64, (i64, i64, bool)>,
-    /// The rings (by offset) whose copies are multicast to both CTAs of a pair.
-    multicast_rings: std::collections::BTreeSet<i64>,
+    /// The rings (by offset) a CTA pair shares: multicast, or read by `cta_group::2` products.
+    ring_sharing: BTreeMap<i64, tma::Sharing>,
     /// `%cluster_ctarank`, read once where a CTA pair needs it.
     cluster_rank: Option<Reg>,
     /// Bytes of `@__tilec_smem` handed out so far.
@@ -294,6 +294,9 @@ pub(crate) struct Lowering<'f> {
     tmem_slot: Option<regs::TmemAlt>,
     /// Whether a thread loaded or stored TMEM since the last product (the next one waits).
     tmem_dirty: bool,
+    /// A CTA pair's `cta_group::2` products: the leader's mbarrier the peer arrives on when
+    /// its threads are done with TMEM (`tcgen05::tmem_issue_sync`).
+    tmem_pair_bar: Option<Reg>,
     /// The buffers holding the replicated rows of copied A operands of products of fewer
     /// than 64 rows (`Lowering::replicated_a`), by the offset of the buffer (or ring) copied.
     a_replicas: BTreeMap<i64, i64>,
@@ -436,6 +439,10 @@ struct AsyncFacts {
     released_rings: std::collections::BTreeSet<ValueId>,
     /// The rings of a CTA pair whose copies are multicast (`tma::multicast_rings`).
     multicast: std::collections::BTreeSet<ValueId>,
+    /// A CTA pair's tcgen05 products issued as `cta_group::2` by the pair's leader
+    /// (`tcgen05::pair_plan`), or why not (for the report).
+    pair: Option<tcgen05::PairPlan>,
+    pair_note: Option<String>,
     /// Where the tcgen05 accumulators live in Tensor Memory.
     tmem: tcgen05::TmemPlan,
     /// Whether some `mma` is a `wgmma` or `tcgen05`: its operands are read through the async proxy, so
@@ -465,6 +472,8 @@ impl AsyncFacts {
             warpgroup_local: crate::tile_warp_specialize::warpgroup_local_buffers(func),
             released_rings: Default::default(),
             multicast: Default::default(),
+            pair: None,
+            pair_note: None,
             async_proxy: false,
             in_flight: Default::default(),
             partition: None,
@@ -496,6 +505,15 @@ impl AsyncFacts {
             _ => {}
         });
         f.multicast = tma::multicast_rings(func, &f.released_rings);
+        if func.cluster > 1 && f.tmem.columns > 0 {
+            match tcgen05::pair_plan(func, &f.tmem, &f.released_rings) {
+                Ok(p) => {
+                    f.multicast.retain(|r| !p.has(*r));
+                    f.pair = Some(p);
+                }
+                Err(why) => f.pair_note = Some(why),
+            }
+        }
         Ok(f)
     }
 }
@@ -737,7 +755,7 @@ fn lower_with<'f>(
         tid,
         facts,
         tma_bars: BTreeMap::new(),
-        multicast_rings: Default::default(),
+        ring_sharing: BTreeMap::new(),
         cluster_rank: None,
         a_replicas: BTreeMap::new(),
         smem: 0,
@@ -760,6 +778,7 @@ fn lower_with<'f>(
         elected: BTreeMap::new(),
         tmem: None,
         tmem_dirty: false,
+        tmem_pair_bar: None,
         tmem_bars: BTreeMap::new(),
         tmem_double_bars: BTreeMap::new(),
         tmem_slot: None,
@@ -770,14 +789,24 @@ fn lower_with<'f>(
     if grid_dependency && !func.ops.iter().any(|o| matches!(o.kind, OpKind::GridDependencyWait)) {
         lw.grid_dependency_wait();
     }
+    match (&facts.pair, &facts.pair_note) {
+        (Some(_), _) => lw.report.push(
+            "CTA pair: its tcgen05 products are cta_group::2 ones, issued by the pair's leader for both CTAs".into(),
+        ),
+        (None, Some(why)) => lw
+            .report
+            .push(format!("CTA pair: its tcgen05 products stay cta_group::1 (each CTA its own, B multicast): {why}")),
+        _ => {}
+    }
     lw.tmem_begin()?;
     match (func.warp_spec, &facts.partition) {
         (Some(spec), Some(part)) => lw.warp_specialized(spec, part)?,
         _ => lw.ops(&func.ops)?,
     }
     lw.tmem_end();
-    if func.cluster > 1 {
-        // No CTA of a pair leaves while the other may still arrive on its mbarriers.
+    if func.cluster > 1 && lw.facts.pair.is_none() {
+        // No CTA of a pair leaves while the other may still arrive on its mbarriers (a pair's
+        // cta_group::2 kernel meets before freeing TMEM, in `tmem_end`).
         tma::cluster_sync(&mut lw.em);
     }
     let smem = lw.smem;
@@ -1091,8 +1120,12 @@ impl Lowering<'_> {
                             (true, true) => Some(1),
                             (true, false) => Some(i64::from(self.func.num_warps)),
                         };
-                        let multicast = self.facts.multicast.contains(&r);
-                        self.tma_barriers(op, *offset, ty.shape()[0], empty, multicast)?;
+                        let sharing = match &self.facts.pair {
+                            Some(p) if p.has(r) => tma::Sharing::Pair { split: p.b_rings.contains(&r) },
+                            _ if self.facts.multicast.contains(&r) => tma::Sharing::Multicast,
+                            _ => tma::Sharing::Own,
+                        };
+                        self.tma_barriers(op, *offset, ty.shape()[0], empty, sharing)?;
                     }
                 }
                 v

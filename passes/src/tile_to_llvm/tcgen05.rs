@@ -81,6 +81,16 @@
 //! one TMEM sync at its top. Their regions live from the loop's start to the last read after
 //! it. (FMHA on sm_103a: at D = 64, 487 → 420 SASS instructions a warp a key tile and 128
 //! registers; at D = 128, 244 → 174 registers.)
+//!
+//! A CTA pair (`tile-cta-pair`, [`PairPlan`]): where every product is a GEMM chain of 128
+//! rows a CTA over TMA rings, the products are `cta_group::2` — every tcgen05 instruction of
+//! the kernel then is, as ptxas requires: TMEM allocated and freed by warp 0 of both CTAs
+//! together (freed after a cluster barrier), the leader (rank 0) alone issuing M = 256 over
+//! both CTAs' A stages and B halves (the copies: `tma::Sharing::Pair`) and committing to the
+//! mbarrier at the same offset in both CTAs (`.multicast::cluster`, mask 3), so every wait on
+//! a commit is as before in either CTA. Before the leader issues into TMEM after accesses, the
+//! peer's threads are done with theirs too ([`Lowering::tmem_issue_sync`]: the peer's first
+//! thread arrives on a leader mbarrier that the issuer waits for). Not run: no B300 here.
 
 use super::emit::{Reg, Ty};
 use super::ptx_asm::PtxAsm;
@@ -192,6 +202,127 @@ fn is_tcgen05(func: &Func, v: ValueId) -> bool {
 /// Whether `op` is a product of the tcgen05 family.
 fn is_tcgen05_product(func: &Func, op: &tilec_core::tir::Op) -> bool {
     matches!((&op.kind, op.result), (OpKind::Mma { .. }, Some(r)) if is_tcgen05(func, r))
+}
+
+/// A CTA pair's products as one `tcgen05.mma.cta_group::2` (see [`pair_plan`]): the rings
+/// the pair's products read, A's (each CTA its own rows) and B's (each CTA half its columns).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PairPlan {
+    pub a_rings: BTreeSet<ValueId>,
+    pub b_rings: BTreeSet<ValueId>,
+}
+
+impl PairPlan {
+    pub(crate) fn has(&self, ring: ValueId) -> bool {
+        self.a_rings.contains(&ring) || self.b_rings.contains(&ring)
+    }
+}
+
+/// Whether a CTA-pair kernel's tcgen05 products become `cta_group::2` ones — the pair's leader
+/// (rank 0) issues each for both CTAs: M = 256 over both CTAs' A rows (each CTA's 128 at the
+/// same shared offset), N over both CTAs' halves of B (each CTA loads half B's columns), D
+/// split by rows into each CTA's Tensor Memory — and why not. Needs every product of the
+/// kernel to be such (`cta_group::1` and `::2` do not mix in a kernel): a chain kept in TMEM
+/// and in flight (a GEMM's K loop), 128 rows a CTA, one instruction's N (≤ 256), no block
+/// scales, A and B stages of released TMA rings that nothing but products reads, A's copies at
+/// the CTA's rows, B's the same in both CTAs and along its contiguous N in an even number of
+/// swizzle atoms (each CTA the half it loads), and no product left in flight elsewhere or
+/// reading A from TMEM.
+pub(crate) fn pair_plan(func: &Func, tmem: &TmemPlan, released: &BTreeSet<ValueId>) -> Result<PairPlan, String> {
+    if func.cluster != 2 {
+        return Err("not a CTA pair".into());
+    }
+    if !tmem.deferred.is_empty() || tmem.a_cols > 0 || tmem.scale_cols > 0 {
+        return Err("a product left in flight by tile-mma-overlap, or reading A or scales from TMEM".into());
+    }
+    let (per_rank, shared) = super::tma::rings_by_rank(func);
+    // Stage views and the operands read from them (`local_load` of a stage), by their ring.
+    let (mut stages, mut loaded) = (BTreeMap::new(), BTreeMap::new());
+    walk_ops(&func.ops, &mut |op| {
+        if let (OpKind::Stage { buf, .. }, Some(r)) = (&op.kind, op.result) {
+            stages.insert(r, *buf);
+        }
+    });
+    walk_ops(&func.ops, &mut |op| {
+        if let (OpKind::LocalLoad { buf, .. }, Some(r)) = (&op.kind, op.result) {
+            if let Some(ring) = stages.get(buf) {
+                loaded.insert(r, *ring);
+            }
+        }
+    });
+    let ring_of = |v: &ValueId| stages.get(v).or_else(|| loaded.get(v)).copied();
+    let mut plan = PairPlan::default();
+    let mut bad = None;
+    let mut products = 0;
+    walk_ops(&func.ops, &mut |op| {
+        if bad.is_some() || !is_tcgen05_product(func, op) {
+            return;
+        }
+        products += 1;
+        let OpKind::Mma { a, b, scales, .. } = &op.kind else { return };
+        let r = op.result.unwrap_or(*a);
+        let shape = func.ty(r).shape();
+        let m64 = matches!(func.ty(r).layout(), Some(Layout::Mma(m)) if m.m64);
+        let why = if scales.is_some() {
+            Some("a block-scaled product".to_string())
+        } else if !tmem.kept.contains_key(&r) || !tmem.in_flight.contains(&r) {
+            Some("a product that is not a chain kept in TMEM and in flight".into())
+        } else if m64 || shape.first() != Some(&TCGEN05_M) || shape.get(1).is_none_or(|&n| n > 256) {
+            Some(format!("an accumulator of {shape:?} (a CTA's 128 rows, N up to 256)"))
+        } else {
+            let (ra, rb) = (ring_of(a), ring_of(b));
+            match (ra, rb) {
+                (Some(ra), Some(rb))
+                    if per_rank.contains(&ra)
+                        && !shared.contains(&ra)
+                        && shared.contains(&rb)
+                        && !per_rank.contains(&rb)
+                        && released.contains(&ra)
+                        && released.contains(&rb) =>
+                {
+                    match func.ty(rb) {
+                        Type::Smem { shape, layout, .. }
+                            if layout.order.first() == Some(&1)
+                                && layout.nvmma_bytes().is_some()
+                                && shape.last().is_some_and(|&n| n % (2 * layout.atom) == 0) =>
+                        {
+                            plan.a_rings.insert(ra);
+                            plan.b_rings.insert(rb);
+                            None
+                        }
+                        _ => Some("a B operand not N-major in an even number of swizzle atoms".into()),
+                    }
+                }
+                _ => Some(
+                    "operands that are not stages of released TMA rings, A's at the CTA's rows and B's the same in both"
+                        .into(),
+                ),
+            }
+        };
+        bad = why;
+    });
+    if let Some(why) = bad {
+        return Err(why);
+    }
+    if products == 0 {
+        return Err("no tcgen05 product".into());
+    }
+    // Nothing but the products reads the rings' stages (the peer's copies are waited for by
+    // the leader alone).
+    let mut other = false;
+    walk_ops(&func.ops, &mut |op| {
+        let reads = |v: &ValueId| ring_of(v).is_some_and(|r| plan.has(r));
+        other |= match &op.kind {
+            OpKind::Mma { .. } | OpKind::AsyncCopy { .. } => false,
+            // A stage's operand view: read by the products alone (checked where it is used).
+            OpKind::LocalLoad { buf, .. } if stages.contains_key(buf) => false,
+            k => k.operands().iter().any(reads),
+        };
+    });
+    if other {
+        return Err("a stage of the products' rings read by something else".into());
+    }
+    Ok(plan)
 }
 
 impl TmemPlan {
@@ -866,17 +997,23 @@ impl Lowering<'_> {
         let deferred: Vec<ValueId> = self.facts.tmem.deferred.keys().copied().collect();
         // Then two for each double-buffered chain, one a region.
         let double: Vec<ValueId> = self.facts.tmem.double.keys().copied().collect();
-        let off = self.smem_alloc(16 + 8 * (deferred.len() + 2 * double.len()) as i64, u32::MAX, 16)?;
+        // A CTA pair's products (`cta_group::2`): one more, the leader's, on which the peer
+        // says its threads are done with TMEM before the leader issues into it again.
+        let pair = self.facts.pair.is_some();
+        let n_bars = deferred.len() + 2 * double.len() + usize::from(pair);
+        let off = self.smem_alloc(16 + 8 * n_bars as i64, u32::MAX, 16)?;
         let base = self.smem_address();
         let o = self.em.ci32(off);
         let slot = self.em.add(&base, &o);
         let c8 = self.em.ci32(8);
         let bar = self.em.add(&slot, &c8);
+        let cg = self.cta_group();
+        // cta_group::2: warp 0 of each CTA of the pair, together; the same columns in both.
         self.on_warp0(|lw| {
             let mut asm = PtxAsm::new();
             let s = asm.input(&slot);
             asm.push(&format!(
-                "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [{s}], {cols}; tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;"
+                "tcgen05.alloc.cta_group::{cg}.sync.aligned.shared::cta.b32 [{s}], {cols}; tcgen05.relinquish_alloc_permit.cta_group::{cg}.sync.aligned;"
             ));
             asm.emit(&mut lw.em);
         });
@@ -895,12 +1032,27 @@ impl Lowering<'_> {
             bars.push(self.em.add(&slot, &c1));
             self.tmem_double_bars.insert(*t, b0);
         }
+        let pair_bar = if pair {
+            let at = self.em.ci32(16 + 8 * (n_bars as i64 - 1));
+            let b = self.em.add(&slot, &at);
+            self.tmem_pair_bar = Some(b.clone());
+            Some(b)
+        } else {
+            None
+        };
         let arrivals = i64::from(self.func.num_warps) * 32 + 1;
         self.on_issuer(|lw| {
             for bar in &bars {
                 let mut asm = PtxAsm::new();
                 let b = asm.input(bar);
                 asm.push(&format!("mbarrier.init.shared::cta.b64 [{b}], {arrivals};"));
+                asm.emit(&mut lw.em);
+            }
+            if let Some(pb) = &pair_bar {
+                // The leader's issuer and the peer's one remote arrival.
+                let mut asm = PtxAsm::new();
+                let b = asm.input(pb);
+                asm.push(&format!("mbarrier.init.shared::cta.b64 [{b}], 2; fence.mbarrier_init.release.cluster;"));
                 asm.emit(&mut lw.em);
             }
             Ok(())
@@ -958,12 +1110,74 @@ impl Lowering<'_> {
         let Some((addr, _)) = self.tmem.clone() else { return };
         let cols = self.facts.tmem.columns;
         self.tmem_thread_sync();
+        let cg = self.cta_group();
+        if cg == 2 {
+            // Neither CTA frees the pair's columns while the other may still use them (the
+            // PTX ISA's example: a cluster barrier, then the dealloc, then exit).
+            super::tma::cluster_sync(&mut self.em);
+        }
         self.on_warp0(|lw| {
             let mut asm = PtxAsm::new();
             let a = asm.input(&addr);
-            asm.push(&format!("tcgen05.dealloc.cta_group::1.sync.aligned.b32 {a}, {cols};"));
+            asm.push(&format!("tcgen05.dealloc.cta_group::{cg}.sync.aligned.b32 {a}, {cols};"));
             asm.emit(&mut lw.em);
         });
+    }
+
+    /// 2 where a CTA pair's products are `cta_group::2` ones (every tcgen05 instruction of
+    /// the kernel then says so), else 1.
+    pub(crate) fn cta_group(&self) -> u32 {
+        if self.facts.pair.is_some() {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// `f` in the thread that issues products: the TMA issuer — of the pair's leader only,
+    /// where the products are `cta_group::2` (one instruction for both CTAs).
+    fn on_mma_issuer(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+        if self.facts.pair.is_none() {
+            return self.on_issuer(f);
+        }
+        let r = self.cluster_rank();
+        let z = self.em.ci32(0);
+        let leader = self.em.icmp(super::emit::ICmp::Eq, &r, &z);
+        let (then, join) = (self.em.new_block(), self.em.new_block());
+        self.em.cond_br(&leader, &then, &join);
+        self.em.label(&then, &[]);
+        self.on_issuer(f)?;
+        self.em.br(&join, &[]);
+        self.em.label(&join, &[]);
+        Ok(())
+    }
+
+    /// Before products are issued after TMEM was read or written: every thread's accesses
+    /// ordered before them (`tmem_thread_sync`) — in both CTAs where the products are the
+    /// pair's: the peer's first thread, after its CTA's sync, arrives on the leader's pair
+    /// mbarrier (release at cluster scope), and the leader's issuer arrives there too and
+    /// waits for the phase of its own arrival (the peer cannot arrive twice before it: its
+    /// next arrival follows a product the leader issues after this one).
+    fn tmem_issue_sync(&mut self) -> Result<(), Diagnostic> {
+        let Some(pb) = self.tmem_pair_bar.clone() else {
+            self.tmem_thread_sync();
+            return Ok(());
+        };
+        self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<before>");
+        self.full_barrier();
+        let r = self.cluster_rank();
+        self.on_issuer(|lw| {
+            let mut asm = PtxAsm::new();
+            let (b, rk) = (asm.input(&pb), asm.input(&r));
+            asm.push(&format!(
+                "{{ .reg .pred L, P1; .reg .b32 rb; .reg .b64 st; setp.eq.u32 L, {rk}, 0; @!L mapa.shared::cluster.u32 rb, {b}, 0; @!L mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb]; @L mbarrier.arrive.shared::cta.b64 st, [{b}]; @!L bra PAIR_DONE; PAIR_WAIT: mbarrier.try_wait.acquire.cluster.shared::cta.b64 P1, [{b}], st; @!P1 bra PAIR_WAIT; PAIR_DONE: }}"
+            ));
+            asm.emit(&mut lw.em);
+            Ok(())
+        })?;
+        self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<after>");
+        self.tmem_dirty = false;
+        Ok(())
     }
 
     /// `f` in warp 0 only (the `.sync.aligned` allocation instructions take a whole warp).
@@ -1376,7 +1590,8 @@ impl Lowering<'_> {
             a_mn_major: !a_k_major,
             b_mn_major: !bop.k_major,
             n: ns / n_blocks,
-            m: im,
+            // A pair's product: both CTAs' 128 rows.
+            m: im * i64::from(self.cta_group()),
         };
         // A K step is 32 bytes of each operand row: 16 16-bit elements, 32 fp8 ones.
         let kstep = if fp8 { 2 * MMA_K } else { MMA_K };
@@ -1427,6 +1642,7 @@ impl Lowering<'_> {
         };
         let blocks = (ms / TCGEN05_M).max(1);
         let k_steps = ks / kstep;
+        let cg = self.cta_group();
         let major = |o: &super::wgmma::SharedOperand, mn: &str| {
             format!(
                 "{}-major {}B-swizzled descriptor",
@@ -1460,8 +1676,14 @@ impl Lowering<'_> {
             None => fa.kind().to_string(),
         };
         self.report.push(format!(
-            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::1.kind::{kind} m{im}n{ns}k{} issued by one thread, {blocks} block(s) of {im} rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}{}",
+            "mma [{ms}, {ns}, {ks}] {dt}: tcgen05.mma.cta_group::{cg}.kind::{kind} m{}n{ns}k{} issued by {}, {blocks} block(s) of {im} rows x {k_steps} K steps; A {}, B {}; D at TMEM column {col}, {how}; {}{}",
+            idesc.m,
             kstep * scaled.as_ref().map_or(1, |(f, ..)| f.pack),
+            if cg == 2 {
+                "the pair's leader for both CTAs (A: each CTA's 128 rows at the same shared offset; B: each CTA's half of the columns; D: each CTA's rows in its own TMEM)"
+            } else {
+                "one thread"
+            },
             a_how,
             major(&bop, "N"),
             match (kept.is_some(), in_flight) {
@@ -1510,7 +1732,7 @@ impl Lowering<'_> {
             None => None,
         };
         if self.tmem_dirty {
-            self.tmem_thread_sync();
+            self.tmem_issue_sync()?;
         }
         let (tbase, bar) = self.tmem_base()?;
         // D in the slot's region of a double-buffered chain (A and the scales are not).
@@ -1800,7 +2022,8 @@ impl Lowering<'_> {
         a_in_tmem: bool,
         commit: Option<&Reg>,
     ) -> Result<(), Diagnostic> {
-        self.on_issuer(|lw| {
+        let cg = self.cta_group();
+        self.on_mma_issuer(|lw| {
             for i in issues {
                 let mut asm = PtxAsm::new();
                 let (di, ai, bi, ei, ii) =
@@ -1811,7 +2034,7 @@ impl Lowering<'_> {
                     None => String::new(),
                 };
                 asm.push(&format!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::1.kind::{kind} [{di}], {ai}, {bi}, {ii}{sc}, p; }}"
+                    "{{ .reg .pred p; setp.ne.b32 p, {ei}, 0; tcgen05.mma.cta_group::{cg}.kind::{kind} [{di}], {ai}, {bi}, {ii}{sc}, p; }}"
                 ));
                 asm.emit(&mut lw.em);
             }
@@ -1824,10 +2047,17 @@ impl Lowering<'_> {
 
     /// In the issuing thread: the products it issued so far arrive on the mbarrier `bar`
     /// once they are complete.
+    /// A pair's leader commits to the mbarrier at `bar`'s offset in both CTAs.
     fn tmem_commit(&mut self, bar: &Reg) {
         let mut asm = PtxAsm::new();
         let b = asm.input(bar);
-        asm.push(&format!("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [{b}];"));
+        if self.facts.pair.is_some() {
+            asm.push(&format!(
+                "{{ .reg .b16 mask; mov.b16 mask, 3; tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [{b}], mask; }}"
+            ));
+        } else {
+            asm.push(&format!("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [{b}];"));
+        }
         asm.emit(&mut self.em);
     }
 
@@ -1935,8 +2165,8 @@ impl Lowering<'_> {
     /// `multicast`: the commit arrives on the mbarrier at `bar`'s offset in both CTAs of the
     /// pair (a ring whose copies fill both CTAs' stages, see `tma_copy_into`).
     pub(crate) fn commit_on_issuer(&mut self, bar: &Reg, multicast: bool) -> Result<(), Diagnostic> {
-        self.on_issuer(|lw| {
-            if multicast {
+        self.on_mma_issuer(|lw| {
+            if multicast && lw.facts.pair.is_none() {
                 let mut asm = PtxAsm::new();
                 let b = asm.input(bar);
                 asm.push(&format!(
@@ -1952,10 +2182,11 @@ impl Lowering<'_> {
 
     /// Before a loop whose body issues a product: the TMEM accesses so far are ordered
     /// before it here rather than in the body.
-    pub(crate) fn tmem_before_loop(&mut self, op: &OpKind) {
+    pub(crate) fn tmem_before_loop(&mut self, op: &OpKind) -> Result<(), Diagnostic> {
         if TmemPlan::loop_key(op).is_some_and(|k| self.facts.tmem.product_loops.contains(&k)) {
-            self.tmem_thread_sync();
+            self.tmem_issue_sync()?;
         }
+        Ok(())
     }
 
     /// At the top of a loop body: whether the previous iteration left TMEM accesses the
@@ -2237,6 +2468,54 @@ mod tests {
             }
         }
         assert!(checked > 100_000, "{checked}");
+    }
+
+    /// A CTA pair's `cta_group::2` product, against the PTX ISA's split of its operands and
+    /// accumulator (`tmem::pair_cell`, `tmem::pair_b_column`): the B columns each rank's copy
+    /// writes into its stage (local atom `j` ← the tile's atom `rank · half + j`) are the
+    /// columns the instruction reads from that CTA, at the same local column (so the
+    /// descriptor of the stage's start — checked against the layout by the test below — reads
+    /// them); and the accumulator rows each CTA's TMEM gets are the rows `tile-cta-pair` gives
+    /// that rank (the block's tile `i` of 256 rows is rank r's half-tile `2·i + r`), at the
+    /// lanes its epilogue's `tcgen05.ld` reads (lane = the CTA's own row). With the ISA's
+    /// `cta_group::2` shapes decoded (M = 256).
+    #[test]
+    fn pair_products_split_operands_and_rows_as_the_pass_assigns_them() {
+        let atom = 64;
+        for n in [128i64, 256] {
+            let half = n / atom / 2;
+            for rank in 0..2 {
+                for j in 0..half {
+                    for x in 0..atom {
+                        let global = rank * super::super::tma::pair_split_shift(half, atom) + j * atom + x;
+                        assert_eq!(tmem::pair_b_column(n, global), (rank, j * atom + x), "N {n} rank {rank}");
+                    }
+                }
+            }
+        }
+        for i in 0..3 {
+            for rank in 0..2 {
+                for r in 0..TCGEN05_M {
+                    // The row of the tensor rank `rank` holds (tile-cta-pair's addressing)…
+                    let tensor_row = (2 * i + rank) * TCGEN05_M + r;
+                    // …is row `tensor_row - 256 i` of the block's pair product.
+                    let pair_row = tensor_row - i * 2 * TCGEN05_M;
+                    assert_eq!(tmem::pair_cell(0, pair_row, 7), (rank, r, 7));
+                }
+            }
+        }
+        for n in (16..=256).step_by(16) {
+            let d = InstrDescriptor {
+                d_f32: true,
+                a: Format::BF16,
+                b: Format::BF16,
+                a_mn_major: false,
+                b_mn_major: true,
+                n,
+                m: 256,
+            };
+            assert_eq!(InstrDescriptor::decode(d.encode(), "f16"), Ok(d));
+        }
     }
 
     /// Every descriptor the lowering builds for tcgen05 decodes (tcgen05's format) to one that

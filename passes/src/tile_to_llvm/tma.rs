@@ -244,6 +244,14 @@ pub(crate) fn multicast_rings(
     if func.cluster < 2 {
         return out;
     }
+    let (per_rank, shared) = rings_by_rank(func);
+    out.extend(shared.into_iter().filter(|r| !per_rank.contains(r) && released.contains(r)));
+    out
+}
+
+/// The TMA rings of a CTA-pair kernel whose copies' coordinates depend on the CTA's rank (a
+/// CTA's own rows), and those with a copy that does not (the same tile in both CTAs).
+pub(crate) fn rings_by_rank(func: &Func) -> (std::collections::BTreeSet<ValueId>, std::collections::BTreeSet<ValueId>) {
     let dep = crate::tile_cta_pair::rank_dependent(func);
     let mut stages = std::collections::BTreeMap::new();
     func.walk(&mut |op| {
@@ -251,20 +259,41 @@ pub(crate) fn multicast_rings(
             stages.insert(r, *buf);
         }
     });
-    let mut per_rank = std::collections::BTreeSet::new();
+    let (mut per_rank, mut shared) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
     func.walk(&mut |op| {
         if let OpKind::AsyncCopy { dst: Some(d), tma: true, tensor, index, .. } = &op.kind {
             if let Some(r) = stages.get(d) {
                 if std::iter::once(tensor).chain(index).any(|v| dep.contains(v)) {
                     per_rank.insert(*r);
                 } else {
-                    out.insert(*r);
+                    shared.insert(*r);
                 }
             }
         }
     });
-    out.retain(|r| !per_rank.contains(r) && released.contains(r));
-    out
+    (per_rank, shared)
+}
+
+/// How a TMA ring of a CTA pair is filled (`Own`: by its CTA alone, as in any kernel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sharing {
+    Own,
+    /// The same tile in both CTAs: each CTA issues half the atoms into both (`multicast_rings`).
+    Multicast,
+    /// Read by `cta_group::2` products (`tcgen05::PairPlan`): each CTA fills its own stage —
+    /// A's rows of its rank, or (`split`) the half of B's columns of its rank, into the
+    /// stage's first half — counting its bytes on the *leader's* full mbarrier, which the
+    /// leader alone expects and waits for.
+    Pair {
+        split: bool,
+    },
+}
+
+/// The column shift a rank's copy of a split B ring adds (times the rank): its `half` swizzle
+/// atoms of `atom` columns each come after the other rank's (the copy's local atom `j` is the
+/// tile's atom `rank · half + j`, `cta_group::2`'s `tmem::pair_b_column`).
+pub(crate) fn pair_split_shift(half: i64, atom: i64) -> i64 {
+    half * atom
 }
 
 /// The cluster's two CTAs meet (`barrier.cluster`, every thread of both; the release/acquire
@@ -369,21 +398,24 @@ impl Lowering<'_> {
     /// The mbarriers of a TMA ring at byte `ring_off`: `stages` full ones (count 1) and, for a
     /// ring released with `empty_arrivals` (the block's warps, or one commit), `stages` empty
     /// ones, initialised by thread 0 and published. Called where the ring is made.
-    /// A ring whose copies are multicast to a CTA pair (`multicast`) counts both CTAs' releases
-    /// on each CTA's empty mbarriers (`empty_arrivals` is per CTA), keeps its mbarriers to the
-    /// kernel's end (the peer's arrivals may come after this CTA's last use of the ring) and
-    /// meets the peer once they are initialised: no copy or arrival reaches an mbarrier the
-    /// peer has not made yet.
+    /// A ring whose copies are multicast to a CTA pair (`Sharing::Multicast`) counts both CTAs'
+    /// releases on each CTA's empty mbarriers (`empty_arrivals` is per CTA); a ring of
+    /// `cta_group::2` products (`Sharing::Pair`) is released in both CTAs by the leader's one
+    /// commit. Either keeps its mbarriers to the kernel's end (the peer's arrivals and bytes
+    /// may come after this CTA's last use of the ring) and meets the peer once they are
+    /// initialised: no copy or arrival reaches an mbarrier the peer has not made yet.
     pub(crate) fn tma_barriers(
         &mut self,
         op: &Op,
         ring_off: i64,
         stages: i64,
         empty_arrivals: Option<i64>,
-        multicast: bool,
+        sharing: Sharing,
     ) -> Result<(), Diagnostic> {
         let released = empty_arrivals.is_some();
-        let end = if multicast {
+        let shared = sharing != Sharing::Own;
+        let multicast = sharing == Sharing::Multicast;
+        let end = if shared {
             u32::MAX
         } else {
             op.result.and_then(|r| self.facts.live_end.get(&r).copied()).unwrap_or(self.pos)
@@ -411,13 +443,16 @@ impl Lowering<'_> {
             Ok(())
         })?;
         self.smem_written();
-        if multicast {
-            self.multicast_rings.insert(ring_off);
+        if shared {
+            self.ring_sharing.insert(ring_off, sharing);
             cluster_sync(&mut self.em);
         }
         self.report.push(format!(
             "ring at {ring_off}: {stages} full mbarriers at {bars}{} (TMA-filled{})",
             match (empty_arrivals, multicast) {
+                (Some(1), _) if shared => {
+                    format!(", {stages} empty ones after them (one arrival: the pair leader's commit, to both CTAs)")
+                }
                 (Some(1), _) => format!(", {stages} empty ones after them (one arrival: the tcgen05 commit)"),
                 (Some(2), true) => {
                     format!(", {stages} empty ones after them (two arrivals: the commits of both CTAs of the pair)")
@@ -426,10 +461,11 @@ impl Lowering<'_> {
                 (Some(_), false) => format!(", {stages} empty ones after them (one arrival a warp)"),
                 (None, _) => String::new(),
             },
-            if multicast {
-                "; each copy multicast to both CTAs of the pair, each CTA issuing half its atoms; the mbarriers kept to the kernel's end"
-            } else {
-                ""
+            match sharing {
+                Sharing::Multicast => "; each copy multicast to both CTAs of the pair, each CTA issuing half its atoms; the mbarriers kept to the kernel's end",
+                Sharing::Pair { split: false } => "; each CTA's copy (its rows) counted on the pair leader's full mbarrier (cta_group::2), which the leader alone waits for; the mbarriers kept to the kernel's end",
+                Sharing::Pair { split: true } => "; each CTA copies the half of the columns of its rank into its stage's first half, counted on the pair leader's full mbarrier (cta_group::2), which the leader alone waits for; the mbarriers kept to the kernel's end",
+                Sharing::Own => "",
             }
         ));
         Ok(())
@@ -493,19 +529,51 @@ impl Lowering<'_> {
             let a = self.em.add(&base, &r);
             self.em.add(&a, &f)
         };
-        let bytes = self.em.ci32(stage_elems * eb);
+        let sharing = self.ring_sharing.get(region).copied().unwrap_or(Sharing::Own);
         // A multicast ring: CTA r of the pair issues atoms r, r + 2, …, each landing in both
         // CTAs' stages and counted on both CTAs' full mbarriers (the same offsets); each CTA
         // expects the whole stage. A peer's bytes may arrive before this CTA's expect: the
         // phase stays open on the arrival still owed.
-        let multicast = self.multicast_rings.contains(region);
-        let cta = if multicast { Some(self.cluster_rank()) } else { None };
+        let cta = if sharing != Sharing::Own { Some(self.cluster_rank()) } else { None };
+        // A pair's ring: the leader expects both CTAs' bytes (each CTA's share: A's stage, or
+        // half of B's), each CTA's copies complete on the leader's mbarrier.
+        let split = sharing == Sharing::Pair { split: true };
+        let (bytes, atoms, coord, bar) = match (&cta, sharing) {
+            (Some(r), Sharing::Pair { .. }) => {
+                let share = if split { stage_elems * eb / 2 } else { stage_elems * eb };
+                let half = if split { atoms / 2 } else { atoms };
+                let mut coord = coord;
+                if split {
+                    // This CTA's half of the columns: atoms `r · half …` of the tile.
+                    let w = self.em.ci32(pair_split_shift(half, layout.atom));
+                    let o = self.em.mul(r, &w);
+                    coord[0] = self.em.add(&coord[0], &o);
+                }
+                let mut asm = PtxAsm::new();
+                let out = asm.output(Ty::I32);
+                let b = asm.input(&bar);
+                asm.push(&format!("mapa.shared::cluster.u32 {out}, {b}, 0;"));
+                let leader = asm.emit(&mut self.em).pop().ok_or_else(|| err("mapa without a result"))?;
+                (self.em.ci32(2 * share), half, coord, leader)
+            }
+            _ => (self.em.ci32(stage_elems * eb), atoms, coord, bar),
+        };
         self.on_issuer(|lw| {
             let mut asm = PtxAsm::new();
             let (b, n) = (asm.input(&bar), asm.input(&bytes));
             // The arrival's state in a scoped register, not the sink `_`: ptxas for sm_121a
             // stores a sunk state to the stack (an `STL.64` a copy).
-            asm.push(&format!("{{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [{b}], {n}; }}"));
+            match (&cta, sharing) {
+                (Some(r), Sharing::Pair { .. }) => {
+                    let r = asm.input(r);
+                    asm.push(&format!(
+                        "{{ .reg .pred P1; .reg .b64 st; setp.eq.u32 P1, {r}, 0; @P1 mbarrier.arrive.expect_tx.shared::cta.b64 st, [{b}], {n}; }}"
+                    ));
+                }
+                _ => asm.push(&format!(
+                    "{{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [{b}], {n}; }}"
+                )),
+            }
             asm.emit(&mut lw.em);
             for j in 0..atoms {
                 let (dst, c) = atom_box(&mut lw.em, &stage_off, &coord, j, (rows, layout.atom, eb));
@@ -514,8 +582,12 @@ impl Lowering<'_> {
                 let m = asm.input(&tmap);
                 let cs: Vec<String> = c.iter().map(|x| asm.input(x)).collect();
                 let b = asm.input(&bar);
-                match &cta {
-                    Some(r) => {
+                match (&cta, sharing) {
+                    (Some(_), Sharing::Pair { .. }) => asm.push(&format!(
+                        "cp.async.bulk.tensor.{rank}d.cta_group::2.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{}}}], [{b}];",
+                        cs.join(", ")
+                    )),
+                    (Some(r), _) => {
                         let r = asm.input(r);
                         asm.push(&format!(
                             "{{ .reg .pred P1; .reg .b16 mask; mov.b16 mask, 3; setp.eq.u32 P1, {r}, {}; @P1 cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{}}}], [{b}], mask; }}",
@@ -523,7 +595,7 @@ impl Lowering<'_> {
                             cs.join(", ")
                         ));
                     }
-                    None => asm.push(&format!(
+                    (None, _) => asm.push(&format!(
                         "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{}}}], [{b}];",
                         cs.join(", ")
                     )),
@@ -598,6 +670,20 @@ impl Lowering<'_> {
         let (offset, s) = self.ring_slot(ring, slot, "wait")?;
         let p = self.scalar(phase)?;
         let bar = self.stage_barrier(offset, &s, false)?;
+        if matches!(self.ring_sharing.get(&offset), Some(Sharing::Pair { .. })) {
+            // The leader's mbarrier counts both CTAs' bytes and only the leader's products read
+            // them: the peer has nothing to wait for (its own mbarrier never fills).
+            let r = self.cluster_rank();
+            let z = self.em.ci32(0);
+            let leader = self.em.icmp(ICmp::Eq, &r, &z);
+            let (then, join) = (self.em.new_block(), self.em.new_block());
+            self.em.cond_br(&leader, &then, &join);
+            self.em.label(&then, &[]);
+            self.spin_wait(&bar, &p);
+            self.em.br(&join, &[]);
+            self.em.label(&join, &[]);
+            return Ok(());
+        }
         self.spin_wait(&bar, &p);
         Ok(())
     }
@@ -625,9 +711,14 @@ impl Lowering<'_> {
     pub(crate) fn stage_release(&mut self, ring: ValueId, slot: ValueId) -> Result<(), Diagnostic> {
         let (offset, s) = self.ring_slot(ring, slot, "release")?;
         let bar = self.stage_barrier(offset, &s, true)?;
-        let multicast = self.multicast_rings.contains(&offset);
+        let sharing = self.ring_sharing.get(&offset).copied().unwrap_or(Sharing::Own);
+        let multicast = sharing == Sharing::Multicast;
         if self.facts.tmem.committed_rings.contains(&ring) {
+            // (A pair's ring: the leader's cta_group::2 commit, to both CTAs.)
             return self.commit_on_issuer(&bar, multicast);
+        }
+        if matches!(sharing, Sharing::Pair { .. }) {
+            return Err(err("a ring of cta_group::2 products released by something other than their commit"));
         }
         let lane = self.lane.clone();
         let mut asm = PtxAsm::new();
