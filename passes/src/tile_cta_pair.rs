@@ -15,8 +15,9 @@
 //! reaches them through elementwise ops, broadcasts of a column, row reductions, loop-carried
 //! and `if` values, loads and stores — have M rows; B operands do not.
 //!
-//! Does: every row-split value keeps M/2 of its rows; a load or store of one addresses tile
-//! `2·i + rank` of the half-height tiles instead of tile `i` (`rank` = `cluster_rank`, 0 or
+//! Does: every row-split value keeps M/2 of its rows (its next-to-last dim: a batched
+//! GEMM's `[1, M, K]` tiles, reshaped to `[M, K]`, as well); a load or store of one addresses
+//! tile `2·i + rank` of the half-height tiles along that dim instead of tile `i` (`rank` = `cluster_rank`, 0 or
 //! 1), so CTA `rank` reads A's and writes C's rows `i·M + rank·M/2 …`; B's loads are unchanged:
 //! both CTAs load the same tile, which `tile-pipeline` and the lowering turn into a multicast
 //! (its coordinates do not depend on the rank: [`rank_dependent`]). The function is marked
@@ -99,9 +100,13 @@ fn taint(ops: &[Op], out: &mut BTreeSet<ValueId>, under: bool) {
     }
 }
 
+/// A tile's rows: its next-to-last dim, where the dims before it are 1 (a batched load's
+/// `[1, M, K]` as well as `[M, K]`).
 fn rows(func: &Func, v: ValueId) -> Option<i64> {
     match func.ty(v) {
-        Type::Tile { shape, .. } if shape.len() == 2 => Some(shape[0]),
+        Type::Tile { shape, .. } if shape.len() >= 2 && shape[..shape.len() - 2].iter().all(|&d| d == 1) => {
+            Some(shape[shape.len() - 2])
+        }
         _ => None,
     }
 }
@@ -184,6 +189,18 @@ fn grow(func: &Func, o: &Op, m: i64, s: &mut BTreeSet<ValueId>) -> Result<(), St
             }
         }
         OpKind::Splat(_) | OpKind::Load { .. } => {}
+        // Leading unit dims added or dropped (a batched GEMM's `[1, M, K]` ↔ `[M, K]`): the
+        // rows stay rows.
+        OpKind::Reshape(x)
+            if o.result.is_some_and(|r| {
+                rows(func, r).is_some()
+                    && rows(func, *x).is_some()
+                    && func.ty(r).shape().last() == func.ty(*x).shape().last()
+                    && rows(func, r) == rows(func, *x)
+            }) =>
+        {
+            join(std::iter::once(*x).chain(o.result).collect(), s)
+        }
         OpKind::Store { tile, mask, .. } => join(std::iter::once(*tile).chain(*mask).collect(), s),
         OpKind::Mma { b, scales, .. } => {
             // A's scale factors are per row of A; B's per column of B.
@@ -250,7 +267,9 @@ fn readdress(
             _ => None,
         };
         if let Some(index) = target {
-            if let Some(i0) = index.first_mut() {
+            // The rows' index: the next-to-last (the tile's rows, after any unit dims).
+            let at = index.len().saturating_sub(2);
+            if let Some(i0) = index.get_mut(at) {
                 let ty = func.ty(*i0).clone();
                 let dt = ty.dtype();
                 let (c2, r) = if dt == DType::I32 {
@@ -317,7 +336,8 @@ pub fn run(func: &mut Func, arch: &Arch) -> CtaPairReport {
     };
     for &v in &split {
         if let Type::Tile { shape, .. } = &mut func.values[v.0 as usize] {
-            shape[0] = m / 2;
+            let at = shape.len() - 2;
+            shape[at] = m / 2;
         }
     }
     let i32t = Type::Scalar(DType::I32);

@@ -292,7 +292,8 @@ fn persistent_gemms_interpret_like_their_references() {
 /// persistent with the producer warpgroup): a block of 256 rows runs as two CTAs of 128 —
 /// the interpreter runs a block as its two CTAs in turn, each `cluster_rank` its own — and
 /// every GEMM matches its reference on ragged shapes: M = 300 (the last pair's second CTA
-/// holds 44 rows), M = 100 (its second CTA none), K not a multiple of TILE_K. B's ring is
+/// holds 44 rows), M = 100 (its second CTA none), K not a multiple of TILE_K; bmm's batched
+/// tiles too. B's ring is
 /// released on empty mbarriers (the multicast's), which the interpreter's mbarrier model
 /// checks at every wait, acquire and release. A pass that forgot the rank (every CTA the
 /// first half) or split B would fail them.
@@ -312,8 +313,13 @@ fn cta_pairs_interpret_like_their_references() {
     ws[4] = pass("tile-pipeline", &[("warp-specialize", "true")]);
     ws.push(pass("tile-warp-specialize", &[]));
     let gemm = |d: &[i64]| Case::new(DType::F16, d).with("TILE_M", 256).with("TILE_N", 64).with("TILE_K", 32);
-    let cases =
-        [gemm(&[300, 150, 168]).with("GROUP_M", 2), gemm(&[100, 130, 100]), gemm(&[512, 64, 64]).with("GROUP_M", 1)];
+    let cases = [
+        ("matmul", gemm(&[300, 150, 168]).with("GROUP_M", 2)),
+        ("matmul", gemm(&[100, 130, 100])),
+        ("matmul", gemm(&[512, 64, 64]).with("GROUP_M", 1)),
+        // Batched: `[1, 256, K]` tiles reshaped to `[256, K]`, split along their rows.
+        ("bmm", gemm(&[2, 300, 72, 168])),
+    ];
     for (steps, what) in [(&plain, "plain"), (&persistent, "persistent"), (&ws, "warp-specialized")] {
         let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
             let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
@@ -326,11 +332,11 @@ fn cta_pairs_interpret_like_their_references() {
             assert!(text.contains("tilegpu.stage_release"), "{what}: B's ring is not released");
             mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
         };
-        let spec = tilec_suite::find("matmul").unwrap();
-        for case in &cases {
+        for (name, case) in &cases {
+            let spec = tilec_suite::find(name).unwrap();
             let c = tilec_suite::run_on_interp_with(spec, case, &kernels, 11, &lower)
-                .unwrap_or_else(|e| panic!("{what} {}: {e}", case.label()));
-            assert!(c.pass, "{what} {}: rel L2 {:.3e} {}", case.label(), c.rel_l2, c.note);
+                .unwrap_or_else(|e| panic!("{what} {name} {}: {e}", case.label()));
+            assert!(c.pass, "{what} {name} {}: rel L2 {:.3e} {}", case.label(), c.rel_l2, c.note);
         }
     }
 }
