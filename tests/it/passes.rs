@@ -215,6 +215,40 @@ fn pipelined_kernels_interpret_like_their_references() {
     }
 }
 
+/// Runs `steps` over each case's kernel (as the frontend makes it, for `target` where one is
+/// given) on the interpreter and checks it against its reference; `check` sees each lowered
+/// text first.
+fn interpret_lowered(
+    what: &str,
+    steps: &[tilec_passes::driver::Step],
+    target: Option<&str>,
+    cases: &[(&str, tilec_suite::Case)],
+    seed: u64,
+    check: impl Fn(&str),
+) {
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
+        let mut f = f.clone();
+        if let Some(t) = target {
+            f.target = t.into();
+        }
+        let mut d = Driver::new(&mlir, Ir::Tile(f));
+        for s in steps {
+            d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
+        }
+        let text = d.text();
+        check(&text);
+        mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
+    };
+    for (name, case) in cases {
+        let spec = tilec_suite::find(name).unwrap();
+        let c = tilec_suite::run_on_interp_with(spec, case, &kernels, seed, &lower)
+            .unwrap_or_else(|e| panic!("{what} {name} {}: {e}", case.label()));
+        assert!(c.pass, "{what} {name} {}: rel L2 {:.3e} {}", case.label(), c.rel_l2, c.note);
+    }
+}
+
 /// `tile-persistent` before the pipeline, with and without the producer warpgroup: the GEMMs
 /// walk several tiles a block (the interpreter runs a persistent kernel on at most
 /// `PERSISTENT_BLOCKS` blocks), their TMA rings made once before the tile loop and numbered
@@ -226,8 +260,6 @@ fn persistent_gemms_interpret_like_their_references() {
     use tilec_core::DType;
     use tilec_passes::driver::Step;
     use tilec_suite::Case;
-    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    let mlir = tilec_ir::Mlir::new().unwrap();
     let pass = |n: &str, o: &[(&str, &str)]| Step::tilec(tilec_passes::PASSES.iter().find(|p| p.name == n).unwrap(), o);
     let plain = vec![
         pass("tile-persistent", &[]),
@@ -257,34 +289,19 @@ fn persistent_gemms_interpret_like_their_references() {
         ),
     ];
     for (steps, what) in [(&plain, "plain"), (&ws, "warp-specialized"), (&two, "two TMEM accumulators")] {
-        let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
-            let mut f = f.clone();
-            if what == "two TMEM accumulators" {
-                f.target = "sm_103a".into();
-            }
-            let mut d = Driver::new(&mlir, Ir::Tile(f));
-            for s in steps.iter() {
-                d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
-            }
-            let text = d.text();
+        let target = (what == "two TMEM accumulators").then_some("sm_103a");
+        interpret_lowered(what, steps, target, &cases, 7, |text| {
             assert!(text.contains("tile.num_tiles"), "{what}: not persistent");
             // The rings are made once, before the tile loop.
             let ring = text.find("tilegpu.stages_alloc").expect("pipelined");
             assert!(ring < text.find("scf.for").unwrap(), "{what}: a ring inside the tile loop");
             assert_eq!(text.contains("tile.warp_specialize"), what != "plain", "{what}");
-            if what == "two TMEM accumulators" {
+            if target.is_some() {
                 // The epilogue's two waits: in the loop (the previous tile), after it (the last).
                 assert!(text.contains("#tilegpu.tcgen05"), "{what}: not on tcgen05");
                 assert_eq!(text.matches("tilegpu.mma_wait").count(), 2, "{what}");
             }
-            mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
-        };
-        for (name, case) in &cases {
-            let spec = tilec_suite::find(name).unwrap();
-            let c = tilec_suite::run_on_interp_with(spec, case, &kernels, 7, &lower)
-                .unwrap_or_else(|e| panic!("{what} {name} {}: {e}", case.label()));
-            assert!(c.pass, "{what} {name} {}: rel L2 {:.3e} {}", case.label(), c.rel_l2, c.note);
-        }
+        });
     }
 }
 
@@ -302,8 +319,6 @@ fn cta_pairs_interpret_like_their_references() {
     use tilec_core::DType;
     use tilec_passes::driver::Step;
     use tilec_suite::Case;
-    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    let mlir = tilec_ir::Mlir::new().unwrap();
     let pass = |n: &str, o: &[(&str, &str)]| Step::tilec(tilec_passes::PASSES.iter().find(|p| p.name == n).unwrap(), o);
     let pair = pass("tile-cta-pair", &[("arch", "sm_90a")]);
     let plain = vec![pair.clone(), pass("tile-layout", &[]), pass("tile-licm", &[]), pass("tile-pipeline", &[])];
@@ -321,23 +336,11 @@ fn cta_pairs_interpret_like_their_references() {
         ("bmm", gemm(&[2, 300, 72, 168])),
     ];
     for (steps, what) in [(&plain, "plain"), (&persistent, "persistent"), (&ws, "warp-specialized")] {
-        let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
-            let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
-            for s in steps.iter() {
-                d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
-            }
-            let text = d.text();
+        interpret_lowered(what, steps, None, &cases, 11, |text| {
             assert!(text.contains("tile.cluster = 2"), "{what}: not paired");
             assert!(text.contains("tensor<128x64xf32"), "{what}: the accumulator kept 256 rows");
             assert!(text.contains("tilegpu.stage_release"), "{what}: B's ring is not released");
-            mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
-        };
-        for (name, case) in &cases {
-            let spec = tilec_suite::find(name).unwrap();
-            let c = tilec_suite::run_on_interp_with(spec, case, &kernels, 11, &lower)
-                .unwrap_or_else(|e| panic!("{what} {name} {}: {e}", case.label()));
-            assert!(c.pass, "{what} {name} {}: rel L2 {:.3e} {}", case.label(), c.rel_l2, c.note);
-        }
+        });
     }
 }
 
