@@ -11,6 +11,10 @@
 //! extent (the runtime launches `min(extent, SMs × the blocks of it one SM holds)`), the grid's
 //! y and z as they are;
 //!
+//! (a kernel whose [`Signature::cluster`] is 2 — `tile-cta-pair` — runs each block of the grid
+//! on two CTAs: a launch runs twice the grid's x in CTAs, which the PTX's
+//! `.reqnctapercluster 2, 1, 1` groups in pairs;)
+//!
 //! (a kernel compiled with `--emulate` also asks, in [`Signature::shared_pad`], for dynamic
 //! shared memory beyond its own, so that no more of its blocks share an SM than on the
 //! emulated target;)

@@ -129,7 +129,9 @@ class Kernel:
                   "cuOccupancyMaxActiveBlocksPerMultiprocessor")
             check(cuda.cuDeviceGetAttribute(ctypes.byref(sms), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0),
                   "cuDeviceGetAttribute")
-            gx = max(1, min(grid[0], per_sm.value * sms.value))
+            gx = max(1, min(grid[0], per_sm.value * sms.value // sig.get("cluster", 1)))
+        # A block of a CTA-pair kernel is `cluster` CTAs along x (the PTX's cluster dims group them).
+        gx *= sig.get("cluster", 1)
         owners = []
         for m in sig.get("tma", []):
             p = sig["params"][m["param"]]
@@ -199,8 +201,10 @@ def main():
     print(f"{'ok ' if grid[0] == 0 else 'FAIL'} softmax with 0 rows: grid {grid}, not launched")
 
     # matmul: dynamic shared memory over 48 KiB and three tensor maps (sm_90a: TMA + wgmma),
-    # then the persistent variant (one more i32, fewer blocks than tiles).
-    for consts in ([], ["PERSISTENT=true"]):
+    # then the persistent variant (one more i32, fewer blocks than tiles), then CTA pairs
+    # (`cluster` 2: twice the grid's x in CTAs), plain and persistent.
+    pair = ["CTA_PAIR=true", "TILE_M=256"]
+    for consts in ([], ["PERSISTENT=true"], pair, pair + ["PERSISTENT=true"]):
         k = compile_kernel(a.tilec, "kernels/matmul.tile", a.arch, consts, work)
         m, n, kk = 1000, 1536, 512
         A = torch.randn(m, kk, device="cuda", dtype=torch.float16)
