@@ -83,6 +83,7 @@ Clocks are not published for either: 1.9 GHz is assumed for the SFU term on both
 in the output).
 """
 
+import collections
 import json
 import os
 import re
@@ -170,8 +171,16 @@ def pipeline_facts(rep):
     return (int(m.group(1)) if m else 1, "warp-specialized:" in rep, "in the region of the tile's slot" in rep)
 
 
+# A product as the lowering reports it: its tile (M, N, K: K in elements, or a packed fp4
+# tile's bytes for a tcgen05 block-scaled one — `estimate` converts), its MMA family, K steps
+# an issue, whether it stays in flight across iterations, whether it is block-scaled, whether
+# it is left in flight past its issue (or chained into the next product, whose commit covers
+# it) and whether its accumulator starts at zero (D not read).
+Product = collections.namedtuple("Product", "m n k family k_steps in_flight scaled deferred zero_acc")
+
+
 def products(rep):
-    """(M, N, K, family, K steps, kept in flight) of each product the lowering reports."""
+    """The `Product`s the lowering's report lists, in its order."""
     found = []
     pat = r"tile-to-llvm: (mma|mma_scaled) \[(\d+), (\d+), (\d+)\] [^:\n]*: (\S+)[^\n]*?(\d+) K steps([^\n]*)"
     for m in re.finditer(pat, rep):
@@ -182,7 +191,12 @@ def products(rep):
         # K in elements (a block-scaled mma.sync's line says so; the others give a packed
         # fp4 tile's K in bytes, which `estimate` converts).
         k = int(m.group(4))
-        found.append((int(m.group(2)), int(m.group(3)), k, fam, int(m.group(6)), in_flight, m.group(1) == "mma_scaled", deferred, "zero (D not read)" in m.group(7)))
+        found.append(
+            Product(
+                int(m.group(2)), int(m.group(3)), k, fam, int(m.group(6)), in_flight,
+                m.group(1) == "mma_scaled", deferred, "zero (D not read)" in m.group(7),
+            )
+        )
     return found
 
 
@@ -290,7 +304,7 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
     # mma.sync is synchronous per warp: other warps (and GB10's second block) cover its
     # latency, so no wait term; the asynchronous family waits for each product group.
     once = 0.0
-    fam0 = prods[0][3]
+    fam0 = prods[0].family
     wait = H100_WAIT_US * 1e-6 if fam0 == "tcgen05" else 0.0
     if kernel in GEMMS:
         M, N, K, batch = shape["M"], shape["N"], shape["K"], shape.get("batch", 1)
@@ -335,7 +349,7 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         flops = 2 * B * H * S * S * (2 * D + DR) * frac
         bytes_ = elem * (B * H * S * (4 * D + DR) + B * S * DR)
         (bm, bn, _, fam, *_) = prods[0]
-        overlapped = fam == "tcgen05" and all(p[7] for p in prods)
+        overlapped = fam == "tcgen05" and all(p.deferred for p in prods)
         ahead = "until the end of its loop's iteration" in rep_text
         # Query tiles a block: in `OVERLAP`'s order each has three products (Q·Kᵀ and P·V
         # in the loop, the last P·V after it); with the scores ahead one next-scores product
@@ -345,7 +359,7 @@ def estimate(kernel, shape, arch, prods, issue=None, facts=(1, False, False), re
         key_tiles = 1
         if overlapped and ahead:
             q_tiles = rep_text.count("until the end of its loop's iteration")
-            key_tiles = max(1, (sum(1 for p in prods if p[8]) - q_tiles) // q_tiles)
+            key_tiles = max(1, (sum(1 for p in prods if p.zero_acc) - q_tiles) // q_tiles)
         tiles = B * H * (S // (bm * q_tiles))
         if shape["causal"]:
             # A block walks the key tiles up to its last row: the mean over a head's blocks
