@@ -179,7 +179,10 @@ fn grow(func: &Func, o: &Op, m: i64, s: &mut BTreeSet<ValueId>) -> Result<(), St
             vals.extend(o.result);
             join(vals, s);
         }
-        OpKind::Broadcast(x) | OpKind::Reduce { value: x, axis: 1, .. } => {
+        // A reduction along the last dim keeps the rows (a reduction over any other would mix
+        // them: the `_` arm refuses it).
+        OpKind::Broadcast(x) | OpKind::Reduce { value: x, .. } if !matches!(&o.kind, OpKind::Reduce { axis, .. } if *axis as usize + 1 != func.ty(*x).shape().len()) =>
+        {
             let r = o.result.into_iter().collect::<Vec<_>>();
             if r.iter().any(|v| tied(v, s)) || tied(x, s) {
                 s.extend(r);
