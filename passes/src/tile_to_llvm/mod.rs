@@ -504,14 +504,18 @@ impl AsyncFacts {
             }
             _ => {}
         });
-        f.multicast = tma::multicast_rings(func, &f.released_rings);
-        if func.cluster > 1 && f.tmem.columns > 0 {
-            match tcgen05::pair_plan(func, &f.tmem, &f.released_rings) {
-                Ok(p) => {
-                    f.multicast.retain(|r| !p.has(*r));
-                    f.pair = Some(p);
+        if func.cluster > 1 {
+            // (Which rings a pair shares: once, for the multicast and the cta_group::2 plan.)
+            let by_rank = tma::rings_by_rank(func);
+            f.multicast = tma::multicast_rings(&by_rank, &f.released_rings);
+            if f.tmem.columns > 0 {
+                match tcgen05::pair_plan(func, &f.tmem, &f.released_rings, &by_rank) {
+                    Ok(p) => {
+                        f.multicast.retain(|r| !p.has(*r));
+                        f.pair = Some(p);
+                    }
+                    Err(why) => f.pair_note = Some(why),
                 }
-                Err(why) => f.pair_note = Some(why),
             }
         }
         Ok(f)
@@ -803,7 +807,7 @@ fn lower_with<'f>(
         (Some(spec), Some(part)) => lw.warp_specialized(spec, part)?,
         _ => lw.ops(&func.ops)?,
     }
-    lw.tmem_end();
+    lw.tmem_end()?;
     if func.cluster > 1 && lw.facts.pair.is_none() {
         // No CTA of a pair leaves while the other may still arrive on its mbarriers (a pair's
         // cta_group::2 kernel meets before freeing TMEM, in `tmem_end`).

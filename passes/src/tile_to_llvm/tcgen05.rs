@@ -228,14 +228,18 @@ impl PairPlan {
 /// the CTA's rows, B's the same in both CTAs and along its contiguous N in an even number of
 /// swizzle atoms (each CTA the half it loads), and no product left in flight elsewhere or
 /// reading A from TMEM.
-pub(crate) fn pair_plan(func: &Func, tmem: &TmemPlan, released: &BTreeSet<ValueId>) -> Result<PairPlan, String> {
+pub(crate) fn pair_plan(
+    func: &Func,
+    tmem: &TmemPlan,
+    released: &BTreeSet<ValueId>,
+    (per_rank, shared): &super::tma::RingsByRank,
+) -> Result<PairPlan, String> {
     if func.cluster != 2 {
         return Err("not a CTA pair".into());
     }
     if !tmem.deferred.is_empty() || tmem.a_cols > 0 || tmem.scale_cols > 0 {
         return Err("a product left in flight by tile-mma-overlap, or reading A or scales from TMEM".into());
     }
-    let (per_rank, shared) = super::tma::rings_by_rank(func);
     // Stage views and the operands read from them (`local_load` of a stage), by their ring.
     let (mut stages, mut loaded) = (BTreeMap::new(), BTreeMap::new());
     walk_ops(&func.ops, &mut |op| {
@@ -1016,7 +1020,7 @@ impl Lowering<'_> {
                 "tcgen05.alloc.cta_group::{cg}.sync.aligned.shared::cta.b32 [{s}], {cols}; tcgen05.relinquish_alloc_permit.cta_group::{cg}.sync.aligned;"
             ));
             asm.emit(&mut lw.em);
-        });
+        })?;
         let mut bars = vec![bar.clone()];
         for (k, r) in deferred.iter().enumerate() {
             let c = self.em.ci32(16 + 8 * k as i64);
@@ -1106,8 +1110,8 @@ impl Lowering<'_> {
     }
 
     /// Frees the kernel's TMEM once every thread is done with it. After the kernel's ops.
-    pub(crate) fn tmem_end(&mut self) {
-        let Some((addr, _)) = self.tmem.clone() else { return };
+    pub(crate) fn tmem_end(&mut self) -> Result<(), Diagnostic> {
+        let Some((addr, _)) = self.tmem.clone() else { return Ok(()) };
         let cols = self.facts.tmem.columns;
         self.tmem_thread_sync();
         let cg = self.cta_group();
@@ -1121,7 +1125,7 @@ impl Lowering<'_> {
             let a = asm.input(&addr);
             asm.push(&format!("tcgen05.dealloc.cta_group::{cg}.sync.aligned.b32 {a}, {cols};"));
             asm.emit(&mut lw.em);
-        });
+        })
     }
 
     /// 2 where a CTA pair's products are `cta_group::2` ones (every tcgen05 instruction of
@@ -1140,16 +1144,7 @@ impl Lowering<'_> {
         if self.facts.pair.is_none() {
             return self.on_issuer(f);
         }
-        let r = self.cluster_rank();
-        let z = self.em.ci32(0);
-        let leader = self.em.icmp(super::emit::ICmp::Eq, &r, &z);
-        let (then, join) = (self.em.new_block(), self.em.new_block());
-        self.em.cond_br(&leader, &then, &join);
-        self.em.label(&then, &[]);
-        self.on_issuer(f)?;
-        self.em.br(&join, &[]);
-        self.em.label(&join, &[]);
-        Ok(())
+        self.on_leader(|lw| lw.on_issuer(f))
     }
 
     /// Before products are issued after TMEM was read or written: every thread's accesses
@@ -1181,16 +1176,14 @@ impl Lowering<'_> {
     }
 
     /// `f` in warp 0 only (the `.sync.aligned` allocation instructions take a whole warp).
-    fn on_warp0(&mut self, f: impl FnOnce(&mut Self)) {
+    fn on_warp0(&mut self, f: impl FnOnce(&mut Self)) -> Result<(), Diagnostic> {
         let z = self.em.ci32(0);
         let warp = self.warp.clone();
         let is0 = self.em.icmp(super::emit::ICmp::Eq, &warp, &z);
-        let (then, join) = (self.em.new_block(), self.em.new_block());
-        self.em.cond_br(&is0, &then, &join);
-        self.em.label(&then, &[]);
-        f(self);
-        self.em.br(&join, &[]);
-        self.em.label(&join, &[]);
+        self.when(&is0, |lw| {
+            f(lw);
+            Ok(())
+        })
     }
 
     /// Orders every thread's TMEM accesses so far before what any thread does next.

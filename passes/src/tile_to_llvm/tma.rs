@@ -234,24 +234,22 @@ pub(crate) fn tma_rings(func: &Func) -> std::collections::BTreeSet<ValueId> {
 }
 
 /// The rings of a CTA-pair kernel (`tile-cta-pair`) whose TMA copies load the same tile in
-/// both CTAs — no coordinate depends on the rank (`tile_cta_pair::rank_dependent`) — and whose
-/// stages are released on empty mbarriers (`released`): their copies are multicast.
+/// both CTAs — every copy `shared` and none `per_rank` by [`rings_by_rank`] — and whose stages
+/// are released on empty mbarriers (`released`): their copies are multicast.
 pub(crate) fn multicast_rings(
-    func: &Func,
+    (per_rank, shared): &RingsByRank,
     released: &std::collections::BTreeSet<ValueId>,
 ) -> std::collections::BTreeSet<ValueId> {
-    let mut out = std::collections::BTreeSet::new();
-    if func.cluster < 2 {
-        return out;
-    }
-    let (per_rank, shared) = rings_by_rank(func);
-    out.extend(shared.into_iter().filter(|r| !per_rank.contains(r) && released.contains(r)));
-    out
+    shared.iter().filter(|r| !per_rank.contains(r) && released.contains(r)).copied().collect()
 }
+
+/// [`rings_by_rank`]'s answer: the rings with a copy at rank-dependent coordinates, and those
+/// with a copy that is not.
+pub(crate) type RingsByRank = (std::collections::BTreeSet<ValueId>, std::collections::BTreeSet<ValueId>);
 
 /// The TMA rings of a CTA-pair kernel whose copies' coordinates depend on the CTA's rank (a
 /// CTA's own rows), and those with a copy that does not (the same tile in both CTAs).
-pub(crate) fn rings_by_rank(func: &Func) -> (std::collections::BTreeSet<ValueId>, std::collections::BTreeSet<ValueId>) {
+pub(crate) fn rings_by_rank(func: &Func) -> RingsByRank {
     let dep = crate::tile_cta_pair::rank_dependent(func);
     let mut stages = std::collections::BTreeMap::new();
     func.walk(&mut |op| {
@@ -351,13 +349,30 @@ impl Lowering<'_> {
     /// Runs `f` in thread `t` of the block only (the first lane of a warp).
     fn on_thread(&mut self, t: i64, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
         let is_t = self.elected(t)?;
+        self.when(&is_t, f)
+    }
+
+    /// `f`'s code in a block only the threads where `cond` holds run, joining after it.
+    pub(super) fn when(
+        &mut self,
+        cond: &Reg,
+        f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
         let (then, join) = (self.em.new_block(), self.em.new_block());
-        self.em.cond_br(&is_t, &then, &join);
+        self.em.cond_br(cond, &then, &join);
         self.em.label(&then, &[]);
         f(self)?;
         self.em.br(&join, &[]);
         self.em.label(&join, &[]);
         Ok(())
+    }
+
+    /// `f` in the CTA pair's leader (rank 0) only.
+    pub(super) fn on_leader(&mut self, f: impl FnOnce(&mut Self) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+        let r = self.cluster_rank();
+        let z = self.em.ci32(0);
+        let leader = self.em.icmp(ICmp::Eq, &r, &z);
+        self.when(&leader, f)
     }
 
     /// The predicate "this is thread `t`", made once in the kernel's entry block: `t`'s warp
@@ -673,16 +688,10 @@ impl Lowering<'_> {
         if matches!(self.ring_sharing.get(&offset), Some(Sharing::Pair { .. })) {
             // The leader's mbarrier counts both CTAs' bytes and only the leader's products read
             // them: the peer has nothing to wait for (its own mbarrier never fills).
-            let r = self.cluster_rank();
-            let z = self.em.ci32(0);
-            let leader = self.em.icmp(ICmp::Eq, &r, &z);
-            let (then, join) = (self.em.new_block(), self.em.new_block());
-            self.em.cond_br(&leader, &then, &join);
-            self.em.label(&then, &[]);
-            self.spin_wait(&bar, &p);
-            self.em.br(&join, &[]);
-            self.em.label(&join, &[]);
-            return Ok(());
+            return self.on_leader(|lw| {
+                lw.spin_wait(&bar, &p);
+                Ok(())
+            });
         }
         self.spin_wait(&bar, &p);
         Ok(())
