@@ -553,6 +553,8 @@ impl Lowering<'_> {
         // A pair's ring: the leader expects both CTAs' bytes (each CTA's share: A's stage, or
         // half of B's), each CTA's copies complete on the leader's mbarrier.
         let split = sharing == Sharing::Pair { split: true };
+        // (The leader's mbarrier's cluster address is made before the issuer's branch: inside
+        // it, sm_103a's 40-register producer spilled.)
         let (bytes, atoms, coord, bar) = match (&cta, sharing) {
             (Some(r), Sharing::Pair { .. }) => {
                 let share = if split { stage_elems * eb / 2 } else { stage_elems * eb };
@@ -581,8 +583,9 @@ impl Lowering<'_> {
             match (&cta, sharing) {
                 (Some(r), Sharing::Pair { .. }) => {
                     let r = asm.input(r);
+                    // `bar` is a cluster address (the leader's own mbarrier, through `mapa`).
                     asm.push(&format!(
-                        "{{ .reg .pred P1; .reg .b64 st; setp.eq.u32 P1, {r}, 0; @P1 mbarrier.arrive.expect_tx.shared::cta.b64 st, [{b}], {n}; }}"
+                        "{{ .reg .pred P1; setp.eq.u32 P1, {r}, 0; @P1 mbarrier.arrive.expect_tx.shared::cluster.b64 _, [{b}], {n}; }}"
                     ));
                 }
                 _ => asm.push(&format!(
