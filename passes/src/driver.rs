@@ -574,6 +574,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
         emulate_block_scale: step.option("emulate-block-scale") == "true",
         tma_store: step.option("tma-store") != "false",
         sort_loops: step.option("sort-loops") == "true",
+        topk_network: step.option("topk-network") != "false",
         mma_chains: step
             .option("mma-chains")
             .parse::<i64>()

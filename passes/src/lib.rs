@@ -369,6 +369,12 @@ pub const PASSES: &[PassInfo] = &[
                 check: check_bool,
             },
             PassOption {
+                name: "topk-network",
+                doc: "a topk (a sort cut to k < n) through the top-k network: the groups of k sorted, then halved and merged round by round — topk_partial's 8 of 2048 in 38 stages instead of the sort's 66 (default: true; false: the whole sort's network)",
+                default: "",
+                check: check_bool,
+            },
+            PassOption {
                 name: "mma-chains",
                 doc: "independent mma.sync accumulator chains a warp keeps in flight: a product with fewer accumulator blocks a warp over a long K deals its K steps to partial accumulators summed at the end (default: 4; 1: one chain a block)",
                 default: "",

@@ -1366,10 +1366,11 @@ fn an_epilogue_leaves_through_tma_bulk_stores() {
     assert!(!tma.contains("ld.shared"), "the reshape's exchange through shared memory is still there");
 }
 
-/// `tile-to-llvm{sort-loops=true}`: `topk_partial`'s bitonic sort of 2048 loops over its 66
-/// stages (one barrier in the loop, a twentieth of the PTX) instead of writing each out (66
-/// barriers, the default); both assemble. (The loops ran 11 % slower on the H100, hence not
-/// the default: bench/results/2026-11-27-h100-session18/sort-loops/.)
+/// `tile-to-llvm{sort-loops=true}`: `topk_partial`'s network (8 of 2048) loops over the whole
+/// sort's 66 stages (one barrier in the loop) instead of writing out the top-k's 38 (38
+/// barriers, the default; before the top-k network, the sort's 66 written out); both
+/// assemble. (The loops ran 11 % slower on the H100 than the sort written out, hence not the
+/// default: bench/results/2026-11-27-h100-session18/sort-loops/.)
 #[test]
 fn sort_loops_loop_over_the_network_stages() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/topk.tile");
@@ -1381,15 +1382,10 @@ fn sort_loops_loop_over_the_network_stages() {
     let bars = |ptx: &str| ptx.lines().filter(|l| l.trim_start().starts_with("bar.sync")).count();
     // The written-out stages and the barrier after the pairs are stored; the loops' body
     // holds one stage's.
-    assert_eq!(bars(written.ptx()), 67);
+    assert_eq!(bars(written.ptx()), 39);
     assert_eq!(bars(looped.ptx()), 2);
     let lines = |ptx: &str| ptx.lines().count();
-    assert!(
-        lines(looped.ptx()) * 10 < lines(written.ptx()),
-        "{} against {}",
-        lines(looped.ptx()),
-        lines(written.ptx())
-    );
+    assert!(lines(looped.ptx()) * 4 < lines(written.ptx()), "{} against {}", lines(looped.ptx()), lines(written.ptx()));
     for c in [&written, &looped] {
         assert_no_spills(c);
     }

@@ -91,8 +91,8 @@
 //! Options: `arch` (default: the module's `tile.target`), `occupancy`, `fp-fusion` (default
 //! true: the source's float `+ - *` may contract into `fma`, see [`Options::fp_fusion`]),
 //! `emulate-block-scale` ([`Options::emulate_block_scale`]), `tma-store` (default true,
-//! [`Options::tma_store`]), `sort-loops` ([`Options::sort_loops`]), `mma-chains`
-//! ([`Options::mma_chains`]).
+//! [`Options::tma_store`]), `sort-loops` ([`Options::sort_loops`]), `topk-network` (default
+//! true, [`Options::topk_network`]), `mma-chains` ([`Options::mma_chains`]).
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
@@ -212,6 +212,8 @@ pub(crate) struct Lowering<'f> {
     emulate_block_scale: bool,
     /// See [`Options::sort_loops`].
     sort_loops: bool,
+    /// See [`Options::topk_network`].
+    topk_network: bool,
     /// See [`Options::mma_chains`].
     mma_chains: i64,
     em: Emitter,
@@ -588,6 +590,9 @@ pub struct Options {
     /// A sort's bitonic network as two loops over its stages instead of each stage written
     /// out (`sort-loops=true`): far less code to compile, slower to run (see `sort`).
     pub sort_loops: bool,
+    /// A `topk` (a sort cut to `k < n`) through the top-k network, fewer and shrinking stages
+    /// (default); off (`topk-network=false`): the whole sort's network (see `sort::network`).
+    pub topk_network: bool,
     /// The independent `mma.sync` accumulator chains a warp keeps in flight where its
     /// product has fewer accumulator blocks than this over a long K: the K steps are dealt to
     /// partial accumulators summed at the end (see `mma`). 1: one chain per block, as written.
@@ -602,6 +607,7 @@ impl Default for Options {
             emulate_block_scale: false,
             tma_store: true,
             sort_loops: false,
+            topk_network: true,
             mma_chains: 4,
         }
     }
@@ -742,6 +748,7 @@ fn lower_with<'f>(
         func,
         emulate_block_scale: opts.emulate_block_scale,
         sort_loops: opts.sort_loops,
+        topk_network: opts.topk_network,
         mma_chains: opts.mma_chains.max(1),
         last_sort: None,
         num_tiles,
