@@ -7,6 +7,7 @@ use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::{TensorArgs, Value};
 use super::{err, Lowering};
+use std::collections::BTreeSet;
 use tilec_core::tir::{AtomicOp, MemSem, Op, OpKind, Padding, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
@@ -386,6 +387,30 @@ impl Lowering<'_> {
             let b = self.em.convert("sext", &base, Ty::I64);
             g.push(self.em.add(&o, &b));
         }
+        // In a loop, the thread's first element's offset once, each chunk adding its constant
+        // offsets times the strides — rather than each chunk's `(g + off) · stride` written
+        // out, whose common part LLVM's straight-line strength reduction rediscovers chunk by
+        // chunk (85 of mla_decode's 179 ms in llc, most in its combine loops; issue 34). Only
+        // where the chunks have at most four offsets along strided dims: each `off · stride` is
+        // loop-invariant, a 64-bit register LLVM hoists out of the loop (more are untried).
+        // Not outside loops: there it tipped ptxas into allocating fmha_step2_mma (sm_121a)
+        // 168 registers instead of 181, spilling in its main loop, for its last store alone.
+        let strided_offsets: BTreeSet<(usize, i64)> = (0..l.regs_per_thread(&shape))
+            .step_by(chunk as usize)
+            .flat_map(|r| l.reg_offset(&shape, r).into_iter().enumerate())
+            .filter(|&(dd, o)| o != 0 && !(dd == last && t.aligned))
+            .collect();
+        let from_first = !self.loop_writes.is_empty() && strided_offsets.len() <= 4;
+        let mut first: Option<Reg> = None;
+        if from_first {
+            for (dd, gd) in g.iter().enumerate() {
+                let term = if dd == last && t.aligned { gd.clone() } else { self.em.mul(gd, &t.strides[dd]) };
+                first = Some(match first {
+                    None => term,
+                    Some(p) => self.em.add(&p, &term),
+                });
+            }
+        }
         let regs = l.regs_per_thread(&shape);
         let mut out: Vec<Option<Reg>> =
             vec![None; if matches!(access, Access::Load(_) | Access::Atomic { .. }) { regs as usize } else { 0 }];
@@ -395,7 +420,8 @@ impl Lowering<'_> {
         while r < regs {
             let off = l.reg_offset(&shape, r);
             let mut inb: Option<Reg> = None;
-            let mut lin: Option<Reg> = None;
+            let mut lin = first.clone();
+            let mut per_chunk: Option<Reg> = None;
             for dd in 0..rank {
                 let o = self.em.cint(off[dd], Ty::I64);
                 let c = self.em.add(&g[dd], &o);
@@ -405,12 +431,21 @@ impl Lowering<'_> {
                     Some(p) => self.em.and(&p, &ok),
                 });
                 // With the 16-byte specialisation the last stride is 1 (checked at launch).
-                let term = if dd == last && t.aligned { c } else { self.em.mul(&c, &t.strides[dd]) };
-                lin = Some(match lin {
-                    None => term,
-                    Some(p) => self.em.add(&p, &term),
-                });
+                let unit = dd == last && t.aligned;
+                if from_first {
+                    if off[dd] != 0 {
+                        let term = if unit { o } else { self.em.mul(&o, &t.strides[dd]) };
+                        lin = lin.map(|p| self.em.add(&p, &term));
+                    }
+                } else {
+                    let term = if unit { c } else { self.em.mul(&c, &t.strides[dd]) };
+                    per_chunk = Some(match per_chunk {
+                        None => term,
+                        Some(p) => self.em.add(&p, &term),
+                    });
+                }
             }
+            let lin = if from_first { lin } else { per_chunk };
             let (Some(mut pred), Some(lin)) = (inb, lin) else { return Err(err("rank-0 access")) };
             if let Some(o) = &owner {
                 pred = self.em.and(&pred, o);
