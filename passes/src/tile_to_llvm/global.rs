@@ -347,6 +347,14 @@ impl Lowering<'_> {
         self.tile_access(&t, &idx, ty, Access::Async { src, dst, at })
     }
 
+    /// `acc + term`, or `term` where there is no sum yet.
+    fn plus(&mut self, acc: Option<Reg>, term: Reg) -> Reg {
+        match acc {
+            None => term,
+            Some(p) => self.em.add(&p, &term),
+        }
+    }
+
     /// Loads or stores one tile: per-thread base coordinates, constant per-register offsets,
     /// predicated vector accesses. Returns the registers loaded, or the tokens of the
     /// asynchronous copies.
@@ -405,10 +413,7 @@ impl Lowering<'_> {
         if from_first {
             for (dd, gd) in g.iter().enumerate() {
                 let term = if dd == last && t.aligned { gd.clone() } else { self.em.mul(gd, &t.strides[dd]) };
-                first = Some(match first {
-                    None => term,
-                    Some(p) => self.em.add(&p, &term),
-                });
+                first = Some(self.plus(first, term));
             }
         }
         let regs = l.regs_per_thread(&shape);
@@ -439,10 +444,7 @@ impl Lowering<'_> {
                     }
                 } else {
                     let term = if unit { c } else { self.em.mul(&c, &t.strides[dd]) };
-                    per_chunk = Some(match per_chunk {
-                        None => term,
-                        Some(p) => self.em.add(&p, &term),
-                    });
+                    per_chunk = Some(self.plus(per_chunk, term));
                 }
             }
             let lin = if from_first { lin } else { per_chunk };
