@@ -403,7 +403,8 @@ impl Lowering<'_> {
         // loop-invariant, a 64-bit register LLVM hoists out of the loop (more are untried).
         // Not outside loops: there it tipped ptxas into allocating fmha_step2_mma (sm_121a)
         // 168 registers instead of 181, spilling in its main loop, for its last store alone.
-        let strided_offsets: BTreeSet<(usize, i64)> = (0..l.regs_per_thread(&shape))
+        let regs = l.regs_per_thread(&shape);
+        let strided_offsets: BTreeSet<(usize, i64)> = (0..regs)
             .step_by(chunk as usize)
             .flat_map(|r| l.reg_offset(&shape, r).into_iter().enumerate())
             .filter(|&(dd, o)| o != 0 && !(dd == last && t.aligned))
@@ -416,7 +417,6 @@ impl Lowering<'_> {
                 first = Some(self.plus(first, term));
             }
         }
-        let regs = l.regs_per_thread(&shape);
         let mut out: Vec<Option<Reg>> =
             vec![None; if matches!(access, Access::Load(_) | Access::Atomic { .. }) { regs as usize } else { 0 }];
         let mut tokens = vec![];

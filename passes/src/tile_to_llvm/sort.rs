@@ -19,6 +19,8 @@
 use super::emit::{ICmp, Reg, Ty};
 use super::regs::Value;
 use super::{err, Lowering};
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
 use tilec_core::tir::{Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
@@ -199,26 +201,16 @@ impl Lowering<'_> {
             // (fewer, and fewer pairs a stage as the lines halve) where it keeps k < n.
             let kept = if self.topk_network { (*k).clamp(1, n) } else { n };
             let stages = network(log_n, kept.trailing_zeros());
-            let mut shares: Vec<(u32, Vec<Share>)> = vec![];
+            // Each stage shape's shares, made once (before the first stage: they dominate all).
+            let mut shares: BTreeMap<u32, Vec<Share>> = BTreeMap::new();
             for s in &stages {
-                if !shares.iter().any(|(b, _)| *b == s.pbits) {
-                    let sh = self.network_shares(lines << s.pbits, threads, s.pbits, log_n);
-                    shares.push((s.pbits, sh));
+                if let Entry::Vacant(e) = shares.entry(s.pbits) {
+                    e.insert(self.network_shares(lines << s.pbits, threads, s.pbits, log_n));
                 }
             }
             for s in &stages {
-                let mine = &shares.iter().find(|(b, _)| *b == s.pbits).expect("made above").1;
-                for share in mine {
-                    match &share.guard {
-                        None => self.compare_exchange(share, s, (&keys, &idxs), &kty, *descending),
-                        Some(g) => {
-                            let g = g.clone();
-                            self.when(&g, |lw| {
-                                lw.compare_exchange(share, s, (&keys, &idxs), &kty, *descending);
-                                Ok(())
-                            })?;
-                        }
-                    }
+                for share in &shares[&s.pbits] {
+                    self.on_share(share, |lw| lw.compare_exchange(share, s, (&keys, &idxs), &kty, *descending))?;
                 }
                 self.full_barrier();
             }
@@ -258,15 +250,9 @@ impl Lowering<'_> {
             self.em.cond_br(&more, &inner_body, &latch);
             self.em.label(&inner_body, &[]);
             for share in &mine {
-                let g = share.guard.clone();
-                let body = |lw: &mut Self| {
-                    lw.looped_compare_exchange(share, (&sb, &jb), (&keys, &idxs), &kty, *descending);
-                    Ok(())
-                };
-                match g {
-                    None => body(self)?,
-                    Some(g) => self.when(&g, body)?,
-                }
+                self.on_share(share, |lw| {
+                    lw.looped_compare_exchange(share, (&sb, &jb), (&keys, &idxs), &kty, *descending)
+                })?;
             }
             self.full_barrier();
             let next_jb = self.em.sub(&jb, &one);
@@ -319,6 +305,21 @@ impl Lowering<'_> {
                 Share { p, start: self.em.shl(&line, &nb), guard }
             })
             .collect()
+    }
+
+    /// `f`'s code for a share: in a block only the threads that have a pair run where the
+    /// share is guarded.
+    fn on_share(&mut self, share: &Share, f: impl FnOnce(&mut Self)) -> Result<(), Diagnostic> {
+        match &share.guard {
+            None => {
+                f(self);
+                Ok(())
+            }
+            Some(g) => self.when(g, |lw| {
+                f(lw);
+                Ok(())
+            }),
+        }
     }
 
     /// One compare-exchange of a written-out stage for this thread's pair (`NetStage::first`).
