@@ -101,7 +101,7 @@ pub fn bisect(
             break;
         }
         driver.run(step)?;
-        let after = driver.text();
+        let after = driver.text()?;
         let verdict = match mlir.read(&after, step.name(), None) {
             // An upstream pass inserted among the tile-level ones (`canonicalize`) is followed
             // while its output is still tile IR; past that the interpreter stops.

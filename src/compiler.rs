@@ -197,7 +197,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         if pass.produces == Stage::Tile || steps[i + 1..].iter().any(|s| produces(s) == Some(pass.produces)) {
             continue;
         }
-        compiled.stages.insert(pass.produces, driver.text());
+        compiled.stages.insert(pass.produces, driver.text().map_err(|d| fail(vec![d]))?);
         compiled.signature.block_threads = driver.facts.block_threads.unwrap_or(compiled.signature.block_threads);
         compiled.signature.shared_bytes = driver.facts.shared_bytes.unwrap_or(compiled.signature.shared_bytes);
         compiled.signature.tma = driver.facts.tma.clone();
@@ -269,7 +269,7 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
     }
     // After the upstream conversions: the `llvm` stage.
     if !opts.ptx_only || opts.until == Some(Stage::Llvm) {
-        compiled.stages.insert(Stage::Llvm, driver.text());
+        compiled.stages.insert(Stage::Llvm, driver.text().map_err(|d| fail(vec![d]))?);
         lap("print the llvm stage", &mut timings);
     }
     compiled.report = std::mem::take(&mut driver.facts.report);

@@ -328,6 +328,11 @@ pub struct Driver<'m> {
     /// and a parse between every two (on FMHA most of the conversions' time).
     live: Option<Module<'m>>,
     synced: bool,
+    /// The upstream passes whose result `live` is, not verified since: upstream passes run
+    /// without MLIR's verifier after each ([`Mlir::run_pipeline`]), and the module is
+    /// verified once where it is read — by a tilec pass, the translation or its text — and
+    /// a failure names the run of passes that made it.
+    unverified: std::cell::RefCell<Vec<String>>,
     pub facts: Facts,
     /// The source the kernel's spans index: with it, upstream passes see (and keep) every
     /// op's location, and the reader turns locations back into spans.
@@ -336,7 +341,15 @@ pub struct Driver<'m> {
 
 impl<'m> Driver<'m> {
     pub fn new(mlir: &'m Mlir, ir: Ir) -> Driver<'m> {
-        Driver { mlir, ir, live: None, synced: false, facts: Facts::default(), source: None }
+        Driver {
+            mlir,
+            ir,
+            live: None,
+            synced: false,
+            unverified: Default::default(),
+            facts: Facts::default(),
+            source: None,
+        }
     }
 
     /// The driver over a kernel whose spans index `source`.
@@ -345,16 +358,33 @@ impl<'m> Driver<'m> {
         self
     }
 
+    /// Verifies the module the last upstream passes left, once.
+    fn check_live(&self) -> Result<(), Diagnostic> {
+        match &self.live {
+            Some(m) => self.verify_unverified(m),
+            None => Ok(()),
+        }
+    }
+
+    fn verify_unverified(&self, m: &Module<'_>) -> Result<(), Diagnostic> {
+        let passes = std::mem::take(&mut *self.unverified.borrow_mut());
+        if passes.is_empty() {
+            return Ok(());
+        }
+        self.mlir.verify(m, &format!("output of {}", passes.join(", ")))
+    }
+
     /// The kernel's current text.
-    pub fn text(&self) -> String {
-        match (&self.live, &self.ir) {
+    pub fn text(&self) -> Result<String, Diagnostic> {
+        self.check_live()?;
+        Ok(match (&self.live, &self.ir) {
             (Some(m), _) if !self.synced => match self.source {
                 Some(_) => self.mlir.print_with_locations(m),
                 None => self.mlir.print(m),
             },
             (_, Ir::Text(t)) => t.clone(),
             (_, Ir::Tile(f)) => f.to_mlir(),
-        }
+        })
     }
 
     /// The kernel (in the `llvm` and `nvvm` dialects) translated into a new LLVM module of
@@ -370,11 +400,12 @@ impl<'m> Driver<'m> {
         let module = match self.live.take() {
             Some(m) => m,
             None => {
-                let m = self.mlir.parse(&self.text(), "llvm")?;
+                let m = self.mlir.parse(&self.text()?, "llvm")?;
                 self.synced = true;
                 m
             }
         };
+        self.verify_unverified(&module)?;
         // SAFETY: the caller's contract.
         let translated = unsafe { self.mlir.translate_into(&module, llvm_context) };
         self.live = Some(module);
@@ -387,6 +418,7 @@ impl<'m> Driver<'m> {
     /// too: `PassInfo::run` is any function of this shape).
     pub fn take_func(&mut self, pass: &str, level: Level) -> Result<Func, Diagnostic> {
         if let Some(m) = &self.live {
+            self.check_live()?;
             let f = read_func_with(m, self.source.as_ref())?;
             verify(&f, level).map_err(|d| d.with_note(format!("in the input of `{pass}`")))?;
             return Ok(f);
@@ -403,7 +435,8 @@ impl<'m> Driver<'m> {
         Ok(f)
     }
 
-    /// Runs one step and verifies its result.
+    /// Runs one step. A tilec pass's result is verified here; a run of upstream passes' result
+    /// where it is next read (see `unverified`).
     pub fn run(&mut self, step: &Step) -> Result<(), Diagnostic> {
         match step {
             Step::Upstream { name, text } => {
@@ -412,9 +445,11 @@ impl<'m> Driver<'m> {
                     None => {
                         let input = match (&self.ir, &self.source) {
                             (Ir::Tile(f), Some(src)) => f.to_mlir_with(PrintOptions { locations: Some(src) }),
-                            _ => self.text(),
+                            _ => self.text()?,
                         };
-                        self.mlir.parse(&input, &format!("input of {name}"))?
+                        let m = self.mlir.parse(&input, &format!("input of {name}"))?;
+                        self.unverified.borrow_mut().clear();
+                        m
                     }
                 };
                 // A failed pass may leave the module half converted: nothing is kept then.
@@ -422,6 +457,7 @@ impl<'m> Driver<'m> {
                 self.mlir.run_pipeline(&mut module, &format!("builtin.module({text})"))?;
                 self.live = Some(module);
                 self.synced = false;
+                self.unverified.borrow_mut().push(name.clone());
                 Ok(())
             }
             Step::Tilec { pass, .. } => (pass.run)(self, step),
@@ -593,6 +629,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     d.facts.grid_dependency = low.grid_dependency;
     d.facts.cluster = func.cluster;
     d.live = Some(d.mlir.parse(&low.text, "llvm")?);
+    d.unverified.borrow_mut().clear();
     d.synced = true;
     d.ir = Ir::Text(low.text);
     Ok(())

@@ -23,7 +23,7 @@ fn a_mixed_pipeline_ends_in_llvm_that_translates_to_ptx() {
     for s in &steps {
         d.run(s).unwrap_or_else(|e| panic!("{}: {e:?}", s.name()));
     }
-    let out = d.text();
+    let out = d.text().unwrap();
     assert!(out.contains("llvm.func @softmax") && out.contains("nvvm.kernel"), "{out}");
     let ir = mlir.translate_to_llvm_ir(&mlir.parse(&out, "opt output").unwrap()).unwrap();
     let (arch, _) = tilec_core::target::resolve("sm_90a").unwrap();
@@ -48,7 +48,7 @@ fn every_kernel_stays_readable_after_upstream_cleanups() {
             for s in &steps {
                 d.run(s).unwrap_or_else(|e| panic!("{k}: {}: {e:?}", s.name()));
             }
-            let m = mlir.parse(&d.text(), "cleaned").unwrap();
+            let m = mlir.parse(&d.text().unwrap(), "cleaned").unwrap();
             let back = tilec_ir::read_func(&m).unwrap_or_else(|e| panic!("{k}: {e:?}"));
             let again = mlir.parse(&back.to_mlir(), "read back").unwrap();
             assert_eq!(mlir.print(&m), mlir.print(&again), "{k}");

@@ -46,7 +46,7 @@ fn every_pass_test_matches_its_snapshot() {
             input_file => &f,
             omit_expression => true,
         }, {
-            insta::assert_snapshot!(name, d.text());
+            insta::assert_snapshot!(name, d.text().unwrap());
         });
     }
 }
@@ -132,7 +132,7 @@ fn a_ring_of_stages_assembles_for_every_target() {
         for s in &steps {
             d.run(s).unwrap_or_else(|e| panic!("{t}: {}: {e:?}", s.name()));
         }
-        let llvm = d.text();
+        let llvm = d.text().unwrap();
         assert!(!llvm.contains("nvgpu.") && !llvm.contains("unrealized_conversion_cast"), "{t}: {llvm}");
         let m = mlir.parse(&llvm, "llvm").unwrap();
         let ir = mlir.translate_to_llvm_ir(&m).unwrap();
@@ -165,7 +165,7 @@ fn pipelined_kernels_interpret_like_their_references() {
         for s in &steps {
             d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
         }
-        let text = d.text();
+        let text = d.text().map_err(|e| e.message)?;
         if !text.contains("tilegpu.stages_alloc") {
             return Err("not pipelined".into());
         }
@@ -237,7 +237,7 @@ fn interpret_lowered(
         for s in steps {
             d.run(s).map_err(|e| format!("{}: {}", s.name(), e.message))?;
         }
-        let text = d.text();
+        let text = d.text().map_err(|e| e.message)?;
         check(&text);
         mlir.read(&text, "tilegpu", None).map_err(|e| e.message)
     };
@@ -477,7 +477,7 @@ fn approximate_math_stays_within_the_kernels_tolerances() {
     let lower = |f: &tilec_core::tir::Func| -> Result<tilec_core::tir::Func, String> {
         let mut d = Driver::new(&mlir, Ir::Tile(f.clone()));
         d.run(&step).map_err(|e| e.message)?;
-        mlir.read(&d.text(), "tile", None).map_err(|e| e.message)
+        mlir.read(&d.text().map_err(|e| e.message)?, "tile", None).map_err(|e| e.message)
     };
     let mut failures = vec![];
     for spec in tilec_suite::all() {
@@ -763,7 +763,7 @@ fn a_persistent_gemm_takes_its_tile_count_and_keeps_its_rings() {
     let mut d = Driver::new(&mlir, Ir::Text(std::fs::read_to_string(f).unwrap()));
     let step = parse_pipeline(&mlir, "tile-warp-specialize").unwrap();
     d.run(&step[0]).unwrap();
-    let func = mlir.read(&d.text(), "tilegpu", None).unwrap();
+    let func = mlir.read(&d.text().unwrap(), "tilegpu", None).unwrap();
     let part = tilec_passes::tile_warp_specialize::partition(&func).unwrap();
     let loops: Vec<&tilec_core::tir::Op> =
         part.producer.iter().filter(|o| matches!(o.kind, tilec_core::tir::OpKind::For { .. })).collect();

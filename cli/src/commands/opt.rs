@@ -84,17 +84,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
             out::err(&format!("time: {:>9.3} ms  {}", t0.elapsed().as_secs_f64() * 1e3, step.text()));
         }
         if a.print_after_all || a.print_after.iter().any(|n| n == step.name()) {
-            out::err(&format!("// -----// IR Dump After {} //----- //\n{}", step.text(), driver.text()));
+            let text = match driver.text() {
+                Ok(t) => t,
+                Err(d) => return fail(d.with_note(format!("after `{}`", step.text()))),
+            };
+            out::err(&format!("// -----// IR Dump After {} //----- //\n{text}", step.text()));
         }
         if a.print_changes {
-            let after = driver.text();
+            let after = match driver.text() {
+                Ok(t) => t,
+                Err(d) => return fail(d.with_note(format!("after `{}`", step.text()))),
+            };
             if let Some(diff) = tilec::bisect::ir_diff(&before, &after, &step.text()) {
                 out::err(diff.trim_end());
             }
             before = after;
         }
     }
-    let result = driver.text();
+    let result = match driver.text() {
+        Ok(t) => t,
+        Err(d) => return fail(d),
+    };
     match a.output {
         Some(p) if p.as_os_str() != "-" => out::write_file(&p, &result)?,
         _ => out::print(&result)?,

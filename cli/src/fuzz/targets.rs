@@ -676,7 +676,9 @@ pub fn run(input: Input, corpus: &Corpus, mlir: &mut Option<tilec_ir::Mlir>) -> 
                     return "rejected by a pass";
                 }
             }
-            let _ = driver.text();
+            if driver.text().is_err() {
+                return "rejected by the verifier after the pipeline";
+            }
             "passed the pipeline"
         }
         Input::Args { kernel, args, seed } => {

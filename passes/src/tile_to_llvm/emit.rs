@@ -42,8 +42,6 @@ pub enum Ty {
         elem: Box<Ty>,
         space: u32,
     },
-    /// `vector<RxCxT>`: `nvgpu`'s warp fragments, R registers of C elements each.
-    Fragments(u32, u32, Box<Ty>),
     /// `!nvgpu.device.async.token`: a group of asynchronous copies.
     AsyncToken,
 }
@@ -132,11 +130,6 @@ impl Ty {
                     let _ = write!(out, ", strided<[1], offset: {offset}>");
                 }
                 write!(out, ", {space}>")
-            }
-            Ty::Fragments(r, c, t) => {
-                let _ = write!(out, "vector<{r}x{c}x");
-                t.write_text(out);
-                write!(out, ">")
             }
             Ty::AsyncToken => write!(out, "!nvgpu.device.async.token"),
         };
@@ -532,18 +525,27 @@ impl Emitter {
         self.line("llvm.unreachable");
     }
 
-    /// `mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32`: 4 A and 2 B registers of two packed
-    /// bf16 each (i32), an f32 accumulator of 4 registers. `nvvm.mma.sync` with the PTX
-    /// types spelled out, because MLIR 22's `nvgpu.mma.sync` rejects bf16 operands with an
-    /// error while `mlir-opt` exits 0 (TOOLCHAIN.md, example neg_01a); f16 goes through
-    /// [`Emitter::nvgpu_mma_f16`].
-    pub fn mma_m16n8k16_bf16(&mut self, a: &[Reg], b: &[Reg], c: &[Reg]) -> Vec<Reg> {
+    /// `mma.sync.m16n8k16.row.col.f32.{bf16,f16}.f32`: 4 A and 2 B registers of two packed
+    /// 16-bit elements each, an f32 accumulator of 4 registers (rows r and r+8, two columns
+    /// each). `nvvm.mma.sync` itself rather than upstream `nvgpu.mma.sync`: MLIR 22's nvgpu
+    /// op rejects bf16 operands with an error while `mlir-opt` exits 0 (TOOLCHAIN.md, example
+    /// neg_01a), and for f16 it is this op wrapped in ~25 ops of array/vector packing a
+    /// product that `convert-nvgpu-to-nvvm` unpacks again (issue 34: a fifth of
+    /// mla_decode's `nvgpu` stage, parsed, converted and translated for nothing). bf16
+    /// operands are i32 words (the op's bf16 form), f16 ones `vector<2xf16>`.
+    pub fn mma_m16n8k16(&mut self, a: &[Reg], b: &[Reg], c: &[Reg], bf16: bool) -> Vec<Reg> {
         let ty = Ty::Struct(vec![Ty::F32; 4]);
         let names = |rs: &[Reg]| rs.iter().map(|r| r.name.clone()).collect::<Vec<_>>().join(", ");
+        let (types, operand) = if bf16 {
+            (", multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>", "i32")
+        } else {
+            debug_assert!(a.iter().chain(b).all(|r| r.ty == Ty::Vector(2, Box::new(Ty::F16))), "f16 mma operands");
+            ("", "vector<2xf16>")
+        };
         let s = self.def(
             ty.clone(),
             format!(
-                "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : (i32, i32, f32) -> {}",
+                "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>{types}, shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : ({operand}, {operand}, f32) -> {}",
                 names(a),
                 names(b),
                 names(c),
@@ -551,6 +553,45 @@ impl Emitter {
             ),
         );
         (0..4).map(|i| self.extractvalue(&s, i)).collect()
+    }
+
+    /// `ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16` at element `offset + idx`
+    /// (`idx` i32, sign-extended) of `elem` past `base`: lane `l` gives the row `l % 8` of
+    /// matrix `l / 8`. One register per matrix: its i32 word (two 16-bit elements) as `word`
+    /// (i32 itself, or `vector<2xf16>`). `nvvm.ldmatrix` on the
+    /// pointer rather than upstream `nvgpu.ldmatrix` on a memref view: the address is the
+    /// view's (`gep base[offset]`, `gep [sext idx]`, as `convert-nvgpu-to-nvvm` computes
+    /// it), without the descriptor, the index cast and the fragment array around each load.
+    pub fn ldmatrix(
+        &mut self,
+        (base, offset, elem): (&Reg, i64, &Ty),
+        idx: &Reg,
+        (num, trans): (usize, bool),
+        word: &Ty,
+    ) -> Vec<Reg> {
+        let i = self.convert("sext", idx, Ty::I64);
+        let mut p = base.clone();
+        if offset != 0 {
+            let o = self.cint(offset, Ty::I64);
+            p = self.gep(&p, &o, elem);
+        }
+        let p = self.gep(&p, &i, elem);
+        let words = Ty::Struct(vec![Ty::I32; num]);
+        let layout = if trans { "col" } else { "row" };
+        let s = self.def(
+            words.clone(),
+            format!(
+                "nvvm.ldmatrix {p} {{eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<{layout}>, num = {num} : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}} : ({}) -> {}",
+                p.ty.text(),
+                words.text()
+            ),
+        );
+        (0..num)
+            .map(|k| {
+                let w = self.extractvalue(&s, k);
+                self.bitcast(&w, word.clone())
+            })
+            .collect()
     }
 
     // --- upstream nvgpu -------------------------------------------------------------------
@@ -606,72 +647,6 @@ impl Emitter {
         } else {
             self.def(ty, rhs)
         }
-    }
-
-    /// `nvgpu.ldmatrix` of `num` (2 or 4) 8×8 matrices of 16-bit elements, `.trans` when
-    /// `trans`; lane `l` gives in `idx` the element index (in the view `mem`) of row `l % 8`
-    /// of matrix `l / 8`. One `vector<2xT>` register per matrix.
-    pub fn nvgpu_ldmatrix(&mut self, mem: &Reg, idx: &Reg, num: usize, trans: bool) -> Vec<Reg> {
-        let Ty::MemRef { elem, .. } = &mem.ty else {
-            debug_assert!(false, "ldmatrix from {}", mem.ty.text());
-            return vec![];
-        };
-        let elem = (**elem).clone();
-        let frag = Ty::Fragments(num as u32, 2, Box::new(elem.clone()));
-        let f = self.def(
-            frag.clone(),
-            format!(
-                "nvgpu.ldmatrix {mem}[{idx}] {{numTiles = {num} : i32, transpose = {trans}}} : {} -> {}",
-                mem.ty.text(),
-                frag.text()
-            ),
-        );
-        let arr = self.cast(&f, Ty::Array(num as u32, Box::new(Ty::Vector(2, Box::new(elem)))));
-        (0..num).map(|i| self.extractvalue(&arr, i)).collect()
-    }
-
-    /// `nvgpu.mma.sync` m16n8k16 of f16 multiplicands (4 A, 2 B `vector<2xf16>` registers)
-    /// into an f32 accumulator (4 registers: rows r and r+8, two columns each).
-    pub fn nvgpu_mma_f16(&mut self, a: &[Reg], b: &[Reg], c: &[Reg]) -> Vec<Reg> {
-        let h2 = Ty::Vector(2, Box::new(Ty::F16));
-        let f2 = Ty::Vector(2, Box::new(Ty::F32));
-        let pack = |em: &mut Emitter, regs: &[Reg], elem: &Ty| {
-            let arr = Ty::Array(regs.len() as u32, Box::new(Ty::Vector(2, Box::new(elem.clone()))));
-            let mut v = em.undef(arr);
-            for (i, r) in regs.iter().enumerate() {
-                v = em.insertvalue(&v, r, i);
-            }
-            em.cast(&v, Ty::Fragments(regs.len() as u32, 2, Box::new(elem.clone())))
-        };
-        let (fa, fb) = (pack(self, a, &Ty::F16), pack(self, b, &Ty::F16));
-        debug_assert!(a.iter().chain(b).all(|r| r.ty == h2), "f16 mma operands");
-        let mut cv = vec![];
-        for pair in c.chunks(2) {
-            let mut v = self.undef(f2.clone());
-            for (e, x) in pair.iter().enumerate() {
-                v = self.insertelement(&v, x, e as i64);
-            }
-            cv.push(v);
-        }
-        let fc = pack(self, &cv, &Ty::F32);
-        let fd = self.def(
-            fc.ty.clone(),
-            format!(
-                "nvgpu.mma.sync ({fa}, {fb}, {fc}) {{mmaShape = [16, 8, 16]}} : ({}, {}, {}) -> {}",
-                fa.ty.text(),
-                fb.ty.text(),
-                fc.ty.text(),
-                fc.ty.text()
-            ),
-        );
-        let d = self.cast(&fd, Ty::Array(2, Box::new(f2)));
-        let mut out = vec![];
-        for i in 0..2 {
-            let v = self.extractvalue(&d, i);
-            out.push(self.extractelement(&v, 0));
-            out.push(self.extractelement(&v, 1));
-        }
-        out
     }
 
     /// `nvgpu.device_async_copy` of `elems` elements (16 bytes: `cp.async.cg`, bypassing

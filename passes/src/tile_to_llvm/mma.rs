@@ -12,8 +12,9 @@
 //! `ldmatrix` is `.trans` when the buffer's contiguous dim is not the operand's K dim
 //! (a row-major B, V of attention; the transposed-load K of attention reads without it).
 //! Operands already in registers (P, the accumulator of the previous product) are packed two
-//! 16-bit elements per register. `ldmatrix`, the f16 `mma.sync` and the asynchronous copies
-//! are upstream `nvgpu` ops on memref views of the buffers ([`Lowering::smem_view`]).
+//! 16-bit elements per register. `ldmatrix` and `mma.sync` are `nvvm` ops on the buffer's
+//! address ([`Lowering::smem_elems`]); the asynchronous copies are upstream `nvgpu` ops on
+//! memref views of the buffers ([`Lowering::smem_view`]).
 //!
 //! 8-bit operands (fp8, and packed fp4 for the block-scaled products) are read from their
 //! buffers as byte pairs (`pair_view`): the k32 fragment of bytes is the k16 fragment of
@@ -377,23 +378,30 @@ impl Lowering<'_> {
         }
     }
 
-    /// The memref view (`memref<NxT, strided<[1], offset: O>, 3>`) of a buffer of `ty` at
-    /// byte `region` of the kernel's one shared buffer, made once in the prologue: the
-    /// operand of the upstream `nvgpu` ops on it.
-    pub(crate) fn smem_view(&mut self, region: i64, ty: &Type) -> Result<Reg, Diagnostic> {
-        let Type::Smem { shape, dtype, .. } = ty else { return Err(err("a shared view of a non-buffer")) };
+    /// A buffer of `ty` at byte `region` of the kernel's one shared buffer: that buffer's
+    /// pointer, the element offset and the element type (what `ldmatrix` addresses from).
+    pub(crate) fn smem_elems(&mut self, region: i64, ty: &Type) -> Result<(Reg, i64, Ty), Diagnostic> {
+        let Type::Smem { dtype, .. } = ty else { return Err(err("a shared view of a non-buffer")) };
         let bytes = i64::from(dtype.bytes());
         if region % bytes != 0 {
             return Err(err(format!("shared buffer at byte {region} not aligned to its {bytes}-byte elements")));
         }
+        Ok((self.smem_base(), region / bytes, Ty::of(*dtype)))
+    }
+
+    /// The memref view (`memref<NxT, strided<[1], offset: O>, 3>`) of a buffer of `ty` at
+    /// byte `region` of the kernel's one shared buffer, made once in the prologue: the
+    /// operand of the upstream `nvgpu` asynchronous copies into it.
+    pub(crate) fn smem_view(&mut self, region: i64, ty: &Type) -> Result<Reg, Diagnostic> {
+        let (base, offset, elem) = self.smem_elems(region, ty)?;
+        let Type::Smem { shape, dtype, .. } = ty else { return Err(err("a shared view of a non-buffer")) };
         let len = shape.iter().product::<i64>();
         let key = (region, len, *dtype);
         if let Some(v) = self.smem_views.get(&key) {
             return Ok(v.clone());
         }
-        let base = self.smem_base();
         let size = self.em.cint(len, Ty::I64);
-        let v = self.em.memref_view(&base, Ty::of(*dtype), Some(len), region / bytes, &size, true);
+        let v = self.em.memref_view(&base, elem, Some(len), offset, &size, true);
         self.smem_views.insert(key, v.clone());
         Ok(v)
     }
@@ -415,7 +423,7 @@ impl Lowering<'_> {
         &mut self,
         sl: &SwizzledShared,
         shape: &[i64],
-        (view, first): (&Reg, Option<&Reg>),
+        (buffer, first, word): ((&Reg, i64, &Ty), Option<&Reg>, &Ty),
         (thread, origins): (&[Reg; 2], &[[i64; 2]]),
         blocks: &[(i64, i64)],
         pair_dim: usize,
@@ -442,9 +450,16 @@ impl Lowering<'_> {
             let y = want[0] - (base[0] ^ x);
             base.iter().zip(&want).all(|(&b, &w)| (b ^ x) + y == w).then_some((x, y))
         });
-        let mut e = match form {
+        let e = match form {
             Some((x, y)) => {
-                let key = format!("{view} {} {shape:?} {pattern:?} {} {}", sl.to_mlir(), thread[0], thread[1]);
+                let key = format!(
+                    "{} {} {} {shape:?} {pattern:?} {} {}",
+                    buffer.1,
+                    buffer.2.text(),
+                    sl.to_mlir(),
+                    thread[0],
+                    thread[1]
+                );
                 let b = match self.lane_bases.get(&key) {
                     Some(b) => b.clone(),
                     None => {
@@ -477,9 +492,8 @@ impl Lowering<'_> {
                 e
             }
         };
-        e = self.em.index_cast(&e);
         // Non-transposed when the buffer's contiguous dim is the dim a register pair spans.
-        self.em.nvgpu_ldmatrix(view, &e, n, cd != pair_dim)
+        self.em.ldmatrix(buffer, &e, (n, cd != pair_dim), word)
     }
 
     /// The element index of the row this lane addresses in an `ldmatrix` of `blocks`:
@@ -624,23 +638,23 @@ impl Lowering<'_> {
         blocks: &[(i64, i64)],
         bf16: bool,
     ) -> Result<Vec<Reg>, Diagnostic> {
-        // bf16 multiplicands go as i32 (`mma_m16n8k16_bf16`), f16 ones as vector<2xf16>.
+        // bf16 multiplicands go as i32 (`mma_m16n8k16`'s bf16 form), f16 ones as vector<2xf16>.
         let half = if bf16 { Ty::BF16 } else { Ty::F16 };
         Ok(match &op.val {
             Value::SmemBuf { offset, ty: ty @ Type::Smem { shape, layout, .. }, ring } => {
                 let (sl, shape) = (layout.clone(), shape.clone());
                 // A stage is read through the view of its ring, from the stage's first element.
-                let view = self.smem_view(*offset, buf_span(ty, ring))?;
+                let (base, at, elem) = self.smem_elems(*offset, buf_span(ty, ring))?;
                 let first = ring.as_ref().map(|r| r.first.clone());
-                let regs = self.ldmatrix_blocks(
+                let word = if bf16 { Ty::I32 } else { Ty::Vector(2, Box::new(half.clone())) };
+                self.ldmatrix_blocks(
                     &sl,
                     &shape,
-                    (&view, first.as_ref()),
+                    ((&base, at, &elem), first.as_ref(), &word),
                     (&op.origin, &op.origins),
                     blocks,
                     op.pair_dim,
-                );
-                regs.into_iter().map(|r| if bf16 { self.em.bitcast(&r, Ty::I32) } else { r }).collect()
+                )
             }
             Value::Tile(regs) => {
                 let mut out = vec![];
@@ -1030,10 +1044,8 @@ impl Lowering<'_> {
                         }
                     } else if fp8 {
                         self.mma_fp8(af, bf, &c, dt, dtb)
-                    } else if bf16 {
-                        self.em.mma_m16n8k16_bf16(af, bf, &c)
                     } else {
-                        self.em.nvgpu_mma_f16(af, bf, &c)
+                        self.em.mma_m16n8k16(af, bf, &c, bf16)
                     };
                     for (i, v) in idx.into_iter().zip(d) {
                         accs[part][i] = v;

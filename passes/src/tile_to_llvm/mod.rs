@@ -39,20 +39,23 @@
 //!   argmax/argmin.
 //! - Tensor cores ([`mma`]): `local_alloc` writes a tile into a swizzled shared buffer,
 //!   `local_load` into a `#dot_operand` is read by its `mma` per K step with
-//!   `nvgpu.ldmatrix` on a memref view of the buffer (`memref<NxT, strided<[1], offset: O>,
-//!   3>` over the kernel's one shared array; each lane's subscript is its row's swizzled
-//!   element index, computed once in the prologue and moved to each K step and repetition
-//!   by an XOR and an add), `mma` is `nvgpu.mma.sync` m16n8k16 f16 → f32, and `nvvm.mma.sync` for
-//!   bf16 (MLIR 22's `nvgpu.mma.sync` rejects bf16 operands). `async_copy` is one
+//!   `nvvm.ldmatrix` at the buffer's element in the kernel's one shared array (each lane's
+//!   subscript is its row's swizzled element index, computed once in the prologue and moved
+//!   to each K step and repetition by an XOR and an add), `mma` is `nvvm.mma.sync` m16n8k16
+//!   f16/bf16 → f32. Not upstream `nvgpu.ldmatrix`/`mma.sync`: MLIR 22's `nvgpu.mma.sync`
+//!   rejects bf16 operands, and for f16 both were the same `nvvm` ops inside memref
+//!   descriptors and fragment arrays that `convert-nvgpu-to-nvvm` unpacked again (issue 34:
+//!   the same LLVM IR and PTX, 11 % less text to parse and 25 ms less conversion on
+//!   mla_decode). `async_copy` is one
 //!   `nvgpu.device_async_copy` per 16-byte chunk (bypassing L1; source size 0 out of bounds:
 //!   zero-filled) from a memref view of the tensor straight into the swizzled buffer, the
 //!   chunks committed as one group (`device_async_create_group`); `async_wait` is
 //!   `device_async_wait` and a barrier. A ring of stages (`stages_alloc`) is one region
 //!   of S buffers; `stage` is a view whose first element is `index · M · N` (run time),
 //!   read and filled (`async_copy_into`) through the ring's memref view; the barrier
-//!   analysis treats a stage as its whole ring. The memref views and vector fragments meet the
-//!   lowering's LLVM values through `builtin.unrealized_conversion_cast`s of the types the
-//!   LLVM conversion gives them, so reconciling leaves none.
+//!   analysis treats a stage as its whole ring. The memref views meet the lowering's LLVM
+//!   values through `builtin.unrealized_conversion_cast`s of the types the LLVM conversion
+//!   gives them, so reconciling leaves none.
 //! - Ordered loads (`load(order=…)`) read the tensor through a permuted view: vectors run
 //!   along the tile dim that is contiguous in memory.
 //!
