@@ -10,7 +10,9 @@
 //! passes and upstream ones can alternate. Nothing here knows about GPUs: that is `passes` and `backend`.
 //!
 //! A context costs ~2.3 ms to make (dialects registered — loaded only when a text or a pass
-//! needs them —, translations, the IRDL dialects parsed and loaded; loading every dialect up
+//! needs them —, translations, the IRDL dialects parsed and loaded; the upstream passes of
+//! tilec's pipelines are registered once a process, MLIR's others when a pipeline first
+//! names one; loading every dialect up
 //! front made it 11 ms: `bench/results/2026-11-27-cpu-compile-speed/`). [`Mlir::pooled`] lends the calling thread's context,
 //! made on first use and kept for the next compile on that thread: a JIT, the tuner and
 //! `tilec cache warm` make one per thread instead of one per kernel. A context is a `!Send`
@@ -35,6 +37,31 @@ use tilec_core::Diagnostic;
 
 /// The IRDL definition of the `tile` and `tilegpu` dialects.
 pub const IRDL: &str = include_str!("tile.irdl.mlir");
+
+/// MLIR's pass registry is a process-wide table without a lock of its own: pipelines are
+/// parsed under this lock's read side and passes registered under its write side. `true`
+/// once every upstream pass is registered.
+static PASS_REGISTRY: std::sync::RwLock<bool> = std::sync::RwLock::new(false);
+
+/// Registers the upstream passes tilec's own pipelines name (the conversions after
+/// `tile-to-llvm`, `canonicalize`, `cse`). Registering all of MLIR's passes took 1.6 ms of
+/// every process (issue 34: a memory-bound kernel compiles in ~25 ms); they are registered
+/// when a pipeline names one of the others ([`Mlir::run_pipeline`]).
+fn register_default_passes() {
+    static DEFAULT: std::sync::Once = std::sync::Once::new();
+    DEFAULT.call_once(|| {
+        let _w = PASS_REGISTRY.write().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: registration functions without arguments, called once, while no pipeline
+        // is parsed (the write lock).
+        unsafe {
+            mlir_sys::mlirRegisterConversionConvertNVGPUToNVVMPass();
+            mlir_sys::mlirRegisterConversionArithToLLVMConversionPass();
+            mlir_sys::mlirRegisterConversionReconcileUnrealizedCastsPass();
+            mlir_sys::mlirRegisterTransformsCanonicalizer();
+            mlir_sys::mlirRegisterTransformsCSE();
+        }
+    });
+}
 
 /// An MLIR context set up for tilec, with collected diagnostics.
 pub struct Mlir {
@@ -111,10 +138,7 @@ impl Mlir {
     }
 
     pub fn new() -> Result<Mlir, Diagnostic> {
-        // MLIR's pass registry is a process-wide table without a lock: registered once,
-        // before any thread parses a pipeline.
-        static PASSES: std::sync::Once = std::sync::Once::new();
-        PASSES.call_once(register_all_passes);
+        register_default_passes();
         let registry = DialectRegistry::new();
         register_all_dialects(&registry);
         let ctx = Context::new();
@@ -204,21 +228,47 @@ impl Mlir {
     pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<(), Diagnostic> {
         check_text(pipeline, "pass pipeline")?;
         self.take();
-        let pm = PassManager::new(&self.ctx);
-        pm.enable_verifier(false);
-        melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline)
+        let pm = self
+            .pass_manager(pipeline)
             .map_err(|e| mlir_failure("E0901", format!("bad pass pipeline `{pipeline}`: {e}"), self.take()))?;
+        pm.enable_verifier(false);
         pm.run(module).map_err(|_| mlir_failure("E0901", format!("pass pipeline `{pipeline}` failed"), self.take()))
+    }
+
+    /// A pass manager running `pipeline`: parsed with the passes registered so far, and if
+    /// that fails, again once every upstream pass is registered.
+    fn pass_manager(&self, pipeline: &str) -> Result<PassManager<'_>, String> {
+        let parse = || {
+            let pm = PassManager::new(&self.ctx);
+            melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline).map(|()| pm)
+        };
+        {
+            let all = PASS_REGISTRY.read().unwrap_or_else(|p| p.into_inner());
+            match parse() {
+                Ok(pm) => return Ok(pm),
+                Err(e) if *all => return Err(e.to_string()),
+                Err(_) => {}
+            }
+        }
+        self.take();
+        {
+            let mut all = PASS_REGISTRY.write().unwrap_or_else(|p| p.into_inner());
+            if !*all {
+                register_all_passes();
+                *all = true;
+            }
+        }
+        let _all = PASS_REGISTRY.read().unwrap_or_else(|p| p.into_inner());
+        parse().map_err(|e| e.to_string())
     }
 
     /// Whether MLIR accepts `pipeline` (names, options, nesting), with its message if not.
     pub fn check_pipeline(&self, pipeline: &str) -> Result<(), String> {
         check_text(pipeline, "pass pipeline").map_err(|d| d.message)?;
         self.take();
-        let pm = PassManager::new(&self.ctx);
-        melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline).map_err(|e| {
+        self.pass_manager(pipeline).map(|_| ()).map_err(|e| {
             let mut msgs = self.take();
-            msgs.insert(0, e.to_string());
+            msgs.insert(0, e);
             msgs.join("; ")
         })
     }
@@ -436,6 +486,21 @@ mod tests {
         for text in good {
             check_text(text, "module").unwrap();
         }
+    }
+
+    #[test]
+    fn a_pipeline_may_name_any_upstream_pass() {
+        // The context registers only the passes tilec's pipelines name; the first pipeline
+        // naming another (`symbol-dce`, `loop-invariant-code-motion`: no other test of this
+        // crate names them) registers the rest and parses again.
+        let m = Mlir::new().unwrap();
+        assert_eq!(m.check_pipeline("builtin.module(cse,canonicalize)"), Ok(()));
+        assert_eq!(m.check_pipeline("builtin.module(symbol-dce,loop-invariant-code-motion)"), Ok(()));
+        let mut module = m.parse("module { func.func private @unused() }", "t").unwrap();
+        m.run_pipeline(&mut module, "builtin.module(symbol-dce)").unwrap();
+        assert!(!m.print(&module).contains("unused"), "{}", m.print(&module));
+        let err = m.check_pipeline("builtin.module(no-such-pass)").unwrap_err();
+        assert!(err.contains("no-such-pass"), "{err}");
     }
 
     #[test]
