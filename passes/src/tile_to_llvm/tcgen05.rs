@@ -1158,21 +1158,20 @@ impl Lowering<'_> {
             self.tmem_thread_sync();
             return Ok(());
         };
-        self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<before>");
-        self.full_barrier();
-        let r = self.cluster_rank();
-        self.on_issuer(|lw| {
-            let mut asm = PtxAsm::new();
-            let (b, rk) = (asm.input(&pb), asm.input(&r));
-            asm.push(&format!(
-                "{{ .reg .pred L, P1; .reg .b32 rb; .reg .b64 st; setp.eq.u32 L, {rk}, 0; @!L mapa.shared::cluster.u32 rb, {b}, 0; @!L mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb]; @L mbarrier.arrive.shared::cta.b64 st, [{b}]; @!L bra PAIR_DONE; PAIR_WAIT: mbarrier.try_wait.acquire.cluster.shared::cta.b64 P1, [{b}], st; @!P1 bra PAIR_WAIT; PAIR_DONE: }}"
-            ));
-            asm.emit(&mut lw.em);
-            Ok(())
-        })?;
-        self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<after>");
-        self.tmem_dirty = false;
-        Ok(())
+        let mut handshake = Ok(());
+        self.tmem_fenced(|lw| {
+            let r = lw.cluster_rank();
+            handshake = lw.on_issuer(|lw| {
+                let mut asm = PtxAsm::new();
+                let (b, rk) = (asm.input(&pb), asm.input(&r));
+                asm.push(&format!(
+                    "{{ .reg .pred L, P1; .reg .b32 rb; .reg .b64 st; setp.eq.u32 L, {rk}, 0; @!L mapa.shared::cluster.u32 rb, {b}, 0; @!L mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb]; @L mbarrier.arrive.shared::cta.b64 st, [{b}]; @!L bra PAIR_DONE; PAIR_WAIT: mbarrier.try_wait.acquire.cluster.shared::cta.b64 P1, [{b}], st; @!P1 bra PAIR_WAIT; PAIR_DONE: }}"
+                ));
+                asm.emit(&mut lw.em);
+                Ok(())
+            });
+        });
+        handshake
     }
 
     /// `f` in warp 0 only (the `.sync.aligned` allocation instructions take a whole warp).
@@ -1188,8 +1187,16 @@ impl Lowering<'_> {
 
     /// Orders every thread's TMEM accesses so far before what any thread does next.
     fn tmem_thread_sync(&mut self) {
+        self.tmem_fenced(|_| {});
+    }
+
+    /// A block-wide barrier between the tcgen05 fences (`before`, the barrier, `between`,
+    /// `after`): what one thread's tcgen05 operations did is ordered before what any
+    /// thread's do next.
+    fn tmem_fenced(&mut self, between: impl FnOnce(&mut Self)) {
         self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<before>");
         self.full_barrier();
+        between(self);
         self.em.line("nvvm.tcgen05.fence #nvvm.tcgen05_fence<after>");
         self.tmem_dirty = false;
     }
