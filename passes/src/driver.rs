@@ -615,6 +615,10 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
             .option("mma-chains")
             .parse::<i64>()
             .unwrap_or(crate::tile_to_llvm::Options::default().mma_chains),
+        first_offset_chunks: step
+            .option("first-offset-chunks")
+            .parse::<i64>()
+            .unwrap_or(crate::tile_to_llvm::Options::default().first_offset_chunks),
     };
     let low = crate::tile_to_llvm::run(&func, arch, &opts)?;
     d.facts.report.push(format!(

@@ -401,15 +401,21 @@ impl Lowering<'_> {
         // chunk (85 of mla_decode's 179 ms in llc, most in its combine loops; issue 34). Only
         // where the chunks have at most four offsets along strided dims: each `off · stride` is
         // loop-invariant, a 64-bit register LLVM hoists out of the loop (more are untried).
-        // Not outside loops: there it tipped ptxas into allocating fmha_step2_mma (sm_121a)
-        // 168 registers instead of 181, spilling in its main loop, for its last store alone.
+        // Outside loops only where asked (`first-offset-chunks`: accesses of that many chunks
+        // or more): at 16 it takes a tenth off mla_decode's compile (its epilogue stores of
+        // [16, 512] tiles, whose written-out addresses the pass compares pairwise) but runs
+        // it 0.4–1 % slower on an H200; for every access it tipped ptxas into allocating
+        // fmha_step2_mma (sm_121a) 168 registers instead of 181, spilling in its main loop,
+        // for its last store alone.
         let regs = l.regs_per_thread(&shape);
         let strided_offsets: BTreeSet<(usize, i64)> = (0..regs)
             .step_by(chunk as usize)
             .flat_map(|r| l.reg_offset(&shape, r).into_iter().enumerate())
             .filter(|&(dd, o)| o != 0 && !(dd == last && t.aligned))
             .collect();
-        let from_first = !self.loop_writes.is_empty() && strided_offsets.len() <= 4;
+        let chunks = regs / chunk;
+        let many = self.first_offset_chunks > 0 && chunks >= self.first_offset_chunks;
+        let from_first = (many || !self.loop_writes.is_empty()) && strided_offsets.len() <= 4;
         let mut first: Option<Reg> = None;
         if from_first {
             for (dd, gd) in g.iter().enumerate() {

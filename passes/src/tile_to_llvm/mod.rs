@@ -95,7 +95,8 @@
 //! true: the source's float `+ - *` may contract into `fma`, see [`Options::fp_fusion`]),
 //! `emulate-block-scale` ([`Options::emulate_block_scale`]), `tma-store` (default true,
 //! [`Options::tma_store`]), `sort-loops` ([`Options::sort_loops`]), `topk-network` (default
-//! true, [`Options::topk_network`]), `mma-chains` ([`Options::mma_chains`]).
+//! true, [`Options::topk_network`]), `mma-chains` ([`Options::mma_chains`]),
+//! `first-offset-chunks` (default 0, [`Options::first_offset_chunks`]).
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
@@ -219,6 +220,8 @@ pub(crate) struct Lowering<'f> {
     topk_network: bool,
     /// See [`Options::mma_chains`].
     mma_chains: i64,
+    /// See [`Options::first_offset_chunks`].
+    first_offset_chunks: i64,
     em: Emitter,
     vals: BTreeMap<ValueId, Value>,
     /// For i32 tiles known to be affine in the register: register r = `base + c` with `base`
@@ -600,6 +603,12 @@ pub struct Options {
     /// product has fewer accumulator blocks than this over a long K: the K steps are dealt to
     /// partial accumulators summed at the end (see `mma`). 1: one chain per block, as written.
     pub mma_chains: i64,
+    /// Outside loops, a global load or store with at least this many chunks a thread takes
+    /// each chunk's address from the thread's first offset (see `global`'s `tile_access`);
+    /// 0 (default): only in loops. 16 compiles mla_decode in 11 % fewer instructions (its
+    /// epilogue stores) and runs it 0.4–1 % slower on an H200
+    /// (bench/results/2026-11-29-session31/first-offset-stores/), so it is not the default.
+    pub first_offset_chunks: i64,
 }
 
 impl Default for Options {
@@ -612,6 +621,7 @@ impl Default for Options {
             sort_loops: false,
             topk_network: true,
             mma_chains: 4,
+            first_offset_chunks: 0,
         }
     }
 }
@@ -753,6 +763,7 @@ fn lower_with<'f>(
         sort_loops: opts.sort_loops,
         topk_network: opts.topk_network,
         mma_chains: opts.mma_chains.max(1),
+        first_offset_chunks: opts.first_offset_chunks,
         last_sort: None,
         num_tiles,
         arch,
