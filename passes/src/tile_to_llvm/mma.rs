@@ -643,7 +643,7 @@ impl Lowering<'_> {
         Ok(match &op.val {
             Value::SmemBuf { offset, ty: ty @ Type::Smem { shape, layout, .. }, ring } => {
                 let (sl, shape) = (layout.clone(), shape.clone());
-                // A stage is read through the view of its ring, from the stage's first element.
+                // A stage is read from its ring's buffer, from the stage's first element.
                 let (base, at, elem) = self.smem_elems(*offset, buf_span(ty, ring))?;
                 let first = ring.as_ref().map(|r| r.first.clone());
                 let word = if bf16 { Ty::I32 } else { Ty::Vector(2, Box::new(half.clone())) };
