@@ -358,14 +358,8 @@ impl<'m> Driver<'m> {
         self
     }
 
-    /// Verifies the module the last upstream passes left, once.
-    fn check_live(&self) -> Result<(), Diagnostic> {
-        match &self.live {
-            Some(m) => self.verify_unverified(m),
-            None => Ok(()),
-        }
-    }
-
+    /// Verifies the module the last upstream passes left, once (`unverified` is non-empty
+    /// only while `live` is their result: every read of it verifies and empties it).
     fn verify_unverified(&self, m: &Module<'_>) -> Result<(), Diagnostic> {
         let passes = std::mem::take(&mut *self.unverified.borrow_mut());
         if passes.is_empty() {
@@ -376,7 +370,9 @@ impl<'m> Driver<'m> {
 
     /// The kernel's current text.
     pub fn text(&self) -> Result<String, Diagnostic> {
-        self.check_live()?;
+        if let Some(m) = &self.live {
+            self.verify_unverified(m)?;
+        }
         Ok(match (&self.live, &self.ir) {
             (Some(m), _) if !self.synced => match self.source {
                 Some(_) => self.mlir.print_with_locations(m),
@@ -418,7 +414,7 @@ impl<'m> Driver<'m> {
     /// too: `PassInfo::run` is any function of this shape).
     pub fn take_func(&mut self, pass: &str, level: Level) -> Result<Func, Diagnostic> {
         if let Some(m) = &self.live {
-            self.check_live()?;
+            self.verify_unverified(m)?;
             let f = read_func_with(m, self.source.as_ref())?;
             verify(&f, level).map_err(|d| d.with_note(format!("in the input of `{pass}`")))?;
             return Ok(f);
@@ -447,9 +443,7 @@ impl<'m> Driver<'m> {
                             (Ir::Tile(f), Some(src)) => f.to_mlir_with(PrintOptions { locations: Some(src) }),
                             _ => self.text()?,
                         };
-                        let m = self.mlir.parse(&input, &format!("input of {name}"))?;
-                        self.unverified.borrow_mut().clear();
-                        m
+                        self.mlir.parse(&input, &format!("input of {name}"))?
                     }
                 };
                 // A failed pass may leave the module half converted: nothing is kept then.
@@ -504,7 +498,9 @@ impl Driver<'_> {
         let stage = if level == Level::Tile { "tile" } else { "tilegpu" };
         self.mlir.parse(&func.to_mlir(), stage)?;
         self.ir = Ir::Tile(func);
+        // The upstream passes' module (if a pass replaced it without reading it) is gone.
         self.live = None;
+        self.unverified.borrow_mut().clear();
         Ok(())
     }
 }
@@ -633,7 +629,6 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
     d.facts.grid_dependency = low.grid_dependency;
     d.facts.cluster = func.cluster;
     d.live = Some(d.mlir.parse(&low.text, "llvm")?);
-    d.unverified.borrow_mut().clear();
     d.synced = true;
     d.ir = Ir::Text(low.text);
     Ok(())

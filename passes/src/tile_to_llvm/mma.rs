@@ -393,13 +393,13 @@ impl Lowering<'_> {
     /// byte `region` of the kernel's one shared buffer, made once in the prologue: the
     /// operand of the upstream `nvgpu` asynchronous copies into it.
     pub(crate) fn smem_view(&mut self, region: i64, ty: &Type) -> Result<Reg, Diagnostic> {
-        let (base, offset, elem) = self.smem_elems(region, ty)?;
         let Type::Smem { shape, dtype, .. } = ty else { return Err(err("a shared view of a non-buffer")) };
         let len = shape.iter().product::<i64>();
         let key = (region, len, *dtype);
         if let Some(v) = self.smem_views.get(&key) {
             return Ok(v.clone());
         }
+        let (base, offset, elem) = self.smem_elems(region, ty)?;
         let size = self.em.cint(len, Ty::I64);
         let v = self.em.memref_view(&base, elem, Some(len), offset, &size, true);
         self.smem_views.insert(key, v.clone());
