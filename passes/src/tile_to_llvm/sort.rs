@@ -17,6 +17,7 @@
 //! second op reuses the first's network when it comes right after it.
 
 use super::emit::{ICmp, Reg, Ty};
+use super::int_arith::IntArith;
 use super::regs::Value;
 use super::{err, Lowering};
 use std::collections::btree_map::Entry;
@@ -87,56 +88,28 @@ pub(crate) fn network(log_n: u32, log_k: u32) -> Vec<NetStage> {
     stages
 }
 
-/// The integer ops a pair's first element is computed with: the emitter's registers in the
-/// lowering, plain integers in the model the tests run the networks on — one formula for both.
-pub(crate) trait PairArith {
-    type V: Clone;
-    fn lshr(&mut self, a: &Self::V, s: u32) -> Self::V;
-    fn shl(&mut self, a: &Self::V, s: u32) -> Self::V;
-    fn and(&mut self, a: &Self::V, mask: i64) -> Self::V;
-    fn or(&mut self, a: &Self::V, b: &Self::V) -> Self::V;
-}
-
 impl NetStage {
     /// The first element of pair `p` (see [`NetStage`]); its partner is `2^dist` after it.
-    pub(crate) fn first<A: PairArith>(&self, a: &mut A, p: &A::V) -> A::V {
+    /// One formula for the lowering's registers and the tests' model ([`IntArith`]).
+    pub(crate) fn first<A: IntArith>(&self, a: &mut A, p: &A::V) -> A::V {
         // Written in the ops of the sort's former lowering (a stage's ops unchanged where the
         // whole line is one group).
-        let lo = if self.lb < self.pbits { a.and(p, (1 << self.lb) - 1) } else { p.clone() };
+        let lo = if self.lb < self.pbits { a.and_c(p, (1 << self.lb) - 1) } else { p.clone() };
         let ins = if self.jb < self.lb {
-            let hi = a.lshr(&lo, self.jb);
-            let hi = a.shl(&hi, self.jb + 1);
-            let low = a.and(&lo, (1 << self.jb) - 1);
+            let hi = a.lshr_c(&lo, i64::from(self.jb));
+            let hi = a.shl_c(&hi, i64::from(self.jb + 1));
+            let low = a.and_c(&lo, (1 << self.jb) - 1);
             a.or(&hi, &low)
         } else {
             lo
         };
         if self.lb < self.pbits {
-            let g = a.lshr(p, self.lb);
-            let g = a.shl(&g, self.gb);
+            let g = a.lshr_c(p, i64::from(self.lb));
+            let g = a.shl_c(&g, i64::from(self.gb));
             a.or(&g, &ins)
         } else {
             ins
         }
-    }
-}
-
-impl PairArith for super::emit::Emitter {
-    type V = Reg;
-    fn lshr(&mut self, a: &Reg, s: u32) -> Reg {
-        let s = self.ci32(i64::from(s));
-        super::emit::Emitter::lshr(self, a, &s)
-    }
-    fn shl(&mut self, a: &Reg, s: u32) -> Reg {
-        let s = self.ci32(i64::from(s));
-        super::emit::Emitter::shl(self, a, &s)
-    }
-    fn and(&mut self, a: &Reg, mask: i64) -> Reg {
-        let m = self.ci32(mask);
-        super::emit::Emitter::and(self, a, &m)
-    }
-    fn or(&mut self, a: &Reg, b: &Reg) -> Reg {
-        super::emit::Emitter::or(self, a, b)
     }
 }
 
@@ -431,26 +404,8 @@ impl Lowering<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{network, NetStage, PairArith};
-
-    /// The plain-integer side of the pair formula.
-    struct Model;
-
-    impl PairArith for Model {
-        type V = i64;
-        fn lshr(&mut self, a: &i64, s: u32) -> i64 {
-            a >> s
-        }
-        fn shl(&mut self, a: &i64, s: u32) -> i64 {
-            a << s
-        }
-        fn and(&mut self, a: &i64, mask: i64) -> i64 {
-            a & mask
-        }
-        fn or(&mut self, a: &i64, b: &i64) -> i64 {
-            a | b
-        }
-    }
+    use super::super::int_arith::Ints;
+    use super::{network, NetStage};
 
     /// The lowering's order on (key, position): NaN the largest, ties by the lower position.
     fn before(a: (f32, i64), b: (f32, i64), descending: bool) -> bool {
@@ -466,7 +421,7 @@ mod tests {
         for s in stages {
             let mut touched = vec![false; line.len()];
             for p in 0..1i64 << s.pbits {
-                let x = s.first(&mut Model, &p);
+                let x = s.first(&mut Ints, &p);
                 let y = x + (1 << s.dist);
                 assert!(0 <= x && y < n, "{s:?}: pair {p} is ({x}, {y}) in a line of {n}");
                 for e in [x, y] {

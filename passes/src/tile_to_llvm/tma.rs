@@ -642,7 +642,7 @@ impl Lowering<'_> {
         let swizzle = i64::from(plan.map.swizzle);
         let region = self.smem_alloc(total, self.pos, 8 * swizzle)?;
         self.smem_write_begin(region, total);
-        self.write_tile_to_smem(plan.src, &plan.buf, region)?;
+        self.write_tile_to_smem(plan.src, &plan.buf, region, true)?;
         self.async_proxy_fence();
         self.smem_written();
         let tshape = self.func.ty(*tile).shape().to_vec();
