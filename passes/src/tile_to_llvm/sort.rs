@@ -361,7 +361,7 @@ impl Lowering<'_> {
         let iy = self.em.load(&iy_p, Ty::I32, 4);
         // The two elements' positions differ, so the order is total and strict: x comes first
         // exactly when y does not. One comparison serves both halves (LLVM cannot see that
-        // `before(x, y)` is `!before(y, x)`: the NaN tests and the tie-break make ~14 ops).
+        // `before(x, y)` is `!before(y, x)`: the NaN tests and the tie-break make ~10 ops).
         let y_first = self.before((&ky, &iy), (&kx, &ix), kty, descending);
         let swap = match reversed {
             Some(r) => self.em.xor(&y_first, &r),
@@ -380,16 +380,13 @@ impl Lowering<'_> {
     /// lower position.
     fn before(&mut self, (a, ia): (&Reg, &Reg), (b, ib): (&Reg, &Reg), kty: &Ty, descending: bool) -> Reg {
         let (gt, lt) = if *kty == Ty::F32 {
-            let a_nan = self.em.cmp(true, "uno", a, a);
-            let b_nan = self.em.cmp(true, "uno", b, b);
-            let t = self.em.cint(1, Ty::I1);
-            let not_a = self.em.xor(&a_nan, &t);
-            let not_b = self.em.xor(&b_nan, &t);
-            let ogt = self.em.cmp(true, "ogt", a, b);
-            let olt = self.em.cmp(true, "olt", a, b);
-            let a_big = self.em.and(&a_nan, &not_b);
-            let b_big = self.em.and(&b_nan, &not_a);
-            (self.em.or(&ogt, &a_big), self.em.or(&olt, &b_big))
+            // NaN the largest: a > b where b is a number and a is larger or NaN (`ugt`), a < b
+            // where a is a number and b larger or NaN; two NaNs tie.
+            let a_num = self.em.cmp(true, "ord", a, a);
+            let b_num = self.em.cmp(true, "ord", b, b);
+            let ugt = self.em.cmp(true, "ugt", a, b);
+            let ult = self.em.cmp(true, "ult", a, b);
+            (self.em.and(&b_num, &ugt), self.em.and(&a_num, &ult))
         } else {
             (self.em.icmp(ICmp::Sgt, a, b), self.em.icmp(ICmp::Slt, a, b))
         };
