@@ -456,9 +456,10 @@ impl Lowering<'_> {
         self.em.gep(&base, &o, &Ty::I8)
     }
 
-    /// The thread's part of the indices of its elements in a swizzled buffer of `shape`,
-    /// in units of `1 / scale` elements from `offset`, from the thread parts of the row and
-    /// column and the bits they may set ([`Lowering::thread_bits`]). Made where it is used,
+    /// The thread's part of its elements' places in a swizzled buffer of `shape` — index ·
+    /// `scale` + `offset`: bytes from the kernel's shared buffer for a store, elements for a
+    /// copy — from the thread parts of the row and column and the bits they may set
+    /// ([`Lowering::thread_bits`]). Made where it is used,
     /// not in the prologue: an epilogue's would otherwise be held (or spilled,
     /// matmul_fp8_rowwise on sm_121a) across the main loop, where the thread ids it is
     /// computed from are read again for free; LLVM hoists a loop's out of it. See

@@ -101,6 +101,7 @@
 //!
 //! Layout of this folder: [`emit`] (typed registers and one constructor per op), [`ptx_asm`]
 //! (inline PTX for predicated accesses), [`regs`] (the lowered value of each tile-IR value),
+//! [`int_arith`] (index formulas written once for registers and for plain integers),
 //! and one file per op family — [`elementwise`], [`math`], [`rand`], [`global`], [`shared`],
 //! [`reduce`], [`control`], [`mma`] (`mma.sync`), [`wgmma`]. [`unsupported`] is the one list of what this lowering does not
 //! handle yet; `tile-layout` asks it before laying a kernel out.
