@@ -229,9 +229,8 @@ impl Lowering<'_> {
         let contiguous = map.contiguous_reg_bits(cd);
         let chunk = (1i64 << contiguous).min(sl.vec).min(16 / bytes).max(1);
         let (row_t, col_t) = (self.thread_base(&l, &tshape, sl.order[1]), self.thread_base(&l, &tshape, cd));
-        let bits = (Self::thread_bits(&l, &tshape, sl.order[1]), Self::thread_bits(&l, &tshape, cd));
         let st = if split {
-            self.swizzle_thread(sl, shape, (&row_t, bits.0), (&col_t, bits.1), (bytes, region))
+            self.swizzle_thread(sl, shape, (&l, &tshape), (sl.order[1], &row_t), (cd, &col_t), (bytes, region))
         } else {
             None
         };
@@ -356,8 +355,7 @@ impl Lowering<'_> {
             return Err(err("async copy without 16-byte chunks"));
         }
         let (row_t, col_t) = (self.thread_base(&l, tile, rd), self.thread_base(&l, tile, cd));
-        let bits = (Self::thread_bits(&l, tile, rd), Self::thread_bits(&l, tile, cd));
-        let st = self.swizzle_thread(sl, shape, (&row_t, bits.0), (&col_t, bits.1), (1, 0));
+        let st = self.swizzle_thread(sl, shape, (&l, tile), (rd, &row_t), (cd, &col_t), (1, 0));
         let mut at = BTreeMap::new();
         let mut r = 0;
         while r < map.num_regs() {
@@ -458,9 +456,9 @@ impl Lowering<'_> {
 
     /// The thread's part of its elements' places in a swizzled buffer of `shape` — index ·
     /// `scale` + `offset`: bytes from the kernel's shared buffer for a store, elements for a
-    /// copy — from the thread parts of the row and column and the bits they may set
-    /// ([`Lowering::thread_bits`]). Made where it is used,
-    /// not in the prologue: an epilogue's would otherwise be held (or spilled,
+    /// copy — from the thread parts `row_t`, `col_t` of dims `rd`, `cd` of the registers'
+    /// layout `l` over `tshape`, whose bits it may set ([`Lowering::thread_bits`], found only
+    /// when the split is on). Made where it is used, not in the prologue: an epilogue's would otherwise be held (or spilled,
     /// matmul_fp8_rowwise on sm_121a) across the main loop, where the thread ids it is
     /// computed from are read again for free; LLVM hoists a loop's out of it. See
     /// [`SwizzleThread`]. `None` with `swizzle-split=false` (nothing emitted).
@@ -468,13 +466,15 @@ impl Lowering<'_> {
         &mut self,
         sl: &SwizzledShared,
         shape: &[i64],
-        (row_t, row_bits): (&Reg, i64),
-        (col_t, col_bits): (&Reg, i64),
+        (l, tshape): (&Layout, &[i64]),
+        (rd, row_t): (usize, &Reg),
+        (cd, col_t): (usize, &Reg),
         (scale, offset): (i64, i64),
     ) -> Option<SwizzleThread> {
         if !self.swizzle_split {
             return None;
         }
+        let (row_bits, col_bits) = (Self::thread_bits(l, tshape, rd), Self::thread_bits(l, tshape, cd));
         let (base, bits) = swizzle_parts(&mut self.em, sl, shape, row_t, col_t, scale, offset);
         Some(SwizzleThread { sl: sl.clone(), shape: shape.to_vec(), scale, row_bits, col_bits, base, bits })
     }
