@@ -333,6 +333,12 @@ pub struct Driver<'m> {
     /// verified once where it is read — by a tilec pass, the translation or its text — and
     /// a failure names the run of passes that made it.
     unverified: std::cell::RefCell<Vec<String>>,
+    /// The tilec passes whose output `ir` (tile IR) is, not parsed by MLIR since, and the
+    /// stage it is in: each pass's output is checked against tilec's rules where the pass
+    /// hands it back, and MLIR parses the kernel once where it is next read as text — the
+    /// stage's print, an upstream pass, the translation — instead of after every pass (a
+    /// print and a parse each: 4 % of an MLA decode compile). A failure names these passes.
+    unparsed: std::cell::RefCell<Vec<(String, Level)>>,
     pub facts: Facts,
     /// The source the kernel's spans index: with it, upstream passes see (and keep) every
     /// op's location, and the reader turns locations back into spans.
@@ -347,6 +353,7 @@ impl<'m> Driver<'m> {
             live: None,
             synced: false,
             unverified: Default::default(),
+            unparsed: Default::default(),
             facts: Facts::default(),
             source: None,
         }
@@ -368,6 +375,22 @@ impl<'m> Driver<'m> {
         self.mlir.verify(m, &format!("output of {}", passes.join(", ")))
     }
 
+    /// Has MLIR parse `text`, the tile IR the tilec passes in `unparsed` left, once
+    /// (`unparsed` is non-empty only while `ir` is their output: every read of it as text
+    /// parses and empties it).
+    fn parse_unparsed(&self, text: &str) -> Result<(), Diagnostic> {
+        let passes = std::mem::take(&mut *self.unparsed.borrow_mut());
+        let Some((_, level)) = passes.last() else { return Ok(()) };
+        let stage = if *level == Level::Tile { "tile" } else { "tilegpu" };
+        let names: Vec<String> = passes.iter().map(|(p, _)| format!("`{p}`")).collect();
+        self.mlir.parse(text, stage).map(drop).map_err(|d| {
+            d.with_note(format!(
+                "in the output of {} (a compiler bug: tilec's rules held after each)",
+                names.join(", ")
+            ))
+        })
+    }
+
     /// The kernel's current text.
     pub fn text(&self) -> Result<String, Diagnostic> {
         if let Some(m) = &self.live {
@@ -379,7 +402,11 @@ impl<'m> Driver<'m> {
                 None => self.mlir.print(m),
             },
             (_, Ir::Text(t)) => t.clone(),
-            (_, Ir::Tile(f)) => f.to_mlir(),
+            (_, Ir::Tile(f)) => {
+                let t = f.to_mlir();
+                self.parse_unparsed(&t)?;
+                t
+            }
         })
     }
 
@@ -443,7 +470,15 @@ impl<'m> Driver<'m> {
                             (Ir::Tile(f), Some(src)) => f.to_mlir_with(PrintOptions { locations: Some(src) }),
                             _ => self.text()?,
                         };
-                        self.mlir.parse(&input, &format!("input of {name}"))?
+                        // The passes not parsed yet are named if their output fails here.
+                        let passes = std::mem::take(&mut *self.unparsed.borrow_mut());
+                        self.mlir.parse(&input, &format!("input of {name}")).map_err(|d| match passes.is_empty() {
+                            true => d,
+                            false => d.with_note(format!(
+                                "made by {}",
+                                passes.iter().map(|(p, _)| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+                            )),
+                        })?
                     }
                 };
                 // A failed pass may leave the module half converted: nothing is kept then.
@@ -491,12 +526,12 @@ fn set_func(d: &mut Driver, func: Func, pass: &str, level: Level) -> Result<(), 
 
 impl Driver<'_> {
     /// Verifies a tilec pass's output against the rules of the stage it produces (`tile` or
-    /// `tilegpu`), has MLIR parse it, and makes it the kernel: a broken result is blamed on
-    /// `pass`, before any later pass sees it.
+    /// `tilegpu`) and makes it the kernel: a result that breaks them is blamed on `pass`,
+    /// before any later pass sees it. MLIR parses the kernel where it is next read as text
+    /// (see `unparsed`).
     pub fn set_func(&mut self, func: Func, pass: &str, level: Level) -> Result<(), Diagnostic> {
         verify(&func, level).map_err(|e| e.with_note(format!("in the output of `{pass}` (a compiler bug)")))?;
-        let stage = if level == Level::Tile { "tile" } else { "tilegpu" };
-        self.mlir.parse(&func.to_mlir(), stage)?;
+        self.unparsed.borrow_mut().push((pass.to_string(), level));
         self.ir = Ir::Tile(func);
         // The upstream passes' module (if a pass replaced it without reading it) is gone.
         self.live = None;
@@ -599,6 +634,10 @@ fn pipeline_in_place(step: &Step, func: &mut Func) -> Result<Vec<String>, Diagno
 /// The driver entry of `tile-to-llvm`.
 pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagnostic> {
     let func = d.take_func(step.name(), Level::TileGpu)?;
+    // The lowering is the last reader of tile IR: what MLIR has not parsed yet, it parses now.
+    if !d.unparsed.borrow().is_empty() {
+        d.parse_unparsed(&func.to_mlir())?;
+    }
     let arch = step_arch(step, &func)?;
     let opts = crate::tile_to_llvm::Options {
         occupancy: step.option("occupancy").parse::<u32>().ok(),

@@ -493,9 +493,18 @@ impl Emitter {
         self.def(v.ty.clone(), format!("llvm.insertelement {x}, {v}[{ci} : i32] : {}", v.ty.text()))
     }
 
+    /// `undef` of `ty`, made once in the prologue like a constant: every vector a thread
+    /// packs starts from it, and one op a type instead of one a vector keeps the stages
+    /// short (LLVM has a single `undef` of a type either way).
     pub fn undef(&mut self, ty: Ty) -> Reg {
         let t = ty.text();
-        self.def(ty, format!("llvm.mlir.undef : {t}"))
+        let key = format!("undef:{t}");
+        if let Some(r) = self.consts.get(&key) {
+            return r.clone();
+        }
+        let r = self.def_prologue(ty, format!("llvm.mlir.undef : {t}"));
+        self.consts.insert(key, r.clone());
+        r
     }
 
     // --- nvvm -----------------------------------------------------------------------------

@@ -16,41 +16,71 @@ use tilec_core::tir::{BinOp, ReduceKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
 /// Combines two partial results of a reduction of `kind` over values of dtype `d`: one
-/// register each, or (value, index) for the arg-reductions.
-fn combine(em: &mut Emitter, kind: ReduceKind, a: &[Reg], b: &[Reg], d: DType) -> Vec<Reg> {
+/// register each, or (value, index) for the arg-reductions, where `lower` says whether b's
+/// index is below a's if the caller knows (`None`: compared at run time).
+fn combine(em: &mut Emitter, kind: ReduceKind, a: &[Reg], b: &[Reg], d: DType, lower: Option<bool>) -> Vec<Reg> {
     let op = match kind {
         ReduceKind::Max => BinOp::Max,
         ReduceKind::Min => BinOp::Min,
         ReduceKind::Sum => BinOp::Add,
         ReduceKind::Argmax | ReduceKind::Argmin => {
             let ((v1, i1), (v2, i2)) = ((&a[0], &a[1]), (&b[0], &b[1]));
-            let float = d.is_float();
-            let better = match (kind, float) {
-                (ReduceKind::Argmax, true) => "ogt",
-                (ReduceKind::Argmax, false) => "sgt",
-                (_, true) => "olt",
-                (_, false) => "slt",
+            let max = kind == ReduceKind::Argmax;
+            // b's pair is taken when its value beats a's, or ties it from a lower index:
+            // with `lower` (i2 < i1) that is "a's value does not beat b's", without it "b's
+            // beats a's". Where the caller knows the indices' order (the in-thread tree
+            // combines its registers in increasing order along the axis) that decides it;
+            // elsewhere a select does, at run time.
+            let not_beaten = |em: &mut Emitter| beats(em, max, d, v1, v2, true);
+            let beaten = |em: &mut Emitter| beats(em, max, d, v2, v1, false);
+            let take = match lower {
+                Some(true) => not_beaten(em),
+                Some(false) => beaten(em),
+                None => {
+                    let l = em.icmp(ICmp::Slt, i2, i1);
+                    let (t, f) = (not_beaten(em), beaten(em));
+                    em.select(&l, &t, &f)
+                }
             };
-            let wins = em.cmp(float, better, v2, v1);
-            let mut same = em.cmp(float, if float { "oeq" } else { "eq" }, v2, v1);
-            let lower = em.icmp(ICmp::Slt, i2, i1);
-            let mut take = wins;
-            if float {
-                let n1 = em.cmp(true, "uno", v1, v1);
-                let n2 = em.cmp(true, "uno", v2, v2);
-                let both = em.and(&n1, &n2);
-                same = em.or(&same, &both);
-                let t = em.cint(1, Ty::I1);
-                let not_n1 = em.xor(&n1, &t);
-                let nan_wins = em.and(&n2, &not_n1);
-                take = em.or(&take, &nan_wins);
-            }
-            let tie = em.and(&same, &lower);
-            let take = em.or(&take, &tie);
             return vec![em.select(&take, v2, v1), em.select(&take, i2, i1)];
         }
     };
     vec![binop(em, op, &a[0], &b[0], d)]
+}
+
+/// Whether `x` beats `y` in the arg-reductions' order — larger (`max`) or smaller, NaN beating
+/// every number, two NaNs tied — or, with `negate`, whether it does not: one compare for an
+/// integer, two joined for a float (see [`float_beats`]).
+fn beats(em: &mut Emitter, max: bool, d: DType, x: &Reg, y: &Reg, negate: bool) -> Reg {
+    if !d.is_float() {
+        let p = match (max, negate) {
+            (true, false) => ICmp::Sgt,
+            (true, true) => ICmp::Sle,
+            (false, false) => ICmp::Slt,
+            (false, true) => ICmp::Sge,
+        };
+        return em.icmp(p, x, y);
+    }
+    let (on_y, on_xy) = float_beats(max, negate);
+    let n = em.cmp(true, on_y, y, y);
+    let c = em.cmp(true, on_xy, x, y);
+    if negate {
+        em.or(&n, &c)
+    } else {
+        em.and(&n, &c)
+    }
+}
+
+/// The float compares of [`beats`]: a predicate of `(y, y)` and one of `(x, y)`, joined by
+/// `and` (`ord(y) & ugt(x, y)`: y is a number and x larger or NaN) or, negated, by `or`
+/// (`uno(y) | ole(x, y)`).
+fn float_beats(max: bool, negate: bool) -> (&'static str, &'static str) {
+    match (max, negate) {
+        (true, false) => ("ord", "ugt"),
+        (true, true) => ("uno", "ole"),
+        (false, false) => ("ord", "ult"),
+        (false, true) => ("uno", "oge"),
+    }
 }
 
 /// A butterfly shuffle of a 16-, 32- or 64-bit scalar.
@@ -167,7 +197,7 @@ impl Lowering<'_> {
                 let mut next = vec![];
                 for pair in items.chunks(2) {
                     next.push(if pair.len() == 2 {
-                        combine(&mut self.em, kind, &pair[0], &pair[1], d)
+                        combine(&mut self.em, kind, &pair[0], &pair[1], d, Some(false))
                     } else {
                         pair[0].clone()
                     });
@@ -184,7 +214,7 @@ impl Lowering<'_> {
             for v in vals.iter_mut() {
                 let other: Vec<Reg> =
                     v.iter().zip(&parts).map(|(x, pd)| shfl_bfly(&mut self.em, x, *pd, 1 << k)).collect();
-                *v = combine(&mut self.em, kind, v, &other, d);
+                *v = combine(&mut self.em, kind, v, &other, d, None);
             }
         }
         let result = |vals: Vec<Vec<Reg>>| -> Result<Value, Diagnostic> {
@@ -263,7 +293,7 @@ impl Lowering<'_> {
                 }
                 acc = Some(match acc {
                     None => x,
-                    Some(prev) => combine(&mut self.em, kind, &prev, &x, d),
+                    Some(prev) => combine(&mut self.em, kind, &prev, &x, d, None),
                 });
             }
             out.push(acc.ok_or_else(|| err("empty cross-warp reduction"))?);
@@ -412,5 +442,63 @@ impl Lowering<'_> {
             }
         }
         Ok(Value::Tile(pre))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::float_beats;
+
+    /// LLVM's `fcmp` predicates that `float_beats` names.
+    fn fcmp(pred: &str, x: f32, y: f32) -> bool {
+        let uno = x.is_nan() || y.is_nan();
+        match pred {
+            "ord" => !uno,
+            "uno" => uno,
+            "ugt" => uno || x > y,
+            "ult" => uno || x < y,
+            "ole" => !uno && x <= y,
+            "oge" => !uno && x >= y,
+            _ => panic!("{pred}"),
+        }
+    }
+
+    /// The combine's choice for every pair of special values and index orders is the
+    /// interpreter's: of the two, the first NaN, else the first maximum (minimum).
+    #[test]
+    fn arg_reduction_combines_take_the_first_nan_else_the_first_extreme() {
+        let vals = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0, 2.5];
+        for max in [true, false] {
+            let beats = |x: f32, y: f32, negate: bool| {
+                let (on_y, on_xy) = float_beats(max, negate);
+                let (n, c) = (fcmp(on_y, y, y), fcmp(on_xy, x, y));
+                if negate {
+                    n || c
+                } else {
+                    n && c
+                }
+            };
+            for &v1 in &vals {
+                for &v2 in &vals {
+                    for lower in [false, true] {
+                        // b = (v2, i2) is taken: as the combine decides it for `lower` (i2 < i1).
+                        let take = if lower { beats(v1, v2, true) } else { beats(v2, v1, false) };
+                        // The interpreter's answer over the two in index order.
+                        let (first, second) = if lower { (v2, v1) } else { (v1, v2) };
+                        let second_wins = if first.is_nan() {
+                            false
+                        } else if second.is_nan() {
+                            true
+                        } else if max {
+                            second > first
+                        } else {
+                            second < first
+                        };
+                        let want = if lower { !second_wins } else { second_wins };
+                        assert_eq!(take, want, "max {max}, a = {v1}, b = {v2}, b's index lower {lower}");
+                    }
+                }
+            }
+        }
     }
 }
