@@ -334,21 +334,25 @@ fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
     if let Some(i) = text.find('\0') {
         return Err(Diagnostic::error("E0901", format!("the {what} holds a NUL byte (at byte {i})")));
     }
-    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
-    for (i, c) in text.char_indices() {
-        if in_str {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_str = false,
-                _ => {}
+    // Byte by byte: every byte the check looks at is ASCII, which a UTF-8 text never holds
+    // inside a longer character, and the bytes between them are skipped without decoding
+    // (the lowering's text is a megabyte for the largest kernels).
+    let bytes = text.as_bytes();
+    let name_byte = |b: u8| b.is_ascii_alphanumeric() || b"_$.-".contains(&b);
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'"' => {
+                // A string: to its closing quote, escapes skipped.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
             }
-            continue;
-        }
-        match c {
-            '"' => in_str = true,
-            'a' if text[i..].starts_with("array<")
-                && !text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.') =>
+            b'a' if bytes[i..].starts_with(b"array<")
+                && (i == 0
+                    || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b'.')) =>
             {
                 let elem = text[i + 6..].trim_start();
                 let ty = &elem[..elem.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(elem.len())];
@@ -364,10 +368,9 @@ fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
                     ));
                 }
             }
-            '%' => {
+            b'%' => {
                 let rest = &text[i + 1..];
-                let name =
-                    rest.find(|c: char| !(c.is_ascii_alphanumeric() || "_$.-".contains(c))).unwrap_or(rest.len());
+                let name = rest.bytes().position(|b| !name_byte(b)).unwrap_or(rest.len());
                 let after = &rest[name..];
                 // `%v[1, 2]`: the positions of llvm.extractvalue / insertvalue.
                 if let Some(list) = after.strip_prefix('[') {
@@ -397,8 +400,10 @@ fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
                         ));
                     }
                 }
+                // The name's bytes hold nothing to check.
+                i += name;
             }
-            '{' | '(' | '[' => {
+            b'{' | b'(' | b'[' => {
                 depth += 1;
                 if depth > MAX_NESTING {
                     return Err(Diagnostic::error(
@@ -407,9 +412,10 @@ fn check_text(text: &str, what: &str) -> Result<(), Diagnostic> {
                     ));
                 }
             }
-            '}' | ')' | ']' => depth = depth.saturating_sub(1),
+            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     Ok(())
 }
@@ -422,6 +428,36 @@ unsafe extern "C" {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The forms MLIR must not be handed are refused wherever they are outside a string, and
+    /// only there.
+    #[test]
+    fn check_text_refuses_what_crashes_mlir_outside_strings() {
+        let refused = [
+            "%0 = llvm.extractvalue %v[4294967296] : !llvm.struct<(i32)>",
+            "%0 = llvm.extractvalue %v[1, 99999999999999999999] : !t",
+            "\"t.op\"() {a = array<index: 1>} : () -> ()",
+            "\"t.op\"(%x#65536) : (i32) -> ()",
+            "%r:70000 = \"t.op\"() : () -> (i32)",
+            "a\0b",
+            &"(".repeat(MAX_NESTING + 1),
+        ];
+        for t in refused {
+            assert!(check_text(t, "t").is_err(), "{t}");
+        }
+        let accepted = [
+            "%0 = llvm.extractvalue %v[4294967295] : !llvm.struct<(i32)>",
+            "\"t.op\"() {a = array<i64: 1>, b = array<f32>, c = \"array<index> %x#99999 [4294967296] \\\" (((\"} : () -> ()",
+            "%0 = llvm.mlir.undef : !llvm.struct<(array<4 x i32>)>",
+            "%r:65535 = \"t.op\"() : () -> (i32)",
+            "%v.array<index> = x",
+            "\"é\" = array<i8> (é)",
+            &format!("{}{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING)),
+        ];
+        for t in accepted {
+            assert!(check_text(t, "t").is_ok(), "{t}");
+        }
+    }
 
     #[test]
     fn a_pooled_context_serves_its_thread_until_its_uses_are_spent() {

@@ -4,7 +4,10 @@
 //!
 //! Text stays the substrate (verified by MLIR at every stage, readable in snapshots); values
 //! are [`Reg`]s — a name and an LLVM type. Constants are hoisted once per (type, value) into
-//! the prologue, so per-register expansion stays readable. Blocks are numbered in creation
+//! the prologue, so per-register expansion stays readable; integer arithmetic on constants
+//! and with an identity (`x + 0`, `x * 1`, `x >> 0`) is folded where it is asked for, not
+//! written (the per-register address arithmetic is full of it, and LLVM would only fold it
+//! after MLIR had parsed, converted and translated it). Blocks are numbered in creation
 //! order.
 
 use std::collections::BTreeMap;
@@ -83,25 +86,21 @@ impl Ty {
     }
 
     /// [`Ty::text`] appended to `out`: a tile's struct of 64 registers is written at every
-    /// `extractvalue` of it, so no piece is allocated on its own.
+    /// `extractvalue` of it, so no piece is allocated on its own, and each goes straight
+    /// into the string (not through a formatter: 5 % of a GEMM's lowering when it did).
     pub fn write_text(&self, out: &mut String) {
-        use std::fmt::Write;
+        if let Some(name) = self.scalar_name() {
+            out.push_str(name);
+            return;
+        }
         // Writing into a String does not fail.
         let _ = match self {
-            Ty::I1 => write!(out, "i1"),
-            Ty::I8 => write!(out, "i8"),
-            Ty::I16 => write!(out, "i16"),
-            Ty::I32 => write!(out, "i32"),
-            Ty::I64 => write!(out, "i64"),
-            Ty::F16 => write!(out, "f16"),
-            Ty::BF16 => write!(out, "bf16"),
-            Ty::F32 => write!(out, "f32"),
-            Ty::F64 => write!(out, "f64"),
             Ty::Ptr(a) => write!(out, "!llvm.ptr<{a}>"),
             Ty::Vector(n, t) => {
                 let _ = write!(out, "vector<{n}x");
                 t.write_text(out);
-                write!(out, ">")
+                out.push('>');
+                Ok(())
             }
             Ty::Struct(ts) => {
                 out.push_str("!llvm.struct<(");
@@ -111,14 +110,15 @@ impl Ty {
                     }
                     t.write_text(out);
                 }
-                write!(out, ")>")
+                out.push_str(")>");
+                Ok(())
             }
             Ty::Array(n, t) => {
                 let _ = write!(out, "!llvm.array<{n} x ");
                 t.write_text(out);
-                write!(out, ">")
+                out.push('>');
+                Ok(())
             }
-            Ty::Index => write!(out, "index"),
             Ty::MemRef { len, offset, elem, space } => {
                 out.push_str("memref<");
                 let _ = match len {
@@ -131,8 +131,26 @@ impl Ty {
                 }
                 write!(out, ", {space}>")
             }
-            Ty::AsyncToken => write!(out, "!nvgpu.device.async.token"),
+            _ => Ok(()),
         };
+    }
+
+    /// The name of a type without parameters.
+    fn scalar_name(&self) -> Option<&'static str> {
+        Some(match self {
+            Ty::I1 => "i1",
+            Ty::I8 => "i8",
+            Ty::I16 => "i16",
+            Ty::I32 => "i32",
+            Ty::I64 => "i64",
+            Ty::F16 => "f16",
+            Ty::BF16 => "bf16",
+            Ty::F32 => "f32",
+            Ty::F64 => "f64",
+            Ty::Index => "index",
+            Ty::AsyncToken => "!nvgpu.device.async.token",
+            _ => return None,
+        })
     }
 
     pub fn is_float(&self) -> bool {
@@ -140,16 +158,37 @@ impl Ty {
     }
 }
 
+/// The type as MLIR writes it: what the emitter's op formats take (a type with parameters
+/// is made in a string of its own first, [`Ty::write_text`], and written at once).
+impl std::fmt::Display for Ty {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.scalar_name() {
+            Some(name) => out.write_str(name),
+            None => {
+                let mut text = String::with_capacity(64);
+                self.write_text(&mut text);
+                out.write_str(&text)
+            }
+        }
+    }
+}
+
+/// Struct types longer than this are named once at the top of the module
+/// ([`Emitter::ty_str`], `alias_long_structs`).
+pub const ALIASED_STRUCT_CHARS: usize = 96;
+
 /// An SSA value of the lowered kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reg {
     pub name: String,
     pub ty: Ty,
+    /// The value of an integer constant made by [`Emitter::cint`] (what the emitter folds).
+    value: Option<i64>,
 }
 
 impl Reg {
     pub fn new(name: impl Into<String>, ty: Ty) -> Reg {
-        Reg { name: name.into(), ty }
+        Reg { name: name.into(), ty, value: None }
     }
 }
 
@@ -196,6 +235,14 @@ pub struct Emitter {
     /// usable until the next label, whatever the control flow).
     labels: u32,
     consts: BTreeMap<String, Reg>,
+    /// The integer constants made so far, by (type, value).
+    ints: BTreeMap<(Ty, i64), Reg>,
+    /// The `undef` of each type made so far.
+    undefs: BTreeMap<Ty, Reg>,
+    /// The long struct types named so far ([`Emitter::ty_str`]): the text of the `k`-th is
+    /// `!tilec_s{k}`'s definition.
+    struct_names: BTreeMap<Ty, usize>,
+    struct_texts: Vec<String>,
     /// Between [`Emitter::enter_prologue`] and [`Emitter::leave_prologue`]: `pro` and `body`
     /// are swapped, so what goes to the prologue goes to `body`.
     in_prologue: bool,
@@ -221,6 +268,32 @@ impl Emitter {
         (self.pro, self.body)
     }
 
+    /// [`Emitter::finish`] with the struct types the emitter named, in order: the `k`-th
+    /// text is `!tilec_s{k}` (the module defines them, `alias_long_structs`).
+    pub fn finish_with_structs(self) -> (String, String, Vec<String>) {
+        (self.pro, self.body, self.struct_texts)
+    }
+
+    /// How an op writes `ty`: a struct of scalars whose text is longer than
+    /// [`ALIASED_STRUCT_CHARS`] by its name, `!tilec_sN` (a tile's registers travel as a
+    /// struct of up to 128 members, written at every `extractvalue` and asm result: the name
+    /// instead of 700 characters, which MLIR's parser would read each time and a pass over
+    /// the text replace); any other type in full.
+    pub fn ty_str(&mut self, ty: &Ty) -> String {
+        let Ty::Struct(ts) = ty else { return ty.text() };
+        if let Some(k) = self.struct_names.get(ty) {
+            return format!("!tilec_s{k}");
+        }
+        let text = ty.text();
+        if text.len() <= ALIASED_STRUCT_CHARS || ts.iter().any(|t| t.scalar_name().is_none()) {
+            return text;
+        }
+        let k = self.struct_texts.len();
+        self.struct_names.insert(ty.clone(), k);
+        self.struct_texts.push(text);
+        format!("!tilec_s{k}")
+    }
+
     pub fn fresh(&mut self) -> String {
         self.n += 1;
         format!("%v{}", self.n)
@@ -228,14 +301,14 @@ impl Emitter {
 
     /// A fresh register of type `ty` (a block argument).
     pub fn fresh_reg(&mut self, ty: Ty) -> Reg {
-        Reg { name: self.fresh(), ty }
+        Reg::new(self.fresh(), ty)
     }
 
     /// `%r = <rhs>` in the body.
-    pub fn def(&mut self, ty: Ty, rhs: impl AsRef<str>) -> Reg {
+    pub fn def(&mut self, ty: Ty, rhs: impl std::fmt::Display) -> Reg {
         let name = self.fresh();
-        let _ = writeln!(self.body, "    {name} = {}", rhs.as_ref());
-        Reg { name, ty }
+        let _ = writeln!(self.body, "    {name} = {rhs}");
+        Reg::new(name, ty)
     }
 
     /// The serial of the block being emitted (see `labels`).
@@ -250,7 +323,7 @@ impl Emitter {
         // there (the swizzled index of an NVMMA atom) must not land in the real body.
         let pro = if self.in_prologue { &mut self.body } else { &mut self.pro };
         let _ = writeln!(pro, "    {name} = {}", rhs.as_ref());
-        Reg { name, ty }
+        Reg::new(name, ty)
     }
 
     /// Emits into the prologue until [`Emitter::leave_prologue`]: the values made meanwhile
@@ -268,22 +341,28 @@ impl Emitter {
     /// `a + b` of non-negative indices known not to wrap (`nsw nuw`), so that LLVM may move
     /// a constant term through the sign extension into an address's immediate offset.
     pub fn add_nowrap(&mut self, a: &Reg, b: &Reg) -> Reg {
-        self.def(a.ty.clone(), format!("llvm.add {a}, {b} overflow<nsw, nuw> : {}", a.ty.text()))
+        if let Some(r) = self.fold("add", a, b) {
+            return r;
+        }
+        self.def(a.ty.clone(), format_args!("llvm.add {a}, {b} overflow<nsw, nuw> : {}", a.ty))
     }
 
     /// An op without a result, in the body.
-    pub fn line(&mut self, s: impl AsRef<str>) {
-        let _ = writeln!(self.body, "    {}", s.as_ref());
+    pub fn line(&mut self, s: impl std::fmt::Display) {
+        let _ = writeln!(self.body, "    {s}");
     }
 
     pub fn cint(&mut self, v: i64, ty: Ty) -> Reg {
-        let t = ty.text();
-        let key = format!("{t}:{v}");
-        if let Some(r) = self.consts.get(&key) {
+        // Keyed by the type itself, not its text: the lowering asks for a constant at nearly
+        // every op, and a formatted key was an allocation each time.
+        let key = (ty, v);
+        if let Some(r) = self.ints.get(&key) {
             return r.clone();
         }
-        let r = self.def_prologue(ty, format!("llvm.mlir.constant({v} : {t}) : {t}"));
-        self.consts.insert(key, r.clone());
+        let t = key.0.text();
+        let mut r = self.def_prologue(key.0.clone(), format!("llvm.mlir.constant({v} : {t}) : {t}"));
+        r.value = Some(v);
+        self.ints.insert(key, r.clone());
         r
     }
 
@@ -318,7 +397,67 @@ impl Emitter {
 
     fn bin(&mut self, op: &str, a: &Reg, b: &Reg) -> Reg {
         debug_assert_eq!(a.ty, b.ty, "{op} of {} and {}", a.ty.text(), b.ty.text());
-        self.def(a.ty.clone(), format!("llvm.{op} {a}, {b} : {}", a.ty.text()))
+        if let Some(r) = self.fold(op, a, b) {
+            return r;
+        }
+        self.def(a.ty.clone(), format_args!("llvm.{op} {a}, {b} : {}", a.ty))
+    }
+
+    /// `a op b` of integers in the prologue (a thread coordinate's arithmetic), folded like
+    /// the body's.
+    pub fn bin_prologue(&mut self, op: &str, a: &Reg, b: &Reg) -> Reg {
+        debug_assert_eq!(a.ty, b.ty, "{op} of {} and {}", a.ty.text(), b.ty.text());
+        if let Some(r) = self.fold(op, a, b) {
+            return r;
+        }
+        self.def_prologue(a.ty.clone(), format!("llvm.{op} {a}, {b} : {}", a.ty))
+    }
+
+    /// `a op b` without an op where the answer is known: both operands constants, or one
+    /// the op's identity (`x + 0`, `x * 1`, `x >> 0`, …) or absorbing element (`x * 0`,
+    /// `x & 0`). The per-register address arithmetic is full of them (a register's offset
+    /// along a dim is often 0, a stride 1), and LLVM would only fold them again — after
+    /// MLIR had parsed, converted and translated each. Integers of 8 to 64 bits only; a shift
+    /// by the width or more (poison) is left to LLVM.
+    fn fold(&mut self, op: &str, a: &Reg, b: &Reg) -> Option<Reg> {
+        let bits: u32 = match a.ty {
+            Ty::I8 => 8,
+            Ty::I16 => 16,
+            Ty::I32 => 32,
+            Ty::I64 => 64,
+            _ => return None,
+        };
+        let (x, y) = (a.value, b.value);
+        // The value as the type holds it, sign-extended (as `cint` writes constants).
+        let wrap = |v: i128| -> i64 { ((v as i64) << (64 - bits)) >> (64 - bits) };
+        let shift_ok = y.is_some_and(|s| (0..i64::from(bits)).contains(&s));
+        let ty = a.ty.clone();
+        if let (Some(x), Some(y)) = (x, y) {
+            let (wx, wy) = (i128::from(x), i128::from(y));
+            // The unsigned value of x in the type's width, for a logical shift right.
+            let ux = i128::from(x) & ((1i128 << bits) - 1);
+            let v = match op {
+                "add" => wx + wy,
+                "sub" => wx - wy,
+                "mul" => wx * wy,
+                "and" => wx & wy,
+                "or" => wx | wy,
+                "xor" => wx ^ wy,
+                "shl" if shift_ok => wx << y,
+                "lshr" if shift_ok => ux >> y,
+                "ashr" if shift_ok => wx >> y,
+                _ => return None,
+            };
+            return Some(self.cint(wrap(v), ty));
+        }
+        match (op, x, y) {
+            ("add" | "or" | "xor", Some(0), _) | ("mul", Some(1), _) | ("and", Some(-1), _) => Some(b.clone()),
+            ("add" | "sub" | "or" | "xor" | "shl" | "lshr" | "ashr", _, Some(0))
+            | ("mul", _, Some(1))
+            | ("and", _, Some(-1)) => Some(a.clone()),
+            ("mul" | "and", Some(0), _) | ("mul" | "and", _, Some(0)) => Some(self.cint(0, ty)),
+            _ => None,
+        }
     }
 
     pub fn add(&mut self, a: &Reg, b: &Reg) -> Reg {
@@ -373,7 +512,7 @@ impl Emitter {
         debug_assert_eq!(a.ty, b.ty, "{op} of {} and {}", a.ty.text(), b.ty.text());
         self.def(
             a.ty.clone(),
-            format!("llvm.{op} {a}, {b} {{fastmathFlags = #llvm.fastmath<contract>}} : {}", a.ty.text()),
+            format_args!("llvm.{op} {a}, {b} {{fastmathFlags = #llvm.fastmath<contract>}} : {}", a.ty),
         )
     }
     pub fn fdiv(&mut self, a: &Reg, b: &Reg) -> Reg {
@@ -384,7 +523,7 @@ impl Emitter {
     }
 
     pub fn fneg(&mut self, a: &Reg) -> Reg {
-        self.def(a.ty.clone(), format!("llvm.fneg {a} : {}", a.ty.text()))
+        self.def(a.ty.clone(), format_args!("llvm.fneg {a} : {}", a.ty))
     }
 
     /// `llvm.intr.<name>(args)`: the type of the result is that of the first argument.
@@ -407,24 +546,24 @@ impl Emitter {
 
     pub fn icmp(&mut self, p: ICmp, a: &Reg, b: &Reg) -> Reg {
         debug_assert_eq!(a.ty, b.ty, "icmp of {} and {}", a.ty.text(), b.ty.text());
-        self.def(Ty::I1, format!("llvm.icmp \"{}\" {a}, {b} : {}", p.text(), a.ty.text()))
+        self.def(Ty::I1, format_args!("llvm.icmp \"{}\" {a}, {b} : {}", p.text(), a.ty))
     }
 
     /// `llvm.icmp`/`llvm.fcmp` with a predicate spelled as MLIR spells it.
     pub fn cmp(&mut self, float: bool, pred: &str, a: &Reg, b: &Reg) -> Reg {
         let op = if float { "llvm.fcmp" } else { "llvm.icmp" };
-        self.def(Ty::I1, format!("{op} \"{pred}\" {a}, {b} : {}", a.ty.text()))
+        self.def(Ty::I1, format_args!("{op} \"{pred}\" {a}, {b} : {}", a.ty))
     }
 
     pub fn select(&mut self, c: &Reg, a: &Reg, b: &Reg) -> Reg {
         debug_assert_eq!(c.ty, Ty::I1);
-        self.def(a.ty.clone(), format!("llvm.select {c}, {a}, {b} : i1, {}", a.ty.text()))
+        self.def(a.ty.clone(), format_args!("llvm.select {c}, {a}, {b} : i1, {}", a.ty))
     }
 
     /// A conversion op (`sext`, `zext`, `trunc`, `fpext`, `fptrunc`, `sitofp`, `uitofp`,
     /// `fptosi`, `bitcast`) of `v` to `to`.
     pub fn convert(&mut self, op: &str, v: &Reg, to: Ty) -> Reg {
-        self.def(to.clone(), format!("llvm.{op} {v} : {} to {}", v.ty.text(), to.text()))
+        self.def(to.clone(), format_args!("llvm.{op} {v} : {} to {}", v.ty, to))
     }
 
     /// `v` reinterpreted as `to` (no op when the types agree).
@@ -441,23 +580,17 @@ impl Emitter {
     pub fn gep(&mut self, base: &Reg, idx: &Reg, elem: &Ty) -> Reg {
         self.def(
             base.ty.clone(),
-            format!(
-                "llvm.getelementptr {base}[{idx}] : ({}, {}) -> {}, {}",
-                base.ty.text(),
-                idx.ty.text(),
-                base.ty.text(),
-                elem.text()
-            ),
+            format_args!("llvm.getelementptr {base}[{idx}] : ({}, {}) -> {}, {}", base.ty, idx.ty, base.ty, elem),
         )
     }
 
     pub fn load(&mut self, ptr: &Reg, ty: Ty, align: i64) -> Reg {
-        let t = ty.text();
-        self.def(ty, format!("llvm.load {ptr} {{alignment = {align} : i64}} : {} -> {t}", ptr.ty.text()))
+        let t = ty.clone();
+        self.def(ty, format_args!("llvm.load {ptr} {{alignment = {align} : i64}} : {} -> {t}", ptr.ty))
     }
 
     pub fn store(&mut self, v: &Reg, ptr: &Reg, align: i64) {
-        self.line(format!("llvm.store {v}, {ptr} {{alignment = {align} : i64}} : {}, {}", v.ty.text(), ptr.ty.text()));
+        self.line(format_args!("llvm.store {v}, {ptr} {{alignment = {align} : i64}} : {}, {}", v.ty, ptr.ty));
     }
 
     // --- aggregates -----------------------------------------------------------------------
@@ -471,11 +604,13 @@ impl Emitter {
                 return s.clone();
             }
         };
-        self.def(ty, format!("llvm.extractvalue {s}[{i}] : {}", s.ty.text()))
+        let st = self.ty_str(&s.ty);
+        self.def(ty, format_args!("llvm.extractvalue {s}[{i}] : {st}"))
     }
 
     pub fn insertvalue(&mut self, s: &Reg, x: &Reg, i: usize) -> Reg {
-        self.def(s.ty.clone(), format!("llvm.insertvalue {x}, {s}[{i}] : {}", s.ty.text()))
+        let st = self.ty_str(&s.ty);
+        self.def(s.ty.clone(), format_args!("llvm.insertvalue {x}, {s}[{i}] : {st}"))
     }
 
     pub fn extractelement(&mut self, v: &Reg, i: i64) -> Reg {
@@ -485,25 +620,23 @@ impl Emitter {
         };
         let et = (**et).clone();
         let ci = self.ci32(i);
-        self.def(et, format!("llvm.extractelement {v}[{ci} : i32] : {}", v.ty.text()))
+        self.def(et, format_args!("llvm.extractelement {v}[{ci} : i32] : {}", v.ty))
     }
 
     pub fn insertelement(&mut self, v: &Reg, x: &Reg, i: i64) -> Reg {
         let ci = self.ci32(i);
-        self.def(v.ty.clone(), format!("llvm.insertelement {x}, {v}[{ci} : i32] : {}", v.ty.text()))
+        self.def(v.ty.clone(), format_args!("llvm.insertelement {x}, {v}[{ci} : i32] : {}", v.ty))
     }
 
     /// `undef` of `ty`, made once in the prologue like a constant: every vector a thread
     /// packs starts from it, and one op a type instead of one a vector keeps the stages
     /// short (LLVM has a single `undef` of a type either way).
     pub fn undef(&mut self, ty: Ty) -> Reg {
-        let t = ty.text();
-        let key = format!("undef:{t}");
-        if let Some(r) = self.consts.get(&key) {
+        if let Some(r) = self.undefs.get(&ty) {
             return r.clone();
         }
-        let r = self.def_prologue(ty, format!("llvm.mlir.undef : {t}"));
-        self.consts.insert(key, r.clone());
+        let r = self.def_prologue(ty.clone(), format!("llvm.mlir.undef : {ty}"));
+        self.undefs.insert(ty, r.clone());
         r
     }
 
@@ -699,13 +832,15 @@ impl Emitter {
         let (names, tys) = list(args);
         let sep = if names.is_empty() { "" } else { " " };
         match ret {
-            Some(ty) => Some(self.def(
-                ty.clone(),
-                format!(
-                    "llvm.inline_asm has_side_effects \"{asm}\", \"{constraints}\"{sep}{names} : ({tys}) -> {}",
-                    ty.text()
-                ),
-            )),
+            Some(ty) => {
+                let t = self.ty_str(&ty);
+                Some(self.def(
+                    ty,
+                    format_args!(
+                        "llvm.inline_asm has_side_effects \"{asm}\", \"{constraints}\"{sep}{names} : ({tys}) -> {t}"
+                    ),
+                ))
+            }
             None => {
                 self.line(format!(
                     "llvm.inline_asm has_side_effects \"{asm}\", \"{constraints}\"{sep}{names} : ({tys}) -> ()"
@@ -783,5 +918,42 @@ mod tests {
         assert_eq!(Ty::Struct(vec![Ty::I32, Ty::I32]).text(), "!llvm.struct<(i32, i32)>");
         assert_eq!(Ty::Vector(2, Box::new(Ty::F16)).text(), "vector<2xf16>");
         assert_eq!(Ty::Ptr(3).text(), "!llvm.ptr<3>");
+    }
+
+    /// Integer ops on constants give the constant the type holds (wrapped, sign-extended as
+    /// `cint` writes it); an identity gives the other operand; what LLVM would call poison, an
+    /// i1 and floats are written as ops.
+    #[test]
+    fn integer_ops_on_constants_and_identities_are_folded() {
+        let mut em = Emitter::new();
+        let x = em.sreg("tid.x");
+        let folded = |em: &mut Emitter, op: &str, a: i64, b: i64, ty: Ty| {
+            let (ca, cb) = (em.cint(a, ty.clone()), em.cint(b, ty.clone()));
+            em.bin(op, &ca, &cb).value
+        };
+        assert_eq!(folded(&mut em, "add", 100, 100, Ty::I8), Some(-56));
+        assert_eq!(folded(&mut em, "mul", 1 << 20, 1 << 12, Ty::I32), Some(0));
+        assert_eq!(folded(&mut em, "sub", i64::MIN, 1, Ty::I64), Some(i64::MAX));
+        assert_eq!(folded(&mut em, "lshr", -1, 28, Ty::I32), Some(15));
+        assert_eq!(folded(&mut em, "ashr", -16, 2, Ty::I32), Some(-4));
+        assert_eq!(folded(&mut em, "shl", 3, 30, Ty::I32), Some(-1 << 30));
+        assert_eq!(folded(&mut em, "xor", 0x0f, -1, Ty::I16), Some(-16));
+        // A shift by the width is poison: left to LLVM, as is any i1.
+        assert_eq!(folded(&mut em, "shl", 1, 32, Ty::I32), None);
+        assert_eq!(folded(&mut em, "lshr", 1, -1, Ty::I64), None);
+        assert_eq!(folded(&mut em, "and", 1, 1, Ty::I1), None);
+        let (zero, one, ones) = (em.ci32(0), em.ci32(1), em.ci32(-1));
+        for (op, a, b) in
+            [("add", &x, &zero), ("add", &zero, &x), ("mul", &one, &x), ("lshr", &x, &zero), ("and", &ones, &x)]
+        {
+            assert_eq!(em.bin(op, a, b), x, "{op}");
+        }
+        assert_eq!(em.bin("mul", &x, &zero), zero);
+        assert_eq!(em.bin("sub", &zero, &x).value, None, "0 - x is not x");
+        let before = em.body.len();
+        let f = em.cf32(0.0);
+        let y = em.bitcast(&x, Ty::F32);
+        assert_ne!(em.fadd(&y, &f), y, "x + 0.0 is not x for x = -0.0");
+        assert!(em.body.len() > before);
     }
 }

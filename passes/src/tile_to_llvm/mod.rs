@@ -850,9 +850,9 @@ fn lower_with<'f>(
     let smem = lw.smem;
     let smem_align = lw.smem_align;
     let requests = std::mem::take(&mut lw.requests);
-    let (pro, body) = lw.em.finish();
+    let (pro, body, named) = lw.em.finish_with_structs();
 
-    let (aliases, pro, body) = alias_long_structs(pro, body);
+    let (aliases, pro, body) = alias_long_structs(pro, body, named);
     let mut s = aliases;
     let _ = writeln!(s, "module attributes {{tile.target = \"{}\"}} {{", arch.name);
     if smem > STATIC_SMEM_LIMIT {
@@ -1322,9 +1322,9 @@ impl Lowering<'_> {
             };
             let tpw = self.em.ci32(1 << lane_bits);
             let spt = self.em.ci32(t.unit);
-            let wt = self.em.def_prologue(Ty::I32, format!("llvm.mul {warp_d}, {tpw} : i32"));
-            let s = self.em.def_prologue(Ty::I32, format!("llvm.add {wt}, {lane_d} : i32"));
-            self.em.def_prologue(Ty::I32, format!("llvm.mul {s}, {spt} : i32"))
+            let wt = self.em.bin_prologue("mul", &warp_d, &tpw);
+            let s = self.em.bin_prologue("add", &wt, &lane_d);
+            self.em.bin_prologue("mul", &s, &spt)
         } else {
             let runs: Vec<(Reg, tilec_core::layout::Run)> =
                 t.lane.iter().map(|r| (lane.clone(), *r)).chain(t.warp.iter().map(|r| (warp.clone(), *r))).collect();
@@ -1386,8 +1386,8 @@ impl Lowering<'_> {
         for (id, run) in runs {
             let bits = self.coord_bits(id, run.shift, 1 << run.bits);
             let base = self.em.ci32(run.base);
-            let term = self.em.def_prologue(Ty::I32, format!("llvm.mul {bits}, {base} : i32"));
-            acc = self.em.def_prologue(Ty::I32, format!("llvm.add {acc}, {term} : i32"));
+            let term = self.em.bin_prologue("mul", &bits, &base);
+            acc = self.em.bin_prologue("add", &acc, &term);
         }
         acc
     }
@@ -1399,8 +1399,8 @@ impl Lowering<'_> {
         }
         let sh = self.em.ci32(i64::from(shift));
         let mask = self.em.ci32(extent - 1);
-        let s = self.em.def_prologue(Ty::I32, format!("llvm.lshr {id}, {sh} : i32"));
-        self.em.def_prologue(Ty::I32, format!("llvm.and {s}, {mask} : i32"))
+        let s = self.em.bin_prologue("lshr", id, &sh);
+        self.em.bin_prologue("and", &s, &mask)
     }
 
     /// The address of the kernel's shared-memory buffer.
@@ -1587,19 +1587,20 @@ pub(super) fn overlaps(ranges: &[(i64, i64)], off: i64, bytes: i64) -> bool {
     ranges.iter().any(|&(o, b)| o < off + bytes && off < o + b)
 }
 
-/// Struct types longer than this are named once at the top of the module (see
-/// [`alias_long_structs`]).
-const ALIASED_STRUCT_CHARS: usize = 96;
-
 /// Names each long struct type of the kernel's text once, `!tilec_sN = !llvm.struct<(…)>`
 /// before the module, and writes the name at every use: a tile's registers travel as
 /// `!llvm.struct<(f32, …)>` of up to 128 members, written again at each `extractvalue` and
 /// asm result, and MLIR's parser read every copy (on FMHA 1,152 of them: ~5 % of a compile).
-/// The module means the same: the `llvm` stage prints the types in full again. Returns the
-/// alias lines and the prologue and body with the names in place.
-fn alias_long_structs(pro: String, body: String) -> (String, String, String) {
+/// The module means the same: the `llvm` stage prints the types in full again. `named` are
+/// the types the emitter already wrote by name (`!tilec_s{k}` the `k`-th,
+/// [`Emitter::ty_str`]); a type found in full in the text gets the next number, or its
+/// name if it is one of them. Returns the alias lines and the prologue and body with the
+/// names in place.
+fn alias_long_structs(pro: String, body: String, named: Vec<String>) -> (String, String, String) {
     const OPEN: &str = "!llvm.struct<(";
-    let mut found: Vec<String> = vec![];
+    let mut found: Vec<String> = named;
+    // Which of `found` the text writes in full (only those are replaced in it).
+    let mut in_text = vec![false; found.len()];
     for text in [&pro, &body] {
         let mut from = 0;
         while let Some(at) = text[from..].find(OPEN) {
@@ -1623,8 +1624,14 @@ fn alias_long_structs(pro: String, body: String) -> (String, String, String) {
             }
             if let Some(end) = end {
                 let ty = &text[start..end];
-                if ty.len() > ALIASED_STRUCT_CHARS && !found.iter().any(|f| f == ty) {
-                    found.push(ty.to_string());
+                if ty.len() > emit::ALIASED_STRUCT_CHARS {
+                    match found.iter().position(|f| f == ty) {
+                        Some(k) => in_text[k] = true,
+                        None => {
+                            found.push(ty.to_string());
+                            in_text.push(true);
+                        }
+                    }
                 }
             }
             // A struct nested in another is met on a later step, inside its container.
@@ -1644,8 +1651,10 @@ fn alias_long_structs(pro: String, body: String) -> (String, String, String) {
             def = def.replace(&found[j], &format!("!tilec_s{j}"));
         }
         defs.push((found[i].len(), format!("{name} = {def}\n")));
-        pro = pro.replace(&found[i], &name);
-        body = body.replace(&found[i], &name);
+        if in_text[i] {
+            pro = pro.replace(&found[i], &name);
+            body = body.replace(&found[i], &name);
+        }
     }
     defs.sort_by_key(|(len, _)| *len);
     (defs.into_iter().map(|(_, d)| d).collect(), pro, body)

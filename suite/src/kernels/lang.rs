@@ -781,6 +781,85 @@ pub const SCAN: Spec = Spec {
     peer_config: no_peer,
 };
 
+/// The first NaN's index, else the first minimum's (NumPy's `argmin`).
+pub fn argmin_row(row: &[f64]) -> usize {
+    let neg: Vec<f64> = row.iter().map(|x| -x).collect();
+    argmax_row(&neg)
+}
+
+/// The arg-reductions along a row (kernels/lang/argreduce.tile): f32 argmax/argmin and i32
+/// argmax/argmin of each row, exact. Values on a coarse grid (many ties) with NaN and ±inf in
+/// the floats, the i32 extremes in the integers; a row of only -inf / i32::MIN and one of
+/// only +inf / i32::MAX, whose answers tie the padding past N (index 0 wins).
+pub const ARGREDUCE: Spec = Spec {
+    name: "lang_argreduce",
+    file: "lang/argreduce.tile",
+    kernel: "argreduce",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![
+            Case::new(DType::F32, &[5, 33]).with("BN", 64),
+            Case::new(DType::F32, &[3, 200]).with("BM", 1),
+            Case::new(DType::F32, &[9, 16]).with("BM", 8).with("BN", 16),
+        ]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::F32, &[1, 1]).with("BN", 16),
+            Case::new(DType::F32, &[5, 33]).with("BN", 64),
+            Case::new(DType::F32, &[7, 1000]).with("BM", 1).with("BN", 1024),
+            Case::new(DType::F32, &[130, 256]).with("BM", 8),
+            Case::new(DType::F32, &[3, 4093]).with("BM", 1).with("BN", 4096),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |_| BTreeMap::new(),
+    inputs: |c, rng| {
+        let (m, n) = (c.dims[0] as usize, c.dims[1] as usize);
+        let mut x: Vec<f64> = (0..m * n)
+            .map(|_| match rng.gen_range(0..40) {
+                0 => f64::NAN,
+                1 => f64::INFINITY,
+                2 => f64::NEG_INFINITY,
+                _ => f64::from(rng.gen_range(-8..8)) * 0.25,
+            })
+            .collect();
+        let mut a: Vec<f64> = (0..m * n)
+            .map(|_| match rng.gen_range(0..40) {
+                0 => f64::from(i32::MIN),
+                1 => f64::from(i32::MAX),
+                _ => f64::from(rng.gen_range(-5..5)),
+            })
+            .collect();
+        // Row 1 ties the padding everywhere for the maxima, row 2 for the minima.
+        if m > 2 {
+            x[n..2 * n].fill(f64::NEG_INFINITY);
+            a[n..2 * n].fill(f64::from(i32::MIN));
+            x[2 * n..3 * n].fill(f64::INFINITY);
+            a[2 * n..3 * n].fill(f64::from(i32::MAX));
+        }
+        vec![tensor(DType::F32, &c.dims, &x), tensor(DType::I32, &c.dims, &a), poisoned(DType::I32, &[c.dims[0], 4])]
+    },
+    outputs: &[2],
+    exact: &[2],
+    reference: |c, args| {
+        let n = c.dims[1] as usize;
+        let (x, a) = (values(args, 0), values(args, 1));
+        let rows = x.chunks(n.max(1)).zip(a.chunks(n.max(1)));
+        let out = rows.flat_map(|(x, a)| [argmax_row(x), argmin_row(x), argmax_row(a), argmin_row(a)]);
+        vec![out.map(|i| i as f64).collect()]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 8.0 + c.dims[0] as f64 * 16.0,
+    flops: None,
+    case_for: |dims, _| match dims {
+        [m, n] if *m >= 1 && *n >= 1 => Ok(Case::new(DType::F32, dims).with("BN", pow2_clamped(*n, 16, 4096))),
+        _ => Err(format!("lang_argreduce takes MxN, not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
 /// The storage dtypes and f64 (kernels/lang/dtypes.tile): every conversion bit for bit,
 /// fp8 at its ties, subnormals and saturation.
 pub const DTYPES: Spec = Spec {

@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 69] = [
+pub(crate) static ALL: [&Spec; 70] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -50,6 +50,7 @@ pub(crate) static ALL: [&Spec; 69] = [
     &lang::TOPK_MERGE,
     &lang::OFFSETS,
     &lang::SCAN,
+    &lang::ARGREDUCE,
     &lang::DTYPES,
     &compute::MATMUL,
     &lowp::MATMUL_FP8,
