@@ -180,7 +180,9 @@ pub const ALIASED_STRUCT_CHARS: usize = 96;
 /// An SSA value of the lowered kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reg {
-    pub name: String,
+    /// Shared, not copied: a register's name is cloned with it wherever a tile's registers
+    /// travel (every value of every thread), and a clone is a count, not an allocation.
+    pub name: std::rc::Rc<str>,
     pub ty: Ty,
     /// The value of an integer constant made by [`Emitter::cint`] (what the emitter folds).
     value: Option<i64>,
@@ -188,7 +190,7 @@ pub struct Reg {
 
 impl Reg {
     pub fn new(name: impl Into<String>, ty: Ty) -> Reg {
-        Reg { name: name.into(), ty, value: None }
+        Reg { name: name.into().into(), ty, value: None }
     }
 }
 
@@ -807,7 +809,7 @@ impl Emitter {
 
     /// `nvgpu.device_async_create_group`: commits the copies of `tokens` as one group.
     pub fn nvgpu_async_group(&mut self, tokens: &[Reg]) -> Reg {
-        let names: Vec<&str> = tokens.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = tokens.iter().map(|t| &*t.name).collect();
         self.def(Ty::AsyncToken, format!("nvgpu.device_async_create_group {}", names.join(", ")))
     }
 
@@ -886,7 +888,7 @@ impl Emitter {
 
 /// `a, b, c` and `ta, tb, tc`.
 fn list(args: &[&Reg]) -> (String, String) {
-    let names: Vec<&str> = args.iter().map(|a| a.name.as_str()).collect();
+    let names: Vec<&str> = args.iter().map(|a| &*a.name).collect();
     let tys: Vec<String> = args.iter().map(|a| a.ty.text()).collect();
     (names.join(", "), tys.join(", "))
 }

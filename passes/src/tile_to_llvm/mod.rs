@@ -243,7 +243,7 @@ pub(crate) struct Lowering<'f> {
     /// What `note_unit_factor` knows of a value on the way to a row factor.
     unit_facts: BTreeMap<ValueId, UnitFact>,
     /// Sums of two bases already emitted.
-    base_sums: BTreeMap<(String, String), Reg>,
+    base_sums: BTreeMap<(std::rc::Rc<str>, std::rc::Rc<str>), Reg>,
     /// Per-layout thread coordinates, cached: (layout text, dim and its terms) → i32 value.
     bases: BTreeMap<(String, String), Reg>,
     lane: Reg,
