@@ -382,13 +382,7 @@ impl<'m> Driver<'m> {
         let passes = std::mem::take(&mut *self.unparsed.borrow_mut());
         let Some((_, level)) = passes.last() else { return Ok(()) };
         let stage = if *level == Level::Tile { "tile" } else { "tilegpu" };
-        let names: Vec<String> = passes.iter().map(|(p, _)| format!("`{p}`")).collect();
-        self.mlir.parse(text, stage).map(drop).map_err(|d| {
-            d.with_note(format!(
-                "in the output of {} (a compiler bug: tilec's rules held after each)",
-                names.join(", ")
-            ))
-        })
+        self.mlir.parse(text, stage).map(drop).map_err(|d| blame_unparsed(d, &passes))
     }
 
     /// The kernel's current text.
@@ -472,13 +466,7 @@ impl<'m> Driver<'m> {
                         };
                         // The passes not parsed yet are named if their output fails here.
                         let passes = std::mem::take(&mut *self.unparsed.borrow_mut());
-                        self.mlir.parse(&input, &format!("input of {name}")).map_err(|d| match passes.is_empty() {
-                            true => d,
-                            false => d.with_note(format!(
-                                "made by {}",
-                                passes.iter().map(|(p, _)| format!("`{p}`")).collect::<Vec<_>>().join(", ")
-                            )),
-                        })?
+                        self.mlir.parse(&input, &format!("input of {name}")).map_err(|d| blame_unparsed(d, &passes))?
                     }
                 };
                 // A failed pass may leave the module half converted: nothing is kept then.
@@ -518,6 +506,15 @@ fn step_arch(step: &Step, func: &Func) -> Result<&'static tilec_core::target::Ar
         a => a.to_string(),
     };
     tilec_core::target::resolve(&name).map(|(a, _)| a).map_err(|m| bad(format!("{}: {m}", step.name())))
+}
+
+/// MLIR's refusal of tile IR, with the tilec passes that made it since the last parse.
+fn blame_unparsed(d: Diagnostic, passes: &[(String, Level)]) -> Diagnostic {
+    if passes.is_empty() {
+        return d;
+    }
+    let names: Vec<String> = passes.iter().map(|(p, _)| format!("`{p}`")).collect();
+    d.with_note(format!("in the output of {} (a compiler bug: tilec's rules held after each)", names.join(", ")))
 }
 
 fn set_func(d: &mut Driver, func: Func, pass: &str, level: Level) -> Result<(), Diagnostic> {
