@@ -236,7 +236,8 @@ pub struct Emitter {
     /// Labels written so far: the serial of the block being emitted (a value made in it is
     /// usable until the next label, whatever the control flow).
     labels: u32,
-    consts: BTreeMap<String, Reg>,
+    /// The float constants made so far, by their type and literal as MLIR writes them.
+    floats: BTreeMap<String, Reg>,
     /// The integer constants made so far, by (type, value).
     ints: BTreeMap<(Ty, i64), Reg>,
     /// The `undef` of each type made so far.
@@ -319,12 +320,12 @@ impl Emitter {
     }
 
     /// `%r = <rhs>` in the prologue (values every later block sees).
-    pub fn def_prologue(&mut self, ty: Ty, rhs: impl AsRef<str>) -> Reg {
+    pub fn def_prologue(&mut self, ty: Ty, rhs: impl std::fmt::Display) -> Reg {
         let name = self.fresh();
         // Inside `enter_prologue` the prologue is the `body` buffer: a constant first made
         // there (the swizzled index of an NVMMA atom) must not land in the real body.
         let pro = if self.in_prologue { &mut self.body } else { &mut self.pro };
-        let _ = writeln!(pro, "    {name} = {}", rhs.as_ref());
+        let _ = writeln!(pro, "    {name} = {rhs}");
         Reg::new(name, ty)
     }
 
@@ -377,11 +378,11 @@ impl Emitter {
         let ty = Ty::of(d);
         let t = ty.text();
         let key = format!("{t}:{lit}");
-        if let Some(r) = self.consts.get(&key) {
+        if let Some(r) = self.floats.get(&key) {
             return r.clone();
         }
         let r = self.def_prologue(ty, format!("llvm.mlir.constant({lit} : {t}) : {t}"));
-        self.consts.insert(key, r.clone());
+        self.floats.insert(key, r.clone());
         r
     }
 
@@ -398,21 +399,22 @@ impl Emitter {
     // --- arithmetic -----------------------------------------------------------------------
 
     fn bin(&mut self, op: &str, a: &Reg, b: &Reg) -> Reg {
-        debug_assert_eq!(a.ty, b.ty, "{op} of {} and {}", a.ty.text(), b.ty.text());
-        if let Some(r) = self.fold(op, a, b) {
-            return r;
-        }
-        self.def(a.ty.clone(), format_args!("llvm.{op} {a}, {b} : {}", a.ty))
+        self.bin_in(false, op, a, b)
     }
 
     /// `a op b` of integers in the prologue (a thread coordinate's arithmetic), folded like
     /// the body's.
     pub fn bin_prologue(&mut self, op: &str, a: &Reg, b: &Reg) -> Reg {
+        self.bin_in(true, op, a, b)
+    }
+
+    /// `llvm.<op> a, b` in the prologue or the body, unless [`Emitter::fold`] knows it.
+    fn bin_in(&mut self, prologue: bool, op: &str, a: &Reg, b: &Reg) -> Reg {
         debug_assert_eq!(a.ty, b.ty, "{op} of {} and {}", a.ty.text(), b.ty.text());
         if let Some(r) = self.fold(op, a, b) {
             return r;
         }
-        self.def_prologue(a.ty.clone(), format!("llvm.{op} {a}, {b} : {}", a.ty))
+        self.def_in(prologue, a.ty.clone(), format_args!("llvm.{op} {a}, {b} : {}", a.ty))
     }
 
     /// `a op b` without an op where the answer is known: both operands constants, or one
@@ -785,7 +787,7 @@ impl Emitter {
         self.def_in(prologue, to, format!("builtin.unrealized_conversion_cast {d} : {} to {t}", d.ty.text()))
     }
 
-    fn def_in(&mut self, prologue: bool, ty: Ty, rhs: String) -> Reg {
+    fn def_in(&mut self, prologue: bool, ty: Ty, rhs: impl std::fmt::Display) -> Reg {
         if prologue {
             self.def_prologue(ty, rhs)
         } else {

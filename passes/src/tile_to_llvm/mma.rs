@@ -490,19 +490,12 @@ impl Lowering<'_> {
             return None;
         }
         let (k, c) = swizzle_parts(&mut Ints, &t.sl, &t.shape, &row_c, &col_c, t.scale, 0);
-        let x = if c == 0 {
-            t.bits.clone()
-        } else {
-            let c = self.em.ci32(c);
-            self.em.xor(&t.bits, &c)
-        };
+        // A zero `c` or `k` writes no op: the emitter folds `x ^ 0` and `x + 0`.
+        let c = self.em.ci32(c);
+        let x = self.em.xor(&t.bits, &c);
         let e = self.em.add(&t.base, &x);
-        Some(if k == 0 {
-            e
-        } else {
-            let k = self.em.ci32(k);
-            self.em.add(&e, &k)
-        })
+        let k = self.em.ci32(k);
+        Some(self.em.add(&e, &k))
     }
 
     /// The element index (i32) of element (row, col) in a swizzled buffer (see
