@@ -54,16 +54,17 @@ fn fail(msg: impl Into<String>) -> Diagnostic {
 /// `-cgpp-huge-func=0`: CodeGenPrepare repeats its walk over the whole function while any
 /// block changed, and a tile kernel's few large blocks change a little on every round (29
 /// rounds over mla_decode's 6,500 instructions, re-parsing every inline asm's constraints
-/// each time: 7 % of its compile on sm_90a). In its "huge function" mode a round after the first only
-/// revisits the blocks the previous one changed. The PTX of every kernel of the library, the
-/// language, tutorial and frontend tests on every target is the same byte for byte.
+/// each time: 7 % of its compile on sm_90a). In its "huge function" mode a round after the
+/// first only revisits the blocks the previous one changed. The PTX of every kernel of the
+/// library, the language, tutorial and frontend tests on every target is the same byte for
+/// byte.
 ///
 /// `-dse-memoryssa-walklimit=10` (LLVM's default 90): dead-store elimination walks up from
 /// each store through up to that many memory accesses, asking alias analysis whether each
 /// one is overwritten; an epilogue's 64 stores to swizzled shared addresses (an `xor` basic
-/// alias analysis cannot see through) made it 9 % of matmul's compile on sm_90a, 4 % of bmm's
-/// on sm_103a. Our stores are overwritten, if ever, by a store close after them; the PTX of
-/// every compile above is the same byte for byte.
+/// alias analysis cannot see through) made it 9 % of matmul's compile on sm_90a, 4 % of
+/// bmm's on sm_103a. A store the lowering emits is overwritten, if ever, by one close after
+/// it; the PTX of every compile above is the same byte for byte.
 fn set_nvptx_options() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
