@@ -68,11 +68,12 @@ fn fail(msg: impl Into<String>) -> Diagnostic {
 ///
 /// `-slp-min-tree-size=4` (LLVM's default 3): SLP then vectorizes a tree of three nodes only
 /// when all of it vectorizes. Each two-element `insertelement` build of a register pair
-/// (704 in FMHA's lowering for sm_103a, whose tcgen05 path packs `f32x2` pairs) seeded such a
-/// tree, costed and then dropped: 6 % of FMHA's and MLA's compile on sm_103a. The PTX of five compiles changes: quant_fp4 (all three
-/// targets: instructions in another order, the same SASS), rope_table and the `dtypes`
-/// language test on sm_103a (registers renumbered; 8 fewer SASS instructions in `dtypes`,
-/// whose i8 pairs are no longer packed into a vector to be taken apart again).
+/// (704 in FMHA's lowering for sm_103a, whose tcgen05 path packs `f32x2` pairs) seeded such
+/// a tree, costed and then dropped: 6 % of FMHA's and MLA's compile on sm_103a. The PTX of
+/// five compiles changes: quant_fp4 (all three targets: instructions in another order, the
+/// same SASS), rope_table and the `dtypes` language test on sm_103a (registers renumbered;
+/// 8 fewer SASS instructions in `dtypes`, whose i8 pairs are no longer packed into a vector
+/// to be taken apart again).
 fn set_nvptx_options() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
