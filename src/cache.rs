@@ -53,6 +53,9 @@ pub fn cache_key(source: &Source, opts: &CompileOptions) -> Option<CacheKey> {
     if opts.persistent {
         pipeline.push_str(" persistent=true");
     }
+    if opts.llvm_default_pipeline {
+        pipeline.push_str(" llvm_pipeline=default");
+    }
     if let Some(e) = &opts.emulate {
         pipeline.push_str(&format!(" emulate={e}"));
     }

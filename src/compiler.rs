@@ -68,6 +68,10 @@ pub struct CompileOptions {
     /// pass — upstream passes, tilec's, registered user passes), `move=tile-licm:after=tile-pipeline`
     /// (`tilec_passes::driver::edit_pipeline`; E0904 for a pass the pipeline does not run).
     pub pipeline_edits: Vec<String>,
+    /// Optimise the LLVM IR with LLVM's own `default<On>` pipeline instead of tilec's
+    /// (`--llvm-default-pipeline`; see `tilec_backend::pipeline`): the ablation, and the way
+    /// back should tilec's leave something undone in a kernel.
+    pub llvm_default_pipeline: bool,
 }
 
 /// Loops a kernel may hold before LLVM's optimizer is left out (see [`compile`]).
@@ -288,17 +292,22 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         ));
         opt = 0;
     }
+    let pipeline = if opts.llvm_default_pipeline {
+        tilec_backend::Pipeline::llvm(opt)
+    } else {
+        tilec_backend::Pipeline::tilec(opt)
+    };
     // SAFETY: the translation builds its module in the context codegen hands it, and
     // hands the module over.
     let cg = unsafe {
-        tilec_backend::codegen_translated(arch, opt, !opts.ptx_only, |ctx| {
+        tilec_backend::codegen_translated(arch, pipeline, !opts.ptx_only, |ctx| {
             let m = driver.translate_into(ctx);
             lap("translate to LLVM IR", &mut timings);
             m
         })
     }
     .map_err(|d| fail(vec![d]))?;
-    lap(&format!("LLVM O{} + NVPTX codegen", opt.min(3)), &mut timings);
+    lap(&format!("LLVM {pipeline} + NVPTX codegen"), &mut timings);
     if let Some(ir) = cg.llvm_ir {
         compiled.stages.insert(Stage::LlvmIr, ir);
     }

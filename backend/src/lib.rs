@@ -1,14 +1,16 @@
 //! tilec-backend: LLVM IR → PTX (→ ptxas).
 //!
 //! Contract: [`codegen`] takes LLVM IR text and a target ([`Arch`], from `tilec_core::target`),
-//! optimises it at the requested level in inkwell's LLVM context and returns the PTX (and the
-//! optimised IR, when asked for). [`codegen_translated`] does the same for a module a
+//! optimises it with the requested [`Pipeline`] (tilec's at a level, or LLVM's own: see
+//! [`pipeline`]) in inkwell's LLVM context and returns the PTX (and the optimised IR, when
+//! asked for). [`codegen_translated`] does the same for a module a
 //! translation builds straight into that context — MLIR's translation of the `llvm` stage, so
 //! the IR is never printed and parsed again (on FMHA that round trip was ~25 ms; one LLVM is
 //! linked, so MLIR's `LLVMContextRef` is inkwell's). [`ptxas`] assembles PTX for the same arch
 //! with the `ptxas` it finds and parses its resource report (registers, spills, shared
 //! memory). Failures are [`Diagnostic`]s with code `E0902`.
 
+pub mod pipeline;
 pub mod ptxas;
 pub mod sass;
 
@@ -19,6 +21,7 @@ use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Tar
 use inkwell::OptimizationLevel;
 use tilec_core::Diagnostic;
 
+pub use pipeline::Pipeline;
 pub use ptxas::{find_ptxas, ptxas, PtxasReport};
 pub use sass::{find_cuobjdump, opcode_counts, sass};
 pub use tilec_core::target::Arch;
@@ -97,12 +100,12 @@ fn set_nvptx_options() {
     });
 }
 
-/// Optimises LLVM IR and emits PTX for `arch` (with the optimised IR's text).
-pub fn codegen(llvm_ir: &str, arch: &Arch, opt_level: u32) -> Result<Codegen, Diagnostic> {
+/// Optimises LLVM IR with `pipeline` and emits PTX for `arch` (with the optimised IR's text).
+pub fn codegen(llvm_ir: &str, arch: &Arch, pipeline: Pipeline) -> Result<Codegen, Diagnostic> {
     let ctx = context();
     let buf = MemoryBuffer::create_from_memory_range_copy(llvm_ir.as_bytes(), "tilec");
     let module = ctx.create_module_from_ir(buf).map_err(|e| fail(format!("LLVM rejected the IR: {e}")))?;
-    optimise_and_emit(&module, arch, opt_level, true)
+    optimise_and_emit(&module, arch, pipeline, true)
 }
 
 /// [`codegen`] of the module `translate` builds in the context it is handed, with the
@@ -113,7 +116,7 @@ pub fn codegen(llvm_ir: &str, arch: &Arch, opt_level: u32) -> Result<Codegen, Di
 /// one else owns or frees: it is dropped here.
 pub unsafe fn codegen_translated(
     arch: &Arch,
-    opt_level: u32,
+    pipeline: Pipeline,
     keep_ir: bool,
     translate: impl FnOnce(RawLlvm) -> Result<RawLlvm, Diagnostic>,
 ) -> Result<Codegen, Diagnostic> {
@@ -128,7 +131,7 @@ pub unsafe fn codegen_translated(
     // The name the text path gives its buffer: the optimised IR's first line is the same
     // either way.
     module.set_name("tilec");
-    optimise_and_emit(&module, arch, opt_level, keep_ir)
+    optimise_and_emit(&module, arch, pipeline, keep_ir)
 }
 
 /// An LLVM context with the NVPTX target and tilec's options set up.
@@ -141,12 +144,12 @@ fn context() -> Context {
 fn optimise_and_emit(
     module: &inkwell::module::Module<'_>,
     arch: &Arch,
-    opt_level: u32,
+    pipeline: Pipeline,
     keep_ir: bool,
 ) -> Result<Codegen, Diagnostic> {
     let triple = TargetTriple::create("nvptx64-nvidia-cuda");
     let target = Target::from_triple(&triple).map_err(|e| fail(format!("no NVPTX target in this LLVM: {e}")))?;
-    let level = match opt_level {
+    let level = match pipeline.level() {
         0 => OptimizationLevel::None,
         1 => OptimizationLevel::Less,
         2 => OptimizationLevel::Default,
@@ -157,9 +160,8 @@ fn optimise_and_emit(
         .ok_or_else(|| fail(format!("LLVM cannot target {}", arch.name)))?;
     module.set_triple(&triple);
     module.set_data_layout(&tm.get_target_data().get_data_layout());
-    let pipeline = format!("default<O{}>", opt_level.min(3));
     module
-        .run_passes(&pipeline, &tm, PassBuilderOptions::create())
+        .run_passes(&pipeline.text(), &tm, PassBuilderOptions::create())
         .map_err(|e| fail(format!("LLVM optimisation failed: {e}")))?;
     module.verify().map_err(|e| fail(format!("LLVM IR does not verify after optimisation: {e}")))?;
     let llvm_ir = keep_ir.then(|| module.print_to_string().to_string());

@@ -27,7 +27,10 @@ fn a_mixed_pipeline_ends_in_llvm_that_translates_to_ptx() {
     assert!(out.contains("llvm.func @softmax") && out.contains("nvvm.kernel"), "{out}");
     let ir = mlir.translate_to_llvm_ir(&mlir.parse(&out, "opt output").unwrap()).unwrap();
     let (arch, _) = tilec_core::target::resolve("sm_90a").unwrap();
-    assert!(tilec_backend::codegen(&ir, arch, 3).unwrap().ptx.contains(".entry softmax"));
+    assert!(tilec_backend::codegen(&ir, arch, tilec_backend::Pipeline::tilec(3))
+        .unwrap()
+        .ptx
+        .contains(".entry softmax"));
 }
 
 #[test]

@@ -136,7 +136,8 @@ fn a_ring_of_stages_assembles_for_every_target() {
         assert!(!llvm.contains("nvgpu.") && !llvm.contains("unrealized_conversion_cast"), "{t}: {llvm}");
         let m = mlir.parse(&llvm, "llvm").unwrap();
         let ir = mlir.translate_to_llvm_ir(&m).unwrap();
-        let cg = tilec_backend::codegen(&ir, arch, 3).unwrap_or_else(|e| panic!("{t}: {e:?}"));
+        let cg = tilec_backend::codegen(&ir, arch, tilec_backend::Pipeline::tilec(3))
+            .unwrap_or_else(|e| panic!("{t}: {e:?}"));
         assert_eq!(cg.ptx.matches("cp.async.cg.shared.global").count(), 2, "{t}: prologue and loop copies");
         let r = tilec_backend::ptxas(&cg.ptx, arch).unwrap_or_else(|e| panic!("{t}: {e:?}"));
         assert_eq!((r.spill_stores, r.spill_loads, r.shared_bytes), (0, 0, 1280), "{t}");

@@ -494,6 +494,47 @@ fn block_scaled_products_assemble_to_their_native_instructions_on_sm_121a_and_sm
     }
 }
 
+/// tilec's LLVM pipelines (`tilec_backend::pipeline`: LLVM's default less the passes that find
+/// nothing in a tile kernel) lose nothing against LLVM's own: every kernel under kernels/, on
+/// every target, at its own level, gets LLVM's PTX byte for byte. A lowering change that
+/// gives a left-out pass work fails here, and the pass goes back into the pipeline.
+#[test]
+fn tilec_pipelines_give_llvms_ptx() {
+    let cases: Vec<(PathBuf, String, &str)> = kernel_names()
+        .into_iter()
+        .flat_map(|(p, k)| tilec_core::target::names().map(move |t| (p.clone(), k.clone(), t)))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
+    let compared = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for chunk in cases.chunks(cases.len().div_ceil(threads)) {
+            let compared = &compared;
+            s.spawn(move || {
+                for (path, name, t) in chunk {
+                    let o = CompileOptions { kernel: Some(name.clone()), ptx_only: true, ..opts(t) };
+                    let tilecs = compile(&source(path), &o).map(|c| c.ptx().to_string());
+                    let llvms = compile(&source(path), &CompileOptions { llvm_default_pipeline: true, ..o })
+                        .map(|c| c.ptx().to_string());
+                    match (tilecs, llvms) {
+                        (Ok(a), Ok(b)) => {
+                            assert!(a == b, "{name} {t}: tilec's LLVM pipeline gives other PTX than LLVM's default");
+                            compared.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        (Err(_), Err(_)) => {}
+                        (a, b) => panic!(
+                            "{name} {t}: one pipeline compiles and the other does not: {:?} / {:?}",
+                            a.err().map(|e| e.render()),
+                            b.err().map(|e| e.render())
+                        ),
+                    }
+                }
+            });
+        }
+    });
+    let n = compared.into_inner();
+    assert!(n >= 200, "{n} compiles compared");
+}
+
 /// The kernels whose `opt_level = 1` hint saves compile time (issue 34) lose nothing for it:
 /// on every target their PTX is the PTX of LLVM's O3, byte for byte. A lowering change that
 /// gives O3 something to find fails here, and the hint must go.

@@ -108,6 +108,7 @@ fn parse_variant(text: &str) -> Result<Variant> {
             "warp-specialize" => s.warp_specialize = true,
             "no-pingpong" => s.no_pingpong = true,
             "persistent" => s.persistent = true,
+            "llvm-default-pipeline" => s.llvm_default_pipeline = true,
             _ if item.starts_with('-') => s.disable_pass.push(item[1..].to_string()),
             _ if ["after=", "before=", "move="].iter().any(|p| item.starts_with(p)) => {
                 s.pipeline_edit.push(item.to_string())
@@ -128,7 +129,8 @@ fn parse_variant(text: &str) -> Result<Variant> {
                 }
                 _ => bail!(
                     "--variant {name}: unknown switch `{item}` (-PASS, fast-math, no-fp-fusion, no-tma, no-tma-store, \
-                     no-tcgen05, wgmma-wait-0, empty-barriers, warp-specialize, no-pingpong, persistent, emulate=ARCH, \
+                     no-tcgen05, wgmma-wait-0, empty-barriers, warp-specialize, no-pingpong, persistent, \
+                     llvm-default-pipeline, emulate=ARCH, \
                      PASS{{OPTION=VALUE}}, after=PASS:ITEMS, before=PASS:ITEMS, move=PASS:after=PASS, kernel=NAME, \
                      source=FILE, CONST=VALUE)"
                 ),

@@ -223,6 +223,10 @@ pub struct VariantArgs {
     /// each walking tiles), as a kernel's `persistent = true` hint does.
     #[arg(long)]
     pub persistent: bool,
+    /// Optimise the LLVM IR with LLVM's own default pipeline at the kernel's level instead of
+    /// tilec's (LLVM's less the passes that find nothing in tilec's lowering): the ablation.
+    #[arg(long)]
+    pub llvm_default_pipeline: bool,
     /// Compile with another target's choices — its `by_target` values, shared memory per
     /// block, pipeline and instructions — into code for this one, padded so that no more
     /// blocks share an SM than on that target: `tilec check --emulate sm_121a` runs DGX
@@ -261,6 +265,7 @@ impl VariantArgs {
             warp_specialize: self.warp_specialize,
             no_pingpong: self.no_pingpong,
             persistent: self.persistent,
+            llvm_default_pipeline: self.llvm_default_pipeline,
             emulate: self.emulate.clone(),
             pass_options: self.pass_option.clone(),
             pipeline_edits: self.pipeline_edit.clone(),
@@ -302,6 +307,9 @@ impl VariantArgs {
         }
         if self.persistent {
             v.push("+persistent".into());
+        }
+        if self.llvm_default_pipeline {
+            v.push("+llvm-default-pipeline".into());
         }
         if let Some(e) = &self.emulate {
             v.push(format!("emulating {e}"));

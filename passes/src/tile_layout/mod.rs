@@ -545,7 +545,7 @@ mod tests {
         let low = crate::tile_to_llvm::run(&f, arch, &Default::default()).unwrap();
         assert!(low.shared_bytes >= 1024 && low.text.contains("nvvm.barrier0"), "{}", low.text);
         let ir = mlir.translate_to_llvm_ir(&mlir.parse(&low.text, "llvm").unwrap()).unwrap();
-        assert!(tilec_backend::codegen(&ir, arch, 3).unwrap().ptx.contains("bar.sync"));
+        assert!(tilec_backend::codegen(&ir, arch, tilec_backend::Pipeline::tilec(3)).unwrap().ptx.contains("bar.sync"));
     }
 
     #[test]
