@@ -26,8 +26,8 @@
 //! kernel author writes; so do TailCallElim and the last SimplifyCFG, nearly free, which
 //! keep the optimised IR (the `llvm-ir` stage) close to LLVM's: it differs in 73 of the 248
 //! compiles, in value and block names and in single-entry phis of loop exits that code
-//! generation drops. A whole compile of FMHA takes 7 % fewer instructions, matmul 10 %, MLA
-//! decode 9 %, MoE align 16 %.
+//! generation drops. A whole compile of FMHA takes 5–7 % fewer instructions, matmul 10 %, MLA
+//! decode 8–10 %, MoE align 16 %.
 //!
 //! The test `tilec_pipelines_give_llvms_ptx` holds the claim for every kernel of the library
 //! on every target: a lowering change that gives a left-out pass work fails there, and the
