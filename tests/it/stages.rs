@@ -504,34 +504,29 @@ fn tilec_pipelines_give_llvms_ptx() {
         .into_iter()
         .flat_map(|(p, k)| tilec_core::target::names().map(move |t| (p.clone(), k.clone(), t)))
         .collect();
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
-    let compared = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for chunk in cases.chunks(cases.len().div_ceil(threads)) {
-            let compared = &compared;
-            s.spawn(move || {
-                for (path, name, t) in chunk {
-                    let o = CompileOptions { kernel: Some(name.clone()), ptx_only: true, ..opts(t) };
-                    let tilecs = compile(&source(path), &o).map(|c| c.ptx().to_string());
-                    let llvms = compile(&source(path), &CompileOptions { llvm_default_pipeline: true, ..o })
-                        .map(|c| c.ptx().to_string());
-                    match (tilecs, llvms) {
-                        (Ok(a), Ok(b)) => {
-                            assert!(a == b, "{name} {t}: tilec's LLVM pipeline gives other PTX than LLVM's default");
-                            compared.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        (Err(_), Err(_)) => {}
-                        (a, b) => panic!(
-                            "{name} {t}: one pipeline compiles and the other does not: {:?} / {:?}",
-                            a.err().map(|e| e.render()),
-                            b.err().map(|e| e.render())
-                        ),
-                    }
-                }
-            });
-        }
+    // Both compiles of each case, side by side on up to four threads; compared here.
+    let results = tilec::parallel::map(&cases, tilec::parallel::threads().min(4), |(path, name, t)| {
+        let o = CompileOptions { kernel: Some(name.clone()), ptx_only: true, ..opts(t) };
+        let tilecs = compile(&source(path), &o).map(|c| c.ptx().to_string());
+        let llvms =
+            compile(&source(path), &CompileOptions { llvm_default_pipeline: true, ..o }).map(|c| c.ptx().to_string());
+        (tilecs, llvms)
     });
-    let n = compared.into_inner();
+    let mut n = 0;
+    for ((_, name, t), result) in cases.iter().zip(results) {
+        match result {
+            (Ok(a), Ok(b)) => {
+                assert!(a == b, "{name} {t}: tilec's LLVM pipeline gives other PTX than LLVM's default");
+                n += 1;
+            }
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!(
+                "{name} {t}: one pipeline compiles and the other does not: {:?} / {:?}",
+                a.err().map(|e| e.render()),
+                b.err().map(|e| e.render())
+            ),
+        }
+    }
     assert!(n >= 200, "{n} compiles compared");
 }
 
