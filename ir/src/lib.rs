@@ -1,7 +1,8 @@
 //! tilec-ir: the MLIR side of tilec.
 //!
-//! Contract: [`Mlir::new`] gives an MLIR context with every upstream dialect and LLVM
-//! translation registered and the `tile`/`tilegpu` dialects loaded from their IRDL
+//! Contract: [`Mlir::new`] gives an MLIR context with every upstream dialect (with its
+//! external models and extensions — but the GPU-binary models of non-NVIDIA targets,
+//! `cpp/registry.cpp`) and LLVM translation registered and the `tile`/`tilegpu` dialects loaded from their IRDL
 //! definition ([`IRDL`]). [`Mlir::parse`] turns the text of any stage into a verified
 //! module or a [`Diagnostic`] carrying MLIR's own messages (which MLIR reports only through
 //! a diagnostic handler, so one is attached for the life of the context).
@@ -28,12 +29,22 @@ pub use reader::{read_func, read_func_with};
 use melior::dialect::DialectRegistry;
 use melior::ir::operation::OperationLike;
 use melior::pass::PassManager;
-use melior::utility::{load_irdl_dialects, register_all_dialects, register_all_llvm_translations, register_all_passes};
+use melior::utility::{load_irdl_dialects, register_all_llvm_translations};
 use melior::Context;
 use std::cell::RefCell;
 use std::ops::Deref;
 use std::rc::Rc;
 use tilec_core::Diagnostic;
+
+// `cpp/registry.cpp`: MLIR's `registerAllDialects` + `registerAllExtensions` and
+// `registerAllPasses`, less the GPU-binary models of ROCDL, SPIR-V and XeVM and the two
+// `llvm-target-to-*` passes. melior's `register_all_dialects`/`register_all_passes` call
+// MLIR's own, whose references to those linked every LLVM back end into tilec (240 MB of
+// binary, their static initialisers at each process start; 110 MB without them).
+extern "C" {
+    fn tilecRegisterDialects(registry: mlir_sys::MlirDialectRegistry);
+    fn tilecRegisterPasses();
+}
 
 /// The IRDL definition of the `tile` and `tilegpu` dialects.
 pub const IRDL: &str = include_str!("tile.irdl.mlir");
@@ -140,7 +151,8 @@ impl Mlir {
     pub fn new() -> Result<Mlir, Diagnostic> {
         register_default_passes();
         let registry = DialectRegistry::new();
-        register_all_dialects(&registry);
+        // SAFETY: the registry is alive for the call; the function only inserts into it.
+        unsafe { tilecRegisterDialects(registry.to_raw()) };
         let ctx = Context::new();
         // A compile is one function in one module: MLIR's thread pool has nothing to share
         // out, while a context that allows threads locks every type and attribute it uniques
@@ -259,7 +271,8 @@ impl Mlir {
         {
             let mut all = PASS_REGISTRY.write().unwrap_or_else(|p| p.into_inner());
             if !*all {
-                register_all_passes();
+                // SAFETY: no arguments; the write lock keeps pipeline parsing out meanwhile.
+                unsafe { tilecRegisterPasses() };
                 *all = true;
             }
         }
