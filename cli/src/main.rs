@@ -10,8 +10,8 @@ fn main() -> ExitCode {
 /// The process's heap, set up before the compiler allocates (glibc on Linux; elsewhere
 /// nothing). A cold compile is one process that allocates 60–80 MB in small pieces and
 /// exits: its cost beyond the instructions is the kernel's page faults, one a 4 KiB page
-/// on first touch — 3,300 for FMHA sm_90a, 5,000 for mla_decode (issue 34; slow in a VM,
-/// where a fault costs microseconds). Two settings cut them to ~1,200:
+/// on first touch — 4,300 for FMHA sm_90a, 5,800 for mla_decode (issue 34; slow in a VM,
+/// where a fault costs microseconds). Two settings cut them to 1,100–1,500:
 /// - blocks up to 32 MiB come from the heap and freed memory stays there, so a large
 ///   buffer LLVM or MLIR frees and asks for again reuses touched pages instead of a fresh
 ///   `mmap` each time;
