@@ -1,9 +1,9 @@
 //! tilec-ir: the MLIR side of tilec.
 //!
 //! Contract: [`Mlir::new`] gives an MLIR context with every upstream dialect (with its
-//! external models and extensions — but the GPU-binary models of non-NVIDIA targets,
-//! `cpp/registry.cpp`) and LLVM translation registered and the `tile`/`tilegpu` dialects loaded from their IRDL
-//! definition ([`IRDL`]). [`Mlir::parse`] turns the text of any stage into a verified
+//! external models and extensions, but for the GPU-binary models of non-NVIDIA targets:
+//! `cpp/registry.cpp`) and LLVM translation registered and the `tile`/`tilegpu` dialects
+//! loaded from their IRDL definition ([`IRDL`]). [`Mlir::parse`] turns the text of any stage into a verified
 //! module or a [`Diagnostic`] carrying MLIR's own messages (which MLIR reports only through
 //! a diagnostic handler, so one is attached for the life of the context).
 //! [`Mlir::run_pipeline`] runs an upstream pass pipeline; [`Mlir::translate_to_llvm_ir`]
@@ -39,8 +39,8 @@ use tilec_core::Diagnostic;
 // `cpp/registry.cpp`: MLIR's `registerAllDialects` + `registerAllExtensions` and
 // `registerAllPasses`, less the GPU-binary models of ROCDL, SPIR-V and XeVM and the two
 // `llvm-target-to-*` passes. melior's `register_all_dialects`/`register_all_passes` call
-// MLIR's own, whose references to those linked every LLVM back end into tilec (240 MB of
-// binary, their static initialisers at each process start; 110 MB without them).
+// MLIR's own, whose references to those linked every LLVM back end into tilec (a 239 MB
+// binary and their static initialisers at each process start; 165 MB without them).
 extern "C" {
     fn tilecRegisterDialects(registry: mlir_sys::MlirDialectRegistry);
     fn tilecRegisterPasses();

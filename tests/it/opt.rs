@@ -1,6 +1,6 @@
 //! `tilec opt` and the pass driver: mixed pipelines, dumps, and the errors of a bad pipeline.
 
-use tilec_passes::driver::{parse_pipeline, upstream_passes, Driver, Ir};
+use tilec_passes::driver::{parse_pipeline, upstream_passes, Driver, Ir, REFUSED_UPSTREAM};
 
 fn tile_text(file: &str, kernel: &str) -> String {
     let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
@@ -74,6 +74,20 @@ fn the_upstream_list_matches_the_linked_mlir() {
     let missing: Vec<&str> =
         passes.iter().filter(|u| mlir.check_pipeline(&nested(u)).is_err()).map(|u| u.name).collect();
     assert!(missing.is_empty(), "listed but not registered here: {missing:?}");
+}
+
+#[test]
+fn refused_upstream_passes_are_errors_that_say_why() {
+    // Each refused pass is named with its reason, alone or inside a pipeline, and none is
+    // listed as runnable.
+    let mlir = tilec_ir::Mlir::new().unwrap();
+    for (name, why) in REFUSED_UPSTREAM {
+        for text in [name.to_string(), format!("canonicalize,{name},cse")] {
+            let e = parse_pipeline(&mlir, &text).err().unwrap_or_else(|| panic!("`{text}` was accepted"));
+            assert!(e.message.contains(name) && e.message.contains(why), "{text}: {}", e.message);
+        }
+        assert!(upstream_passes().all(|u| u.name != *name), "{name} is listed");
+    }
 }
 
 #[test]
