@@ -31,15 +31,12 @@ pub const UPSTREAM: &str = include_str!("upstream_passes.txt");
 /// [`UPSTREAM`] and named in the error.
 pub const REFUSED_UPSTREAM: &[(&str, &str)] = &[
     ("xegpu-propagate-layout", "it segfaults in MLIR 22.1.8 on any module holding an `llvm.func`"),
-    (
-        "llvm-target-to-data-layout",
-        "it is not linked into tilec: it initialises every LLVM back end to find the one it is given",
-    ),
-    (
-        "llvm-target-to-target-features",
-        "it is not linked into tilec: it initialises every LLVM back end to find the one it is given",
-    ),
+    ("llvm-target-to-data-layout", NOT_LINKED),
+    ("llvm-target-to-target-features", NOT_LINKED),
 ];
+
+/// Why the `llvm-target-to-*` passes are refused.
+const NOT_LINKED: &str = "it is not linked into tilec: it initialises every LLVM back end to find the one it is given";
 
 /// An upstream pass: name, the op it runs on (`builtin.module`: any), description.
 #[derive(Clone, Copy, Debug)]

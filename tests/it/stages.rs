@@ -506,10 +506,10 @@ fn tilec_pipelines_give_llvms_ptx() {
         .collect();
     // Both compiles of each case, side by side on up to four threads; compared here.
     let results = tilec::parallel::map(&cases, tilec::parallel::threads().min(4), |(path, name, t)| {
+        let src = source(path);
         let o = CompileOptions { kernel: Some(name.clone()), ptx_only: true, ..opts(t) };
-        let tilecs = compile(&source(path), &o).map(|c| c.ptx().to_string());
-        let llvms =
-            compile(&source(path), &CompileOptions { llvm_default_pipeline: true, ..o }).map(|c| c.ptx().to_string());
+        let tilecs = compile(&src, &o).map(|c| c.ptx().to_string());
+        let llvms = compile(&src, &CompileOptions { llvm_default_pipeline: true, ..o }).map(|c| c.ptx().to_string());
         (tilecs, llvms)
     });
     let mut n = 0;
