@@ -26,12 +26,14 @@ mod heap {
     pub fn prepare() {
         const MIB: usize = 1 << 20;
         // glibc's largest `M_MMAP_THRESHOLD`: a block below it comes from the heap.
+        const MMAP_THRESHOLD: usize = 32 * MIB;
+        // The reservation, in blocks just under the threshold, so that each is heap.
         const BLOCK: usize = 30 * MIB;
         const RESERVE: usize = 4;
         // SAFETY: allocator settings and a malloc/free of blocks nothing else sees, before
         // the program's first thread starts; `madvise` is given a range inside them.
         unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * MIB as i32);
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as i32);
             libc::mallopt(libc::M_TRIM_THRESHOLD, 512 * MIB as i32);
             let blocks: Vec<usize> = (0..RESERVE).map(|_| libc::malloc(BLOCK) as usize).collect();
             let (first, last) = (blocks[0], blocks[RESERVE - 1]);

@@ -8,8 +8,8 @@
 // - `llvm-target-to-data-layout` and `llvm-target-to-target-features`, which initialise
 //   every LLVM target (`llvm::InitializeAllTargets`) to look up the one they are given.
 //
-// Those two references alone linked all of LLVM's ~20 back ends into tilec: 130 MB of its
-// 240 MB, and their static initialisers ran at every process start (issue 34). NVVM's
+// Those two references alone linked all of LLVM's ~20 back ends into tilec: 74 MB of its
+// 239 MB, and their static initialisers ran at every process start (issue 34). NVVM's
 // target model stays (NVPTX is linked for code generation anyway).
 //
 // The lists are MLIR 22.1's (read from `libMLIRRegisterAllDialects.a` and
