@@ -292,11 +292,14 @@ pub fn compile(source: &Source, opts: &CompileOptions) -> Result<Compiled, Compi
         ));
         opt = 0;
     }
-    let pipeline = if opts.llvm_default_pipeline {
+    let mut pipeline = if opts.llvm_default_pipeline {
         tilec_backend::Pipeline::llvm(opt)
     } else {
         tilec_backend::Pipeline::tilec(opt)
     };
+    if el.hints.no_strength_reduction {
+        pipeline = pipeline.without_strength_reduction();
+    }
     // SAFETY: the translation builds its module in the context codegen hands it, and
     // hands the module over.
     let cg = unsafe {

@@ -102,7 +102,7 @@ fn set_nvptx_options() {
 
 /// Optimises LLVM IR with `pipeline` and emits PTX for `arch` (with the optimised IR's text).
 pub fn codegen(llvm_ir: &str, arch: &Arch, pipeline: Pipeline) -> Result<Codegen, Diagnostic> {
-    let ctx = context();
+    let ctx = context(pipeline);
     let buf = MemoryBuffer::create_from_memory_range_copy(llvm_ir.as_bytes(), "tilec");
     let module = ctx.create_module_from_ir(buf).map_err(|e| fail(format!("LLVM rejected the IR: {e}")))?;
     optimise_and_emit(&module, arch, pipeline, true)
@@ -120,7 +120,7 @@ pub unsafe fn codegen_translated(
     keep_ir: bool,
     translate: impl FnOnce(RawLlvm) -> Result<RawLlvm, Diagnostic>,
 ) -> Result<Codegen, Diagnostic> {
-    let ctx = context();
+    let ctx = context(pipeline);
     let raw = translate(ctx.raw().cast())?;
     if raw.is_null() {
         return Err(fail("the translation made no LLVM module"));
@@ -134,11 +134,22 @@ pub unsafe fn codegen_translated(
     optimise_and_emit(&module, arch, pipeline, keep_ir)
 }
 
-/// An LLVM context with the NVPTX target and tilec's options set up.
-fn context() -> Context {
+extern "C" {
+    /// `cpp/pass_gate.cpp`: the context's passes ask a gate that refuses SLSR.
+    fn tilecContextWithoutStrengthReduction(ctx: inkwell::llvm_sys::prelude::LLVMContextRef);
+}
+
+/// An LLVM context with the NVPTX target and tilec's options set up, and the pass gate
+/// `pipeline` asks for (per context: other compiles of the process keep LLVM's passes).
+fn context(pipeline: Pipeline) -> Context {
     Target::initialize_nvptx(&InitializationConfig::default());
     set_nvptx_options();
-    Context::create()
+    let ctx = Context::create();
+    if !pipeline.strength_reduction() {
+        // SAFETY: a live context; the gate is a static object that outlives it.
+        unsafe { tilecContextWithoutStrengthReduction(ctx.raw()) };
+    }
+    ctx
 }
 
 fn optimise_and_emit(
@@ -177,4 +188,39 @@ pub fn llvm_version() -> String {
     // SAFETY: LLVMGetVersion only writes the three integers it is given.
     unsafe { inkwell::llvm_sys::core::LLVMGetVersion(&mut major, &mut minor, &mut patch) };
     format!("{major}.{minor}.{patch}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three addresses `b + i * s` (i = 3, 5, 7): SLSR rewrites the second and third as the
+    /// one before plus `2 * s` (a `shl` and adds); without it each is its own `mad`.
+    const THREE_ADDRESSES: &str = r#"
+define ptx_kernel void @k(ptr addrspace(1) noundef %p, i64 noundef %b, i64 noundef %s) {
+  %m1 = mul i64 %s, 3
+  %x1 = add i64 %b, %m1
+  %m2 = mul i64 %s, 5
+  %x2 = add i64 %b, %m2
+  %m3 = mul i64 %s, 7
+  %x3 = add i64 %b, %m3
+  store volatile i64 %x1, ptr addrspace(1) %p
+  store volatile i64 %x2, ptr addrspace(1) %p
+  store volatile i64 %x3, ptr addrspace(1) %p
+  ret void
+}
+"#;
+
+    #[test]
+    fn strength_reduction_is_left_out_of_one_compile_only() {
+        let arch = tilec_core::target::by_name("sm_90a").unwrap();
+        let ptx = |p: Pipeline| codegen(THREE_ADDRESSES, arch, p).unwrap().ptx;
+        let with = ptx(Pipeline::tilec(3));
+        assert_eq!((with.matches("mad.lo.s64").count(), with.matches("shl.b64").count()), (1, 1), "{with}");
+        let without = ptx(Pipeline::tilec(3).without_strength_reduction());
+        assert_eq!((without.matches("mad.lo.s64").count(), without.matches("shl.b64").count()), (3, 0), "{without}");
+        // The gate was the other compile's context's: this one strength-reduces again.
+        assert_eq!(ptx(Pipeline::tilec(1)).matches("shl.b64").count(), 1);
+        assert_eq!(Pipeline::tilec(1).without_strength_reduction().to_string(), "O1 without SLSR");
+    }
 }

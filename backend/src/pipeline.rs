@@ -36,28 +36,46 @@
 use std::fmt;
 
 /// Which pass pipeline optimises the LLVM IR, and at what level (0–3; the back end's code
-/// generation level follows it).
+/// generation level follows it), and whether code generation runs straight-line strength
+/// reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pipeline {
     level: u32,
     llvm_default: bool,
+    strength_reduction: bool,
 }
 
 impl Pipeline {
     /// tilec's pipeline at `level` (LLVM's `default<O{level}>` less what finds nothing in a
     /// tile kernel at O1 and O3); levels past 3 are 3.
     pub fn tilec(level: u32) -> Self {
-        Pipeline { level: level.min(3), llvm_default: false }
+        Pipeline { level: level.min(3), llvm_default: false, strength_reduction: true }
     }
 
     /// LLVM's own `default<O{level}>`.
     pub fn llvm(level: u32) -> Self {
-        Pipeline { level: level.min(3), llvm_default: true }
+        Pipeline { level: level.min(3), llvm_default: true, strength_reduction: true }
+    }
+
+    /// The same, with the NVPTX back end's straight-line strength reduction (SLSR) left out
+    /// of code generation (`hints { strength_reduction = false }`). SLSR rewrites an address
+    /// `B + i' * S` as a dominating `B + i * S` plus `(i' - i) * S`; before each rewrite it
+    /// proves that reusing the dominating value adds no poison, and where the proof fails —
+    /// tile kernels' addresses reach kernel parameters and inline asm results, which may be
+    /// poison — the failing search is what costs: a fifth of MLA decode's compile, its PTX
+    /// rewritten in a few places and its SASS as long. The optimisation pipeline is the same.
+    pub fn without_strength_reduction(self) -> Self {
+        Pipeline { strength_reduction: false, ..self }
     }
 
     /// The optimisation level.
     pub fn level(self) -> u32 {
         self.level
+    }
+
+    /// Whether code generation runs straight-line strength reduction.
+    pub fn strength_reduction(self) -> bool {
+        self.strength_reduction
     }
 
     /// The pipeline as LLVM's pass builder parses it.
@@ -71,13 +89,18 @@ impl Pipeline {
 }
 
 impl fmt::Display for Pipeline {
-    /// `O3` for tilec's, `default<O3>` for LLVM's.
+    /// `O3` for tilec's, `default<O3>` for LLVM's; ` without SLSR` after either where code
+    /// generation leaves it out.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.llvm_default {
-            write!(f, "default<O{}>", self.level)
+            write!(f, "default<O{}>", self.level)?;
         } else {
-            write!(f, "O{}", self.level)
+            write!(f, "O{}", self.level)?;
         }
+        if !self.strength_reduction {
+            write!(f, " without SLSR")?;
+        }
+        Ok(())
     }
 }
 

@@ -32,6 +32,11 @@ pub struct Hints {
     /// (`tile-cta-pair`, where the target has clusters with TMA multicast).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cta_pair: bool,
+    /// `strength_reduction = false`: LLVM's NVPTX code generation without straight-line
+    /// strength reduction (a compile-time saving where its search finds little: see
+    /// `tilec_backend::Pipeline::without_strength_reduction`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_strength_reduction: bool,
 }
 
 impl Default for Hints {
@@ -44,6 +49,7 @@ impl Default for Hints {
             persistent: false,
             no_tma: false,
             cta_pair: false,
+            no_strength_reduction: false,
         }
     }
 }

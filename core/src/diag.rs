@@ -229,7 +229,7 @@ pub const CODES: &[CodeInfo] = &[
     ("E0012", "rank mismatch", "A load or store index, or a tile shape, has a different number of dimensions than the tensor."),
     ("E0013", "unknown target in by_target", "`by_target { ... }` names an architecture tilec does not know. The keys are sm_90, sm_103, sm_121 (with or without the `a` suffix) and `default`."),
     ("E0014", "invalid constant value", "A constant has a value outside what the kernel accepts (a negative tile size, zero warps, a division by zero in a constant expression, ...)."),
-    ("E0015", "invalid hint", "A kernel hint is unknown or has a bad value. Known hints: num_warps (1, 2, 4, 8, 16 or 32), occupancy (1..=32), opt_level (0..=3), and the switches warp_specialize, persistent and tma (true or false)."),
+    ("E0015", "invalid hint", "A kernel hint is unknown or has a bad value. Known hints: num_warps (1, 2, 4, 8, 16 or 32), occupancy (1..=32), opt_level (0..=3), and the switches warp_specialize, persistent, cta_pair, tma and strength_reduction (true or false)."),
     ("E0016", "invalid type", "A type annotation names an unknown dtype, or a tensor type has a bad rank."),
     ("E0017", "missing kernel", "The file defines no kernel, or the requested kernel name does not exist in it."),
     ("E0018", "static assertion failed", "A `static_assert(cond, \"message\")` evaluated to false for this specialization."),

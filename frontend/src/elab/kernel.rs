@@ -46,6 +46,10 @@ const HINTS: &[(&str, &str, HintSetter)] = &[
         h.no_tma = n == 0;
         (0..=1).contains(&n)
     }),
+    ("strength_reduction", "strength_reduction is true or false", |n, h| {
+        h.no_strength_reduction = n == 0;
+        (0..=1).contains(&n)
+    }),
 ];
 
 pub(crate) fn elaborate_kernel(k: &Kernel, req: &Request) -> Result<Elaborated, Vec<Diagnostic>> {
