@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-const INPUTS: [&str; 7] = ["core/src", "frontend/src", "ir/src", "passes/src", "backend/src", "src", "Cargo.lock"];
+const INPUTS: [&str; 8] =
+    ["core/src", "frontend/src", "ir/src", "passes/src", "backend/src", "backend/cpp", "src", "Cargo.lock"];
 
 fn files(p: &Path, out: &mut Vec<PathBuf>) {
     if p.is_file() {
