@@ -62,8 +62,9 @@ impl Pipeline {
     /// `B + i' * S` as a dominating `B + i * S` plus `(i' - i) * S`; before each rewrite it
     /// proves that reusing the dominating value adds no poison, and where the proof fails —
     /// tile kernels' addresses reach kernel parameters and inline asm results, which may be
-    /// poison — the failing search is what costs: a fifth of MLA decode's compile, its PTX
-    /// rewritten in a few places and its SASS as long. The optimisation pipeline is the same.
+    /// poison — the failing search is what costs: a fifth of MLA decode's compile. What SLSR
+    /// does rewrite changes the SASS (a kernel leaving it out says what it measured). The
+    /// optimisation pipeline is the same.
     pub fn without_strength_reduction(self) -> Self {
         Pipeline { strength_reduction: false, ..self }
     }

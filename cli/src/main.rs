@@ -22,7 +22,7 @@ fn main() -> ExitCode {
 ///   touches. The static initialisers' allocations already fault that page in 4 KiB at a
 ///   time, so it can never be a huge page, and without the plug the compiler's first
 ///   allocations filled it a page at a time: 0 to 550 faults a compile, as address-space
-///   randomisation placed the heap (FMHA sm_90a 1,240–1,730 faults, 1,190 with it).
+///   randomisation placed the heap (FMHA sm_90a 1,380–1,650 faults, 1,060 with it).
 ///
 /// The reservation is address space, not memory: pages are touched only as the compiler
 /// uses them. The `tilec` command only — a program embedding tilec keeps its allocator.
