@@ -1393,10 +1393,12 @@ fn sort_loops_loop_over_the_network_stages() {
 }
 
 /// `tile-to-llvm{first-offset-chunks=16}`: outside loops, mla_decode's loads and stores of 16
-/// or more chunks a thread take each chunk's address from the thread's first offset (fewer
-/// 64-bit multiplications in the `nvgpu` stage: 715 → 607 on sm_90a); 0, the default, writes
-/// each address out (the same PTX as the default). Not the default: 0.4–1 % slower on an
-/// H200 for 11 % less compile (bench/results/2026-11-29-session31/first-offset-stores/).
+/// or more chunks a thread take each chunk's address from the thread's first offset; 0, the
+/// default, writes each address out (the same PTX as the default). Not the default: 0.4–1 %
+/// slower on an H200 for 11 % less compile (bench/results/2026-11-29-session31/first-offset-stores/).
+/// Since an access writes each offset's term once (session 39) the default has no more 64-bit
+/// multiplications in the `nvgpu` stage than the option (442 each on sm_90a; 715 against 607
+/// before), so only the PTX tells them apart.
 #[test]
 fn first_offset_chunks_address_large_accesses_from_the_first_offset() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/mla_decode.tile");
@@ -1413,7 +1415,7 @@ fn first_offset_chunks_address_large_accesses_from_the_first_offset() {
     );
     assert_eq!(default.ptx(), zero.ptx());
     let muls = |c: &tilec::Compiled| c.stage(tilec::Stage::Nvgpu).matches("llvm.mul").count();
-    assert!(muls(&first) + 64 < muls(&default), "{} against {}", muls(&first), muls(&default));
+    assert!(muls(&first) <= muls(&default), "{} against {}", muls(&first), muls(&default));
     assert_ne!(first.ptx(), default.ptx());
     assert_no_spills(&first);
 }

@@ -7,6 +7,8 @@ use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::Value;
 use super::{err, Lowering};
+use std::collections::BTreeMap;
+use std::rc::Rc;
 use tilec_core::tir::{BinOp, LogicOp, Op, OpKind, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
@@ -20,13 +22,6 @@ fn exact_difference(em: &mut Emitter, a: &Reg, b: &Reg) -> Reg {
     let d = em.intr("smax", &[&d, &lo]);
     let d = em.intr("smin", &[&d, &hi]);
     em.convert("trunc", &d, Ty::I32)
-}
-
-/// `vector<2xf32>` of two f32 registers.
-pub(crate) fn pack2(em: &mut Emitter, a: &Reg, b: &Reg) -> Reg {
-    let u = em.undef(Ty::Vector(2, Box::new(a.ty.clone())));
-    let v = em.insertelement(&u, a, 0);
-    em.insertelement(&v, b, 1)
 }
 
 /// A broadcast of at most this many registers a thread, each repeated at least
@@ -438,11 +433,30 @@ impl Lowering<'_> {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(regs.len());
+        // An operand broadcast from a scalar packs the same two registers for every pair:
+        // once a call (a pack made here is in this block; one kept for later might not
+        // dominate its next use).
+        let mut splats: BTreeMap<Rc<str>, Reg> = BTreeMap::new();
         for pair in regs.chunks(2) {
-            let vs: Vec<Reg> = (0..operands.len()).map(|k| pack2(&mut self.em, &pair[0][k], &pair[1][k])).collect();
+            let mut vs = Vec::with_capacity(operands.len());
+            for (a, b) in pair[0].iter().zip(&pair[1]) {
+                vs.push(if a.name == b.name {
+                    match splats.get(&a.name) {
+                        Some(v) => v.clone(),
+                        None => {
+                            let v = self.em.pack2(a, b);
+                            splats.insert(a.name.clone(), v.clone());
+                            v
+                        }
+                    }
+                } else {
+                    self.em.pack2(a, b)
+                });
+            }
             let r = f(&mut self.em, &vs);
-            out.push(self.em.extractelement(&r, 0));
-            out.push(self.em.extractelement(&r, 1));
+            let (lo, hi) = self.em.unpack2(&r);
+            out.push(lo);
+            out.push(hi);
         }
         Ok(Some(Value::Tile(out)))
     }

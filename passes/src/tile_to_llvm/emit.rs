@@ -242,6 +242,10 @@ pub struct Emitter {
     ints: BTreeMap<(Ty, i64), Reg>,
     /// The `undef` of each type made so far.
     undefs: BTreeMap<Ty, Reg>,
+    /// The two-element vectors [`Emitter::unpack2`] took apart, by the names of their lanes:
+    /// [`Emitter::pack2`] of the same two registers is the vector again (only looked up,
+    /// never iterated).
+    unpacked: std::collections::HashMap<(std::rc::Rc<str>, std::rc::Rc<str>), Reg>,
     /// The long struct types named so far ([`Emitter::ty_str`]): the text of the `k`-th is
     /// `!tilec_s{k}`'s definition.
     struct_names: BTreeMap<Ty, usize>,
@@ -632,6 +636,28 @@ impl Emitter {
         self.def(v.ty.clone(), format_args!("llvm.insertelement {x}, {v}[{ci} : i32] : {}", v.ty))
     }
 
+    /// `vector<2 x T>` of two `T` registers. Two lanes of a vector [`Emitter::unpack2`] took
+    /// apart give that vector back: a chain of paired ops (`Feature::PackedF32`) passes its
+    /// vectors along instead of taking each apart and packing it again, four inserts and two
+    /// extracts a pair that LLVM would only fold away. The vector dominates wherever both
+    /// lanes are defined (they are extracted right after it), so it is usable wherever they
+    /// are.
+    pub fn pack2(&mut self, a: &Reg, b: &Reg) -> Reg {
+        if let Some(v) = self.unpacked.get(&(a.name.clone(), b.name.clone())) {
+            return v.clone();
+        }
+        let u = self.undef(Ty::Vector(2, Box::new(a.ty.clone())));
+        let v = self.insertelement(&u, a, 0);
+        self.insertelement(&v, b, 1)
+    }
+
+    /// The two lanes of a two-element vector, remembered for [`Emitter::pack2`].
+    pub fn unpack2(&mut self, v: &Reg) -> (Reg, Reg) {
+        let (a, b) = (self.extractelement(v, 0), self.extractelement(v, 1));
+        self.unpacked.insert((a.name.clone(), b.name.clone()), v.clone());
+        (a, b)
+    }
+
     /// `undef` of `ty`, made once in the prologue like a constant: every vector a thread
     /// packs starts from it, and one op a type instead of one a vector keeps the stages
     /// short (LLVM has a single `undef` of a type either way).
@@ -829,6 +855,14 @@ impl Emitter {
             }
             None => self.line("nvvm.barrier0"),
         }
+    }
+
+    /// `x` through a PTX `mov` LLVM cannot see into (no side effects: it may move, merge or
+    /// vanish like any pure op): LLVM knows nothing of the result's bits, so a constant added
+    /// to it stays an add — one the NVPTX back end folds into an address's immediate — instead
+    /// of an `or` merged into whatever computed `x`. ptxas removes the `mov`.
+    pub fn opaque_i32(&mut self, x: &Reg) -> Reg {
+        self.def(Ty::I32, format_args!("llvm.inline_asm \"mov.b32 $0, $1;\", \"=r,r\" {x} : (i32) -> i32"))
     }
 
     /// Inline PTX (see `ptx_asm`): `has_side_effects` keeps it in place.

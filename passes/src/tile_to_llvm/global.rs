@@ -7,7 +7,7 @@ use super::emit::{Emitter, ICmp, Reg, Ty};
 use super::ptx_asm::PtxAsm;
 use super::regs::{TensorArgs, Value};
 use super::{err, Lowering};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use tilec_core::tir::{AtomicOp, MemSem, Op, OpKind, Padding, Type, ValueId};
 use tilec_core::{DType, Diagnostic};
 
@@ -402,9 +402,10 @@ impl Lowering<'_> {
         // where the chunks have at most four offsets along strided dims: each `off · stride` is
         // loop-invariant, a 64-bit register LLVM hoists out of the loop (more are untried).
         // Outside loops only where asked (`first-offset-chunks`: accesses of that many chunks
-        // or more): at 16 it takes a tenth off mla_decode's compile (its epilogue stores of
-        // [16, 512] tiles, whose written-out addresses the pass compares pairwise) but runs
-        // it 0.4–1 % slower on an H200; for every access it tipped ptxas into allocating
+        // or more): at 16 it took a tenth off mla_decode's compile while the pass ran on it
+        // (its epilogue stores of [16, 512] tiles, whose written-out addresses the pass
+        // compares pairwise; 0.6 % since the kernel leaves the pass out) but runs it 0.4–1 %
+        // slower on an H200; for every access it tipped ptxas into allocating
         // fmha_step2_mma (sm_121a) 168 registers instead of 181, spilling in its main loop,
         // for its last store alone.
         let regs = l.regs_per_thread(&shape);
@@ -427,6 +428,11 @@ impl Lowering<'_> {
             vec![None; if matches!(access, Access::Load(_) | Access::Atomic { .. }) { regs as usize } else { 0 }];
         let mut tokens = vec![];
         let ety = mem_ty(d);
+        // Each dim's coordinate, bound check and address term of an offset, made once for
+        // the chunks that share the offset (a row's chunks share its row): all in this block,
+        // so the first dominates the rest. LLVM would merge the copies; not writing them keeps
+        // the stages proportional to the tile's rows and columns rather than its chunks.
+        let mut along: BTreeMap<(usize, i64), (Reg, Option<Reg>)> = BTreeMap::new();
         let mut r = 0;
         while r < regs {
             let off = l.reg_offset(&shape, r);
@@ -434,23 +440,42 @@ impl Lowering<'_> {
             let mut lin = first.clone();
             let mut per_chunk: Option<Reg> = None;
             for dd in 0..rank {
-                let o = self.em.cint(off[dd], Ty::I64);
-                let c = self.em.add(&g[dd], &o);
-                let ok = self.em.icmp(ICmp::Ult, &c, &t.dims[dd]);
-                inb = Some(match inb {
-                    None => ok,
-                    Some(p) => self.em.and(&p, &ok),
-                });
                 // With the 16-byte specialisation the last stride is 1 (checked at launch).
                 let unit = dd == last && t.aligned;
-                if from_first {
-                    if off[dd] != 0 {
-                        let term = if unit { o } else { self.em.mul(&o, &t.strides[dd]) };
-                        lin = lin.map(|p| self.em.add(&p, &term));
+                let known = along.get(&(dd, off[dd])).cloned();
+                let (ok, fresh) = match &known {
+                    Some((ok, _)) => (ok.clone(), None),
+                    None => {
+                        let o = self.em.cint(off[dd], Ty::I64);
+                        let c = self.em.add(&g[dd], &o);
+                        (self.em.icmp(ICmp::Ult, &c, &t.dims[dd]), Some((o, c)))
                     }
-                } else {
-                    let term = if unit { c } else { self.em.mul(&c, &t.strides[dd]) };
-                    per_chunk = Some(self.plus(per_chunk, term));
+                };
+                inb = Some(match inb {
+                    None => ok.clone(),
+                    Some(p) => self.em.and(&p, &ok),
+                });
+                let term = match (known, fresh) {
+                    (Some((_, term)), _) => term,
+                    (None, Some((o, c))) => {
+                        let term = match (from_first, off[dd] != 0, unit) {
+                            (true, false, _) => None,
+                            (true, true, true) => Some(o),
+                            (true, true, false) => Some(self.em.mul(&o, &t.strides[dd])),
+                            (false, _, true) => Some(c),
+                            (false, _, false) => Some(self.em.mul(&c, &t.strides[dd])),
+                        };
+                        along.insert((dd, off[dd]), (ok, term.clone()));
+                        term
+                    }
+                    (None, None) => None,
+                };
+                if let Some(term) = term {
+                    if from_first {
+                        lin = lin.map(|p| self.em.add(&p, &term));
+                    } else {
+                        per_chunk = Some(self.plus(per_chunk, term));
+                    }
                 }
             }
             let lin = if from_first { lin } else { per_chunk };

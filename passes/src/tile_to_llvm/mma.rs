@@ -52,6 +52,52 @@ pub(crate) struct SwizzleThread {
     bits: Reg,
 }
 
+/// The first `chunk` registers of `regs` (`bytes` each) as one value to store: the register
+/// itself, a vector of them, or of 32-bit words of four bytes each.
+fn chunk_value(em: &mut Emitter, regs: &[Reg], chunk: i64, bytes: i64, ety: &Ty) -> Reg {
+    if chunk == 1 {
+        return regs[0].clone();
+    }
+    if bytes == 1 && chunk % 4 == 0 {
+        let mut v = em.undef(Ty::Vector((chunk / 4) as u32, Box::new(Ty::I32)));
+        for w in 0..chunk / 4 {
+            let at = (4 * w) as usize;
+            let word = bytes_to_word(em, &regs[at..at + 4]);
+            v = em.insertelement(&v, &word, w);
+        }
+        return v;
+    }
+    let mut v = em.undef(Ty::Vector(chunk as u32, Box::new(ety.clone())));
+    for e in 0..chunk {
+        v = em.insertelement(&v, &regs[e as usize], e);
+    }
+    v
+}
+
+/// The byte distance of each of `copies` copies of a tile of `rows` rows from the first in a
+/// swizzled buffer of `shape` (rows along dim 0): `None` unless it is one constant for every
+/// element of the tile.
+fn copy_shifts(sl: &SwizzledShared, shape: &[i64], rows: i64, copies: i64, bytes: i64) -> Option<Vec<i64>> {
+    let cols = shape[1];
+    let at = |r: i64, c: i64| {
+        let (rc, cc) = if sl.order[1] == 0 { (r, c) } else { (c, r) };
+        swizzle_index(&mut Ints, sl, shape, &rc, &cc)
+    };
+    let mut out = vec![0];
+    for copy in 1..copies {
+        let d = at(copy * rows, 0) - at(0, 0);
+        for r in 0..rows {
+            for c in 0..cols {
+                if at(r + copy * rows, c) - at(r, c) != d {
+                    return None;
+                }
+            }
+        }
+        out.push(d * bytes);
+    }
+    Some(out)
+}
+
 /// The element index of (row, col) in a buffer of `shape` with swizzle `sl`: row-major
 /// within an NVMMA atom's block of columns (blocks one after another), each row's vectors
 /// of `vec` elements permuted by `xor` with the row's phase.
@@ -236,38 +282,49 @@ impl Lowering<'_> {
         };
         let ety = Ty::of(*dtype);
         let regs = self.tile(x)?;
-        for copy in 0..copies {
-            let mut r = 0;
-            while r < regs.len() as i64 {
-                let mut off = map.reg_offset(r);
-                off[0] += copy * rows;
-                let (row_c, col_c) = (off[sl.order[1]], off[cd]);
-                let addr = match st.as_ref().and_then(|t| self.swizzled_at(t, row_c, col_c)) {
+        // The copies after the first at one constant distance each (whole swizzle periods
+        // apart, checked for every element): addressed from the first copy's address, which
+        // LLVM is not let see into (`opaque_i32`) — else InstCombine folds the distance into
+        // the swizzle's `or` chain and each copy's address is computed whole (only LLVM's
+        // straight-line strength reduction, which a kernel may leave out, finds them again).
+        // As `[addr + distance]` the copies cost nothing but their stores.
+        let shifts = if copies > 1 && st.is_none() { copy_shifts(sl, shape, rows, copies, bytes) } else { None };
+        let mut r = 0;
+        while r < regs.len() as i64 {
+            let off = map.reg_offset(r);
+            let (mut first, mut value): (Option<Reg>, Option<Reg>) = (None, None);
+            for copy in 0..copies {
+                let mut o = off.clone();
+                o[0] += copy * rows;
+                let (row_c, col_c) = (o[sl.order[1]], o[cd]);
+                let at = match (&shifts, &first) {
+                    (Some(sh), Some(f)) => {
+                        let k = self.em.ci32(sh[copy as usize]);
+                        Some(self.em.add(f, &k))
+                    }
+                    (Some(_), None) => {
+                        let o = self.swizzled_offset(sl, shape, region, bytes, &row_t, row_c, &col_t, col_c);
+                        let o = self.em.opaque_i32(&o);
+                        first = Some(o.clone());
+                        Some(o)
+                    }
+                    _ => st.as_ref().and_then(|t| self.swizzled_at(t, row_c, col_c)),
+                };
+                let addr = match at {
                     Some(o) => {
                         let base = self.smem_base();
                         self.em.gep(&base, &o, &Ty::I8)
                     }
                     None => self.swizzled_addr(sl, shape, region, bytes, &row_t, row_c, &col_t, col_c),
                 };
-                if chunk == 1 {
-                    self.em.store(&regs[r as usize], &addr, bytes);
-                } else if bytes == 1 && chunk % 4 == 0 {
-                    let mut v = self.em.undef(Ty::Vector((chunk / 4) as u32, Box::new(Ty::I32)));
-                    for w in 0..chunk / 4 {
-                        let at = (r + 4 * w) as usize;
-                        let word = bytes_to_word(&mut self.em, &regs[at..at + 4]);
-                        v = self.em.insertelement(&v, &word, w);
-                    }
-                    self.em.store(&v, &addr, chunk);
-                } else {
-                    let mut v = self.em.undef(Ty::Vector(chunk as u32, Box::new(ety.clone())));
-                    for e in 0..chunk {
-                        v = self.em.insertelement(&v, &regs[(r + e) as usize], e);
-                    }
-                    self.em.store(&v, &addr, chunk * bytes);
-                }
-                r += chunk;
+                // Packed once, after the first address (the order the stages had).
+                let v = match &value {
+                    Some(v) => v.clone(),
+                    None => value.insert(chunk_value(&mut self.em, &regs[r as usize..], chunk, bytes, &ety)).clone(),
+                };
+                self.em.store(&v, &addr, chunk * bytes);
             }
+            r += chunk;
         }
         Ok(())
     }
@@ -445,13 +502,29 @@ impl Lowering<'_> {
         col_t: &Reg,
         col_c: i64,
     ) -> Reg {
-        let e = self.swizzled_index(sl, shape, row_t, row_c, col_t, col_c);
+        let o = self.swizzled_offset(sl, shape, region, bytes, row_t, row_c, col_t, col_c);
         let base = self.smem_base();
+        self.em.gep(&base, &o, &Ty::I8)
+    }
+
+    /// [`Lowering::swizzled_addr`] as a byte offset into the kernel's shared buffer.
+    #[allow(clippy::too_many_arguments)]
+    fn swizzled_offset(
+        &mut self,
+        sl: &SwizzledShared,
+        shape: &[i64],
+        region: i64,
+        bytes: i64,
+        row_t: &Reg,
+        row_c: i64,
+        col_t: &Reg,
+        col_c: i64,
+    ) -> Reg {
+        let e = self.swizzled_index(sl, shape, row_t, row_c, col_t, col_c);
         let b = self.em.ci32(bytes);
         let eb = self.em.mul(&e, &b);
         let reg = self.em.ci32(region);
-        let o = self.em.add(&eb, &reg);
-        self.em.gep(&base, &o, &Ty::I8)
+        self.em.add(&eb, &reg)
     }
 
     /// The thread's part of its elements' places in a swizzled buffer of `shape` — index ·
@@ -1234,8 +1307,27 @@ pub(super) fn buf_span<'a>(ty: &'a Type, ring: &'a Option<Box<super::regs::Ring>
 mod tests {
     use super::super::int_arith::Ints;
     use super::super::Lowering;
-    use super::{swizzle_index, swizzle_parts};
+    use super::{copy_shifts, swizzle_index, swizzle_parts};
     use tilec_core::layout::{Blocked, Layout, Mma, SwizzledShared};
+
+    #[test]
+    fn copies_whole_swizzle_periods_apart_are_one_constant_apart() {
+        // The M = 64 tcgen05 product's A: a 16-row query held four times in a K-major NVMMA
+        // buffer (mla_decode on sm_103a), checked against the swizzle's own offsets.
+        let (sl, shape) = (SwizzledShared::nvmma(128, 2, [1, 0]), vec![64, 576]);
+        let shifts = copy_shifts(&sl, &shape, 16, 4, 2).expect("whole periods apart");
+        assert_eq!(shifts, vec![0, 2048, 4096, 6144]);
+        for (copy, shift) in shifts.iter().enumerate() {
+            for (r, c) in [(0, 0), (5, 8), (15, 575), (9, 130)] {
+                let moved = sl.offset(&shape, &[r + 16 * copy as i64, c]);
+                assert_eq!(moved * 2, sl.offset(&shape, &[r, c]) * 2 + shift, "copy {copy} ({r}, {c})");
+            }
+        }
+        // Copies of 4 rows under a swizzle whose phase changes every row: the second copy's
+        // rows have other phases than the first's, so no one distance.
+        let sl = SwizzledShared { vec: 8, per_phase: 1, max_phase: 8, order: [1, 0], atom: 0 };
+        assert_eq!(copy_shifts(&sl, &[16, 64], 4, 4, 2), None);
+    }
 
     /// Every value whose set bits are among `mask`'s.
     fn subsets(mask: i64) -> Vec<i64> {

@@ -181,8 +181,7 @@ impl Lowering<'_> {
                 && items.len().is_multiple_of(2)
                 && self.arch.has(tilec_core::target::Feature::PackedF32);
             if packed {
-                let mut pairs: Vec<Reg> =
-                    items.chunks(2).map(|p| super::elementwise::pack2(&mut self.em, &p[0][0], &p[1][0])).collect();
+                let mut pairs: Vec<Reg> = items.chunks(2).map(|p| self.em.pack2(&p[0][0], &p[1][0])).collect();
                 while pairs.len() > 1 {
                     let mut next = vec![];
                     for p in pairs.chunks(2) {
