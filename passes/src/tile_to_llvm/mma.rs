@@ -310,13 +310,11 @@ impl Lowering<'_> {
                     }
                     _ => st.as_ref().and_then(|t| self.swizzled_at(t, row_c, col_c)),
                 };
-                let addr = match at {
-                    Some(o) => {
-                        let base = self.smem_base();
-                        self.em.gep(&base, &o, &Ty::I8)
-                    }
-                    None => self.swizzled_addr(sl, shape, region, bytes, &row_t, row_c, &col_t, col_c),
+                let o = match at {
+                    Some(o) => o,
+                    None => self.swizzled_offset(sl, shape, region, bytes, &row_t, row_c, &col_t, col_c),
                 };
+                let addr = self.smem_at(&o);
                 // Packed once, after the first address (the order the stages had).
                 let v = match &value {
                     Some(v) => v.clone(),
@@ -487,27 +485,10 @@ impl Lowering<'_> {
         }
     }
 
-    /// The shared address of element (row, col) of a swizzled buffer at byte `region`, with
-    /// run-time thread parts `row_t`/`col_t` and compile-time parts `row_c`/`col_c` (col_c a
-    /// multiple of the swizzle vector or within the thread's own vector).
-    #[allow(clippy::too_many_arguments)]
-    fn swizzled_addr(
-        &mut self,
-        sl: &SwizzledShared,
-        shape: &[i64],
-        region: i64,
-        bytes: i64,
-        row_t: &Reg,
-        row_c: i64,
-        col_t: &Reg,
-        col_c: i64,
-    ) -> Reg {
-        let o = self.swizzled_offset(sl, shape, region, bytes, row_t, row_c, col_t, col_c);
-        let base = self.smem_base();
-        self.em.gep(&base, &o, &Ty::I8)
-    }
-
-    /// [`Lowering::swizzled_addr`] as a byte offset into the kernel's shared buffer.
+    /// The byte offset into the kernel's shared buffer of element (row, col) of a swizzled
+    /// buffer at byte `region`, with run-time thread parts `row_t`/`col_t` and compile-time
+    /// parts `row_c`/`col_c` (col_c a multiple of the swizzle vector or within the thread's own
+    /// vector).
     #[allow(clippy::too_many_arguments)]
     fn swizzled_offset(
         &mut self,
@@ -572,7 +553,7 @@ impl Lowering<'_> {
     }
 
     /// The element index (i32) of element (row, col) in a swizzled buffer (see
-    /// [`Lowering::swizzled_addr`]).
+    /// [`Lowering::swizzled_offset`]).
     fn swizzled_index(
         &mut self,
         sl: &SwizzledShared,
@@ -911,7 +892,8 @@ impl Lowering<'_> {
             let kb = me.em.ci32(kb);
             let c = if a_side { [line.clone(), kb] } else { [kb, line.clone()] };
             let (slow, fast) = (c[layout.order[1]].clone(), c[layout.order[0]].clone());
-            me.swizzled_addr(layout, shape, *offset, 1, &slow, 0, &fast, 0)
+            let o = me.swizzled_offset(layout, shape, *offset, 1, &slow, 0, &fast, 0);
+            me.smem_at(&o)
         };
         let kd = usize::from(a_side);
         let cols = shape[layout.order[0]];

@@ -1413,6 +1413,12 @@ impl Lowering<'_> {
         p
     }
 
+    /// The address `offset` bytes into the kernel's shared buffer.
+    fn smem_at(&mut self, offset: &Reg) -> Reg {
+        let base = self.smem_base();
+        self.em.gep(&base, offset, &Ty::I8)
+    }
+
     /// The 32-bit shared-memory address of the kernel's buffer, once per kernel.
     pub(crate) fn smem_address(&mut self) -> Reg {
         if let Some(a) = &self.smem_addr {
