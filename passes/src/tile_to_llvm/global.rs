@@ -355,6 +355,14 @@ impl Lowering<'_> {
         }
     }
 
+    /// `acc && ok` (`ok` alone for the first).
+    fn both(&mut self, acc: Option<Reg>, ok: &Reg) -> Reg {
+        match acc {
+            None => ok.clone(),
+            Some(p) => self.em.and(&p, ok),
+        }
+    }
+
     /// Loads or stores one tile: per-thread base coordinates, constant per-register offsets,
     /// predicated vector accesses. Returns the registers loaded, or the tokens of the
     /// asynchronous copies.
@@ -442,22 +450,18 @@ impl Lowering<'_> {
             for dd in 0..rank {
                 // With the 16-byte specialisation the last stride is 1 (checked at launch).
                 let unit = dd == last && t.aligned;
-                let known = along.get(&(dd, off[dd])).cloned();
-                let (ok, fresh) = match &known {
-                    Some((ok, _)) => (ok.clone(), None),
+                let term = match along.get(&(dd, off[dd])).cloned() {
+                    Some((ok, term)) => {
+                        inb = Some(self.both(inb, &ok));
+                        term
+                    }
                     None => {
                         let o = self.em.cint(off[dd], Ty::I64);
                         let c = self.em.add(&g[dd], &o);
-                        (self.em.icmp(ICmp::Ult, &c, &t.dims[dd]), Some((o, c)))
-                    }
-                };
-                inb = Some(match inb {
-                    None => ok.clone(),
-                    Some(p) => self.em.and(&p, &ok),
-                });
-                let term = match (known, fresh) {
-                    (Some((_, term)), _) => term,
-                    (None, Some((o, c))) => {
+                        let ok = self.em.icmp(ICmp::Ult, &c, &t.dims[dd]);
+                        // The check joins the chunk's before the term is written (LLVM keeps
+                        // the order it is given, and the PTX with it).
+                        inb = Some(self.both(inb, &ok));
                         let term = match (from_first, off[dd] != 0, unit) {
                             (true, false, _) => None,
                             (true, true, true) => Some(o),
@@ -468,7 +472,6 @@ impl Lowering<'_> {
                         along.insert((dd, off[dd]), (ok, term.clone()));
                         term
                     }
-                    (None, None) => None,
                 };
                 if let Some(term) = term {
                     if from_first {

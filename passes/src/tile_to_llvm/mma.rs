@@ -297,22 +297,24 @@ impl Lowering<'_> {
                 let mut o = off.clone();
                 o[0] += copy * rows;
                 let (row_c, col_c) = (o[sl.order[1]], o[cd]);
-                let at = match (&shifts, &first) {
+                let o = match (&shifts, &first) {
                     (Some(sh), Some(f)) => {
                         let k = self.em.ci32(sh[copy as usize]);
-                        Some(self.em.add(f, &k))
+                        self.em.add(f, &k)
                     }
-                    (Some(_), None) => {
-                        let o = self.swizzled_offset(sl, shape, region, bytes, &row_t, row_c, &col_t, col_c);
-                        let o = self.em.opaque_i32(&o);
-                        first = Some(o.clone());
-                        Some(o)
+                    _ => {
+                        let o = match st.as_ref().and_then(|t| self.swizzled_at(t, row_c, col_c)) {
+                            Some(o) => o,
+                            None => self.swizzled_offset(sl, shape, region, bytes, &row_t, row_c, &col_t, col_c),
+                        };
+                        if shifts.is_none() {
+                            o
+                        } else {
+                            let o = self.em.opaque_i32(&o);
+                            first = Some(o.clone());
+                            o
+                        }
                     }
-                    _ => st.as_ref().and_then(|t| self.swizzled_at(t, row_c, col_c)),
-                };
-                let o = match at {
-                    Some(o) => o,
-                    None => self.swizzled_offset(sl, shape, region, bytes, &row_t, row_c, &col_t, col_c),
                 };
                 let addr = self.smem_at(&o);
                 // Packed once, after the first address (the order the stages had).
