@@ -6,5 +6,5 @@
 mod llvm_cxx;
 
 fn main() {
-    llvm_cxx::compile("MLIR_SYS_220_PREFIX", "cpp/registry.cpp", "tilec_registry");
+    llvm_cxx::compile("MLIR_SYS_220_PREFIX", &["cpp/registry.cpp"], "tilec_registry");
 }

@@ -12,11 +12,19 @@
 // 239 MB, and their static initialisers ran at every process start (issue 34). NVVM's
 // target model stays (NVPTX is linked for code generation anyway).
 //
+// The same holds for MLIR's C API of them (`libMLIRCAPIRegisterEverything.a`): melior's
+// `register_all_llvm_translations`, which tilec calls, shares an object with its
+// `register_all_dialects`, so linking it took `mlirRegisterAllDialects` and with it MLIR's
+// full lists and every back end again. The end of this file defines the three functions of
+// `mlir-c/RegisterEverything.h` in terms of tilec's lists, and the link, which reads this
+// archive before mlir-sys's, takes these.
+//
 // The lists are MLIR 22.1's (read from `libMLIRRegisterAllDialects.a` and
 // `libMLIRRegisterAllPasses.a`); `tests/it/opt.rs` holds every pass of
 // `passes/src/upstream_passes.txt` to parsing here.
 
 #include "mlir-c/IR.h"
+#include "mlir-c/RegisterEverything.h"
 #include "mlir/CAPI/IR.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllExtensions.h"
@@ -106,6 +114,7 @@
 #include "mlir/Dialect/XeGPU/IR/XeGPU.h"
 #include "mlir/Interfaces/CastInterfaces.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/AMDGPU/Transforms/Passes.h"
@@ -278,3 +287,17 @@ extern "C" void tilecRegisterPasses() {
   gpu::registerGPUToNVVMPipeline();
   gpu::registerGPUToXeVMPipeline();
 }
+
+// `mlir-c/RegisterEverything.h`, as MLIR's `RegisterEverything.cpp` defines it, over tilec's
+// lists (see the top of this file).
+extern "C" void mlirRegisterAllDialects(MlirDialectRegistry registry) {
+  tilecRegisterDialects(registry);
+}
+
+extern "C" void mlirRegisterAllLLVMTranslations(MlirContext context) {
+  DialectRegistry registry;
+  registerAllToLLVMIRTranslations(registry);
+  unwrap(context)->appendDialectRegistry(registry);
+}
+
+extern "C" void mlirRegisterAllPasses() { tilecRegisterPasses(); }
