@@ -1028,3 +1028,47 @@ fn bf16_tensors_saved_as_npy_read_back() {
     assert_eq!(y(&first), y(&second));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The link places the code a compile runs first (cli/build.rs, `hot-symbols.txt`): the
+/// functions at the head of the list are in the binary, at rising addresses in the list's
+/// order. Fails when the build stops passing the list to the linker, and when the list is
+/// stale (another LLVM: most of its names gone) — `scripts/hot-symbols.sh` writes it again.
+#[test]
+fn hot_code_is_linked_first() {
+    if env!("TILEC_HOT_SYMBOLS") != "1" {
+        eprintln!("the link is not rust-lld's (cli/build.rs): tilec's code is not ordered");
+        return;
+    }
+    let list = std::fs::read_to_string(root().join("cli/hot-symbols.txt")).unwrap();
+    let head: Vec<&str> = list.lines().take(1000).collect();
+    let wanted: std::collections::HashSet<&str> = head.iter().copied().collect();
+    let nm = Command::new("nm").args(["--defined-only", env!("CARGO_BIN_EXE_tilec")]).output();
+    let nm = nm.expect("`nm` (binutils) reads the binary's symbols");
+    assert!(nm.status.success(), "{}", String::from_utf8_lossy(&nm.stderr));
+    let mut at = std::collections::HashMap::new();
+    for line in String::from_utf8_lossy(&nm.stdout).lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(addr), Some(_), Some(name)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        if let (Some(name), Ok(addr)) = (wanted.get(name), u64::from_str_radix(addr, 16)) {
+            // A local function may be defined by several objects: all are placed together.
+            let first = at.entry(name.to_string()).or_insert(addr);
+            *first = (*first).min(addr);
+        }
+    }
+    let placed: Vec<(&str, u64)> = head.iter().filter_map(|n| at.get(*n).map(|a| (*n, *a))).collect();
+    assert!(
+        placed.len() * 10 >= head.len() * 9,
+        "only {} of the list's first {} functions are in the binary: regenerate cli/hot-symbols.txt",
+        placed.len(),
+        head.len()
+    );
+    // An alias (a constructor's complete and base forms) lies where the first of its names
+    // put it.
+    let (mut highest, mut seen) = (0, std::collections::HashSet::new());
+    for (name, addr) in placed {
+        if seen.insert(addr) {
+            assert!(addr > highest, "`{name}` lies below a function listed before it: the list did not order the link");
+            highest = addr;
+        }
+    }
+}
