@@ -1056,11 +1056,13 @@ fn hot_code_is_linked_first() {
         }
     }
     let placed: Vec<(&str, u64)> = head.iter().filter_map(|n| at.get(*n).map(|a| (*n, *a))).collect();
+    // A Rust name ends in a hash of its crate's build (the profile too: a debug build has
+    // other names); LLVM's and MLIR's are the same in every build against the same LLVM.
+    let rust = |n: &str| n.len() > 20 && n.ends_with('E') && n[n.len() - 20..].starts_with("17h");
+    let (cxx, cxx_placed) = (head.iter().filter(|n| !rust(n)).count(), placed.iter().filter(|(n, _)| !rust(n)).count());
     assert!(
-        placed.len() * 10 >= head.len() * 9,
-        "only {} of the list's first {} functions are in the binary: regenerate cli/hot-symbols.txt",
-        placed.len(),
-        head.len()
+        cxx_placed * 10 >= cxx * 9,
+        "only {cxx_placed} of the list's first {cxx} C++ functions are in the binary: regenerate cli/hot-symbols.txt"
     );
     // An alias (a constructor's complete and base forms) lies where the first of its names
     // put it.
