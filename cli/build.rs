@@ -16,7 +16,7 @@
 //!   linker's symbol ordering file). LLVM's and MLIR's functions otherwise lie in the order
 //!   of their archives, so a compile's ~20,000 functions spread over 44 MB of the binary's
 //!   80 MB of code, and the kernel maps each 64 KiB window of it at its first use: ~700 page
-//!   faults a compile, two thirds of all (softmax sm_90a: 1,119 -> 540 faults; the median
+//!   faults a compile, two thirds of all (softmax sm_90a: 1,145 -> 605 faults; the median
 //!   library compile 58 -> 53 ms, the small ones by a fifth). Only where the link is rustc's
 //!   `rust-lld`, which reads the file (GNU ld 2.40 refuses the option): the default of rustc
 //!   1.90 and later on x86_64 Linux, unless the build names a linker of its own.
