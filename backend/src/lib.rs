@@ -174,12 +174,27 @@ fn optimise_and_emit(
     module
         .run_passes(&pipeline.text(), &tm, PassBuilderOptions::create())
         .map_err(|e| fail(format!("LLVM optimisation failed: {e}")))?;
+    if pairs_f32_without_the_unit(arch) {
+        module
+            .run_passes("scalarizer<min-bits=32>", &tm, PassBuilderOptions::create())
+            .map_err(|e| fail(format!("LLVM scalarizer failed: {e}")))?;
+    }
     module.verify().map_err(|e| fail(format!("LLVM IR does not verify after optimisation: {e}")))?;
     let llvm_ir = keep_ir.then(|| module.print_to_string().to_string());
     let out =
         tm.write_to_memory_buffer(module, FileType::Assembly).map_err(|e| fail(format!("PTX emission failed: {e}")))?;
     let ptx = String::from_utf8_lossy(out.as_slice()).trim_end_matches('\0').to_string();
     Ok(Codegen { llvm_ir, ptx })
+}
+
+/// Whether NVPTX would select a vector of f32 as `.f32x2` pairs (it does from compute
+/// capability 10 on) on a chip without paired f32 units (`Feature::PackedF32`: sm_121a, where
+/// ptxas splits them into scalar instructions again): there the lowering's f32 vectors
+/// (`tile-to-llvm`'s `vector-lanes`), which LLVM optimised as vectors, are taken apart into
+/// scalar ops before code generation, and the PTX keeps scalar f32 as the chip runs it
+/// (`<2 x half>` and other vectors of 32 bits are left as they are).
+fn pairs_f32_without_the_unit(arch: &Arch) -> bool {
+    arch.cc.0 >= 10 && !arch.has(tilec_core::target::Feature::PackedF32)
 }
 
 /// The version of the LLVM this binary links (`major.minor.patch`), for cache keys.

@@ -659,6 +659,10 @@ pub(crate) fn run_tile_to_llvm(d: &mut Driver, step: &Step) -> Result<(), Diagno
             .parse::<i64>()
             .unwrap_or(crate::tile_to_llvm::Options::default().first_offset_chunks),
         swizzle_split: step.option("swizzle-split") != "false",
+        vector_lanes: step
+            .option("vector-lanes")
+            .parse::<usize>()
+            .unwrap_or(crate::tile_to_llvm::Options::default().vector_lanes),
     };
     let low = crate::tile_to_llvm::run(&func, arch, &opts)?;
     d.facts.report.push(format!(

@@ -1420,6 +1420,41 @@ fn first_offset_chunks_address_large_accesses_from_the_first_offset() {
     assert_no_spills(&first);
 }
 
+/// `tile-to-llvm{vector-lanes=N}`: a thread's chain of elementwise ops is written on vectors
+/// of N registers (default 4), a group at a time. gelu's tanh chain: the `nvgpu` stage holds
+/// `vector<4xf32>` ops and is under half the length of the register-by-register one (0), and
+/// ptxas gives it no more registers a thread on sm_90a (40 against 48: a group's temporaries
+/// die before the next group's are made). On sm_121a the f32 vectors reach code generation as
+/// scalar ops (the backend's scalarizer): no `.f32x2`, which ptxas would split again there.
+/// FMHA's softmax (in the loop with its products) stays register by register.
+#[test]
+fn vector_lanes_write_elementwise_chains_a_group_at_a_time() {
+    let compile = |kernel: &str, arch: &str, lanes: Option<u32>| {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{kernel}.tile"));
+        let src = tilec::Source::new(kernel, std::fs::read_to_string(p).unwrap());
+        let o = tilec::CompileOptions {
+            arch: arch.into(),
+            pass_options: lanes.map(|n| format!("tile-to-llvm{{vector-lanes={n}}}")).into_iter().collect(),
+            ..Default::default()
+        };
+        tilec::compile(&src, &o).unwrap()
+    };
+    let (vector, scalar) = (compile("gelu", "sm_90a", None), compile("gelu", "sm_90a", Some(0)));
+    let (v, s) = (vector.stage(tilec::Stage::Nvgpu), scalar.stage(tilec::Stage::Nvgpu));
+    assert!(v.contains(": vector<4xf32>") && !s.contains(": vector<4xf32>"));
+    assert!(2 * v.lines().count() < s.lines().count(), "{} against {} lines", v.lines().count(), s.lines().count());
+    assert_eq!(compile("gelu", "sm_90a", Some(1)).ptx(), scalar.ptx(), "1 is register by register too");
+    let regs =
+        |c: &tilec::Compiled| tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}")).registers;
+    assert!(regs(&vector) <= regs(&scalar), "{} registers against {}", regs(&vector), regs(&scalar));
+    assert_no_spills(&vector);
+    let spark = compile("gelu", "sm_121a", None);
+    assert!(spark.stage(tilec::Stage::Nvgpu).contains(": vector<4xf32>"));
+    assert!(!spark.ptx().contains("f32x2"), "sm_121a keeps scalar f32");
+    let fmha = compile("fmha", "sm_90a", None);
+    assert!(!fmha.stage(tilec::Stage::Nvgpu).contains("xf32>"), "FMHA's loop stays register by register");
+}
+
 /// ptxas assembles the compile's PTX with nothing spilled to local memory.
 fn assert_no_spills(c: &tilec::Compiled) {
     let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));

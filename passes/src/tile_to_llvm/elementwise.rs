@@ -295,7 +295,7 @@ impl Lowering<'_> {
                 if let Some(v) = self.scaled_by_row_factor(*b, *x, *y, d)? {
                     return Ok(v);
                 }
-                if matches!(b, BinOp::Add | BinOp::Sub | BinOp::Mul) && d == DType::F32 {
+                if matches!(b, BinOp::Add | BinOp::Sub | BinOp::Mul) && d == DType::F32 && !self.vector_now {
                     if let Some(v) = self.paired(&[*x, *y], |em, a| binop(em, *b, &a[0], &a[1], d))? {
                         return Ok(v);
                     }
@@ -336,7 +336,7 @@ impl Lowering<'_> {
             }
             OpKind::Fma { a, b, c } => {
                 let d = func.ty(*a).dtype();
-                if d == DType::F32 {
+                if d == DType::F32 && !self.vector_now {
                     if let Some(v) = self.paired(&[*a, *b, *c], |em, x| em.intr("fma", &[&x[0], &x[1], &x[2]]))? {
                         return Ok(v);
                     }

@@ -173,6 +173,9 @@ impl std::fmt::Display for Ty {
     }
 }
 
+/// A splat's key: the scalar's name, the lanes and the group (`Emitter::chunk`).
+type SplatKey = (std::rc::Rc<str>, u32, Option<usize>);
+
 /// Struct types longer than this are named once at the top of the module
 /// ([`Emitter::ty_str`], `alias_long_structs`).
 pub const ALIASED_STRUCT_CHARS: usize = 96;
@@ -263,6 +266,24 @@ pub struct Emitter {
     /// A consumer-wide barrier was emitted inside a turn: the warpgroup waiting for its turn
     /// would never reach it (the lowering refuses the kernel).
     pub barrier_in_turn: bool,
+    /// While an elementwise op is written once for all of a thread's registers as one
+    /// `vector<N x T>` (`super::vector`): N. The op's code is the one it has on a register;
+    /// its float constants are then splats, its comparisons and conversions N lanes wide, and
+    /// an intrinsic without a vector form is called lane by lane.
+    pub lanes: Option<u32>,
+    /// The float constants by the names of their registers, for a splat of one
+    /// ([`Emitter::splat`]): (the type's text, the literal). Only looked up.
+    float_lits: std::collections::HashMap<std::rc::Rc<str>, (Ty, String)>,
+    /// The splats of non-constant scalars made so far: (scalar, lanes, group) to the block
+    /// serial it was made in and the vector.
+    splats: std::collections::HashMap<SplatKey, (u32, Reg)>,
+    /// While set, the body's ops go to the `k`-th of `chunks` instead: a vectorised chain is
+    /// written a group of registers at a time (`super::vector`), and each group's ops are
+    /// placed together at [`Emitter::flush_chunks`], so that a group's temporaries die before
+    /// the next group's are made (op after op over all registers keeps every temporary of
+    /// every register live at once: gelu's registers a thread 48 -> 80 on sm_90a).
+    pub chunk: Option<usize>,
+    chunks: Vec<String>,
 }
 
 impl Emitter {
@@ -271,14 +292,43 @@ impl Emitter {
     }
 
     /// The prologue and the body, in order.
-    pub fn finish(self) -> (String, String) {
+    pub fn finish(mut self) -> (String, String) {
+        self.flush_chunks();
         (self.pro, self.body)
     }
 
     /// [`Emitter::finish`] with the struct types the emitter named, in order: the `k`-th
     /// text is `!tilec_s{k}` (the module defines them, `alias_long_structs`).
-    pub fn finish_with_structs(self) -> (String, String, Vec<String>) {
+    pub fn finish_with_structs(mut self) -> (String, String, Vec<String>) {
+        self.flush_chunks();
         (self.pro, self.body, self.struct_texts)
+    }
+
+    /// Writes the deferred groups of a vectorised chain (see `chunk`) into the body, first
+    /// group first. Their ops are pure and read only what was defined before them, so they
+    /// may follow the body's ops written meanwhile; whatever reads them calls this first
+    /// (`Lowering::lanes`), and so does every terminator and label.
+    pub fn flush_chunks(&mut self) {
+        if self.chunks.is_empty() {
+            return;
+        }
+        let body = if self.in_prologue { &mut self.pro } else { &mut self.body };
+        for c in self.chunks.drain(..) {
+            body.push_str(&c);
+        }
+    }
+
+    /// Where the body's next op goes: the body, or the group of `chunk`.
+    fn body_out(&mut self) -> &mut String {
+        match self.chunk {
+            Some(k) => {
+                if self.chunks.len() <= k {
+                    self.chunks.resize(k + 1, String::new());
+                }
+                &mut self.chunks[k]
+            }
+            None => &mut self.body,
+        }
     }
 
     /// How an op writes `ty`: a struct of scalars whose text is longer than
@@ -314,7 +364,7 @@ impl Emitter {
     /// `%r = <rhs>` in the body.
     pub fn def(&mut self, ty: Ty, rhs: impl std::fmt::Display) -> Reg {
         let name = self.fresh();
-        let _ = writeln!(self.body, "    {name} = {rhs}");
+        let _ = writeln!(self.body_out(), "    {name} = {rhs}");
         Reg::new(name, ty)
     }
 
@@ -356,7 +406,7 @@ impl Emitter {
 
     /// An op without a result, in the body.
     pub fn line(&mut self, s: impl std::fmt::Display) {
-        let _ = writeln!(self.body, "    {s}");
+        let _ = writeln!(self.body_out(), "    {s}");
     }
 
     pub fn cint(&mut self, v: i64, ty: Ty) -> Reg {
@@ -377,17 +427,72 @@ impl Emitter {
         self.cint(v, Ty::I32)
     }
 
+    /// A float constant of dtype `d`; in [`Emitter::lanes`] mode its splat.
     pub fn cfloat(&mut self, v: f64, d: DType) -> Reg {
-        let lit = mlir_float(v, d);
-        let ty = Ty::of(d);
+        let (lit, ty) = (mlir_float(v, d), Ty::of(d));
+        if let Some(n) = self.lanes {
+            return self.dense(ty, &lit, n);
+        }
         let t = ty.text();
         let key = format!("{t}:{lit}");
         if let Some(r) = self.floats.get(&key) {
             return r.clone();
         }
-        let r = self.def_prologue(ty, format!("llvm.mlir.constant({lit} : {t}) : {t}"));
+        let r = self.def_prologue(ty.clone(), format!("llvm.mlir.constant({lit} : {t}) : {t}"));
+        self.floats.insert(key, r.clone());
+        self.float_lits.insert(r.name.clone(), (ty, lit));
+        r
+    }
+
+    /// `dense<lit> : vector<n x elem>`, once in the prologue.
+    fn dense(&mut self, elem: Ty, lit: &str, n: u32) -> Reg {
+        let vty = Ty::Vector(n, Box::new(elem));
+        let t = vty.text();
+        let key = format!("{t}:{lit}");
+        if let Some(r) = self.floats.get(&key) {
+            return r.clone();
+        }
+        let r = self.def_prologue(vty, format!("llvm.mlir.constant(dense<{lit}> : {t}) : {t}"));
         self.floats.insert(key, r.clone());
         r
+    }
+
+    /// `vector<n x T>` of `n` copies of the scalar `s`: a constant's once in the prologue
+    /// (`dense<…>`), any other's where it is asked for (insert and shuffle), once a block.
+    pub fn splat(&mut self, s: &Reg, n: u32) -> Reg {
+        if let Some((ty, lit)) = self.float_lits.get(&s.name).cloned() {
+            return self.dense(ty, &lit, n);
+        }
+        // By group too: a splat made in a later group's ops is placed after an earlier group's.
+        let key = (s.name.clone(), n, self.chunk);
+        let serial = self.labels;
+        if let Some((at, v)) = self.splats.get(&key) {
+            if *at == serial {
+                return v.clone();
+            }
+        }
+        let vty = Ty::Vector(n, Box::new(s.ty.clone()));
+        let u = self.undef(vty.clone());
+        let one = self.insertelement(&u, s, 0);
+        let mask = vec!["0"; n as usize].join(", ");
+        let v = self.def(vty.clone(), format_args!("llvm.shufflevector {one}, {one} [{mask}] : {vty}"));
+        self.splats.insert(key, (serial, v.clone()));
+        v
+    }
+
+    /// In [`Emitter::lanes`] mode, `to` with as many lanes as `v` has (a scalar type for a
+    /// scalar); `to` elsewhere (a bitcast of `vector<2xf16>` to `i32` is one).
+    fn lanes_of(&self, v: &Reg, to: Ty) -> Ty {
+        if self.lanes.is_none() {
+            return to;
+        }
+        match (&v.ty, to) {
+            (
+                Ty::Vector(n, _),
+                t @ (Ty::I1 | Ty::I8 | Ty::I16 | Ty::I32 | Ty::I64 | Ty::F16 | Ty::BF16 | Ty::F32 | Ty::F64),
+            ) => Ty::Vector(*n, Box::new(t)),
+            (_, t) => t,
+        }
     }
 
     pub fn cf32(&mut self, v: f64) -> Reg {
@@ -542,40 +647,70 @@ impl Emitter {
 
     /// `llvm.intr.<name>(args) : (…) -> ret`.
     pub fn intr_to(&mut self, name: &str, args: &[&Reg], ret: Ty) -> Reg {
+        let ret = match args.first() {
+            Some(a) => self.lanes_of(a, ret),
+            None => ret,
+        };
         let (names, tys) = list(args);
         self.def(ret.clone(), format!("llvm.intr.{name}({names}) : ({tys}) -> {}", ret.text()))
     }
 
     /// `llvm.call_intrinsic "<name>"(args) : (…) -> ret`.
     pub fn call_intrinsic(&mut self, name: &str, args: &[&Reg], ret: Ty) -> Reg {
+        if let (Some(_), Some(Ty::Vector(n, _)), false) =
+            (self.lanes, args.first().map(|a| &a.ty), matches!(ret, Ty::Vector(..)))
+        {
+            let n = *n;
+            // `llvm.exp2` of f32 is `ex2.approx.f32` on NVPTX, as the NVVM intrinsic; the
+            // others have no vector form: lane by lane.
+            if name == "llvm.nvvm.ex2.approx.f32" {
+                return self.intr("exp2", args);
+            }
+            let vty = Ty::Vector(n, Box::new(ret.clone()));
+            let mut out = self.undef(vty);
+            for i in 0..i64::from(n) {
+                let lanes: Vec<Reg> = args.iter().map(|a| self.extractelement(a, i)).collect();
+                let lane_refs: Vec<&Reg> = lanes.iter().collect();
+                let r = self.call_intrinsic(name, &lane_refs, ret.clone());
+                out = self.insertelement(&out, &r, i);
+            }
+            return out;
+        }
         let (names, tys) = list(args);
         self.def(ret.clone(), format!("llvm.call_intrinsic \"{name}\"({names}) : ({tys}) -> {}", ret.text()))
     }
 
     pub fn icmp(&mut self, p: ICmp, a: &Reg, b: &Reg) -> Reg {
         debug_assert_eq!(a.ty, b.ty, "icmp of {} and {}", a.ty.text(), b.ty.text());
-        self.def(Ty::I1, format_args!("llvm.icmp \"{}\" {a}, {b} : {}", p.text(), a.ty))
+        self.def(self.lanes_of(a, Ty::I1), format_args!("llvm.icmp \"{}\" {a}, {b} : {}", p.text(), a.ty))
     }
 
     /// `llvm.icmp`/`llvm.fcmp` with a predicate spelled as MLIR spells it.
     pub fn cmp(&mut self, float: bool, pred: &str, a: &Reg, b: &Reg) -> Reg {
         let op = if float { "llvm.fcmp" } else { "llvm.icmp" };
-        self.def(Ty::I1, format_args!("{op} \"{pred}\" {a}, {b} : {}", a.ty))
+        self.def(self.lanes_of(a, Ty::I1), format_args!("{op} \"{pred}\" {a}, {b} : {}", a.ty))
     }
 
     pub fn select(&mut self, c: &Reg, a: &Reg, b: &Reg) -> Reg {
-        debug_assert_eq!(c.ty, Ty::I1);
-        self.def(a.ty.clone(), format_args!("llvm.select {c}, {a}, {b} : i1, {}", a.ty))
+        debug_assert!(
+            c.ty == Ty::I1 || c.ty == self.lanes_of(a, Ty::I1),
+            "select on {} of {}",
+            c.ty.text(),
+            a.ty.text()
+        );
+        self.def(a.ty.clone(), format_args!("llvm.select {c}, {a}, {b} : {}, {}", c.ty, a.ty))
     }
 
     /// A conversion op (`sext`, `zext`, `trunc`, `fpext`, `fptrunc`, `sitofp`, `uitofp`,
-    /// `fptosi`, `bitcast`) of `v` to `to`.
+    /// `fptosi`, `bitcast`) of `v` to `to` (to as many lanes of `to` for a vector).
     pub fn convert(&mut self, op: &str, v: &Reg, to: Ty) -> Reg {
+        let to = self.lanes_of(v, to);
         self.def(to.clone(), format_args!("llvm.{op} {v} : {} to {}", v.ty, to))
     }
 
     /// `v` reinterpreted as `to` (no op when the types agree).
     pub fn bitcast(&mut self, v: &Reg, to: Ty) -> Reg {
+        let to = self.lanes_of(v, to);
         if v.ty == to {
             return v.clone();
         }
@@ -693,6 +828,7 @@ impl Emitter {
 
     /// Stops the kernel (`trap`): the launch fails with an error instead of going on wrong.
     pub fn trap(&mut self) {
+        self.flush_chunks();
         self.line("llvm.intr.trap");
         self.line("llvm.unreachable");
     }
@@ -897,6 +1033,7 @@ impl Emitter {
 
     /// `llvm.br ^block(args)`.
     pub fn br(&mut self, block: &str, args: &[Reg]) {
+        self.flush_chunks();
         if args.is_empty() {
             self.line(format!("llvm.br {block}"));
         } else {
@@ -907,11 +1044,13 @@ impl Emitter {
     }
 
     pub fn cond_br(&mut self, c: &Reg, then_block: &str, else_block: &str) {
+        self.flush_chunks();
         self.line(format!("llvm.cond_br {c}, {then_block}, {else_block}"));
     }
 
     /// The label of a block with its arguments.
     pub fn label(&mut self, block: &str, args: &[Reg]) {
+        self.flush_chunks();
         self.labels += 1;
         if args.is_empty() {
             let _ = writeln!(self.body, "  {block}:");

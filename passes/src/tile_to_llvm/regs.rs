@@ -25,6 +25,9 @@ pub(crate) enum Value {
     Scalar(Reg),
     /// The registers one thread holds, in the register order of the tile's layout.
     Tile(Vec<Reg>),
+    /// A tile whose registers are the lanes of `vector<W x T>`s, in order (`super::vector`):
+    /// never returned by [`Lowering::get`], which gives its lanes as a [`Value::Tile`].
+    Vector(Vec<Reg>),
     Tensor(TensorArgs),
     /// A tile in shared memory: the buffer's offset in the kernel's shared memory, and its
     /// type (`local_alloc`; a `local_load` into a `#dot_operand` is the same view, read by
@@ -65,18 +68,27 @@ pub(crate) struct Ring {
 }
 
 impl Lowering<'_> {
-    pub(crate) fn get(&self, v: ValueId) -> Result<Value, Diagnostic> {
-        self.vals.get(&v).cloned().ok_or_else(|| err(format!("value %{} used before definition", v.0)))
+    /// The lowered value of `v`; a vectorised tile's registers extracted here if this block
+    /// has not yet ([`Lowering::lanes`]).
+    pub(crate) fn get(&mut self, v: ValueId) -> Result<Value, Diagnostic> {
+        match self.vals.get(&v) {
+            Some(Value::Vector(r)) => {
+                let r = r.clone();
+                Ok(Value::Tile(self.lanes(v, &r)))
+            }
+            Some(x) => Ok(x.clone()),
+            None => Err(err(format!("value %{} used before definition", v.0))),
+        }
     }
 
-    pub(crate) fn scalar(&self, v: ValueId) -> Result<Reg, Diagnostic> {
+    pub(crate) fn scalar(&mut self, v: ValueId) -> Result<Reg, Diagnostic> {
         match self.get(v)? {
             Value::Scalar(s) => Ok(s),
             _ => Err(err(format!("value %{} is not a scalar", v.0))),
         }
     }
 
-    pub(crate) fn tile(&self, v: ValueId) -> Result<Vec<Reg>, Diagnostic> {
+    pub(crate) fn tile(&mut self, v: ValueId) -> Result<Vec<Reg>, Diagnostic> {
         match self.get(v)? {
             Value::Tile(r) => Ok(r),
             Value::Tmem { .. } => Err(err(format!(
@@ -87,7 +99,7 @@ impl Lowering<'_> {
         }
     }
 
-    pub(crate) fn tensor(&self, v: ValueId) -> Result<TensorArgs, Diagnostic> {
+    pub(crate) fn tensor(&mut self, v: ValueId) -> Result<TensorArgs, Diagnostic> {
         match self.get(v)? {
             Value::Tensor(t) => Ok(t),
             _ => Err(err(format!("value %{} is not a tensor", v.0))),
@@ -97,7 +109,7 @@ impl Lowering<'_> {
     /// The operands of each register of an op whose operands are all scalars or all tiles of
     /// one layout (a scalar among tiles stands for each register): one list per register,
     /// and whether the operands were tiles at all.
-    pub(crate) fn registers(&self, operands: &[ValueId]) -> Result<(Vec<Vec<Reg>>, bool), Diagnostic> {
+    pub(crate) fn registers(&mut self, operands: &[ValueId]) -> Result<(Vec<Vec<Reg>>, bool), Diagnostic> {
         let vals = operands.iter().map(|v| self.get(*v)).collect::<Result<Vec<_>, _>>()?;
         let n = vals.iter().find_map(|l| if let Value::Tile(r) = l { Some(r.len()) } else { None });
         let pick = |l: &Value, i: usize| -> Result<Reg, Diagnostic> {
@@ -105,7 +117,7 @@ impl Lowering<'_> {
                 Value::Scalar(s) => Ok(s.clone()),
                 Value::Tile(r) if r.len() == n.unwrap_or(0) => Ok(r[i].clone()),
                 Value::Tile(_) => Err(err("elementwise operands of different layouts")),
-                Value::Tensor(_) | Value::SmemBuf { .. } | Value::Tmem { .. } => {
+                Value::Tensor(_) | Value::SmemBuf { .. } | Value::Tmem { .. } | Value::Vector(_) => {
                     Err(err("elementwise op on a tensor, a shared buffer or Tensor Memory"))
                 }
             }
@@ -122,6 +134,9 @@ impl Lowering<'_> {
         operands: &[ValueId],
         mut f: impl FnMut(&mut Emitter, &[Reg]) -> Result<Reg, Diagnostic>,
     ) -> Result<Value, Diagnostic> {
+        if let Some(v) = self.vector_elementwise(operands, &mut f)? {
+            return Ok(v);
+        }
         let (regs, tile) = self.registers(operands)?;
         let mut out = regs.iter().map(|xs| f(&mut self.em, xs)).collect::<Result<Vec<_>, _>>()?;
         Ok(match (tile, out.pop()) {
@@ -135,7 +150,7 @@ impl Lowering<'_> {
 
     /// The registers (or the scalar) of values, flattened.
     /// A Tensor Memory accumulator has none: a loop carries it in place.
-    pub(crate) fn flatten(&self, vs: &[ValueId]) -> Result<Vec<Reg>, Diagnostic> {
+    pub(crate) fn flatten(&mut self, vs: &[ValueId]) -> Result<Vec<Reg>, Diagnostic> {
         let vals = vs.iter().map(|v| self.get(*v)).collect::<Result<Vec<_>, _>>()?;
         flatten_values(&vals)
     }
@@ -167,7 +182,7 @@ impl Lowering<'_> {
                         .collect(),
                 ),
                 Value::Tmem { col, alt } => Value::Tmem { col: *col, alt: alt.clone() },
-                Value::Tensor(_) | Value::SmemBuf { .. } => {
+                Value::Tensor(_) | Value::SmemBuf { .. } | Value::Vector(_) => {
                     return Err(err("a tensor or shared buffer cannot be loop-carried"))
                 }
             };
@@ -185,7 +200,7 @@ pub(crate) fn flatten_values(vals: &[Value]) -> Result<Vec<Reg>, Diagnostic> {
             Value::Scalar(s) => regs.push(s.clone()),
             Value::Tile(r) => regs.extend(r.iter().cloned()),
             Value::Tmem { .. } => {}
-            Value::Tensor(_) | Value::SmemBuf { .. } => {
+            Value::Tensor(_) | Value::SmemBuf { .. } | Value::Vector(_) => {
                 return Err(err("a tensor or shared buffer cannot be loop-carried"))
             }
         }

@@ -701,7 +701,7 @@ impl Lowering<'_> {
     }
 
     /// The shared offset of `ring` and the register of `slot`, for a stage `what` op.
-    fn ring_slot(&self, ring: ValueId, slot: ValueId, what: &str) -> Result<(i64, Reg), Diagnostic> {
+    fn ring_slot(&mut self, ring: ValueId, slot: ValueId, what: &str) -> Result<(i64, Reg), Diagnostic> {
         let Value::SmemBuf { offset, ring: None, .. } = self.get(ring)? else {
             return Err(err(format!("a stage {what} of something that is not a ring")));
         };
