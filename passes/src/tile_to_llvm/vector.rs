@@ -55,6 +55,10 @@ fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
         OpKind::Fma { a, .. } if is_f32(*a) => (1, 0),
         OpKind::Cast(x) if is_float(*x) && is_float(result) => (1, 0),
         OpKind::Unary { op, value, flags } if is_float(*value) => match op {
+            // On the value's own type (f16 too: paired as vectors, like the arithmetic above).
+            UnOp::Neg | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::RoundEven | UnOp::Trunc if !is_f32(*value) => {
+                return None
+            }
             UnOp::Neg | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::RoundEven | UnOp::Trunc => (1 + ftz(flags.ftz), 0),
             // The `.ftz` instruction flushes by itself.
             UnOp::Exp2 if flags.ftz => (1, 1),
