@@ -666,15 +666,13 @@ impl Emitter {
             if name == "llvm.nvvm.ex2.approx.f32" {
                 return self.intr("exp2", args);
             }
-            let vty = Ty::Vector(n, Box::new(ret.clone()));
-            let mut out = self.undef(vty);
+            let mut out = vec![];
             for i in 0..i64::from(n) {
                 let lanes: Vec<Reg> = args.iter().map(|a| self.extractelement(a, i)).collect();
                 let lane_refs: Vec<&Reg> = lanes.iter().collect();
-                let r = self.call_intrinsic(name, &lane_refs, ret.clone());
-                out = self.insertelement(&out, &r, i);
+                out.push(self.call_intrinsic(name, &lane_refs, ret.clone()));
             }
-            return out;
+            return self.pack(&out);
         }
         let (names, tys) = list(args);
         self.def(ret.clone(), format!("llvm.call_intrinsic \"{name}\"({names}) : ({tys}) -> {}", ret.text()))
@@ -781,9 +779,29 @@ impl Emitter {
         if let Some(v) = self.unpacked.get(&(a.name.clone(), b.name.clone())) {
             return v.clone();
         }
-        let u = self.undef(Ty::Vector(2, Box::new(a.ty.clone())));
-        let v = self.insertelement(&u, a, 0);
-        self.insertelement(&v, b, 1)
+        self.pack(&[a.clone(), b.clone()])
+    }
+
+    /// `vector<N x T>` of N registers of type `T`, in order (inserted into `undef`).
+    pub fn pack(&mut self, regs: &[Reg]) -> Reg {
+        let Some(first) = regs.first() else {
+            debug_assert!(false, "a vector of no registers");
+            return self.undef(Ty::Vector(0, Box::new(Ty::I32)));
+        };
+        let mut v = self.undef(Ty::Vector(regs.len() as u32, Box::new(first.ty.clone())));
+        for (i, r) in regs.iter().enumerate() {
+            v = self.insertelement(&v, r, i as i64);
+        }
+        v
+    }
+
+    /// The lanes of a vector, in order.
+    pub fn unpack(&mut self, v: &Reg) -> Vec<Reg> {
+        let n = match &v.ty {
+            Ty::Vector(n, _) => i64::from(*n),
+            _ => 0,
+        };
+        (0..n).map(|i| self.extractelement(v, i)).collect()
     }
 
     /// The two lanes of a two-element vector, remembered for [`Emitter::pack2`].

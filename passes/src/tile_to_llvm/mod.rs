@@ -318,7 +318,7 @@ pub(crate) struct Lowering<'f> {
     /// `Lowering::ldmatrix_blocks`), by buffer, swizzle, warp origin and block pattern.
     lane_bases: BTreeMap<String, Reg>,
     /// The results lowered as vectors of a thread's registers (`vector::plan`).
-    vector_plan: BTreeSet<ValueId>,
+    vector_plan: &'f BTreeSet<ValueId>,
     /// The op being lowered is in `vector_plan`.
     vector_now: bool,
     /// [`Options::vector_lanes`].
@@ -674,10 +674,14 @@ pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, 
     // The first lowering places shared memory one request after the other; only when the
     // liveness packing chooses other offsets does the kernel lower again with them.
     let facts = AsyncFacts::of(func, opts.tma_store && arch.has(tilec_core::target::Feature::Tma))?;
-    let (first, requests) = lower_with(func, arch, opts, &facts, None)?;
+    let vectors = if opts.vector_lanes > 1 { vector::plan(func) } else { BTreeSet::new() };
+    let (first, requests) = lower_with(func, arch, opts, &facts, &vectors, None)?;
     let plan = pack_requests(&requests);
-    let low =
-        if plan == bump_offsets(&requests).0 { first } else { lower_with(func, arch, opts, &facts, Some(plan))?.0 };
+    let low = if plan == bump_offsets(&requests).0 {
+        first
+    } else {
+        lower_with(func, arch, opts, &facts, &vectors, Some(plan))?.0
+    };
     let smem = low.shared_bytes;
     if smem > arch.smem_per_block {
         let mut d = Diagnostic::error(
@@ -736,6 +740,7 @@ fn lower_with<'f>(
     arch: &'static Arch,
     opts: &Options,
     facts: &'f AsyncFacts,
+    vectors: &'f BTreeSet<ValueId>,
     plan: Option<Vec<i64>>,
 ) -> Result<(Lowered, Vec<Request>), Diagnostic> {
     let producer_warps = func.warp_spec.map_or(0, |w| w.producer_warps);
@@ -830,7 +835,7 @@ fn lower_with<'f>(
         global_writes: BTreeSet::new(),
         report: vec![],
         lane_bases: BTreeMap::new(),
-        vector_plan: if opts.vector_lanes > 1 { vector::plan(func) } else { BTreeSet::new() },
+        vector_plan: vectors,
         vector_lanes: opts.vector_lanes,
         vector_now: false,
         lane_cache: BTreeMap::new(),

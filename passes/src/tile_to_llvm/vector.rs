@@ -178,6 +178,14 @@ pub(crate) fn plan(func: &Func) -> BTreeSet<ValueId> {
     costs.keys().copied().filter(|v| worth.contains(&root(&mut parent, *v))).collect()
 }
 
+/// The lanes of a vector type (0 for any other).
+fn width(ty: &Ty) -> usize {
+    match ty {
+        Ty::Vector(n, _) => *n as usize,
+        _ => 0,
+    }
+}
+
 impl Lowering<'_> {
     /// The registers of a vectorised value where they are read now: its lanes, extracted
     /// once a block (a block's extraction does not dominate the next block's use), after the
@@ -192,11 +200,7 @@ impl Lowering<'_> {
         self.em.flush_chunks();
         let mut regs = vec![];
         for c in chunks {
-            let w = match &c.ty {
-                Ty::Vector(w, _) => i64::from(*w),
-                _ => 0,
-            };
-            regs.extend((0..w).map(|i| self.em.extractelement(c, i)));
+            regs.extend(self.em.unpack(c));
         }
         self.lane_cache.insert(v, (serial, regs.clone()));
         regs
@@ -208,7 +212,7 @@ impl Lowering<'_> {
         let lanes = u32::try_from(w).map_err(|_| err("a vector too wide"))?;
         match self.vals.get(&v).cloned() {
             Some(Value::Vector(chunks)) => match chunks.get(k) {
-                Some(r) if matches!(r.ty, Ty::Vector(n, _) if n == lanes) => Ok(r.clone()),
+                Some(r) if width(&r.ty) == w => Ok(r.clone()),
                 _ => Err(err("elementwise operands of different layouts")),
             },
             Some(Value::Scalar(s)) => Ok(self.em.splat(&s, lanes)),
@@ -223,10 +227,7 @@ impl Lowering<'_> {
                         return Ok(r.clone());
                     }
                 }
-                let mut out = self.em.undef(Ty::Vector(lanes, Box::new(regs[0].ty.clone())));
-                for (i, r) in regs.iter().enumerate() {
-                    out = self.em.insertelement(&out, r, i as i64);
-                }
+                let out = self.em.pack(regs);
                 self.pack_cache.insert((v, k), (serial, out.clone()));
                 Ok(out)
             }
@@ -248,24 +249,16 @@ impl Lowering<'_> {
             return Ok(None);
         }
         let n = operands.iter().find_map(|v| match self.vals.get(v) {
-            Some(Value::Vector(chunks)) => Some(
-                chunks
-                    .iter()
-                    .map(|c| match &c.ty {
-                        Ty::Vector(w, _) => *w as usize,
-                        _ => 0,
-                    })
-                    .sum(),
-            ),
+            Some(Value::Vector(chunks)) => Some(chunks.iter().map(|c| width(&c.ty)).sum()),
             Some(Value::Tile(regs)) => Some(regs.len()),
             _ => None,
         });
         let Some(n) = n.filter(|n| *n >= 2) else { return Ok(None) };
-        let width = self.vector_lanes.max(2);
+        let group = self.vector_lanes.max(2);
         let mut out = vec![];
         let mut start = 0;
         while start < n {
-            let (k, w) = (out.len(), width.min(n - start));
+            let (k, w) = (out.len(), group.min(n - start));
             // The group's operands are made in its place too: a tile's registers inserted
             // into a vector right before the group reads it.
             self.em.chunk = Some(k);
@@ -277,7 +270,7 @@ impl Lowering<'_> {
             self.em.chunk = None;
             self.em.lanes = None;
             let r = r?;
-            if !matches!(r.ty, Ty::Vector(m, _) if m as usize == w) {
+            if width(&r.ty) != w {
                 return Err(err(format!("a vectorised elementwise op made {}", r.ty.text())));
             }
             out.push(r);
