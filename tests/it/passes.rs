@@ -1455,6 +1455,46 @@ fn vector_lanes_write_elementwise_chains_a_group_at_a_time() {
     assert!(!fmha.stage(tilec::Stage::Nvgpu).contains("xf32>"), "FMHA's loop stays register by register");
 }
 
+/// Integer and predicate chains are vectors of registers too: quant_fp4's nibbles (float
+/// compares and selects into a code, its conversion to an integer, the sign's product and
+/// `or`) are `vector<4 x i32>` ops, `llvm.fptosi.sat` included, and NVPTX splits them into
+/// the instructions the registers' ops give.
+#[test]
+fn vector_lanes_take_integer_chains_too() {
+    let compile = |arch: &str, lanes: u32| {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/quant_mx.tile");
+        let src = tilec::Source::new("quant_mx", std::fs::read_to_string(p).unwrap());
+        let o = tilec::CompileOptions {
+            arch: arch.into(),
+            kernel: Some("quant_fp4".into()),
+            pass_options: vec![format!("tile-to-llvm{{vector-lanes={lanes}}}")],
+            ..Default::default()
+        };
+        tilec::compile(&src, &o).unwrap()
+    };
+    // The PTX's instructions, as a sorted list of opcodes (the order may differ).
+    let opcodes = |c: &tilec::Compiled| {
+        let mut ops: Vec<String> = c
+            .ptx()
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with(|ch: char| ch.is_ascii_lowercase()) && !l.starts_with("mov"))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect();
+        ops.sort();
+        ops
+    };
+    for arch in ["sm_90a", "sm_121a"] {
+        let (vector, scalar) = (compile(arch, 4), compile(arch, 0));
+        let (v, s) = (vector.stage(tilec::Stage::Nvgpu), scalar.stage(tilec::Stage::Nvgpu));
+        assert!(v.contains(": vector<4xi32>") && !s.contains(": vector<4xi32>"), "{arch}");
+        assert!(v.contains("llvm.fptosi.sat.v4i32.v4f32"), "{arch}: the conversion on vectors");
+        assert!(v.lines().count() < s.lines().count(), "{arch}");
+        assert_eq!(opcodes(&vector), opcodes(&scalar), "{arch}: the same instructions");
+        assert_no_spills(&vector);
+    }
+}
+
 /// ptxas assembles the compile's PTX with nothing spilled to local memory.
 fn assert_no_spills(c: &tilec::Compiled) {
     let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));

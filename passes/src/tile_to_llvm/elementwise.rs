@@ -259,11 +259,7 @@ pub(crate) fn cast(em: &mut Emitter, v: &Reg, from: DType, to: DType) -> Reg {
         (false, true) => "sitofp",
         // Truncation toward zero, saturating, NaN → 0 (cvt.rzi.sat), as the interpreter;
         // LLVM's plain fptosi is poison out of range.
-        (true, false) => {
-            let sat = if to.is_unsigned() { "fptoui" } else { "fptosi" };
-            let name = format!("llvm.{sat}.sat.{}.{}", t.text(), v.ty.text());
-            return em.call_intrinsic(&name, &[v], t);
-        }
+        (true, false) => return em.float_to_int_sat(!to.is_unsigned(), v, t),
         (false, false) if to.bits() > from.bits() && from.is_unsigned() => "zext",
         (false, false) if to.bits() > from.bits() => "sext",
         (false, false) if to.bits() == from.bits() => return v.clone(),

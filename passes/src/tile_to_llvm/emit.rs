@@ -136,6 +136,14 @@ impl Ty {
     }
 
     /// The name of a type without parameters.
+    /// The type as an overloaded LLVM intrinsic's name spells it (`f32`, `v4i32`).
+    fn mangled(&self) -> String {
+        match self {
+            Ty::Vector(n, t) => format!("v{n}{}", t.mangled()),
+            t => t.text(),
+        }
+    }
+
     fn scalar_name(&self) -> Option<&'static str> {
         Some(match self {
             Ty::I1 => "i1",
@@ -409,7 +417,17 @@ impl Emitter {
         let _ = writeln!(self.body_out(), "    {s}");
     }
 
+    /// An integer constant; in [`Emitter::lanes`] mode its splat (no folding value then:
+    /// [`Emitter::fold`] knows scalars only).
     pub fn cint(&mut self, v: i64, ty: Ty) -> Reg {
+        match (self.lanes, &ty) {
+            (Some(_), Ty::Vector(..)) | (None, _) => self.cint_scalar(v, ty),
+            (Some(n), _) => self.dense(ty.clone(), &int_lit(&ty, v), n),
+        }
+    }
+
+    /// An integer constant of a scalar type whatever the mode: a lane's index.
+    fn cint_scalar(&mut self, v: i64, ty: Ty) -> Reg {
         // Keyed by the type itself, not its text: the lowering asks for a constant at nearly
         // every op, and a formatted key was an allocation each time.
         let key = (ty, v);
@@ -462,6 +480,9 @@ impl Emitter {
     pub fn splat(&mut self, s: &Reg, n: u32) -> Reg {
         if let Some((ty, lit)) = self.float_lits.get(&s.name).cloned() {
             return self.dense(ty, &lit, n);
+        }
+        if let Some(v) = s.value {
+            return self.dense(s.ty.clone(), &int_lit(&s.ty, v), n);
         }
         // By group too: a splat made in a later group's ops is placed after an earlier group's.
         let key = (s.name.clone(), n, self.chunk);
@@ -678,6 +699,15 @@ impl Emitter {
         self.def(ret.clone(), format!("llvm.call_intrinsic \"{name}\"({names}) : ({tys}) -> {}", ret.text()))
     }
 
+    /// `v` truncated toward zero to the integer type `to`, saturating, NaN to 0
+    /// (`llvm.fpto[su]i.sat`: PTX's `cvt.rzi.sat`), lane by lane for a vector.
+    pub fn float_to_int_sat(&mut self, signed: bool, v: &Reg, to: Ty) -> Reg {
+        let to = self.lanes_of(v, to);
+        let op = if signed { "fptosi" } else { "fptoui" };
+        let name = format!("llvm.{op}.sat.{}.{}", to.mangled(), v.ty.mangled());
+        self.call_intrinsic(&name, &[v], to)
+    }
+
     pub fn icmp(&mut self, p: ICmp, a: &Reg, b: &Reg) -> Reg {
         debug_assert_eq!(a.ty, b.ty, "icmp of {} and {}", a.ty.text(), b.ty.text());
         self.def(self.lanes_of(a, Ty::I1), format_args!("llvm.icmp \"{}\" {a}, {b} : {}", p.text(), a.ty))
@@ -760,12 +790,12 @@ impl Emitter {
             return v.clone();
         };
         let et = (**et).clone();
-        let ci = self.ci32(i);
+        let ci = self.cint_scalar(i, Ty::I32);
         self.def(et, format_args!("llvm.extractelement {v}[{ci} : i32] : {}", v.ty))
     }
 
     pub fn insertelement(&mut self, v: &Reg, x: &Reg, i: i64) -> Reg {
-        let ci = self.ci32(i);
+        let ci = self.cint_scalar(i, Ty::I32);
         self.def(v.ty.clone(), format_args!("llvm.insertelement {x}, {v}[{ci} : i32] : {}", v.ty))
     }
 
@@ -1080,6 +1110,15 @@ impl Emitter {
 }
 
 /// `a, b, c` and `ta, tb, tc`.
+/// An integer constant's literal in a `dense<…>` of `ty` (`i1`'s as `true`/`false`).
+fn int_lit(ty: &Ty, v: i64) -> String {
+    match (ty, v) {
+        (Ty::I1, 0) => "false".into(),
+        (Ty::I1, _) => "true".into(),
+        _ => v.to_string(),
+    }
+}
+
 fn list(args: &[&Reg]) -> (String, String) {
     let names: Vec<&str> = args.iter().map(|a| &*a.name).collect();
     let tys: Vec<String> = args.iter().map(|a| a.ty.text()).collect();

@@ -16,7 +16,8 @@
 //! another op produced, an `extractelement` a register where an op that wants registers (a
 //! store, a reduction, an `mma`, a loop's carried values) reads one. [`plan`] picks the
 //! values worth it before the lowering starts: the connected groups of vectorizable ops (f32
-//! arithmetic, float casts, the math list, float comparisons and selects) where the vectors
+//! arithmetic, float casts, the math list, float comparisons and selects; integer arithmetic,
+//! logic, selects and casts, a float's conversion to an integer included) where the vectors
 //! save more ops than their edges cost. Everything else is lowered as before.
 //!
 //! Needs: a tile-IR function after `tile-layout` (the register counts). Guarantees: a
@@ -37,6 +38,10 @@ use tilec_core::{DType, Diagnostic};
 fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
     let is_f32 = |v: ValueId| func.ty(v).dtype() == DType::F32;
     let is_float = |v: ValueId| matches!(func.ty(v).dtype(), DType::F32 | DType::F16 | DType::BF16);
+    let is_int = |v: ValueId| matches!(func.ty(v).dtype(), DType::I32 | DType::I64);
+    let is_bits = |v: ValueId| {
+        matches!(func.ty(v).dtype(), DType::I1 | DType::I8 | DType::I32 | DType::I64 | DType::U8 | DType::U32)
+    };
     if !matches!(func.ty(result), Type::Tile { .. }) {
         return None;
     }
@@ -75,6 +80,20 @@ fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
         },
         OpKind::Cmp(_, x, _) if is_f32(*x) => (1, 0),
         OpKind::Select { a, .. } if is_f32(*a) => (1, 0),
+        // Integers and predicates: NVPTX splits their vectors into the registers' instructions
+        // (where the plan takes them in the library, the same instructions in another order).
+        OpKind::Binary { op, lhs, .. } if is_int(*lhs) => match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Max | BinOp::Min => (1, 0),
+            // PTX's clamped amount: a compare and a select beside the shift.
+            BinOp::Shl | BinOp::Shr => (3, 0),
+            BinOp::Div | BinOp::Rem | BinOp::Pow => return None,
+        },
+        // Integer comparisons stay register by register: an index tile's (an `arange` plus
+        // offsets, a ragged tile's mask) compares one difference of bases with constants
+        // (`affine_cmp`), which would leave the vectorised sums it reads unused.
+        OpKind::Logic(_, x, _) if is_bits(*x) => (1, 0),
+        OpKind::Select { a, .. } if is_bits(*a) => (1, 0),
+        OpKind::Cast(x) if (is_bits(*x) || is_float(*x)) && (is_bits(result) || is_float(result)) => (1, 0),
         _ => return None,
     })
 }

@@ -535,7 +535,8 @@ pub const HISTOGRAM: Spec = Spec {
 
 /// FP4 packing (kernels/lang/fp4.tile): dims `[N]` pairs; `pack_fp4` and `unpack_fp4` bit for
 /// bit against `tilec_core::dtype`'s conversions, on inputs that include every midpoint
-/// between fp4 values (the ties), ±0, ±6, values past 6, ±inf and NaN.
+/// between fp4 values (the ties) and the edges of the codes' ranges, ±0, ±6, values past 6,
+/// ±inf, NaN and a subnormal.
 pub const FP4: Spec = Spec {
     name: "lang_fp4",
     file: "lang/fp4.tile",
@@ -548,7 +549,7 @@ pub const FP4: Spec = Spec {
     consts: |_| BTreeMap::new(),
     inputs: |c, rng| {
         let n = c.dims[0];
-        const EDGES: [f64; 22] = [
+        const EDGES: [f64; 31] = [
             0.0,
             -0.0,
             0.25,
@@ -571,6 +572,16 @@ pub const FP4: Spec = Spec {
             f64::NEG_INFINITY,
             f64::NAN,
             0.2500001,
+            // Where one range of the codes meets the next (halves below 2, units to 4).
+            1.7499999,
+            2.0,
+            -3.4999998,
+            3.5000002,
+            4.0,
+            4.9999995,
+            5.0000005,
+            -f64::NAN,
+            1e-40,
         ];
         let x: Vec<f64> = (0..2 * n as usize)
             .map(|i| if i < EDGES.len() { EDGES[i] } else { 4.0 * crate::inputs::normal(rng) })

@@ -2,17 +2,13 @@
 //! (`f4e2m1x2`) and one half of a pair back to f32.
 //!
 //! Both are built from integer and float ops the IR already has (comparisons, selects,
-//! shifts, casts) — none of the targets' fp4 conversions exists on sm_90a (`cvt … e2m1x2` is
-//! sm_100a/sm_120a's), and this way the interpreter and every target compute the same bits.
+//! roundings, shifts, casts) — none of the targets' fp4 conversions exists on sm_90a
+//! (`cvt … e2m1x2` is sm_100a/sm_120a's), and this way the interpreter and every target
+//! compute the same bits.
 //! The rounding is `tilec_core::dtype::to_fp4`'s: nearest, ties to the even encoding,
 //! saturating to ±6, NaN to +6, −0 to +0.
 
 use super::super::*;
-
-/// The E2M1 magnitude code of |v| (0..=7) is the number of these midpoints it passes; at a
-/// midpoint (`true`: the upper code is the even one) the tie goes up.
-const MIDPOINTS: [(f64, bool); 7] =
-    [(0.25, false), (0.75, true), (1.25, false), (1.75, true), (2.5, false), (3.5, true), (5.0, false)];
 
 /// `pack_fp4(lo, hi)`: two float tiles of one shape as one `f4e2m1x2` tile, `lo` in the low
 /// nibbles; `pack_fp4(x)`: the pairs along `x`'s last axis (extent 2) — the codes weighted
@@ -156,32 +152,41 @@ pub(super) fn unpack_fp4(cx: &mut Cx, name: &str, args: &[ast::Arg], span: Span)
 }
 
 impl Cx<'_> {
+    /// `op` of a float tile, elementwise.
+    fn float_unary(&mut self, op: UnOp, v: &Val, s: Span) -> Val {
+        let id = self.value_id(v);
+        let ty = self.func.ty(id).clone();
+        wrap(v, self.func.push(OpKind::Unary { op, value: id, flags: MathFlags::default() }, ty, Some(s)))
+    }
+
     /// The E2M1 nibble (an i32 tile) of an f32 tile: magnitude code plus 8 for a negative
     /// value.
+    ///
+    /// Below 2 the codes are the halves (code `c` is `c / 2`), from 2 to 4 the units past 2
+    /// (`c - 2`), then 4 and 6: so the code is `round(2a)`, `round(a) + 2`, or 6 below
+    /// 5 and 7 above, `round` to the nearest integer, ties to even — the even encoding, as
+    /// the offsets 2 and the scale 2 keep a code's parity. Each range's rounding meets the
+    /// next at its edge (`round(2a)` is 4 from 1.75 up to 2, `round(a) + 2` is 6 at 3.5).
+    /// NaN is below nothing: 7 (+6, E2M1 has no NaN). Three compares, two roundings and three
+    /// selects an element, where counting the seven midpoints it passes took seven compares,
+    /// seven conversions, six adds and a NaN test: quant_fp4's SASS is 14 % shorter and it
+    /// runs 5 % faster on an H200 (`bench/results/2026-11-30-session42/`).
     fn fp4_nibble(&mut self, v: Val, s: Span) -> R<Val> {
-        let id = self.value_id(&v);
-        let ty = self.func.ty(id).clone();
-        let abs = wrap(
-            &v,
-            self.func.push(OpKind::Unary { op: UnOp::Abs, value: id, flags: MathFlags::default() }, ty, Some(s)),
-        );
-        let mut code = Val::Int(0);
-        for (mid, up) in MIDPOINTS {
-            let past = self.binary(if up { AB::Ge } else { AB::Gt }, abs.clone(), Val::Float(mid), s, s, s)?;
-            let past = self.cast(past, DType::I32, s)?;
-            code = match code {
-                Val::Int(0) => past,
-                c => self.binary(AB::Add, c, past, s, s, s)?,
-            };
-        }
-        // NaN passes no comparison: it saturates to 6 (code 7), as E2M1 has no NaN.
-        let nan = self.binary(AB::Ne, abs.clone(), abs, s, s, s)?;
-        let nan = self.cast(nan, DType::I32, s)?;
-        let seven = self.binary(AB::Mul, nan, Val::Int(7), s, s, s)?;
-        code = self.binary(AB::BitOr, code, seven, s, s, s)?;
+        let abs = self.float_unary(UnOp::Abs, &v, s);
+        let twice = self.binary(AB::Mul, abs.clone(), Val::Float(2.0), s, s, s)?;
+        let halves = self.float_unary(UnOp::RoundEven, &twice, s);
+        let units = self.float_unary(UnOp::RoundEven, &abs, s);
+        let units = self.binary(AB::Add, units, Val::Float(2.0), s, s, s)?;
+        let le5 = self.binary(AB::Le, abs.clone(), Val::Float(5.0), s, s, s)?;
+        let top = self.select(le5, Val::Float(6.0), Val::Float(7.0), [s; 3], s)?;
+        let lt4 = self.binary(AB::Lt, abs.clone(), Val::Float(4.0), s, s, s)?;
+        let code = self.select(lt4, units, top, [s; 3], s)?;
+        let lt2 = self.binary(AB::Lt, abs, Val::Float(2.0), s, s, s)?;
+        let code = self.select(lt2, halves, code, [s; 3], s)?;
+        let code = self.cast(code, DType::I32, s)?;
         let neg = self.binary(AB::Lt, v, Val::Float(0.0), s, s, s)?;
         let neg = self.cast(neg, DType::I32, s)?;
-        let sign = self.binary(AB::Shl, neg, Val::Int(3), s, s, s)?;
+        let sign = self.binary(AB::Mul, neg, Val::Int(8), s, s, s)?;
         self.binary(AB::BitOr, code, sign, s, s, s)
     }
 }
