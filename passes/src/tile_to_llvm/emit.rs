@@ -135,7 +135,6 @@ impl Ty {
         };
     }
 
-    /// The name of a type without parameters.
     /// The type as an overloaded LLVM intrinsic's name spells it (`f32`, `v4i32`).
     fn mangled(&self) -> String {
         match self {
@@ -144,6 +143,7 @@ impl Ty {
         }
     }
 
+    /// The name of a type without parameters.
     fn scalar_name(&self) -> Option<&'static str> {
         Some(match self {
             Ty::I1 => "i1",
@@ -417,12 +417,13 @@ impl Emitter {
         let _ = writeln!(self.body_out(), "    {s}");
     }
 
-    /// An integer constant; in [`Emitter::lanes`] mode its splat (no folding value then:
-    /// [`Emitter::fold`] knows scalars only).
+    /// An integer constant; of a vector type, or in [`Emitter::lanes`] mode, a splat (with
+    /// no folding value: [`Emitter::fold`] knows scalars only).
     pub fn cint(&mut self, v: i64, ty: Ty) -> Reg {
-        match (self.lanes, &ty) {
-            (Some(_), Ty::Vector(..)) | (None, _) => self.cint_scalar(v, ty),
-            (Some(n), _) => self.dense(ty.clone(), &int_lit(&ty, v), n),
+        match (self.lanes, ty) {
+            (_, Ty::Vector(n, e)) => self.dense((*e).clone(), &int_lit(&e, v), n),
+            (Some(n), t) => self.dense(t.clone(), &int_lit(&t, v), n),
+            (None, t) => self.cint_scalar(v, t),
         }
     }
 
@@ -1109,7 +1110,6 @@ impl Emitter {
     }
 }
 
-/// `a, b, c` and `ta, tb, tc`.
 /// An integer constant's literal in a `dense<…>` of `ty` (`i1`'s as `true`/`false`).
 fn int_lit(ty: &Ty, v: i64) -> String {
     match (ty, v) {
@@ -1119,6 +1119,7 @@ fn int_lit(ty: &Ty, v: i64) -> String {
     }
 }
 
+/// `a, b, c` and `ta, tb, tc`.
 fn list(args: &[&Reg]) -> (String, String) {
     let names: Vec<&str> = args.iter().map(|a| &*a.name).collect();
     let tys: Vec<String> = args.iter().map(|a| a.ty.text()).collect();
