@@ -408,7 +408,7 @@ pub const PASSES: &[PassInfo] = &[
             },
             PassOption {
                 name: "vector-lanes",
-                doc: "a thread's chains of elementwise ops (f32 arithmetic, float casts, the math list, float compares and selects) written on this many registers at a time as one vector op, where the chain's vectors save more than making and taking them apart costs and it reads no product's accumulator: gelu compiles in 30-35 % fewer instructions and runs 5 % faster on an H200 (default: 4; 0 or 1: register by register)",
+                doc: "a thread's chains of elementwise ops (f32 arithmetic, float casts, the math list, float compares and selects; integer arithmetic, logic, selects and casts) written on this many registers at a time as one vector op, where the chain's vectors save more than making and taking them apart costs and it reads no product's accumulator: gelu compiles in 30-35 % fewer instructions and runs 5 % faster on an H200 (default: 4; 0 or 1: register by register)",
                 default: "",
                 check: check_vector_lanes,
             },
