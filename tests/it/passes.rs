@@ -514,10 +514,14 @@ fn ptx_for(file: &str, kernel: &str, no_fp_fusion: bool, arch: &str) -> String {
 
 /// The PTX of `kernel` (default constants) with options `o`.
 fn ptx_with(file: &str, kernel: &str, o: tilec::CompileOptions) -> String {
+    compiled_with(file, kernel, o).ptx().to_string()
+}
+
+/// `kernel` of `kernels/{file}.tile` compiled with options `o`.
+fn compiled_with(file: &str, kernel: &str, o: tilec::CompileOptions) -> tilec::Compiled {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{file}.tile"));
     let o = tilec::CompileOptions { kernel: Some(kernel.into()), ..o };
-    let c = tilec::compile(&tilec::Source::new(file, std::fs::read_to_string(p).unwrap()), &o).unwrap();
-    c.ptx().to_string()
+    tilec::compile(&tilec::Source::new(file, std::fs::read_to_string(p).unwrap()), &o).unwrap()
 }
 
 /// The first loop of a PTX text (a label a later branch jumps back to), as lines.
@@ -1011,21 +1015,18 @@ fn a_warpgroup_local_buffer_takes_a_warpgroup_barrier_and_keeps_the_ping_pong() 
     assert!(ptx.lines().any(|l| l.contains("bar.sync") && l.trim_end().ends_with(", 128;")), "no warpgroup barrier");
 }
 
-/// `kernels/fmha.tile` for sm_103a (with the constants given), and its report.
 /// The library's kernel `name` (of `kernels/{name}.tile`) compiled for sm_103a.
 fn on_sm_103a(name: &str) -> tilec::Compiled {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}.tile"));
-    let o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some(name.into()), ..Default::default() };
-    tilec::compile(&tilec::Source::new(name, std::fs::read_to_string(p).unwrap()), &o).unwrap()
+    compiled_with(name, name, tilec::CompileOptions { arch: "sm_103a".into(), ..Default::default() })
 }
 
+/// `kernels/fmha.tile` for sm_103a (with the constants given), and its report.
 fn fmha_on_tcgen05(consts: &[(&str, i64)]) -> (tilec::Compiled, String) {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/fmha.tile");
-    let mut o = tilec::CompileOptions { arch: "sm_103a".into(), kernel: Some("fmha".into()), ..Default::default() };
+    let mut o = tilec::CompileOptions { arch: "sm_103a".into(), ..Default::default() };
     for &(name, v) in consts {
         o.consts.insert(name.into(), tilec::ConstArg::Int(v));
     }
-    let c = tilec::compile(&tilec::Source::new("fmha", std::fs::read_to_string(p).unwrap()), &o).unwrap();
+    let c = compiled_with("fmha", "fmha", o);
     let report = c.report.join("\n");
     (c, report)
 }
@@ -1430,14 +1431,8 @@ fn first_offset_chunks_address_large_accesses_from_the_first_offset() {
 #[test]
 fn vector_lanes_write_elementwise_chains_a_group_at_a_time() {
     let compile = |kernel: &str, arch: &str, lanes: Option<u32>| {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{kernel}.tile"));
-        let src = tilec::Source::new(kernel, std::fs::read_to_string(p).unwrap());
-        let o = tilec::CompileOptions {
-            arch: arch.into(),
-            pass_options: lanes.map(|n| format!("tile-to-llvm{{vector-lanes={n}}}")).into_iter().collect(),
-            ..Default::default()
-        };
-        tilec::compile(&src, &o).unwrap()
+        let pass_options = lanes.map(|n| format!("tile-to-llvm{{vector-lanes={n}}}")).into_iter().collect();
+        compiled_with(kernel, kernel, tilec::CompileOptions { arch: arch.into(), pass_options, ..Default::default() })
     };
     let (vector, scalar) = (compile("gelu", "sm_90a", None), compile("gelu", "sm_90a", Some(0)));
     let (v, s) = (vector.stage(tilec::Stage::Nvgpu), scalar.stage(tilec::Stage::Nvgpu));
@@ -1462,15 +1457,12 @@ fn vector_lanes_write_elementwise_chains_a_group_at_a_time() {
 #[test]
 fn vector_lanes_take_integer_chains_too() {
     let compile = |arch: &str, lanes: u32| {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/quant_mx.tile");
-        let src = tilec::Source::new("quant_mx", std::fs::read_to_string(p).unwrap());
-        let o = tilec::CompileOptions {
-            arch: arch.into(),
-            kernel: Some("quant_fp4".into()),
-            pass_options: vec![format!("tile-to-llvm{{vector-lanes={lanes}}}")],
-            ..Default::default()
-        };
-        tilec::compile(&src, &o).unwrap()
+        let pass_options = vec![format!("tile-to-llvm{{vector-lanes={lanes}}}")];
+        compiled_with(
+            "quant_mx",
+            "quant_fp4",
+            tilec::CompileOptions { arch: arch.into(), pass_options, ..Default::default() },
+        )
     };
     // The PTX's instructions, as a sorted list of opcodes (the order may differ).
     let opcodes = |c: &tilec::Compiled| {

@@ -701,7 +701,8 @@ impl Emitter {
     }
 
     /// `v` truncated toward zero to the integer type `to`, saturating, NaN to 0
-    /// (`llvm.fpto[su]i.sat`: PTX's `cvt.rzi.sat`), lane by lane for a vector.
+    /// (`llvm.fpto[su]i.sat`: PTX's `cvt.rzi.sat`); of a vector, one call on the vector
+    /// (`llvm.fptosi.sat.v4i32.v4f32`).
     pub fn float_to_int_sat(&mut self, signed: bool, v: &Reg, to: Ty) -> Reg {
         let to = self.lanes_of(v, to);
         let op = if signed { "fptosi" } else { "fptoui" };

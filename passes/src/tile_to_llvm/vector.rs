@@ -58,7 +58,9 @@ fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
             BinOp::Pow | BinOp::Shl | BinOp::Shr => return None,
         },
         OpKind::Fma { a, .. } if is_f32(*a) => (1, 0),
-        OpKind::Cast(x) if is_float(*x) && is_float(result) => (1, 0),
+        // Between floats, integers and predicates (not fp8, fp4 or the scale types: inline
+        // asm); a float's conversion to an integer is one `llvm.fpto[su]i.sat` on vectors.
+        OpKind::Cast(x) if (is_bits(*x) || is_float(*x)) && (is_bits(result) || is_float(result)) => (1, 0),
         OpKind::Unary { op, value, flags } if is_float(*value) => match op {
             // On the value's own type (f16 too: paired as vectors, like the arithmetic above).
             UnOp::Neg | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::RoundEven | UnOp::Trunc if !is_f32(*value) => {
@@ -79,7 +81,7 @@ fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
             UnOp::Erf => (40 + ftz(flags.ftz), 0),
         },
         OpKind::Cmp(_, x, _) if is_f32(*x) => (1, 0),
-        OpKind::Select { a, .. } if is_f32(*a) => (1, 0),
+        OpKind::Select { a, .. } if is_f32(*a) || is_bits(*a) => (1, 0),
         // Integers and predicates: NVPTX splits their vectors into the registers' instructions
         // (where the plan takes them in the library, the same instructions in another order).
         OpKind::Binary { op, lhs, .. } if is_int(*lhs) => match op {
@@ -92,8 +94,6 @@ fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
         // offsets, a ragged tile's mask) compares one difference of bases with constants
         // (`affine_cmp`), which would leave the vectorised sums it reads unused.
         OpKind::Logic(_, x, _) if is_bits(*x) => (1, 0),
-        OpKind::Select { a, .. } if is_bits(*a) => (1, 0),
-        OpKind::Cast(x) if (is_bits(*x) || is_float(*x)) && (is_bits(result) || is_float(result)) => (1, 0),
         _ => return None,
     })
 }
