@@ -314,7 +314,7 @@ def mxfp8_paged_mla():
     x = randn(24, 256, dtype=torch.bfloat16)
     q4 = torch.empty(24, 128, device=DEV, dtype=torch.float4_e2m1fn_x2)
     sf4 = torch.empty(24, 8, device=DEV, dtype=torch.float8_e8m0fnu)
-    kernel("quant_fp4", "quant_mx", SF="ue8m0", BLOCK=32, DIV=4.0)(x.view(24, 128, 2), q4, sf4, 1.0)
+    kernel("quant_fp4", "quant_mx", SF="ue8m0", BLOCK=32, DIV=4.0)(x, q4, sf4, 1.0)
     blocks = x.float().view(24, 8, 32)
     _, exponent = torch.frexp(blocks.abs().amax(2) / 4.0)
     exact("quant_fp4 (MXFP4): ue8m0 factors", sf4.view(torch.uint8), (exponent - 1 + 127).to(torch.uint8))

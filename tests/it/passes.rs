@@ -1487,6 +1487,27 @@ fn vector_lanes_take_integer_chains_too() {
     }
 }
 
+/// A block's scale broadcast along a group's four registers is one splat (not an edge of the
+/// group), and a reshape that renames registers passes vectors on: quant_fp4's division of its
+/// blocks by their scale, register by register while the broadcast counted as an edge, is on
+/// `vector<4 x f32>`s, and the chain runs on from the blocks into the pairs' nibbles.
+#[test]
+fn vector_lanes_take_block_scales_and_renaming_reshapes() {
+    for arch in ["sm_90a", "sm_121a"] {
+        let c =
+            compiled_with("quant_mx", "quant_fp4", tilec::CompileOptions { arch: arch.into(), ..Default::default() });
+        let nvgpu = c.stage(tilec::Stage::Nvgpu);
+        assert!(
+            nvgpu.lines().any(|l| l.contains("llvm.fdiv") && l.contains(": vector<4xf32>")),
+            "{arch}: the division by the block scale on vectors"
+        );
+        // Scalar divisions are the block maxima's (a register or two a thread), not the 32 elements'.
+        let scalar = nvgpu.lines().filter(|l| l.contains("llvm.fdiv") && l.ends_with(": f32")).count();
+        assert!(scalar < 8, "{arch}: {scalar} scalar divisions");
+        assert_no_spills(&c);
+    }
+}
+
 /// ptxas assembles the compile's PTX with nothing spilled to local memory.
 fn assert_no_spills(c: &tilec::Compiled) {
     let r = tilec_backend::ptxas(c.ptx(), c.arch).unwrap_or_else(|d| panic!("{d:?}"));

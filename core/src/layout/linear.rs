@@ -173,6 +173,26 @@ impl LinearLayout {
         }
     }
 
+    /// The layout over the tile's row-major flat index (one dimension of the tile's size):
+    /// two tiles of different shapes whose flattened layouts are equal hold the same elements
+    /// (the same row-major positions) in the same registers of the same threads, so a reshape
+    /// from one to the other moves no data. Tiles differing only in unit dims flatten alike
+    /// when their [`LinearLayout::squeezed`] forms are equal.
+    pub fn flattened(&self) -> LinearLayout {
+        let rank = self.rank();
+        let mut strides = vec![1i64; rank];
+        for d in (0..rank.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * self.shape[d + 1];
+        }
+        let flat = |b: &Vec<i64>| vec![b.iter().zip(&strides).map(|(x, s)| x * s).sum::<i64>()];
+        LinearLayout {
+            shape: vec![self.shape.iter().product()],
+            regs: self.regs.iter().map(flat).collect(),
+            lanes: self.lanes.iter().map(flat).collect(),
+            warps: self.warps.iter().map(flat).collect(),
+        }
+    }
+
     /// Checks the invariants of the module documentation; `Err` says which fails.
     pub fn check(&self) -> Result<(), String> {
         let rank = self.rank();

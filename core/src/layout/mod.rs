@@ -148,6 +148,47 @@ impl Blocked {
         Blocked::coalesced(shape, elem_bytes, warps, &dims)
     }
 
+    /// The row-major blocked layout of `shape` that places the tile's elements, in row-major
+    /// order, where the flattened layout `flat` ([`LinearLayout::flattened`]) places them:
+    /// what a reshape's result takes so that the reshape renames its operand's registers.
+    /// `None` where no blocked layout does (copies on some lanes or warps, a thread's
+    /// elements not in the runs a blocked layout makes).
+    pub fn matching_flat(shape: &[i64], flat: &LinearLayout) -> Option<Blocked> {
+        let rank = shape.len();
+        if rank == 0 || shape.iter().any(|&d| !is_pow2(d)) || flat.shape != [shape.iter().product::<i64>()] {
+            return None;
+        }
+        let mut strides = vec![1i64; rank];
+        for d in (0..rank - 1).rev() {
+            strides[d] = strides[d + 1] * shape[d + 1];
+        }
+        // A flat basis (a power of two) as (dim, coordinate) of `shape`.
+        let at = |b: &[i64]| -> Option<(usize, i64)> {
+            let f = *b.first()?;
+            (0..rank).find(|&d| f >= strides[d] && f < strides[d] * shape[d]).map(|d| (d, f / strides[d]))
+        };
+        // A dim's vector is where its first lane (else its first warp) starts; a dim with
+        // neither keeps all of its extent in a thread (the same registers in the same order
+        // whatever its vector: within one, then repetitions).
+        let mut spt: Vec<Option<i64>> = vec![None; rank];
+        let (mut tpw, mut wpc) = (vec![1i64; rank], vec![1i64; rank]);
+        for (bases, per) in [(&flat.lanes, &mut tpw), (&flat.warps, &mut wpc)] {
+            for b in bases {
+                let (d, v) = at(b)?;
+                spt[d].get_or_insert(v);
+                per[d] *= 2;
+            }
+        }
+        let spt = (0..rank).map(|d| spt[d].unwrap_or(shape[d])).collect();
+        let b = Blocked {
+            size_per_thread: spt,
+            threads_per_warp: tpw,
+            warps_per_cta: wpc,
+            order: (0..rank).rev().collect(),
+        };
+        (b.to_linear(shape).flattened() == *flat).then_some(b)
+    }
+
     pub fn rank(&self) -> usize {
         self.size_per_thread.len()
     }

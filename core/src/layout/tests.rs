@@ -476,3 +476,47 @@ fn tcgen05_refuses_products_it_has_no_instruction_for() {
     }
     assert!(Mma::tcgen05(&[16, 512], 64, 4).is_some());
 }
+
+/// quant_fp4's reshapes: [16, 256] bf16 rows (16-byte vectors) seen as [16, 16, 16] blocks
+/// keep a block in two lanes of eight registers; the blocks seen as [16, 128, 2] pairs keep a
+/// pair in a thread. A tile held by several lanes (a slice of copies) has no blocked match.
+#[test]
+fn matching_flat_renames_quant_fp4s_reshapes() {
+    let rows = Blocked::row_major(&[16, 256], 2, 4).unwrap();
+    let flat = rows.to_linear(&[16, 256]).flattened();
+    let blocks = Blocked::matching_flat(&[16, 16, 16], &flat).expect("blocks");
+    assert_eq!(blocks.size_per_thread, vec![1, 1, 8]);
+    assert_eq!(blocks.threads_per_warp, vec![1, 16, 2]);
+    assert_eq!(blocks.warps_per_cta, vec![4, 1, 1]);
+    let pairs = Blocked::matching_flat(&[16, 128, 2], &blocks.to_linear(&[16, 16, 16]).flattened()).expect("pairs");
+    assert_eq!(pairs.size_per_thread, vec![1, 4, 2]);
+    assert_eq!(pairs.threads_per_warp, vec![1, 32, 1]);
+    let maxima = Layout::Slice { dim: 2, parent: Box::new(Layout::Blocked(blocks)) };
+    assert_eq!(Blocked::matching_flat(&[16, 16], &maxima.to_linear(&[16, 16, 1]).flattened()), None);
+    // The flat layout of another element count matches nothing.
+    assert_eq!(Blocked::matching_flat(&[16, 128], &flat), None);
+}
+
+proptest! {
+    // Splitting a row-major tile's last dim in two: where a blocked layout matches, it holds
+    // every element once, in the same thread and register as the unsplit tile (the reshape
+    // renames registers); unsplit again, the match places elements as the original does.
+    #[test]
+    fn matching_flat_places_like_the_operand((shape, bytes, warps) in shape_strategy(), cut in 0u32..14) {
+        let b = Blocked::row_major(&shape, bytes, warps).unwrap();
+        let flat = b.to_linear(&shape).flattened();
+        let back = Blocked::matching_flat(&shape, &flat);
+        let total: i64 = shape.iter().product();
+        if total >= 32 * warps {
+            let back = back.expect("a blocked layout matches itself");
+            prop_assert_eq!(back.to_linear(&shape), b.to_linear(&shape));
+        }
+        let inner = 1i64 << cut.min(shape[1].trailing_zeros());
+        let split = vec![shape[0], shape[1] / inner, inner];
+        if let Some(m) = Blocked::matching_flat(&split, &flat) {
+            let l = m.to_linear(&split);
+            check_cover(&l)?;
+            prop_assert_eq!(l.flattened(), flat);
+        }
+    }
+}

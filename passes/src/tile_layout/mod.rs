@@ -8,7 +8,11 @@
 //! lanes along the contiguous dim, warps along the slowest dims first (so that row reductions
 //! stay inside a warp when there are enough rows); a tile smaller than the block is replicated
 //! over the lanes and warps it does not fill — and gives a keepdims reduction result the
-//! `#slice` of its operand's layout. A tile with extent-1 dims that is not a reduction result
+//! `#slice` of its operand's layout. A reshape's result shape that no load reads then takes,
+//! where a `#blocked` layout can express it, the layout that places each element in the
+//! register of the thread that holds it in the operand (over the row-major flat index), so
+//! that the reshape renames registers; a stored shape only where its stores stay at least 4
+//! bytes a thread. A tile with extent-1 dims that is not a reduction result
 //! (a `full((R, 1), …)`, a row of cos values) takes the layout the reductions of its shape
 //! have (so that it meets a row maximum without a conversion), else the slice of a full shape
 //! it matches.
@@ -81,6 +85,8 @@ fn squeeze(shape: &[i64]) -> Vec<i64> {
 struct Facts {
     /// Narrowest memory dtype per squeezed shape (loads and stores decide the vector width).
     mem_bytes: BTreeMap<Vec<i64>, u32>,
+    /// Squeezed shapes that some load reads.
+    loaded: std::collections::BTreeSet<Vec<i64>>,
     /// Reduction results: value → (operand, axis).
     reduced: BTreeMap<ValueId, (ValueId, u32)>,
     /// Broadcasts: (operand, result).
@@ -89,6 +95,8 @@ struct Facts {
     defined: Vec<(ValueId, Option<(u32, ValueId)>)>,
     /// The span of the first op producing a tile of each shape (for errors about a shape).
     shape_spans: BTreeMap<Vec<i64>, Span>,
+    /// Reshapes in definition order: (operand, result).
+    reshapes: Vec<(ValueId, ValueId)>,
 }
 
 fn facts(func: &Func) -> Facts {
@@ -103,6 +111,9 @@ fn facts(func: &Func) -> Facts {
             let ty = func.ty(t);
             let e = f.mem_bytes.entry(squeeze(ty.shape())).or_insert(16);
             *e = (*e).min(ty.dtype().bytes());
+            if matches!(op.kind, OpKind::Load { .. }) {
+                f.loaded.insert(squeeze(ty.shape()));
+            }
         }
         if let (Some(r), Some(span)) = (op.result, op.span) {
             if let Type::Tile { shape, .. } = func.ty(r) {
@@ -119,6 +130,12 @@ fn facts(func: &Func) -> Facts {
             OpKind::Broadcast(x) => {
                 if let Some(r) = op.result {
                     f.broadcasts.push((*x, r));
+                    f.defined.push((r, None));
+                }
+            }
+            OpKind::Reshape(x) => {
+                if let Some(r) = op.result {
+                    f.reshapes.push((*x, r));
                     f.defined.push((r, None));
                 }
             }
@@ -250,6 +267,43 @@ pub fn run(func: &mut Func, opts: &Options) -> Result<LayoutReport, Diagnostic> 
         if !changed {
             break;
         }
+    }
+
+    // A reshape's result shape that no load reads takes the layout that places its elements
+    // where the operand's layout has them, where a blocked layout can: the reshape then
+    // renames registers instead of going through shared memory (quant_fp4's [16, 256] rows
+    // seen as [16, 16, 16] blocks, the quantized blocks as [16, 128, 2] pairs, their packed
+    // [16, 128, 1] sum as the stored [16, 128]). The operand is a full shape or a reduction's
+    // result (the slice of its operand's, which a blocked layout matches when the reduced
+    // dim lay within a thread). A stored shape takes it only where its stores stay at least
+    // 4 bytes (or as wide as before) a thread: narrower, the shared-memory exchange and wide
+    // stores are cheaper than many narrow ones.
+    for (x, r) in &facts.reshapes {
+        let (sx, sr) = (func.ty(*x).shape().to_vec(), func.ty(*r).shape().to_vec());
+        if facts.loaded.contains(&squeeze(&sr)) {
+            continue;
+        }
+        let lx = match (layouts.get(&sx), facts.reduced.get(x)) {
+            (Some(b), _) => Layout::Blocked(b.clone()),
+            (None, Some((value, axis))) => match layouts.get(func.ty(*value).shape()) {
+                Some(b) => Layout::Slice { dim: *axis as usize, parent: Box::new(Layout::Blocked(b.clone())) },
+                None => continue,
+            },
+            (None, None) => continue,
+        };
+        let Some(lr) = layouts.get(&sr) else { continue };
+        let flat = lx.to_linear(&sx).flattened();
+        if lr.to_linear(&sr).flattened() == flat {
+            continue;
+        }
+        let Some(b) = Blocked::matching_flat(&sr, &flat) else { continue };
+        if let Some(&bytes) = facts.mem_bytes.get(&squeeze(&sr)) {
+            let width = |b: &Blocked| b.size_per_thread.last().copied().unwrap_or(1) * i64::from(bytes);
+            if width(&b) < width(lr).min(4) {
+                continue;
+            }
+        }
+        layouts.insert(sr, b);
     }
 
     let mut report = LayoutReport { num_warps: warps as u32, lines: vec![] };

@@ -674,7 +674,7 @@ pub fn run(func: &Func, arch: &'static Arch, opts: &Options) -> Result<Lowered, 
     // The first lowering places shared memory one request after the other; only when the
     // liveness packing chooses other offsets does the kernel lower again with them.
     let facts = AsyncFacts::of(func, opts.tma_store && arch.has(tilec_core::target::Feature::Tma))?;
-    let vectors = if opts.vector_lanes > 1 { vector::plan(func) } else { BTreeSet::new() };
+    let vectors = if opts.vector_lanes > 1 { vector::plan(func, opts.vector_lanes) } else { BTreeSet::new() };
     let (first, requests) = lower_with(func, arch, opts, &facts, &vectors, None)?;
     let plan = pack_requests(&requests);
     let low = if plan == bump_offsets(&requests).0 {

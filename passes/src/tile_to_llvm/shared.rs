@@ -6,7 +6,7 @@ use super::emit::Reg;
 use super::regs::Value;
 use super::{err, Lowering};
 use tilec_core::layout::{Layout, Shared};
-use tilec_core::tir::{Op, OpKind, Type};
+use tilec_core::tir::{Func, Op, OpKind, Type, ValueId};
 use tilec_core::Diagnostic;
 
 /// The shared-memory buffer of an exchange: the element strides the source writes with and
@@ -17,6 +17,14 @@ struct Buffer {
     elems: i64,
     /// Where the destination's element 0 is, in elements (a slice's origin).
     dst_offset: i64,
+}
+
+/// Whether the reshape of `x` into `r` renames registers: both layouts place every row-major
+/// position in the same register of the same thread.
+pub(crate) fn renames(func: &Func, x: ValueId, r: ValueId) -> bool {
+    let flat = |t: &Type| t.layout().map(|l| l.to_linear(t.shape()).flattened());
+    let fx = flat(func.ty(x));
+    fx.is_some() && fx == flat(func.ty(r))
 }
 
 fn row_major_strides(shape: &[i64]) -> Vec<i64> {
@@ -60,10 +68,15 @@ impl Lowering<'_> {
         Ok(match &op.kind {
             OpKind::Reshape(x) => {
                 let xty = self.func.ty(*x).clone();
+                if let (Some(res), Some(Value::Vector(chunks))) = (op.result, self.vals.get(x)) {
+                    if renames(self.func, *x, res) {
+                        // A vectorised operand's lanes are its registers: the same vectors.
+                        return Ok(Value::Vector(chunks.clone()));
+                    }
+                }
                 let regs = self.tile(*x)?;
-                let same = |t: &Type| t.layout().map(|l| l.to_linear(t.shape()).squeezed());
-                if same(&xty).is_some() && same(&xty) == same(&ty) {
-                    // Only unit dims change: the same registers hold the same elements.
+                if op.result.is_some_and(|res| renames(self.func, *x, res)) {
+                    // The same registers hold the same elements (row-major positions).
                     if let (Some(a), Some(res)) = (self.aff.get(x).cloned(), op.result) {
                         self.aff.insert(res, a);
                     }

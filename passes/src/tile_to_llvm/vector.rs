@@ -94,6 +94,8 @@ fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
         // offsets, a ragged tile's mask) compares one difference of bases with constants
         // (`affine_cmp`), which would leave the vectorised sums it reads unused.
         OpKind::Logic(_, x, _) if is_bits(*x) => (1, 0),
+        // A reshape that renames registers passes the vectors on (nothing to extract or insert).
+        OpKind::Reshape(x) if super::shared::renames(func, *x, result) => (0, 0),
         _ => return None,
     })
 }
@@ -101,12 +103,16 @@ fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
 /// The results to lower as vectors: the groups of vectorizable ops (connected through their
 /// operands) where the vectors save ops. Counted a register, with groups of four: the group's
 /// `ops` become `ops / 4`, each edge costs 1 — an operand other ops made (inserted into
-/// vectors; a scalar or a splat is a constant or one shuffle, not an edge) or a result an op
-/// that wants registers reads (extracted) — and each lane-by-lane call 3 instead of 1. A group
+/// vectors; a scalar, a splat, or a broadcast whose every group of registers holds one value
+/// is a constant or one shuffle, not an edge) or a result an op that wants registers reads
+/// (extracted) — and each lane-by-lane call 3 instead of 1. A reshape that renames registers
+/// joins its operand's group to its users' at no cost: the vectors pass through it. A group
 /// is taken where `3·ops − 20·calls > 6·edges`: what the vectors save, `3·ops/4 − edges`, beyond
 /// half the edges again, and the calls' inserts and extracts at about twice their count (LLVM
 /// folds chains of them at a cost beyond their number: rope_table's `sin`/`cos`, 19 ops, 2
-/// calls and 3 edges, compiled 1–2 % slower as vectors, so it is left as it was). gelu's chain:
+/// calls and 3 edges, compiled 1–2 % slower as vectors; with its position broadcast as a
+/// splat, 2 edges, it is taken: +1.3 % instructions on sm_90a and sm_121a, −0.2 % on sm_103a,
+/// the same SASS count and speed on an H200, bench/results/2026-11-30-session43/). gelu's chain:
 /// 34 ops, no calls, 2 edges; FMHA's `exp2(s·scale − m)` into the `mma`: 4 ops, 1 call
 /// (`ex2.approx.ftz`), 4 edges.
 /// A group reading a product's accumulator (`mma`), or in the body of a loop with a product,
@@ -114,7 +120,7 @@ fn cost(func: &Func, kind: &OpKind, result: ValueId) -> Option<(u32, u32)> {
 /// kernel's compile (matmul_swiglu 1.3 %, the tutorial's FMHA step 2 3.8 %), and
 /// matmul_swiglu's epilogue as vectors timed 0.2 % slower on an H200 (median of 100, two
 /// pairs; the minimum 0.3 % faster): not worth a doubt.
-pub(crate) fn plan(func: &Func) -> BTreeSet<ValueId> {
+pub(crate) fn plan(func: &Func, lanes: usize) -> BTreeSet<ValueId> {
     let mut costs: BTreeMap<ValueId, (u32, u32)> = BTreeMap::new();
     let mut operands: BTreeMap<ValueId, Vec<ValueId>> = BTreeMap::new();
     let mut users: BTreeMap<ValueId, Vec<Option<ValueId>>> = BTreeMap::new();
@@ -138,8 +144,16 @@ pub(crate) fn plan(func: &Func) -> BTreeSet<ValueId> {
             // `None`: an op that is not vectorizable (or has no result) reads it.
             users.entry(*v).or_default().push(op.result);
         }
-        if let (OpKind::Splat(_), Some(r)) = (&op.kind, op.result) {
-            splats.insert(r);
+        match (&op.kind, op.result) {
+            (OpKind::Splat(_), Some(r)) => {
+                splats.insert(r);
+            }
+            // A row broadcast along a group's registers (a block's scale over its elements)
+            // gives each group one value: a splat, not an edge.
+            (OpKind::Broadcast(x), Some(r)) if splat_groups(func, *x, r, lanes) => {
+                splats.insert(r);
+            }
+            _ => {}
         }
         let Some(r) = op.result else { return };
         if let Some(c) = cost(func, &op.kind, r) {
@@ -195,6 +209,18 @@ pub(crate) fn plan(func: &Func) -> BTreeSet<ValueId> {
         .map(|(g, _)| *g)
         .collect();
     costs.keys().copied().filter(|v| worth.contains(&root(&mut parent, *v))).collect()
+}
+
+/// Whether every group of `lanes` consecutive registers of the broadcast `r` of `x` holds one
+/// value: the register bases within a group step along broadcast dims only.
+fn splat_groups(func: &Func, x: ValueId, r: ValueId, lanes: usize) -> bool {
+    let (xt, rt) = (func.ty(x), func.ty(r));
+    let Some(l) = rt.layout() else { return false };
+    let map = l.to_linear(rt.shape());
+    let bits = lanes.max(1).trailing_zeros() as usize;
+    let broadcast = |d: usize| xt.shape().get(d) == Some(&1) && rt.shape()[d] != 1;
+    map.regs.len() >= bits
+        && map.regs[..bits].iter().all(|b| b.iter().enumerate().all(|(d, &c)| c == 0 || broadcast(d)))
 }
 
 /// The lanes of a vector type (0 for any other).

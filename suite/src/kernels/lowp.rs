@@ -677,12 +677,7 @@ fn mx_quant_inputs(c: &Case, rng: &mut rand::rngs::StdRng, fp8: bool) -> Vec<Arg
     }
     let amax = x.iter().fold(0f64, |a, v| a.max(c.dtype.round(*v).abs()));
     let g = if sf == DType::UE4M3 { (amax / (6.0 * 448.0)) as f32 } else { 1.0 };
-    vec![
-        tensor(c.dtype, &[m, k / 2, 2], &x),
-        poisoned(DType::F4E2M1X2, &[m, k / 2]),
-        poisoned(sf, &[m, ks]),
-        Arg::F32(g),
-    ]
+    vec![tensor(c.dtype, &[m, k], &x), poisoned(DType::F4E2M1X2, &[m, k / 2]), poisoned(sf, &[m, ks]), Arg::F32(g)]
 }
 
 fn mx_quant_case_for(dims: &[i64], dtype: DType) -> Result<Case, String> {
