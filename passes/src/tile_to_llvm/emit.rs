@@ -820,6 +820,14 @@ impl Emitter {
             debug_assert!(false, "a vector of no registers");
             return self.undef(Ty::Vector(0, Box::new(Ty::I32)));
         };
+        // Integer constants (a lane's index in a pair, an `arange`'s registers): one `dense<[…]>`
+        // in the prologue rather than inserts LLVM folds back into it.
+        if matches!(first.ty, Ty::I1 | Ty::I8 | Ty::I16 | Ty::I32 | Ty::I64) {
+            if let Some(vals) = regs.iter().map(|r| r.value).collect::<Option<Vec<i64>>>() {
+                let lits: Vec<String> = vals.iter().map(|&v| int_lit(&first.ty, v)).collect();
+                return self.dense(first.ty.clone(), &format!("[{}]", lits.join(", ")), regs.len() as u32);
+            }
+        }
         let mut v = self.undef(Ty::Vector(regs.len() as u32, Box::new(first.ty.clone())));
         for (i, r) in regs.iter().enumerate() {
             v = self.insertelement(&v, r, i as i64);
