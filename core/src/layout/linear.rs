@@ -179,11 +179,7 @@ impl LinearLayout {
     /// from one to the other moves no data. Tiles differing only in unit dims flatten alike
     /// when their [`LinearLayout::squeezed`] forms are equal.
     pub fn flattened(&self) -> LinearLayout {
-        let rank = self.rank();
-        let mut strides = vec![1i64; rank];
-        for d in (0..rank.saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * self.shape[d + 1];
-        }
+        let strides = crate::host::contiguous_strides(&self.shape);
         let flat = |b: &Vec<i64>| vec![b.iter().zip(&strides).map(|(x, s)| x * s).sum::<i64>()];
         LinearLayout {
             shape: vec![self.shape.iter().product()],

@@ -158,10 +158,7 @@ impl Blocked {
         if rank == 0 || shape.iter().any(|&d| !is_pow2(d)) || flat.shape != [shape.iter().product::<i64>()] {
             return None;
         }
-        let mut strides = vec![1i64; rank];
-        for d in (0..rank - 1).rev() {
-            strides[d] = strides[d + 1] * shape[d + 1];
-        }
+        let strides = crate::host::contiguous_strides(shape);
         // A flat basis (a power of two) as (dim, coordinate) of `shape`.
         let at = |b: &[i64]| -> Option<(usize, i64)> {
             let f = *b.first()?;

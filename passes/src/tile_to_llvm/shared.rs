@@ -5,6 +5,7 @@
 use super::emit::Reg;
 use super::regs::Value;
 use super::{err, Lowering};
+use tilec_core::host::contiguous_strides;
 use tilec_core::layout::{Layout, Shared};
 use tilec_core::tir::{Func, Op, OpKind, Type, ValueId};
 use tilec_core::Diagnostic;
@@ -25,14 +26,6 @@ pub(crate) fn renames(func: &Func, x: ValueId, r: ValueId) -> bool {
     let flat = |t: &Type| t.layout().map(|l| l.to_linear(t.shape()).flattened());
     let fx = flat(func.ty(x));
     fx.is_some() && fx == flat(func.ty(r))
-}
-
-fn row_major_strides(shape: &[i64]) -> Vec<i64> {
-    let mut st = vec![1; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        st[d] = st[d + 1] * shape[d + 1];
-    }
-    st
 }
 
 impl Lowering<'_> {
@@ -68,14 +61,13 @@ impl Lowering<'_> {
         Ok(match &op.kind {
             OpKind::Reshape(x) => {
                 let xty = self.func.ty(*x).clone();
-                if let (Some(res), Some(Value::Vector(chunks))) = (op.result, self.vals.get(x)) {
-                    if renames(self.func, *x, res) {
-                        // A vectorised operand's lanes are its registers: the same vectors.
-                        return Ok(Value::Vector(chunks.clone()));
-                    }
+                let rename = op.result.is_some_and(|res| renames(self.func, *x, res));
+                if let (true, Some(Value::Vector(chunks))) = (rename, self.vals.get(x)) {
+                    // A vectorised operand's lanes are its registers: the same vectors.
+                    return Ok(Value::Vector(chunks.clone()));
                 }
                 let regs = self.tile(*x)?;
-                if op.result.is_some_and(|res| renames(self.func, *x, res)) {
+                if rename {
                     // The same registers hold the same elements (row-major positions).
                     if let (Some(a), Some(res)) = (self.aff.get(x).cloned(), op.result) {
                         self.aff.insert(res, a);
@@ -84,8 +76,8 @@ impl Lowering<'_> {
                 } else {
                     // Row-major linear indices are the same in both shapes (no padding here).
                     let buf = Buffer {
-                        src_strides: row_major_strides(xty.shape()),
-                        dst_strides: row_major_strides(ty.shape()),
+                        src_strides: contiguous_strides(xty.shape()),
+                        dst_strides: contiguous_strides(ty.shape()),
                         elems: ty.shape().iter().product(),
                         dst_offset: 0,
                     };
@@ -116,7 +108,7 @@ impl Lowering<'_> {
             OpKind::Slice { value, offsets } => {
                 // The whole tile in row-major order; the slice reads its part.
                 let xty = self.func.ty(*value).clone();
-                let st = row_major_strides(xty.shape());
+                let st = contiguous_strides(xty.shape());
                 let dst_offset = offsets.iter().zip(&st).map(|(o, s)| o * s).sum();
                 let buf = Buffer {
                     src_strides: st.clone(),
@@ -129,7 +121,7 @@ impl Lowering<'_> {
             }
             OpKind::Concat { values, axis } => {
                 // The result in row-major order; part k written from its start along `axis`.
-                let st = row_major_strides(ty.shape());
+                let st = contiguous_strides(ty.shape());
                 let buf = Buffer {
                     src_strides: st.clone(),
                     dst_strides: st.clone(),
