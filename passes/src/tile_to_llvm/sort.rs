@@ -1,20 +1,27 @@
 //! `tile.sort` (the language's `sort`, `argsort`, `topk`): a bitonic network in shared
 //! memory.
 //!
-//! Every thread writes its elements as (key, position along the axis) pairs — keys as f32 for
-//! the float dtypes (exact for f16 and bf16), i32 for i32 — into a buffer where each line
-//! along the sorted axis is contiguous; one barrier. Then the network's stages ([`network`]):
-//! a sort's is the bitonic sort of a line of `n` (a power of two, as every tile extent),
-//! `log₂n · (log₂n + 1) / 2` stages of `n / 2` compare-exchanges a line; a `topk`'s (the sort
-//! cut to `k < n`) sorts the groups of `k` and then halves the live groups round by round, far
-//! fewer pairs (option `topk-network`). Each stage is written out (or, with the `sort-loops`
-//! option, the sort's stages are two loops); its pairs are dealt out to the block's threads
-//! (a last share not every thread has is guarded), one barrier a stage. The order compares
-//! (key, position), which makes every pair of elements distinct: the network's result is the
-//! stable sort — equal keys keep the lower position first, as torch's — for either direction,
-//! with NaN above every number. Last, each thread reads the first `k` of each line in the
-//! result's layout. A `topk` asks for the values and then the positions of the same sort: the
-//! second op reuses the first's network when it comes right after it.
+//! Every thread writes each of its elements as one u64 code ([`Lowering::code`]): the key's
+//! 32 bits made unsigned-ordered (NaN one value above every number, -0.0 a tie with 0.0;
+//! flipped when descending) over its position along the axis. Codes are distinct, and their
+//! ascending order is the sort's order on (key, position): the stable sort — equal keys keep
+//! the lower position first, as torch's — for either direction, with NaN above every number.
+//! Each line along the sorted axis is contiguous in the buffer; a float sort asked for its
+//! values also writes the values as they came into a second buffer. One barrier. Then the
+//! network's stages ([`network`]): a sort's is the bitonic sort of a line of `n` (a power of
+//! two, as every tile extent), `log₂n · (log₂n + 1) / 2` stages of `n / 2` compare-exchanges
+//! a line; a `topk`'s (the sort cut to `k < n`) sorts the groups of `k` and then halves the
+//! live groups round by round, far fewer pairs (option `topk-network`). Each stage is written
+//! out (or, with the `sort-loops` option, the sort's stages are two loops); its pairs are
+//! dealt out to the block's threads (a last share not every thread has is guarded), one
+//! barrier a stage. A compare-exchange is two 8-byte loads, one unsigned compare, two selects
+//! and two 8-byte stores (against (key, position) pairs in two buffers and a ten-op float
+//! order: 40 % of topk_merge's compile and 16 % of its run time on an H200, session 44). Last,
+//! each thread reads the first `k` codes of each line in the result's layout: the position is
+//! the code's low half; an i32 key its high half again, a float value is read back from where
+//! the position says it came (exactly as it was: NaN payloads and -0.0 kept). A `topk` asks
+//! for the values and then the positions of the same sort: the second op reuses the first's
+//! network when it comes right after it.
 
 use super::emit::{ICmp, Reg, Ty};
 use super::int_arith::IntArith;
@@ -30,7 +37,8 @@ use tilec_core::{DType, Diagnostic};
 pub(crate) struct LastSort {
     key: (ValueId, u32, bool, i64),
     pos: u32,
-    values: Vec<Reg>,
+    /// None where an argsort of floats did not keep them (a values op after it sorts again).
+    values: Option<Vec<Reg>>,
     indices: Vec<Reg>,
 }
 
@@ -120,7 +128,12 @@ impl Lowering<'_> {
         };
         let key = (*value, *axis, *descending, *k);
         if let Some(l) = self.last_sort.as_ref().filter(|l| l.key == key && l.pos + 1 == self.pos) {
-            return Ok(Value::Tile(if *indices { l.indices.clone() } else { l.values.clone() }));
+            if *indices {
+                return Ok(Value::Tile(l.indices.clone()));
+            }
+            if let Some(v) = &l.values {
+                return Ok(Value::Tile(v.clone()));
+            }
         }
         let xty = self.func.ty(*value).clone();
         let ty = rty.ok_or_else(|| err("sort without result"))?.clone();
@@ -130,7 +143,6 @@ impl Lowering<'_> {
         let n = shape[ax];
         let total: i64 = shape.iter().product();
         let float = xty.dtype().is_float();
-        let kty = if float { Ty::F32 } else { Ty::I32 };
         // Element strides of the buffer: each line along the axis contiguous, lines row-major.
         let mut st = vec![0i64; shape.len()];
         let mut m = n;
@@ -142,32 +154,38 @@ impl Lowering<'_> {
                 m *= shape[d];
             }
         }
-        let bytes = total * 8;
+        // One buffer of (key, position) codes, u64 in the sort's ascending order; where the
+        // values are floats and asked for, a second one of the values as they came (the code's
+        // key is not theirs: NaN and -0.0 are made one, see `code`).
+        let from_codes = !float;
+        let keep_values = float && !*indices;
+        let esize = i64::from(xty.dtype().bytes());
+        let codes_bytes = total * 8;
+        let bytes = codes_bytes + if keep_values { total * esize } else { 0 };
         let region = self.smem_region(bytes)?;
+        let vregion = region + codes_bytes;
         self.smem_write_begin(region, bytes);
         let base = self.smem_base();
         let ls = xty.layout().ok_or_else(|| err("a sort of a tile without layout"))?.clone();
-        let kaddr = self.exchange_addresses(&ls, &shape, &st, region, 4, &base);
-        let iaddr = self.exchange_addresses(&ls, &shape, &st, region + total * 4, 4, &base);
+        let caddr = self.exchange_addresses(&ls, &shape, &st, region, 8, &base);
+        let vaddr = if keep_values { self.exchange_addresses(&ls, &shape, &st, vregion, esize, &base) } else { vec![] };
         let along = self.thread_base(&ls, &shape, ax);
         for (r, v) in regs.iter().enumerate() {
-            let kv = match xty.dtype() {
-                DType::F16 | DType::BF16 => self.em.convert("fpext", v, Ty::F32),
-                _ => v.clone(),
-            };
-            self.em.store(&kv, &kaddr[r], 4);
             let off = self.em.ci32(ls.reg_offset(&shape, r as i64)[ax]);
             let p = self.em.add(&along, &off);
-            self.em.store(&p, &iaddr[r], 4);
+            let c = self.code(v, &p, xty.dtype(), *descending);
+            self.em.store(&c, &caddr[r], 8);
+            if keep_values {
+                self.em.store(v, &vaddr[r], esize);
+            }
         }
         self.smem_written();
 
         // The network.
         let threads = i64::from(self.func.num_warps) * 32;
         let lines = total / n;
-        let (ko, io) = (self.em.ci32(region), self.em.ci32(region + total * 4));
-        let keys = self.em.gep(&base, &ko, &Ty::I8);
-        let idxs = self.em.gep(&base, &io, &Ty::I8);
+        let co = self.em.ci32(region);
+        let codes = self.em.gep(&base, &co, &Ty::I8);
         let log_n = n.trailing_zeros();
         if !self.sort_loops {
             // The stages written out, their strides constants: the sort's, or the top-k's
@@ -183,7 +201,7 @@ impl Lowering<'_> {
             }
             for s in &stages {
                 for share in &shares[&s.pbits] {
-                    self.on_share(share, |lw| lw.compare_exchange(share, s, (&keys, &idxs), &kty, *descending))?;
+                    self.on_share(share, |lw| lw.compare_exchange(share, s, &codes))?;
                 }
                 self.full_barrier();
             }
@@ -223,9 +241,7 @@ impl Lowering<'_> {
             self.em.cond_br(&more, &inner_body, &latch);
             self.em.label(&inner_body, &[]);
             for share in &mine {
-                self.on_share(share, |lw| {
-                    lw.looped_compare_exchange(share, (&sb, &jb), (&keys, &idxs), &kty, *descending)
-                })?;
+                self.on_share(share, |lw| lw.looped_compare_exchange(share, (&sb, &jb), &codes))?;
             }
             self.full_barrier();
             let next_jb = self.em.sub(&jb, &one);
@@ -236,23 +252,78 @@ impl Lowering<'_> {
             self.em.label(&done, &[]);
         }
 
-        // The first k of each line, in the result's layout.
+        // The first k of each line, in the result's layout: the position from the code, the
+        // value from the code (i32) or from where the position says it came (floats).
         let lr = ty.layout().ok_or_else(|| err("a sort into a tile without layout"))?.clone();
-        let kread = self.exchange_addresses(&lr, &rshape, &st, region, 4, &base);
-        let iread = self.exchange_addresses(&lr, &rshape, &st, region + total * 4, 4, &base);
+        let cread = self.exchange_addresses(&lr, &rshape, &st, region, 8, &base);
+        let vread =
+            if keep_values { self.exchange_addresses(&lr, &rshape, &st, vregion, esize, &base) } else { vec![] };
+        let along = if keep_values { Some(self.thread_base(&lr, &rshape, ax)) } else { None };
+        let vty = Ty::of(xty.dtype());
         let mut vals = vec![];
         let mut pos = vec![];
-        for (ka, ia) in kread.iter().zip(&iread) {
-            let kv = self.em.load(ka, kty.clone(), 4);
-            vals.push(match xty.dtype() {
-                DType::F16 | DType::BF16 => self.em.convert("fptrunc", &kv, Ty::of(xty.dtype())),
-                _ => kv,
-            });
-            pos.push(self.em.load(ia, Ty::I32, 4));
+        for (r, ca) in cread.iter().enumerate() {
+            let c = self.em.load(ca, Ty::I64, 8);
+            let p = self.em.convert("trunc", &c, Ty::I32);
+            if let Some(along) = &along {
+                // vread[r] is where element j of the line came from; the value is `p - j` after.
+                let off = self.em.ci32(lr.reg_offset(&rshape, r as i64)[ax]);
+                let j = self.em.add(along, &off);
+                let back = self.em.sub(&p, &j);
+                let at = self.em.gep(&vread[r], &back, &vty);
+                vals.push(self.em.load(&at, vty.clone(), esize));
+            } else if from_codes {
+                let c32 = self.em.cint(32, Ty::I64);
+                let hi = self.em.lshr(&c, &c32);
+                let hi = self.em.convert("trunc", &hi, Ty::I32);
+                let flip = self.em.ci32(i32_flip(*descending));
+                vals.push(self.em.xor(&hi, &flip));
+            }
+            pos.push(p);
         }
         self.smem_read_done(region, bytes);
-        self.last_sort = Some(LastSort { key, pos: self.pos, values: vals.clone(), indices: pos.clone() });
+        let values = (keep_values || from_codes).then(|| vals.clone());
+        self.last_sort = Some(LastSort { key, pos: self.pos, values, indices: pos.clone() });
         Ok(Value::Tile(if *indices { pos } else { vals }))
+    }
+
+    /// The u64 whose ascending order is the sort's order on (key `v`, position `p`): the key's
+    /// 32 bits made unsigned-ordered above the position. A float's key is its f32 bits with
+    /// NaN made one positive NaN (above every number, two NaNs a tie) and -0.0 made +0.0 (a
+    /// tie with it, as `==` has it), then the sign bit set where it was clear and every bit
+    /// flipped where it was set; an i32's key its sign bit flipped. Descending flips the
+    /// key's bits (the position's do not flip: a tie keeps the lower position first).
+    fn code(&mut self, v: &Reg, p: &Reg, dtype: DType, descending: bool) -> Reg {
+        let key = if dtype.is_float() {
+            let f = if v.ty == Ty::F32 { v.clone() } else { self.em.convert("fpext", v, Ty::F32) };
+            let bits = self.em.bitcast(&f, Ty::I32);
+            let zero = self.em.cf32(0.0);
+            let is_zero = self.em.cmp(true, "oeq", &f, &zero);
+            let z = self.em.ci32(0);
+            let bits = self.em.select(&is_zero, &z, &bits);
+            let is_nan = self.em.cmp(true, "uno", &f, &f);
+            let qnan = self.em.ci32(0x7fc0_0000);
+            let bits = self.em.select(&is_nan, &qnan, &bits);
+            let c31 = self.em.ci32(31);
+            let sign = self.em.ashr(&bits, &c31);
+            let set = self.em.ci32(i64::from(i32::MIN));
+            let flip = self.em.or(&sign, &set);
+            let flip = if descending {
+                let all = self.em.ci32(-1);
+                self.em.xor(&flip, &all)
+            } else {
+                flip
+            };
+            self.em.xor(&bits, &flip)
+        } else {
+            let flip = self.em.ci32(i32_flip(descending));
+            self.em.xor(v, &flip)
+        };
+        let hi = self.em.convert("zext", &key, Ty::I64);
+        let c32 = self.em.cint(32, Ty::I64);
+        let hi = self.em.shl(&hi, &c32);
+        let lo = self.em.convert("zext", p, Ty::I64);
+        self.em.or(&hi, &lo)
     }
 
     /// This thread's shares of a stage of `count` pairs (`2^pbits` a line, lines of `2^log_n`),
@@ -296,7 +367,7 @@ impl Lowering<'_> {
     }
 
     /// One compare-exchange of a written-out stage for this thread's pair (`NetStage::first`).
-    fn compare_exchange(&mut self, share: &Share, stage: &NetStage, bufs: (&Reg, &Reg), kty: &Ty, descending: bool) {
+    fn compare_exchange(&mut self, share: &Share, stage: &NetStage, codes: &Reg) {
         let x = stage.first(&mut self.em, &share.p);
         let ex = self.em.add(&share.start, &x);
         let d = self.em.ci32(1 << stage.dist);
@@ -305,21 +376,14 @@ impl Lowering<'_> {
             let bit = self.em.ci32(1 << b);
             self.reversed(&x, &bit)
         });
-        self.exchange((&ex, &ey), reversed, bufs, kty, descending);
+        self.exchange((&ex, &ey), reversed, codes);
     }
 
     /// One compare-exchange of the sort's stage `(size, j) = (2^sb, 2^jb)` with run-time
     /// exponents (`sort-loops`): elements `x` and `x + j` of this thread's pair's line, where
     /// x is the pair's index with a 0 put in at bit jb, in the reverse order where `x & size`
     /// is set (the bitonic halves).
-    fn looped_compare_exchange(
-        &mut self,
-        share: &Share,
-        (sb, jb): (&Reg, &Reg),
-        bufs: (&Reg, &Reg),
-        kty: &Ty,
-        descending: bool,
-    ) {
+    fn looped_compare_exchange(&mut self, share: &Share, (sb, jb): (&Reg, &Reg), codes: &Reg) {
         let one = self.em.ci32(1);
         let j = self.em.shl(&one, jb);
         let jb1 = self.em.add(jb, &one);
@@ -332,7 +396,7 @@ impl Lowering<'_> {
         let ey = self.em.add(&ex, &j);
         let sz = self.em.shl(&one, sb);
         let reversed = self.reversed(&x, &sz);
-        self.exchange((&ex, &ey), Some(reversed), bufs, kty, descending);
+        self.exchange((&ex, &ey), Some(reversed), codes);
     }
 
     /// Whether `x & bit` is set: the pair goes in the reverse order.
@@ -342,60 +406,32 @@ impl Lowering<'_> {
         self.em.icmp(ICmp::Ne, &b, &zero)
     }
 
-    /// Elements `ex` and `ey` of the buffers put in the sort's order (the reverse one where
-    /// `reversed` holds).
-    fn exchange(
-        &mut self,
-        (ex, ey): (&Reg, &Reg),
-        reversed: Option<Reg>,
-        (keys, idxs): (&Reg, &Reg),
-        kty: &Ty,
-        descending: bool,
-    ) {
-        let at = |lw: &mut Self, base: &Reg, e: &Reg, ty: &Ty| lw.em.gep(base, e, ty);
-        let (kx_p, ky_p) = (at(self, keys, ex, kty), at(self, keys, ey, kty));
-        let (ix_p, iy_p) = (at(self, idxs, ex, &Ty::I32), at(self, idxs, ey, &Ty::I32));
-        let kx = self.em.load(&kx_p, kty.clone(), 4);
-        let ky = self.em.load(&ky_p, kty.clone(), 4);
-        let ix = self.em.load(&ix_p, Ty::I32, 4);
-        let iy = self.em.load(&iy_p, Ty::I32, 4);
-        // The two elements' positions differ, so the order is total and strict: x comes first
-        // exactly when y does not. One comparison serves both halves (LLVM cannot see that
-        // `before(x, y)` is `!before(y, x)`: the NaN tests and the tie-break make ~10 ops).
-        let y_first = self.before((&ky, &iy), (&kx, &ix), kty, descending);
+    /// Codes `ex` and `ey` of the buffer put in ascending order (descending where `reversed`
+    /// holds). No two codes are equal (their positions differ), so one unsigned compare
+    /// orders the pair.
+    fn exchange(&mut self, (ex, ey): (&Reg, &Reg), reversed: Option<Reg>, codes: &Reg) {
+        let cx_p = self.em.gep(codes, ex, &Ty::I64);
+        let cy_p = self.em.gep(codes, ey, &Ty::I64);
+        let cx = self.em.load(&cx_p, Ty::I64, 8);
+        let cy = self.em.load(&cy_p, Ty::I64, 8);
+        let y_first = self.em.icmp(ICmp::Ult, &cy, &cx);
         let swap = match reversed {
             Some(r) => self.em.xor(&y_first, &r),
             None => y_first,
         };
-        let (nkx, nky) = (self.em.select(&swap, &ky, &kx), self.em.select(&swap, &kx, &ky));
-        let (nix, niy) = (self.em.select(&swap, &iy, &ix), self.em.select(&swap, &ix, &iy));
-        self.em.store(&nkx, &kx_p, 4);
-        self.em.store(&nky, &ky_p, 4);
-        self.em.store(&nix, &ix_p, 4);
-        self.em.store(&niy, &iy_p, 4);
+        let (nx, ny) = (self.em.select(&swap, &cy, &cx), self.em.select(&swap, &cx, &cy));
+        self.em.store(&nx, &cx_p, 8);
+        self.em.store(&ny, &cy_p, 8);
     }
+}
 
-    /// Whether (key a, position ia) comes before (key b, position ib) in the sort: the larger
-    /// key first when descending, the smaller otherwise, NaN the largest; equal keys by the
-    /// lower position.
-    fn before(&mut self, (a, ia): (&Reg, &Reg), (b, ib): (&Reg, &Reg), kty: &Ty, descending: bool) -> Reg {
-        let (gt, lt) = if *kty == Ty::F32 {
-            // NaN the largest: a > b where b is a number and a is larger or NaN (`ugt`), a < b
-            // where a is a number and b larger or NaN; two NaNs tie.
-            let a_num = self.em.cmp(true, "ord", a, a);
-            let b_num = self.em.cmp(true, "ord", b, b);
-            let ugt = self.em.cmp(true, "ugt", a, b);
-            let ult = self.em.cmp(true, "ult", a, b);
-            (self.em.and(&b_num, &ugt), self.em.and(&a_num, &ult))
-        } else {
-            (self.em.icmp(ICmp::Sgt, a, b), self.em.icmp(ICmp::Slt, a, b))
-        };
-        let (wins, loses) = if descending { (gt, lt) } else { (lt, gt) };
-        let lower = self.em.icmp(ICmp::Slt, ia, ib);
-        let t = self.em.cint(1, Ty::I1);
-        let not_loses = self.em.xor(&loses, &t);
-        let tie = self.em.and(&not_loses, &lower);
-        self.em.or(&wins, &tie)
+/// The constant an i32 key is xor-ed with in its code (`Lowering::code`), and its code's high
+/// half with to give the key back: the sign bit, and every other bit too when descending.
+fn i32_flip(descending: bool) -> i64 {
+    if descending {
+        i64::from(i32::MAX)
+    } else {
+        i64::from(i32::MIN)
     }
 }
 
@@ -484,5 +520,67 @@ mod tests {
         assert_eq!(s.len(), 38);
         // The groups' sorts, then eight rounds of a halving and three merge stages.
         assert_eq!(s.iter().map(|s| 1u64 << s.pbits).sum::<u64>(), 6 * 1024 + 2040 + 3 * 1020);
+    }
+
+    /// `Lowering::code`'s arithmetic on the host: the u64 codes order (key, position) as
+    /// `before` does — NaN (any payload, either sign) one value above +inf, -0.0 a tie with
+    /// 0.0, ties by the lower position, both directions — and i32 keys over their whole range.
+    #[test]
+    fn codes_order_as_the_sort_does() {
+        fn code(bits: i32, float: bool, p: i64, descending: bool) -> u64 {
+            let key = if float {
+                let f = f32::from_bits(bits as u32);
+                let bits = if f.is_nan() {
+                    0x7fc0_0000
+                } else if f == 0.0 {
+                    0
+                } else {
+                    bits
+                };
+                let flip = (bits >> 31) | i32::MIN;
+                bits ^ if descending { !flip } else { flip }
+            } else {
+                bits ^ super::i32_flip(descending) as i32
+            };
+            (u64::from(key as u32) << 32) | p as u64
+        }
+        let floats = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7f80_0001),
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1.5,
+            -1.5,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            f32::from_bits(1),
+            f32::MAX,
+            f32::MIN,
+        ];
+        let ints = [i32::MIN, i32::MIN + 1, -7, -1, 0, 1, 7, i32::MAX - 1, i32::MAX];
+        for descending in [false, true] {
+            for (i, &a) in floats.iter().enumerate() {
+                for (j, &b) in floats.iter().enumerate() {
+                    let (pa, pb) = (i as i64, (j + floats.len()) as i64);
+                    let want = before((a, pa), (b, pb), descending);
+                    let got =
+                        code(a.to_bits() as i32, true, pa, descending) < code(b.to_bits() as i32, true, pb, descending);
+                    assert_eq!(got, want, "{a} at {pa} before {b} at {pb}, descending {descending}");
+                }
+            }
+            for (i, &a) in ints.iter().enumerate() {
+                for (j, &b) in ints.iter().enumerate() {
+                    let (pa, pb) = (i as i64, (j + ints.len()) as i64);
+                    let want = if a == b { pa < pb } else { (a > b) == descending };
+                    let (ca, cb) = (code(a, false, pa, descending), code(b, false, pb, descending));
+                    assert_eq!(ca < cb, want, "{a} at {pa} before {b} at {pb}, descending {descending}");
+                    // The key comes back from the code's high half.
+                    assert_eq!(((ca >> 32) as i32) ^ super::i32_flip(descending) as i32, a);
+                }
+            }
+        }
     }
 }

@@ -1191,7 +1191,8 @@ pub fn sorted_positions(row: &[f64], descending: bool) -> Vec<usize> {
 
 /// Sorting within a block (kernels/lang/sort.tile): dims `[M, N]`, constants `BLOCK_N` (N
 /// up to it, the rest padded), `K` (top-k), `ROWS`. Values from a few levels (many ties) with
-/// NaN, +inf and -inf sprinkled in; every output exact (a NaN written as 4096).
+/// NaN, +inf, -inf and -0.0 sprinkled in; every output exact (a NaN written as 4096, a
+/// zero as 1/0: -0.0's sign shown).
 pub const SORT: Spec = Spec {
     name: "lang_sort",
     file: "lang/sort.tile",
@@ -1229,6 +1230,8 @@ pub const SORT: Spec = Spec {
                 0 => f64::NAN,
                 1 => f64::INFINITY,
                 2 => f64::NEG_INFINITY,
+                // A tie with 0.0 (`==`), kept in its place by position, its sign kept.
+                3 => -0.0,
                 _ => f64::from(rng.gen_range(-8i32..8)) / 2.0,
             })
             .collect();
@@ -1245,7 +1248,16 @@ pub const SORT: Spec = Spec {
     reference: |c, a| {
         let (n, bn, k) = (c.dims[1] as usize, c.konst("BLOCK_N", 64) as usize, c.konst("K", 4) as usize);
         let x = values(a, 0);
-        let shown = |v: f64| if v.is_nan() { 4096.0 } else { v };
+        // As the kernel writes them: NaN as 4096, a zero as 1/0 (its sign as an infinity's).
+        let shown = |v: f64| {
+            if v.is_nan() {
+                4096.0
+            } else if v == 0.0 {
+                1.0 / v
+            } else {
+                v
+            }
+        };
         let (mut desc, mut asc, mut top_v, mut top_i) = (vec![], vec![], vec![], vec![]);
         for row in x.chunks(n) {
             // The block's tile: the row padded to BLOCK_N (-inf, or +inf for the ascending sort).
@@ -1268,6 +1280,81 @@ pub const SORT: Spec = Spec {
             Ok(Case::new(dtype, dims).with("BLOCK_N", bn).with("K", bn.min(4)))
         }
         _ => Err(format!("lang_sort takes MxN (N up to 1024), not {dims:?}")),
+    },
+    peer_config: no_peer,
+};
+
+/// Sorting i32 keys within a block (kernels/lang/sort.tile `sort_int_rows`): dims `[M, N]`,
+/// constants `BLOCK_N` (N up to it, the rest padded), `K`. Values from a few levels (ties)
+/// and i32's extremes, which tie with the padding; every output exact.
+pub const SORT_INT: Spec = Spec {
+    name: "lang_sort_int",
+    file: "lang/sort.tile",
+    kernel: "sort_int_rows",
+    class: Class::Membound,
+    peer_kernel: "",
+    interp_cases: || {
+        vec![Case::new(DType::I32, &[3, 50]), Case::new(DType::I32, &[2, 5]).with("BLOCK_N", 8).with("K", 2)]
+    },
+    gpu_cases: || {
+        vec![
+            Case::new(DType::I32, &[1, 1]).with("BLOCK_N", 1).with("K", 1),
+            Case::new(DType::I32, &[7, 50]),
+            Case::new(DType::I32, &[300, 1000]).with("BLOCK_N", 1024).with("K", 8),
+        ]
+    },
+    bench_cases: no_bench,
+    consts: |c| {
+        let mut m = BTreeMap::new();
+        m.insert("BLOCK_N".into(), ConstArg::Int(c.konst("BLOCK_N", 64)));
+        m.insert("K".into(), ConstArg::Int(c.konst("K", 4)));
+        m
+    },
+    inputs: |c, rng| {
+        let (m, n, k) = (c.dims[0], c.dims[1], c.konst("K", 4));
+        let x: Vec<f64> = (0..m * n)
+            .map(|_| match rng.gen_range(0..50) {
+                0 => f64::from(i32::MIN),
+                1 => f64::from(i32::MAX),
+                _ => f64::from(rng.gen_range(-6i32..6) * 1000),
+            })
+            .collect();
+        vec![
+            tensor(DType::I32, &[m, n], &x),
+            poisoned(DType::I32, &[m, n]),
+            poisoned(DType::I32, &[m, n]),
+            poisoned(DType::I32, &[m, n]),
+            poisoned(DType::I32, &[m, k]),
+        ]
+    },
+    outputs: &[1, 2, 3, 4],
+    exact: &[1, 2, 3, 4],
+    reference: |c, a| {
+        let (n, bn, k) = (c.dims[1] as usize, c.konst("BLOCK_N", 64) as usize, c.konst("K", 4) as usize);
+        let x = values(a, 0);
+        let (mut asc_v, mut asc_i, mut desc_i, mut top_v) = (vec![], vec![], vec![], vec![]);
+        for row in x.chunks(n) {
+            let pad =
+                |p: i32| row.iter().copied().chain(std::iter::repeat_n(f64::from(p), bn - n)).collect::<Vec<f64>>();
+            let (hi, lo) = (pad(i32::MAX), pad(i32::MIN));
+            let a = sorted_positions(&hi, false);
+            asc_v.extend(a.iter().take(n).map(|&p| hi[p]));
+            asc_i.extend(a.iter().take(n).map(|&p| p as f64));
+            let d = sorted_positions(&lo, true);
+            desc_i.extend(d.iter().take(n).map(|&p| p as f64));
+            top_v.extend(d.iter().take(k).map(|&p| lo[p]));
+        }
+        vec![asc_v, asc_i, desc_i, top_v]
+    },
+    tolerance: |_| 0.0,
+    bytes: |c| (c.dims[0] * c.dims[1]) as f64 * 16.0,
+    flops: None,
+    case_for: |dims, dtype| match (dims, dtype) {
+        ([m, n], DType::I32) if *m >= 1 && *n >= 1 => {
+            let bn = pow2_clamped(*n, 1, 1024);
+            Ok(Case::new(dtype, dims).with("BLOCK_N", bn).with("K", bn.min(4)))
+        }
+        _ => Err(format!("lang_sort_int takes MxN (N up to 1024) and i32, not {dims:?} {dtype}")),
     },
     peer_config: no_peer,
 };

@@ -10,7 +10,7 @@ use crate::Spec;
 pub use lang::sorted_positions;
 
 /// Every spec: the memory-bound kernels (which lower today) first.
-pub(crate) static ALL: [&Spec; 70] = [
+pub(crate) static ALL: [&Spec; 71] = [
     &membound::SOFTMAX,
     &membound::SOFTMAX_ONLINE,
     &membound::SILU_MUL,
@@ -46,6 +46,7 @@ pub(crate) static ALL: [&Spec; 70] = [
     &lang::HISTOGRAM,
     &lang::SLICES,
     &lang::SORT,
+    &lang::SORT_INT,
     &lang::TOPK_PARTIAL,
     &lang::TOPK_MERGE,
     &lang::OFFSETS,
