@@ -1387,7 +1387,8 @@ fn sort_loops_loop_over_the_network_stages() {
     assert_eq!(bars(written.ptx()), 39);
     assert_eq!(bars(looped.ptx()), 2);
     let lines = |ptx: &str| ptx.lines().count();
-    assert!(lines(looped.ptx()) * 4 < lines(written.ptx()), "{} against {}", lines(looped.ptx()), lines(written.ptx()));
+    // (Since the u64 codes, a compare-exchange is 7 instructions: 324 lines against 919.)
+    assert!(lines(looped.ptx()) * 2 < lines(written.ptx()), "{} against {}", lines(looped.ptx()), lines(written.ptx()));
     for c in [&written, &looped] {
         assert_no_spills(c);
     }
