@@ -1189,6 +1189,19 @@ pub fn sorted_positions(row: &[f64], descending: bool) -> Vec<usize> {
     order
 }
 
+/// `row` padded with `p` to `width` elements: the block's tile of a row shorter than it.
+fn padded(row: &[f64], width: usize, p: f64) -> Vec<f64> {
+    row.iter().copied().chain(std::iter::repeat_n(p, width - row.len())).collect()
+}
+
+/// The constants both kernels of kernels/lang/sort.tile take: `BLOCK_N` (64) and `K` (4).
+fn sort_consts(c: &Case) -> BTreeMap<String, ConstArg> {
+    BTreeMap::from([
+        ("BLOCK_N".to_string(), ConstArg::Int(c.konst("BLOCK_N", 64))),
+        ("K".to_string(), ConstArg::Int(c.konst("K", 4))),
+    ])
+}
+
 /// Sorting within a block (kernels/lang/sort.tile): dims `[M, N]`, constants `BLOCK_N` (N
 /// up to it, the rest padded), `K` (top-k), `ROWS`. Values from a few levels (many ties) with
 /// NaN, +inf, -inf and -0.0 sprinkled in; every output exact (a NaN written as 4096, a
@@ -1217,9 +1230,8 @@ pub const SORT: Spec = Spec {
     },
     bench_cases: no_bench,
     consts: |c| {
-        let mut m = t_const(c);
-        m.insert("BLOCK_N".into(), ConstArg::Int(c.konst("BLOCK_N", 64)));
-        m.insert("K".into(), ConstArg::Int(c.konst("K", 4)));
+        let mut m = sort_consts(c);
+        m.extend(t_const(c));
         m.insert("ROWS".into(), ConstArg::Int(c.konst("ROWS", 2)));
         m
     },
@@ -1261,8 +1273,7 @@ pub const SORT: Spec = Spec {
         let (mut desc, mut asc, mut top_v, mut top_i) = (vec![], vec![], vec![], vec![]);
         for row in x.chunks(n) {
             // The block's tile: the row padded to BLOCK_N (-inf, or +inf for the ascending sort).
-            let pad = |p: f64| row.iter().copied().chain(std::iter::repeat_n(p, bn - n)).collect::<Vec<f64>>();
-            let (lo, hi) = (pad(f64::NEG_INFINITY), pad(f64::INFINITY));
+            let (lo, hi) = (padded(row, bn, f64::NEG_INFINITY), padded(row, bn, f64::INFINITY));
             let d = sorted_positions(&lo, true);
             desc.extend(d.iter().take(n).map(|&p| shown(lo[p])));
             asc.extend(sorted_positions(&hi, false).iter().take(n).map(|&p| p as f64));
@@ -1304,12 +1315,7 @@ pub const SORT_INT: Spec = Spec {
         ]
     },
     bench_cases: no_bench,
-    consts: |c| {
-        let mut m = BTreeMap::new();
-        m.insert("BLOCK_N".into(), ConstArg::Int(c.konst("BLOCK_N", 64)));
-        m.insert("K".into(), ConstArg::Int(c.konst("K", 4)));
-        m
-    },
+    consts: sort_consts,
     inputs: |c, rng| {
         let (m, n, k) = (c.dims[0], c.dims[1], c.konst("K", 4));
         let x: Vec<f64> = (0..m * n)
@@ -1334,9 +1340,7 @@ pub const SORT_INT: Spec = Spec {
         let x = values(a, 0);
         let (mut asc_v, mut asc_i, mut desc_i, mut top_v) = (vec![], vec![], vec![], vec![]);
         for row in x.chunks(n) {
-            let pad =
-                |p: i32| row.iter().copied().chain(std::iter::repeat_n(f64::from(p), bn - n)).collect::<Vec<f64>>();
-            let (hi, lo) = (pad(i32::MAX), pad(i32::MIN));
+            let (hi, lo) = (padded(row, bn, f64::from(i32::MAX)), padded(row, bn, f64::from(i32::MIN)));
             let a = sorted_positions(&hi, false);
             asc_v.extend(a.iter().take(n).map(|&p| hi[p]));
             asc_i.extend(a.iter().take(n).map(|&p| p as f64));
@@ -1418,8 +1422,7 @@ pub const TOPK_PARTIAL: Spec = Spec {
         let (mut pv, mut pi) = (vec![], vec![]);
         for row in x.chunks(n) {
             for (ci, chunk) in row.chunks(bn).enumerate() {
-                let padded: Vec<f64> =
-                    chunk.iter().copied().chain(std::iter::repeat_n(f64::NEG_INFINITY, bn - chunk.len())).collect();
+                let padded = padded(chunk, bn, f64::NEG_INFINITY);
                 for p in top_positions(&padded, k) {
                     pv.push(padded[p]);
                     pi.push((ci * bn + p) as f64);
