@@ -219,7 +219,10 @@ const O1: &[&str] = &[
         // loop-load-elim (vectorizes no loop)
         // instcombine (a repeat: nothing new)
         "simplifycfg<bonus-inst-threshold=1;forward-switch-cond;switch-range-to-icmp;switch-to-arithmetic;switch-to-lookup;no-keep-loops;hoist-common-insts;no-hoist-loads-stores-with-cond-faulting;sink-common-insts;speculate-blocks;simplify-cond-branch;no-speculate-unpredictables>",
-        // vector-combine (a repeat: nothing new)
+        // O1's only vector-combine (O3 has two): it finds the vector lanes' extract/insert
+        // pairs in bias_add, residual_add and moe_combine (session 44: without it their O1
+        // PTX was not LLVM's).
+        "vector-combine",
         // instcombine (a repeat: nothing new)
         "loop-unroll<O1>",
         "transform-warning",

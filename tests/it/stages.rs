@@ -558,6 +558,8 @@ fn o1_kernels_compile_to_their_o3_ptx() {
         ("argmax", "argmax"),
         ("softmax", "softmax"),
         ("quant_fp8", "quant_fp8_block2d"),
+        ("bias_add", "bias_add"),
+        ("residual_add", "residual_add"),
     ];
     // The PTX of these differs from O3's in the order of its instructions only.
     let same_sass = ["argmax", "softmax", "quant_fp8_block2d"];
