@@ -1401,12 +1401,20 @@ impl Lowering<'_> {
         }
         let (mut out, mut aff) = (vec![], vec![]);
         for r in 0..n {
-            let c = l.reg_offset(shape, r)[d];
-            let o = self.em.ci32(c);
-            out.push(self.em.add(&base, &o));
+            let (p, c) = self.reg_position(l, shape, &base, d, r);
+            out.push(p);
             aff.push((base.clone(), c));
         }
         (out, aff)
+    }
+
+    /// Register `r`'s position along dim `d`: `base` (the thread's, [`Lowering::thread_base`])
+    /// plus the register's constant offset, emitted where it is asked for (a caller walking
+    /// the registers interleaves them with its own ops), and that offset.
+    pub(crate) fn reg_position(&mut self, l: &Layout, shape: &[i64], base: &Reg, d: usize, r: i64) -> (Reg, i64) {
+        let c = l.reg_offset(shape, r)[d];
+        let o = self.em.ci32(c);
+        (self.em.add(base, &o), c)
     }
 
     /// `Σ ((id >> shift) & mask) · base` over bit runs of the lane or warp id, in the

@@ -171,8 +171,7 @@ impl Lowering<'_> {
         let vaddr = if keep_values { self.exchange_addresses(&ls, &shape, &st, vregion, esize, &base) } else { vec![] };
         let along = self.thread_base(&ls, &shape, ax);
         for (r, v) in regs.iter().enumerate() {
-            let off = self.em.ci32(ls.reg_offset(&shape, r as i64)[ax]);
-            let p = self.em.add(&along, &off);
+            let (p, _) = self.reg_position(&ls, &shape, &along, ax, r as i64);
             let c = self.code(v, &p, xty.dtype(), *descending);
             self.em.store(&c, &caddr[r], 8);
             if keep_values {
@@ -267,8 +266,7 @@ impl Lowering<'_> {
             let p = self.em.convert("trunc", &c, Ty::I32);
             if let Some(along) = &along {
                 // vread[r] is where element j of the line came from; the value is `p - j` after.
-                let off = self.em.ci32(lr.reg_offset(&rshape, r as i64)[ax]);
-                let j = self.em.add(along, &off);
+                let (j, _) = self.reg_position(&lr, &rshape, along, ax, r as i64);
                 let back = self.em.sub(&p, &j);
                 let at = self.em.gep(&vread[r], &back, &vty);
                 vals.push(self.em.load(&at, vty.clone(), esize));
