@@ -366,9 +366,13 @@ impl Lowering<'_> {
         }
         bits.sort_by_key(|(p, _)| *p);
         let combine = |em: &mut Emitter, a: &Reg, b: &Reg| binop(em, op, a, b, d);
+        let commutes = matches!(op, BinOp::Add | BinOp::Mul);
         let mut pre = src.clone();
         let mut tot = src;
         let n = map.num_regs();
+        // Each register's byte offset in a scratch copy of the tile, for the warp steps:
+        // computed once, the steps differ only in region and partner distance.
+        let mut byte_offsets: Option<Vec<Reg>> = None;
         for (p, bit) in bits {
             // The partner's total, and whether this element is the upper half (bit set): known
             // per register for a register bit, a run-time i1 for a lane or warp bit.
@@ -400,19 +404,23 @@ impl Lowering<'_> {
                     let base = self.smem_base();
                     let stride: i64 = shape[axis + 1..].iter().product();
                     let (region_c, bsz) = (self.em.ci32(region), self.em.ci32(bytes));
-                    let (down, upc) = (self.em.ci32(-p * stride), self.em.ci32(p * stride));
+                    let (down, upc) = (self.em.ci32(-p * stride * bytes), self.em.ci32(p * stride * bytes));
                     let delta = self.em.select(&u, &down, &upc);
+                    if byte_offsets.is_none() {
+                        let offs = (0..n)
+                            .map(|r| {
+                                let lin = self.element_index(&l, &shape, &map.reg_offset(r));
+                                self.em.mul(&lin, &bsz)
+                            })
+                            .collect();
+                        byte_offsets = Some(offs);
+                    }
                     let mut reads = vec![];
-                    for r in 0..n {
-                        let off = map.reg_offset(r);
-                        let lin = self.element_index(&l, &shape, &off);
-                        let bo = self.em.mul(&lin, &bsz);
-                        let at = self.em.add(&bo, &region_c);
+                    for (r, bo) in byte_offsets.iter().flatten().enumerate() {
+                        let at = self.em.add(bo, &region_c);
                         let a = self.em.gep(&base, &at, &Ty::I8);
-                        self.em.store(&tot[r as usize], &a, bytes);
-                        let plin = self.em.add(&lin, &delta);
-                        let pbo = self.em.mul(&plin, &bsz);
-                        let pat = self.em.add(&pbo, &region_c);
+                        self.em.store(&tot[r], &a, bytes);
+                        let pat = self.em.add(&at, &delta);
                         reads.push(self.em.gep(&base, &pat, &Ty::I8));
                     }
                     self.smem_written();
@@ -433,9 +441,15 @@ impl Lowering<'_> {
                     Upper::RunTime(u) => {
                         let hi_pre = combine(&mut self.em, pt, &mine_pre);
                         let hi_tot = combine(&mut self.em, pt, &mine_tot);
-                        let lo_tot = combine(&mut self.em, &mine_tot, pt);
                         pre[r] = self.em.select(u, &hi_pre, &mine_pre);
-                        tot[r] = self.em.select(u, &hi_tot, &lo_tot);
+                        // Add and Mul commute (LLVM's CSE takes `a + b` for `b + a`, floats
+                        // too): the block's total is the same either side.
+                        tot[r] = if commutes {
+                            hi_tot
+                        } else {
+                            let lo_tot = combine(&mut self.em, &mine_tot, pt);
+                            self.em.select(u, &hi_tot, &lo_tot)
+                        };
                     }
                 }
             }
