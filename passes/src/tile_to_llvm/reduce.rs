@@ -282,12 +282,15 @@ impl Lowering<'_> {
         self.smem_written();
         let mut out = vec![];
         for ri in &row_idx {
+            // The row's slots of every warp: one address, then constant steps.
+            let zero = self.em.ci32(0);
+            let first: Vec<Reg> = (0..parts.len()).map(|p| slot(&mut self.em, p, ri, &zero)).collect();
             let mut acc: Option<Vec<Reg>> = None;
             for wi in 0..w {
-                let wv = self.em.ci32(wi);
                 let mut x = vec![];
                 for (p, pd) in parts.iter().enumerate() {
-                    let a = slot(&mut self.em, p, ri, &wv);
+                    let step = self.em.ci32(wi * i64::from(pd.bytes()));
+                    let a = self.em.gep(&first[p], &step, &Ty::I8);
                     x.push(self.em.load(&a, Ty::of(*pd), i64::from(pd.bytes())));
                 }
                 acc = Some(match acc {
