@@ -289,8 +289,12 @@ impl Lowering<'_> {
             for wi in 0..w {
                 let mut x = vec![];
                 for (p, pd) in parts.iter().enumerate() {
-                    let step = self.em.ci32(wi * i64::from(pd.bytes()));
-                    let a = self.em.gep(&first[p], &step, &Ty::I8);
+                    let a = if wi == 0 {
+                        first[p].clone()
+                    } else {
+                        let step = self.em.ci32(wi * i64::from(pd.bytes()));
+                        self.em.gep(&first[p], &step, &Ty::I8)
+                    };
                     x.push(self.em.load(&a, Ty::of(*pd), i64::from(pd.bytes())));
                 }
                 acc = Some(match acc {
