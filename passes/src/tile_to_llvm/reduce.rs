@@ -283,7 +283,6 @@ impl Lowering<'_> {
         let mut out = vec![];
         for ri in &row_idx {
             // The row's slots of every warp: one address, then constant steps.
-            let zero = self.em.ci32(0);
             let first: Vec<Reg> = (0..parts.len()).map(|p| slot(&mut self.em, p, ri, &zero)).collect();
             let mut acc: Option<Vec<Reg>> = None;
             for wi in 0..w {
